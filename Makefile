@@ -1,0 +1,45 @@
+# Eddy: see README.md. `make test` is the test command CI runs.
+
+MODULES := api pkg source-controller kustomize-controller helm-controller notification-controller cli
+CONTROLLERS := source-controller kustomize-controller helm-controller notification-controller
+PACKAGES := $(foreach m,$(MODULES),./$(m)/...)
+
+CONTROLLER_GEN_VERSION := v0.23.0
+CONTROLLER_GEN := bin/controller-gen
+GO_TEST_FLAGS ?= -count=1 -timeout 25m
+
+.PHONY: all build generate tools test lint clean
+
+all: build
+
+## build: all binaries into bin/ (controllers and the eddy CLI)
+build:
+	@mkdir -p bin
+	go build -o bin/ $(foreach c,$(CONTROLLERS),./$(c))
+	go build -o bin/eddy ./cli
+
+## generate: deepcopy functions and CRD YAML (config/crd/bases) with controller-gen
+generate: $(CONTROLLER_GEN)
+	cd api && $(CURDIR)/$(CONTROLLER_GEN) object paths=./...
+	cd api && $(CURDIR)/$(CONTROLLER_GEN) crd paths=./... output:crd:artifacts:config=$(CURDIR)/config/crd/bases
+
+$(CONTROLLER_GEN): Makefile
+	GOBIN=$(CURDIR)/bin go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	@touch $@
+
+## tools: the local cluster's binaries into bin/k8s, built from upstream source (idempotent)
+tools:
+	bash tools/build.sh
+
+## test: unit and integration tests (needs `make tools`; starts local clusters)
+test: tools $(CONTROLLER_GEN)
+	go test $(GO_TEST_FLAGS) -v $(PACKAGES)
+
+## lint: gofmt and go vet
+lint:
+	@out=$$(gofmt -l $(MODULES) tools); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet $(PACKAGES)
+	cd tools && GOWORK=off go vet ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,40 @@
+// Command eddy is Eddy's command line: a local cluster for trying Eddy,
+// install, bootstrap, get, reconcile and more, with the conventions of
+// kubectl and flux.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "eddy",
+		Short:         "Eddy keeps a Kubernetes cluster equal to what a Git repository declares",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the eddy version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "eddy %s\n", version)
+			return err
+		},
+	})
+	return root
+}
+
+func main() {
+	if err := newRootCommand().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "✗", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,516 @@
+// Package localcluster runs a real Kubernetes control plane on this machine,
+// built from upstream source by `make tools` into bin/k8s, with no container
+// runtime: profile "api" is etcd and kube-apiserver (for integration tests);
+// profile "full" adds kube-controller-manager, kube-scheduler and kwok with
+// fake Ready nodes, so Deployments become Available (for e2e tests and demos).
+//
+// Every component listens on a free loopback port and keeps its state and log
+// in one directory; Stop kills every child process, and so does a SIGINT or
+// SIGTERM to this process.
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Profile selects which components run.
+type Profile string
+
+const (
+	// ProfileAPI runs etcd and kube-apiserver.
+	ProfileAPI Profile = "api"
+	// ProfileFull adds kube-controller-manager (with the node lifecycle
+	// controller), kube-scheduler, kwok and fake Ready nodes.
+	ProfileFull Profile = "full"
+)
+
+// Defaults of Options.
+const (
+	DefaultServiceCIDR = "10.96.0.0/16"
+	DefaultNodes       = 1
+	DefaultTimeout     = 2 * time.Minute
+	contextName        = "eddy-local"
+)
+
+// Options configure Start. The zero value starts the api profile in a new
+// temporary directory with the binaries of <repo>/bin/k8s.
+type Options struct {
+	// Profile is ProfileAPI (the default) or ProfileFull.
+	Profile Profile
+	// Nodes is the number of fake nodes of the full profile; default 1.
+	Nodes int
+	// BinDir holds the binaries built by `make tools`. Default: $EDDY_K8S_BIN_DIR,
+	// else bin/k8s under the nearest directory above the working directory that
+	// holds go.work.
+	BinDir string
+	// Dir keeps the cluster's state, certificates, kubeconfig and logs. Default:
+	// a new temporary directory, removed by Stop.
+	Dir string
+	// ServiceCIDR of Services; at least a /16 so thousands of Services fit.
+	ServiceCIDR string
+	// Timeout bounds the start-up; default 2 minutes.
+	Timeout time.Duration
+}
+
+// Cluster is a running local control plane.
+type Cluster struct {
+	// Dir holds state, certificates, kubeconfig and the per-component logs.
+	Dir string
+	// KubeconfigPath is an admin kubeconfig (client certificate in group
+	// system:masters) with context "eddy-local".
+	KubeconfigPath string
+	// Config is the admin client configuration.
+	Config *rest.Config
+	// StartupDuration is the time Start took until the cluster was ready.
+	StartupDuration time.Duration
+	// Profile that runs.
+	Profile Profile
+
+	ownDir   bool
+	ports    []int
+	procs    []*process
+	stopOnce sync.Once
+}
+
+// ErrBinariesMissing is returned (wrapped) when bin/k8s lacks a binary.
+var ErrBinariesMissing = errors.New("local cluster binaries are missing: run `make tools`")
+
+// Start starts a cluster and waits until it is ready: the apiserver answers
+// /readyz and, for the full profile, every fake node is Ready without the
+// not-ready taint and the default ServiceAccount exists. On error nothing is
+// left running, and the error carries the tail of each component's log.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	begin := time.Now()
+	if opts.Profile == "" {
+		opts.Profile = ProfileAPI
+	}
+	if opts.Profile != ProfileAPI && opts.Profile != ProfileFull {
+		return nil, fmt.Errorf("unknown profile %q: use %q or %q", opts.Profile, ProfileAPI, ProfileFull)
+	}
+	if opts.Nodes <= 0 {
+		opts.Nodes = DefaultNodes
+	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = DefaultServiceCIDR
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+
+	binDir, err := findBinDir(opts.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	need := []string{"etcd", "kube-apiserver"}
+	if opts.Profile == ProfileFull {
+		need = append(need, "kube-controller-manager", "kube-scheduler", "kwok")
+	}
+	for _, b := range need {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			return nil, fmt.Errorf("%w (no %s in %s)", ErrBinariesMissing, b, binDir)
+		}
+	}
+
+	_, serviceNet, err := net.ParseCIDR(opts.ServiceCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("service CIDR %q: %w", opts.ServiceCIDR, err)
+	}
+	if ones, _ := serviceNet.Mask.Size(); ones > 16 {
+		return nil, fmt.Errorf("service CIDR %q is smaller than a /16", opts.ServiceCIDR)
+	}
+	serviceIP := firstIP(serviceNet)
+
+	c := &Cluster{Dir: opts.Dir, Profile: opts.Profile}
+	if c.Dir == "" {
+		if c.Dir, err = os.MkdirTemp("", "eddy-localcluster-"); err != nil {
+			return nil, err
+		}
+		c.ownDir = true
+	} else if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	register(c)
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, c.Logs(40))
+			c.Stop()
+		}
+	}()
+
+	p, err := newPKI(serviceIP)
+	if err != nil {
+		return nil, fmt.Errorf("generating certificates: %w", err)
+	}
+	files, err := p.write(filepath.Join(c.Dir, "pki"))
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(6)
+	if err != nil {
+		return nil, err
+	}
+	c.ports = ports
+	etcdClient, etcdPeer, apiPort, kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
+
+	host := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	c.KubeconfigPath = filepath.Join(c.Dir, "kubeconfig")
+	if err := writeKubeconfig(c.KubeconfigPath, host, p); err != nil {
+		return nil, err
+	}
+	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.KubeconfigPath); err != nil {
+		return nil, err
+	}
+	c.Config.QPS, c.Config.Burst = 200, 400
+
+	logDir := c.Dir
+	etcdURL := func(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
+	if err := c.start("etcd", binDir, logDir,
+		"--name=eddy",
+		"--data-dir="+filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls="+etcdURL(etcdClient),
+		"--advertise-client-urls="+etcdURL(etcdClient),
+		"--listen-peer-urls="+etcdURL(etcdPeer),
+		"--initial-advertise-peer-urls="+etcdURL(etcdPeer),
+		"--initial-cluster=eddy="+etcdURL(etcdPeer),
+		"--unsafe-no-fsync=true", // throw-away data: durability costs start-up and test time
+		"--log-level=warn",
+	); err != nil {
+		return nil, err
+	}
+	if err := c.start("kube-apiserver", binDir, logDir,
+		"--etcd-servers="+etcdURL(etcdClient),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(apiPort),
+		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"),
+		"--tls-cert-file="+files["apiserver.crt"],
+		"--tls-private-key-file="+files["apiserver.key"],
+		"--client-ca-file="+files["ca.crt"],
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+files["sa.key"],
+		"--service-account-signing-key-file="+files["sa.key"],
+		"--service-cluster-ip-range="+opts.ServiceCIDR,
+		"--authorization-mode=Node,RBAC",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--v=1",
+	); err != nil {
+		return nil, err
+	}
+	if err := c.waitAPIReady(ctx); err != nil {
+		return nil, err
+	}
+
+	if opts.Profile == ProfileFull {
+		if err := c.startFull(ctx, binDir, files, opts, kcmPort, schedPort, kwokPort); err != nil {
+			return nil, err
+		}
+	}
+	c.StartupDuration = time.Since(begin)
+	return c, nil
+}
+
+func (c *Cluster) startFull(ctx context.Context, binDir string, files map[string]string, opts Options, kcmPort, schedPort, kwokPort int) error {
+	kc := c.KubeconfigPath
+	if err := c.start("kube-controller-manager", binDir, c.Dir,
+		"--kubeconfig="+kc,
+		"--authentication-kubeconfig="+kc,
+		"--authorization-kubeconfig="+kc,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(kcmPort),
+		"--cert-dir="+filepath.Join(c.Dir, "kcm-certs"),
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file="+files["sa.key"],
+		"--root-ca-file="+files["ca.crt"],
+		"--cluster-signing-cert-file="+files["ca.crt"],
+		"--cluster-signing-key-file="+files["ca.key"],
+		"--service-cluster-ip-range="+opts.ServiceCIDR,
+		"--controllers=*", // includes the node lifecycle controller, which clears the not-ready taint
+		"--v=1",
+	); err != nil {
+		return err
+	}
+	if err := c.start("kube-scheduler", binDir, c.Dir,
+		"--kubeconfig="+kc,
+		"--authentication-kubeconfig="+kc,
+		"--authorization-kubeconfig="+kc,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(schedPort),
+		"--cert-dir="+filepath.Join(c.Dir, "scheduler-certs"),
+		"--leader-elect=false",
+		"--v=1",
+	); err != nil {
+		return err
+	}
+	kwokArgs := []string{
+		"--kubeconfig=" + kc,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
+		"--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
+		"--server-address=127.0.0.1:" + strconv.Itoa(kwokPort),
+		"--node-ip=127.0.0.1",
+		"--cidr=10.244.0.0/16",
+		"--node-lease-duration-seconds=40",
+	}
+	stages, err := filepath.Glob(filepath.Join(binDir, "stages", "*", "*.yaml"))
+	if err != nil || len(stages) == 0 {
+		return fmt.Errorf("%w (no kwok stages in %s)", ErrBinariesMissing, filepath.Join(binDir, "stages"))
+	}
+	for _, s := range stages {
+		kwokArgs = append(kwokArgs, "--config="+s)
+	}
+	if err := c.start("kwok", binDir, c.Dir, kwokArgs...); err != nil {
+		return err
+	}
+
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	for i := 1; i <= opts.Nodes; i++ {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, fakeNode(fmt.Sprintf("eddy-node-%d", i)), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating fake node: %w", err)
+		}
+	}
+	return c.poll(ctx, "fake nodes Ready and the default ServiceAccount", func() (bool, error) {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			if nodeSchedulable(&n) {
+				ready++
+			}
+		}
+		if ready < opts.Nodes {
+			return false, nil
+		}
+		_, err = cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+const kwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+func fakeNode(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:        name,
+		Annotations: map[string]string{kwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+		Labels: map[string]string{
+			"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+			"kubernetes.io/arch": "amd64", "node-role.kubernetes.io/agent": "",
+		},
+	}}
+}
+
+func nodeSchedulable(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (c *Cluster) start(name, binDir, logDir string, args ...string) error {
+	p, err := startProcess(name, filepath.Join(binDir, name), logDir, args...)
+	if err != nil {
+		return err
+	}
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+func (c *Cluster) waitAPIReady(ctx context.Context) error {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Timeout = 2 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return c.poll(ctx, "kube-apiserver /readyz", func() (bool, error) {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok", nil
+	})
+}
+
+// poll calls check every 100ms until it is true, a child process exits, or ctx ends.
+func (c *Cluster) poll(ctx context.Context, what string, check func() (bool, error)) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := check()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		for _, p := range c.procs {
+			if done, perr := p.exited(); done {
+				return fmt.Errorf("waiting for %s: %s exited: %v", what, p.name, perr)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Stop kills every child process (SIGTERM, then SIGKILL after 5s), waits for
+// them to exit and, when Start made the directory, removes it. It is safe to
+// call more than once.
+func (c *Cluster) Stop() {
+	c.stopOnce.Do(func() {
+		for i := len(c.procs) - 1; i >= 0; i-- {
+			c.procs[i].stop(5 * time.Second)
+		}
+		if c.ownDir && os.Getenv("EDDY_KEEP_CLUSTER_DIR") == "" {
+			_ = os.RemoveAll(c.Dir)
+		}
+		unregister(c)
+	})
+}
+
+// Pids returns the process IDs of the cluster's components.
+func (c *Cluster) Pids() []int {
+	pids := make([]int, 0, len(c.procs))
+	for _, p := range c.procs {
+		pids = append(pids, p.pid())
+	}
+	return pids
+}
+
+// Ports returns the loopback ports the cluster's components listen on.
+func (c *Cluster) Ports() []int { return append([]int(nil), c.ports...) }
+
+// Logs returns the last n lines of each component's log, headed by its name.
+func (c *Cluster) Logs(n int) string { return formatLogs(c.procs, n) }
+
+func writeKubeconfig(path, server string, p *pki) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: p.caCert}
+	cfg.AuthInfos[contextName] = &clientcmdapi.AuthInfo{ClientCertificateData: p.adminCert, ClientKeyData: p.adminKey}
+	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName, Namespace: "default"}
+	cfg.CurrentContext = contextName
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// findBinDir resolves Options.BinDir as documented there.
+func findBinDir(dir string) (string, error) {
+	if dir == "" {
+		dir = os.Getenv("EDDY_K8S_BIN_DIR")
+	}
+	if dir != "" {
+		return filepath.Abs(dir)
+	}
+	root, err := WorkspaceRoot()
+	if err != nil {
+		return "", fmt.Errorf("%w (%v; or set EDDY_K8S_BIN_DIR)", ErrBinariesMissing, err)
+	}
+	return filepath.Join(root, "bin", "k8s"), nil
+}
+
+// WorkspaceRoot returns the nearest directory at or above the working
+// directory that holds go.work: the root of an Eddy checkout, where bin/ and
+// config/ are. Tests run in their package's directory, so this finds the
+// checkout they belong to.
+func WorkspaceRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.work at or above %s", wd)
+		}
+	}
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func firstIP(n *net.IPNet) net.IP {
+	ip := append(net.IP(nil), n.IP.To4()...)
+	ip[3]++
+	return ip
+}
+
+func register(c *Cluster) {
+	registry.Lock()
+	registry.clusters[c] = struct{}{}
+	registry.Unlock()
+	registry.once.Do(func() {
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+		go func() {
+			sig := <-sigs
+			registry.Lock()
+			running := make([]*Cluster, 0, len(registry.clusters))
+			for c := range registry.clusters {
+				running = append(running, c)
+			}
+			registry.Unlock()
+			for _, c := range running {
+				c.Stop()
+			}
+			// Die of the same signal, as if it had not been caught.
+			signal.Reset(sig)
+			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+		}()
+	})
+}
+
+func unregister(c *Cluster) {
+	registry.Lock()
+	delete(registry.clusters, c)
+	registry.Unlock()
+}

@@ -1,0 +1,239 @@
+package localcluster_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/eddyops/eddy/pkg/localcluster"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+func start(t *testing.T, opts localcluster.Options) *localcluster.Cluster {
+	t.Helper()
+	c, err := localcluster.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("localcluster profile %s started in %s", c.Profile, c.StartupDuration.Round(time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("component logs:\n%s", c.Logs(60))
+		}
+		c.Stop()
+	})
+	return c
+}
+
+// alive reports whether a process with this pid exists (zombies included).
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+func assertGone(t *testing.T, pids, ports []int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if alive(pid) {
+			t.Errorf("process %d is still alive", pid)
+		}
+	}
+	for _, port := range ports {
+		for !portFree(port) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !portFree(port) {
+			t.Errorf("port %d is still in use", port)
+		}
+	}
+}
+
+func TestStopLeavesNoProcessOrPort(t *testing.T) {
+	c := start(t, localcluster.Options{})
+	cs := kubernetes.NewForConfigOrDie(c.Config)
+	v, err := cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GitVersion != "v1.37.2" {
+		t.Errorf("server version %q, want v1.37.2", v.GitVersion)
+	}
+	pids, ports, dir := c.Pids(), c.Ports(), c.Dir
+	if len(pids) != 2 {
+		t.Fatalf("api profile runs %d processes, want 2 (etcd, kube-apiserver)", len(pids))
+	}
+	c.Stop()
+	assertGone(t, pids, ports)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("cluster directory %s still exists (%v)", dir, err)
+	}
+	c.Stop() // a second Stop is harmless
+}
+
+func TestMissingBinariesSayMakeTools(t *testing.T) {
+	_, err := localcluster.Start(context.Background(), localcluster.Options{BinDir: t.TempDir()})
+	if !errors.Is(err, localcluster.ErrBinariesMissing) || !strings.Contains(err.Error(), "run `make tools`") {
+		t.Fatalf("got %v; want an error telling to run `make tools`", err)
+	}
+}
+
+// TestSignalStopsCluster runs a helper process that starts a cluster and
+// then receives a signal: no component may outlive it.
+func TestSignalStopsCluster(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCluster$")
+			cmd.Env = append(os.Environ(), "EDDY_LOCALCLUSTER_HELPER=1")
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			var pids, ports []int
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				line := sc.Text()
+				if rest, ok := strings.CutPrefix(line, "READY "); ok {
+					for _, f := range strings.Fields(rest) {
+						kind, val, _ := strings.Cut(f, "=")
+						n, _ := strconv.Atoi(val)
+						if kind == "pid" {
+							pids = append(pids, n)
+						} else {
+							ports = append(ports, n)
+						}
+					}
+					break
+				}
+			}
+			if len(pids) == 0 {
+				t.Fatal("helper did not report a running cluster")
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			assertGone(t, pids, ports)
+		})
+	}
+}
+
+// TestHelperCluster is the helper process of TestSignalStopsCluster.
+func TestHelperCluster(t *testing.T) {
+	if os.Getenv("EDDY_LOCALCLUSTER_HELPER") != "1" {
+		t.Skip("helper process for TestSignalStopsCluster")
+	}
+	c, err := localcluster.Start(context.Background(), localcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("READY")
+	for _, p := range c.Pids() {
+		fmt.Fprintf(&b, " pid=%d", p)
+	}
+	for _, p := range c.Ports() {
+		fmt.Fprintf(&b, " port=%d", p)
+	}
+	fmt.Println(b.String())
+	time.Sleep(time.Minute)
+	c.Stop()
+	t.Fatal("helper was not signalled")
+}
+
+// TestFullProfileDeploymentBecomesAvailable runs a Deployment on the fake
+// nodes: its pods are scheduled, kwok makes them Running and Ready, and the
+// Deployment reports its replicas available, also after a scale-up.
+func TestFullProfileDeploymentBecomesAvailable(t *testing.T) {
+	c := start(t, localcluster.Options{Profile: localcluster.ProfileFull, Nodes: 2})
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(c.Config)
+
+	labels := map[string]string{"app": "web"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAvailable := func(want int32) {
+		t.Helper()
+		begin := time.Now()
+		var got *appsv1.Deployment
+		for time.Since(begin) < 60*time.Second {
+			var err error
+			if got, err = cs.AppsV1().Deployments("default").Get(ctx, "web", metav1.GetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.AvailableReplicas == want && got.Status.ObservedGeneration == got.Generation {
+				t.Logf("deployment web: availableReplicas %d after %s", want, time.Since(begin).Round(time.Millisecond))
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatalf("deployment web: availableReplicas %d, want %d (status %+v)", got.Status.AvailableReplicas, want, got.Status)
+	}
+	waitAvailable(2)
+
+	scale, err := cs.AppsV1().Deployments("default").GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale.Spec.Replicas = 4
+	if _, err := cs.AppsV1().Deployments("default").UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAvailable(4)
+
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" {
+			running++
+		}
+	}
+	if running != 4 {
+		t.Errorf("%d pods Running on a node, want 4", running)
+	}
+}

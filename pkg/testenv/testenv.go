@@ -1,0 +1,178 @@
+// Package testenv gives integration tests a real API server with Eddy's CRDs
+// installed: one localcluster "api" profile per test package, started from
+// TestMain, and a controller-runtime client that knows Eddy's kinds.
+//
+//	var env *testenv.Environment
+//
+//	func TestMain(m *testing.M) { testenv.Main(m, &env) }
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/localcluster"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Environment is a running API server with Eddy's CRDs installed.
+type Environment struct {
+	*localcluster.Cluster
+	// Client talks to the cluster as admin; its scheme has the Kubernetes
+	// built-in kinds, CRDs and Eddy's API groups.
+	Client client.Client
+	// Scheme is Client's scheme.
+	Scheme *runtime.Scheme
+	// CRDs are the installed definitions, as read from config/crd/bases.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+}
+
+// Options configure Start.
+type Options struct {
+	// Cluster options; the profile defaults to api.
+	Cluster localcluster.Options
+	// CRDDir holds the CRD YAML files to install; default
+	// <workspace root>/config/crd/bases.
+	CRDDir string
+}
+
+// NewScheme returns a scheme with the Kubernetes built-in kinds, CRDs and
+// Eddy's API groups.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
+	utilruntime.Must(kustomizev1.AddToScheme(s))
+	return s
+}
+
+// Start starts a cluster, installs the CRDs and waits until they are
+// Established. On error nothing is left running.
+func Start(ctx context.Context, opts Options) (*Environment, error) {
+	if opts.CRDDir == "" {
+		root, err := localcluster.WorkspaceRoot()
+		if err != nil {
+			return nil, err
+		}
+		opts.CRDDir = filepath.Join(root, "config", "crd", "bases")
+	}
+	crds, err := ReadCRDs(opts.CRDDir)
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := localcluster.Start(ctx, opts.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	env := &Environment{Cluster: cluster, Scheme: NewScheme(), CRDs: crds}
+	if env.Client, err = client.New(cluster.Config, client.Options{Scheme: env.Scheme}); err != nil {
+		cluster.Stop()
+		return nil, err
+	}
+	if err := InstallCRDs(ctx, env.Client, crds); err != nil {
+		cluster.Stop()
+		return nil, fmt.Errorf("installing CRDs: %w\n%s", err, cluster.Logs(40))
+	}
+	return env, nil
+}
+
+// Main is a TestMain body: it starts an Environment into *env, runs the
+// package's tests, prints the tail of each component's log when a test
+// failed, stops the cluster and exits with the tests' code. It never returns.
+func Main(m *testing.M, env **Environment) {
+	ctx := context.Background()
+	e, err := Start(ctx, Options{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("testenv: localcluster profile %s ready in %s (%s)\n",
+		e.Profile, e.StartupDuration.Round(time.Millisecond), e.KubeconfigPath)
+	*env = e
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "testenv: tests failed; component logs:\n%s", e.Logs(60))
+	}
+	e.Stop()
+	os.Exit(code)
+}
+
+// ReadCRDs decodes every *.yaml file of dir as a CustomResourceDefinition.
+func ReadCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no CRD files in %s: run `make generate`", dir)
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(data, crd); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Base(f), err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+// InstallCRDs creates or updates the CRDs and waits until all are Established.
+func InstallCRDs(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	for _, crd := range crds {
+		obj := crd.DeepCopy()
+		err := c.Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			existing := &apiextensionsv1.CustomResourceDefinition{}
+			if err = c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err == nil {
+				obj.ResourceVersion = existing.ResourceVersion
+				err = c.Update(ctx, obj)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, crd := range crds {
+		for {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), got); err == nil && established(got) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("CustomResourceDefinition %s not Established: %w", crd.Name, ctx.Err())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status == apiextensionsv1.ConditionTrue
+		}
+	}
+	return false
+}
