@@ -201,6 +201,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--etcd-servers="+etcdURL(etcdClient),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		"--endpoint-reconciler-type=none", // loopback cannot be the endpoint of the kubernetes Service
 		"--secure-port="+strconv.Itoa(apiPort),
 		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"),
 		"--tls-cert-file="+files["apiserver.crt"],
