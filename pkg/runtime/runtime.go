@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -33,7 +32,6 @@ type Options struct {
 	LogEncoding          string
 	Concurrent           int
 	WatchAllNamespaces   bool
-	Kubeconfig           string
 	KubeAPIQPS           float64
 	KubeAPIBurst         int
 	MinRetryDelay        time.Duration
@@ -55,7 +53,6 @@ func (o *Options) BindFlags(fs *flag.FlagSet, concurrent int) {
 	fs.StringVar(&o.LogEncoding, "log-encoding", "json", "Log encoding: json or console.")
 	fs.IntVar(&o.Concurrent, "concurrent", concurrent, "The number of concurrent reconciles per kind.")
 	fs.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", true, "Watch all namespaces; when false only the namespace in RUNTIME_NAMESPACE.")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig, for running outside a cluster; default $KUBECONFIG, then in-cluster.")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Maximum queries per second to the Kubernetes API.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 300, "Maximum burst of queries to the Kubernetes API.")
 	fs.DurationVar(&o.MinRetryDelay, "min-retry-delay", 750*time.Millisecond, "The first delay of the exponential back-off after a failed reconcile.")
@@ -90,14 +87,10 @@ func (o *Options) SetupLogger() error {
 	return nil
 }
 
-// RESTConfig returns the cluster configuration: --kubeconfig, else
-// $KUBECONFIG, else the in-cluster service account.
+// RESTConfig returns the cluster configuration: controller-runtime's
+// --kubeconfig flag, else $KUBECONFIG, else the in-cluster service account.
 func (o *Options) RESTConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if o.Kubeconfig != "" {
-		rules.ExplicitPath = o.Kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +99,9 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 }
 
 // NewManager builds a controller-runtime manager for the controller named
-// name (used as the leader-election lease name) from the options.
+// name from the options. The leader-election lease is `<name>-leader-election`
+// in $RUNTIME_NAMESPACE (Flux's variable), else the pod's own namespace;
+// outside a cluster leader election needs RUNTIME_NAMESPACE.
 func (o *Options) NewManager(name string, scheme *runtime.Scheme) (ctrl.Manager, error) {
 	cfg, err := o.RESTConfig()
 	if err != nil {
@@ -126,6 +121,7 @@ func (o *Options) NewManager(name string, scheme *runtime.Scheme) (ctrl.Manager,
 		HealthProbeBindAddress:        o.HealthAddr,
 		LeaderElection:                o.EnableLeaderElection,
 		LeaderElectionID:              name + "-leader-election",
+		LeaderElectionNamespace:       os.Getenv("RUNTIME_NAMESPACE"), // Flux's variable; empty means the pod's namespace
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &o.LeaseDuration,
 		RenewDeadline:                 &o.RenewDeadline,
