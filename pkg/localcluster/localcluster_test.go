@@ -120,6 +120,7 @@ func TestSignalStopsCluster(t *testing.T) {
 			}
 			defer cmd.Process.Kill()
 			var pids, ports []int
+			var dir string
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
 				line := sc.Text()
@@ -127,10 +128,13 @@ func TestSignalStopsCluster(t *testing.T) {
 					for _, f := range strings.Fields(rest) {
 						kind, val, _ := strings.Cut(f, "=")
 						n, _ := strconv.Atoi(val)
-						if kind == "pid" {
+						switch kind {
+						case "pid":
 							pids = append(pids, n)
-						} else {
+						case "port":
 							ports = append(ports, n)
+						case "dir":
+							dir = val
 						}
 					}
 					break
@@ -144,6 +148,14 @@ func TestSignalStopsCluster(t *testing.T) {
 			}
 			_ = cmd.Wait()
 			assertGone(t, pids, ports)
+			// A caught signal stops the cluster in order, which also removes its
+			// directory; SIGKILL cannot be caught, the parent-death signal kills
+			// the components and the directory stays behind.
+			if sig == syscall.SIGKILL {
+				_ = os.RemoveAll(dir)
+			} else if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("cluster directory %s still exists after %s (%v)", dir, sig, err)
+			}
 		})
 	}
 }
@@ -158,7 +170,7 @@ func TestHelperCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	b.WriteString("READY")
+	fmt.Fprintf(&b, "READY dir=%s", c.Dir)
 	for _, p := range c.Pids() {
 		fmt.Fprintf(&b, " pid=%d", p)
 	}
