@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,8 +82,9 @@ func TestStopLeavesNoProcessOrPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.GitVersion != "v1.37.2" {
-		t.Errorf("server version %q, want v1.37.2", v.GitVersion)
+	// The version ldflags of tools/build.sh: clients such as kubectl parse these.
+	if v.GitVersion != "v1.37.2" || v.Major != "1" || v.Minor != "37" || v.GitTreeState != "clean" {
+		t.Errorf("server version %+v, want v1.37.2 (major 1, minor 37, tree clean)", v)
 	}
 	pids, ports, dir := c.Pids(), c.Ports(), c.Dir
 	if len(pids) != 2 {
@@ -94,6 +96,24 @@ func TestStopLeavesNoProcessOrPort(t *testing.T) {
 		t.Errorf("cluster directory %s still exists (%v)", dir, err)
 	}
 	c.Stop() // a second Stop is harmless
+}
+
+func TestAPIServerBinaryVersion(t *testing.T) {
+	root, err := localcluster.WorkspaceRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "bin", "k8s")
+	if dir := os.Getenv("EDDY_K8S_BIN_DIR"); dir != "" {
+		bin = dir
+	}
+	out, err := exec.Command(filepath.Join(bin, "kube-apiserver"), "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kube-apiserver --version: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "Kubernetes v1.37.2" {
+		t.Errorf("kube-apiserver --version printed %q, want %q", got, "Kubernetes v1.37.2")
+	}
 }
 
 func TestMissingBinariesSayMakeTools(t *testing.T) {
