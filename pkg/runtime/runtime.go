@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -98,11 +99,21 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NewManager builds a controller-runtime manager for the controller named
-// name from the options. The leader-election lease is `<name>-leader-election`
-// in $RUNTIME_NAMESPACE (Flux's variable), else the pod's own namespace;
-// outside a cluster leader election needs RUNTIME_NAMESPACE.
-func (o *Options) NewManager(name string, scheme *runtime.Scheme) (ctrl.Manager, error) {
+// NewManager sets up the logger and builds a controller-runtime manager for
+// the controller named name, with a scheme of the Kubernetes built-in kinds
+// plus the groups that addToScheme register. The leader-election lease is
+// `<name>-leader-election` in $RUNTIME_NAMESPACE (Flux's variable), else the
+// pod's own namespace; outside a cluster leader election needs RUNTIME_NAMESPACE.
+func (o *Options) NewManager(name string, addToScheme ...func(*runtime.Scheme) error) (ctrl.Manager, error) {
+	if err := o.SetupLogger(); err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
 	cfg, err := o.RESTConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading the cluster configuration: %w", err)
@@ -138,4 +149,16 @@ func (o *Options) NewManager(name string, scheme *runtime.Scheme) (ctrl.Manager,
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// Run starts the manager and blocks until SIGINT or SIGTERM; it returns the
+// manager's error, if any.
+func Run(mgr ctrl.Manager, name string) error {
+	log := ctrl.Log.WithName(name)
+	log.Info("starting manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "manager stopped")
+		return err
+	}
+	return nil
 }
