@@ -1,0 +1,88 @@
+package artifact
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// WriteArchive writes the tree at root to w as a deterministic tar.gz:
+// entries in lexical order, only regular files and directories (symbolic
+// links and other types are dropped), paths excluded by ignore (may be nil)
+// left out, and headers sanitised so that the bytes depend only on names,
+// contents and the executable bit: names relative to root (the root itself
+// is "."), uid/gid 0, no user or group names, zero times, mode 0750 for
+// directories, 0700 for executable files and 0600 for other files.
+// Flux compatible: fluxcd/pkg artifact storage's archive format. The gzip
+// stream uses the default level and an empty header.
+func WriteArchive(w io.Writer, root string, ignore *Ignore) error {
+	gz := gzip.NewWriter(w)
+	tw := tar.NewWriter(gz)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		if rel != "." && ignore != nil && ignore.Match(rel, d.IsDir()) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		hdr := &tar.Header{Name: filepath.ToSlash(rel)}
+		switch {
+		case d.IsDir():
+			hdr.Typeflag, hdr.Mode = tar.TypeDir, 0o750
+		case info.Mode().Perm()&0o100 != 0:
+			hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o700, info.Size()
+		default:
+			hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o600, info.Size()
+		}
+		hdr.ModTime = time.Time{}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("archiving %s: %w", hdr.Name, err)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		return copyFile(tw, path, hdr.Size, hdr.Name)
+	})
+	if err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return gz.Close()
+}
+
+func copyFile(w io.Writer, path string, size int64, name string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// The size was taken from the header; a file that grew meanwhile is cut, one
+	// that shrank is an error, so the archive never lies about its entries.
+	if n, err := io.Copy(w, io.LimitReader(f, size)); err != nil {
+		return fmt.Errorf("archiving %s: %w", name, err)
+	} else if n != size {
+		return fmt.Errorf("archiving %s: file changed while being archived", name)
+	}
+	return nil
+}

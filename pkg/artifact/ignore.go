@@ -1,0 +1,105 @@
+package artifact
+
+import (
+	"bufio"
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// IgnoreFile is the name of the per-directory ignore files of a source,
+// in .gitignore syntax. Flux compatible.
+const IgnoreFile = ".sourceignore"
+
+// VCSPatterns are always excluded from an artifact. Flux compatible.
+var VCSPatterns = []string{".git/", ".gitignore", ".gitmodules", ".gitattributes"}
+
+// DefaultPatterns are excluded only when the source has no user pattern at
+// all: no .sourceignore file anywhere and no spec.ignore. Flux compatible
+// (fluxcd/pkg sourceignore defaults).
+var DefaultPatterns = []string{
+	"*.jpg", "*.jpeg", "*.gif", "*.png", "*.wmv", "*.flv", "*.tar.gz", "*.zip",
+	".github/", ".circleci/", ".travis.yml", ".gitlab-ci.yml", "appveyor.yml", ".drone.yml",
+	"cloudbuild.yaml", "codeship-services.yml", "codeship-steps.yml",
+	"**/.goreleaser.yml", "**/.sops.yaml", "**/.flux.yaml",
+}
+
+// Ignore decides which paths of a source tree stay out of its artifact.
+type Ignore struct {
+	matcher gitignore.Matcher
+}
+
+// LoadIgnore reads the ignore rules of the tree at root: the VCS patterns,
+// every .sourceignore file (each scoped to its own directory, found at any
+// depth outside .git), then the patterns of spec (spec.ignore, may be nil),
+// which take precedence. When neither .sourceignore files nor spec patterns
+// exist, DefaultPatterns apply.
+func LoadIgnore(root string, spec *string) (*Ignore, error) {
+	var user []gitignore.Pattern
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Name() != IgnoreFile || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		user = append(user, parsePatterns(data, splitPath(rel))...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if spec != nil {
+		user = append(user, parsePatterns([]byte(*spec), nil)...)
+	}
+	patterns := parsePatterns([]byte(strings.Join(VCSPatterns, "\n")), nil)
+	if len(user) == 0 {
+		patterns = append(patterns, parsePatterns([]byte(strings.Join(DefaultPatterns, "\n")), nil)...)
+	}
+	return &Ignore{matcher: gitignore.NewMatcher(append(patterns, user...))}, nil
+}
+
+// Match reports whether rel, a slash- or OS-separated path relative to the
+// tree's root, is excluded.
+func (i *Ignore) Match(rel string, isDir bool) bool {
+	return i.matcher.Match(splitPath(rel), isDir)
+}
+
+func parsePatterns(data []byte, domain []string) []gitignore.Pattern {
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
+
+func splitPath(rel string) []string {
+	rel = filepath.ToSlash(rel)
+	if rel == "." || rel == "" {
+		return nil
+	}
+	return strings.Split(rel, "/")
+}
