@@ -1,0 +1,105 @@
+package gitserver_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eddyops/eddy/pkg/gitserver"
+)
+
+func newRepo(t *testing.T, root string) (work, head string) {
+	t.Helper()
+	if _, err := gitserver.InitBare(root, "app.git"); err != nil {
+		t.Fatal(err)
+	}
+	work = t.TempDir()
+	must(t, work, "init", "-q", "--initial-branch=main")
+	if err := os.WriteFile(filepath.Join(work, "app.yaml"), []byte("kind: ConfigMap\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, work, "add", ".")
+	must(t, work, "commit", "-q", "-m", "first")
+	must(t, work, "push", "-q", filepath.Join(root, "app.git"), "main")
+	return work, must(t, work, "rev-parse", "HEAD")
+}
+
+func must(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := gitserver.Git(dir, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestServesCloneAndCountsFetches(t *testing.T) {
+	root := t.TempDir()
+	_, head := newRepo(t, root)
+	srv, err := gitserver.Start(gitserver.Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	refs := must(t, t.TempDir(), "ls-remote", srv.URL+"/app.git")
+	if !strings.Contains(refs, head+"\trefs/heads/main") {
+		t.Fatalf("ls-remote: %q lacks %s refs/heads/main", refs, head)
+	}
+	if n := srv.Fetches("app.git"); n != 0 {
+		t.Errorf("a ref listing counted as %d fetches", n)
+	}
+	clone := filepath.Join(t.TempDir(), "clone")
+	must(t, t.TempDir(), "clone", "-q", srv.URL+"/app.git", clone)
+	if got := must(t, clone, "rev-parse", "HEAD"); got != head {
+		t.Errorf("cloned HEAD %s, want %s", got, head)
+	}
+	if n := srv.Fetches("app.git"); n != 1 {
+		t.Errorf("one clone counted as %d fetches", n)
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	root := t.TempDir()
+	newRepo(t, root)
+	srv, err := gitserver.Start(gitserver.Options{Root: root, Username: "git", Password: "s3cret", BearerToken: "tok3n", TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, srv.CACert(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(srv.URL, "https://")
+	dir := t.TempDir()
+	t.Setenv("GIT_SSL_CAINFO", ca)
+	lsRemote := func(url string, extra ...string) error {
+		_, err := gitserver.Git(dir, append(extra, "ls-remote", url)...)
+		return err
+	}
+	if err := lsRemote(srv.URL + "/app.git"); err == nil {
+		t.Error("anonymous access accepted")
+	}
+	if err := lsRemote("https://git:wrong@" + host + "/app.git"); err == nil {
+		t.Error("a wrong password accepted")
+	}
+	if err := lsRemote("https://git:s3cret@" + host + "/app.git"); err != nil {
+		t.Errorf("basic auth refused: %v", err)
+	}
+	if err := lsRemote(srv.URL+"/app.git", "-c", "http.extraHeader=Authorization: Bearer tok3n"); err != nil {
+		t.Errorf("bearer token refused: %v", err)
+	}
+	other, err := gitserver.Start(gitserver.Options{Root: root, TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	if err := os.WriteFile(ca, other.CACert(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := lsRemote("https://git:s3cret@" + host + "/app.git"); err == nil {
+		t.Error("TLS without the server's CA accepted")
+	}
+}
