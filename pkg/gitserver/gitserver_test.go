@@ -1,10 +1,18 @@
 package gitserver_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eddyops/eddy/pkg/gitserver"
 )
@@ -91,15 +99,29 @@ func TestAuthentication(t *testing.T) {
 	if err := lsRemote(srv.URL+"/app.git", "-c", "http.extraHeader=Authorization: Bearer tok3n"); err != nil {
 		t.Errorf("bearer token refused: %v", err)
 	}
-	other, err := gitserver.Start(gitserver.Options{Root: root, TLS: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other.Close()
-	if err := os.WriteFile(ca, other.CACert(), 0o600); err != nil {
+	if err := os.WriteFile(ca, unrelatedCA(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := lsRemote("https://git:s3cret@" + host + "/app.git"); err == nil {
 		t.Error("TLS without the server's CA accepted")
 	}
+}
+
+// unrelatedCA returns a freshly generated self-signed certificate.
+func unrelatedCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "unrelated"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
