@@ -1,0 +1,377 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/Masterminds/semver/v3"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// gitAuth is how to reach the remote, built from spec.secretRef.
+// Flux compatible: the secret keys of contract §3.1.
+type gitAuth struct {
+	auth                  transport.AuthMethod
+	caBundle              []byte
+	clientCert, clientKey []byte
+}
+
+// newGitAuth validates the secret's data for the URL's transport. Its
+// errors name keys, never values.
+func newGitAuth(u *url.URL, data map[string][]byte) (*gitAuth, error) {
+	a := &gitAuth{}
+	switch u.Scheme {
+	case "http", "https":
+		user, pass, token := string(data["username"]), string(data["password"]), string(data["bearerToken"])
+		switch {
+		case token != "" && (user != "" || pass != ""):
+			return nil, errors.New("invalid auth options: 'bearerToken' cannot be used together with 'username' and 'password'")
+		case pass != "" && user == "":
+			return nil, errors.New("invalid auth options: 'password' is set but 'username' is empty")
+		case token != "":
+			a.auth = &githttp.TokenAuth{Token: token}
+		case user != "":
+			a.auth = &githttp.BasicAuth{Username: user, Password: pass}
+		}
+		a.caBundle = data["ca.crt"]
+		if len(a.caBundle) == 0 {
+			a.caBundle = data["caFile"] // legacy key
+		}
+		a.clientCert, a.clientKey = data["tls.crt"], data["tls.key"]
+		if (len(a.clientCert) == 0) != (len(a.clientKey) == 0) {
+			return nil, errors.New("invalid auth options: 'tls.crt' and 'tls.key' must be set together")
+		}
+	case "ssh":
+		identity, known := data["identity"], data["known_hosts"]
+		if len(identity) == 0 {
+			return nil, errors.New("invalid 'ssh' auth option: 'identity' is required")
+		}
+		if len(known) == 0 {
+			return nil, errors.New("invalid 'ssh' auth option: 'known_hosts' is required")
+		}
+		user := "git"
+		if u.User != nil && u.User.Username() != "" {
+			user = u.User.Username()
+		}
+		pass := string(data["password"])
+		if pass == "" {
+			var missing *ssh.PassphraseMissingError
+			if _, err := ssh.ParseRawPrivateKey(identity); errors.As(err, &missing) {
+				return nil, errors.New("SSH identity key is encrypted but no 'password' field was provided in the secret")
+			}
+		}
+		keys, err := gitssh.NewPublicKeys(user, identity, pass)
+		if err != nil {
+			return nil, errors.New("invalid 'ssh' auth option: 'identity' is not a valid private key for the given 'password'")
+		}
+		cb, err := knownHostsCallback(known)
+		if err != nil {
+			return nil, err
+		}
+		keys.HostKeyCallback = cb
+		a.auth = keys
+	default:
+		return nil, fmt.Errorf("unsupported URL scheme %q", u.Scheme)
+	}
+	return a, nil
+}
+
+// knownHostsCallback checks host keys against known_hosts lines.
+func knownHostsCallback(known []byte) (ssh.HostKeyCallback, error) {
+	f, err := os.CreateTemp("", "known_hosts-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(known); err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.Close()
+	cb, err := knownhosts.New(f.Name())
+	if err != nil {
+		return nil, errors.New("invalid 'ssh' auth option: 'known_hosts' cannot be parsed")
+	}
+	return cb, nil
+}
+
+// target is what to check out, resolved from spec.ref and the remote's refs.
+type target struct {
+	// refName is fetched; empty with a commit and no branch: all branches.
+	refName plumbing.ReferenceName
+	// revRef prefixes the revision: branch or tag name, absolute ref for
+	// spec.ref.name, empty for a bare commit.
+	revRef string
+	// hash is the commit expected; empty when unknown before fetching.
+	hash string
+	// commit is set for spec.ref.commit: fetch history and check out hash.
+	commit bool
+}
+
+// revision formats the artifact revision for a commit hash.
+// Flux compatible: `<ref>@sha1:<hex>`, or `sha1:<hex>` for a bare commit.
+func (t target) revision(hash string) string {
+	if t.revRef == "" {
+		return "sha1:" + hash
+	}
+	return t.revRef + "@sha1:" + hash
+}
+
+// errStalling marks errors that retrying cannot fix without a spec change.
+type errStalling struct{ error }
+
+func (e errStalling) Unwrap() error { return e.error }
+
+// errEmptyRepository is returned for a remote without any commit.
+var errEmptyRepository = errors.New("git repository is empty")
+
+// listRemote returns the remote's references, name → hash, with annotated
+// tags also as `<tag>^{}` → commit hash. It is one round trip and transfers
+// no objects.
+func listRemote(ctx context.Context, rawURL string, a *gitAuth) (map[string]string, error) {
+	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{rawURL}})
+	refs, err := rem.ListContext(ctx, &git.ListOptions{
+		Auth: a.auth, CABundle: a.caBundle, ClientCert: a.clientCert, ClientKey: a.clientKey,
+		PeelingOption: git.AppendPeeled,
+	})
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return nil, errEmptyRepository
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(refs))
+	for _, r := range refs {
+		if r.Type() == plumbing.HashReference {
+			out[r.Name().String()] = r.Hash().String()
+		}
+	}
+	if len(out) == 0 {
+		return nil, errEmptyRepository
+	}
+	return out, nil
+}
+
+// resolveTarget applies spec.ref to the remote's refs (nil for a commit
+// without branch). Flux compatible precedence: commit, name, tag, semver,
+// branch (default master).
+func resolveTarget(ref *sourcev1.GitRepositoryRef, refs map[string]string) (target, error) {
+	r := sourcev1.GitRepositoryRef{}
+	if ref != nil {
+		r = *ref
+	}
+	peeled := func(name string) (string, bool) {
+		if h, ok := refs[name+"^{}"]; ok {
+			return h, true
+		}
+		h, ok := refs[name]
+		return h, ok
+	}
+	switch {
+	case r.Commit != "":
+		t := target{revRef: r.Branch, hash: r.Commit, commit: true}
+		if r.Branch != "" {
+			t.refName = plumbing.NewBranchReferenceName(r.Branch)
+		}
+		return t, nil
+	case r.Name != "":
+		h, ok := peeled(r.Name)
+		if !ok {
+			return target{}, fmt.Errorf("couldn't find remote ref %q", r.Name)
+		}
+		return target{refName: plumbing.ReferenceName(r.Name), revRef: r.Name, hash: h}, nil
+	case r.Tag != "":
+		name := plumbing.NewTagReferenceName(r.Tag)
+		h, ok := peeled(name.String())
+		if !ok {
+			return target{}, fmt.Errorf("couldn't find remote ref %q", name)
+		}
+		return target{refName: name, revRef: r.Tag, hash: h}, nil
+	case r.SemVer != "":
+		c, err := semver.NewConstraint(r.SemVer)
+		if err != nil {
+			return target{}, errStalling{fmt.Errorf("semver parse error: %w", err)}
+		}
+		var best *semver.Version
+		var bestTag string
+		var tags []string
+		for name := range refs {
+			if tag, ok := strings.CutPrefix(name, "refs/tags/"); ok && !strings.HasSuffix(tag, "^{}") {
+				tags = append(tags, tag)
+			}
+		}
+		sort.Strings(tags)
+		for _, tag := range tags {
+			v, err := semver.NewVersion(tag)
+			if err != nil || !c.Check(v) {
+				continue
+			}
+			if best == nil || v.GreaterThan(best) || (v.Equal(best) && tag > bestTag) {
+				best, bestTag = v, tag
+			}
+		}
+		if best == nil {
+			return target{}, fmt.Errorf("no match found for semver: %s", r.SemVer)
+		}
+		name := plumbing.NewTagReferenceName(bestTag)
+		h, _ := peeled(name.String())
+		return target{refName: name, revRef: bestTag, hash: h}, nil
+	default:
+		branch := r.Branch
+		if branch == "" {
+			branch = "master"
+		}
+		name := plumbing.NewBranchReferenceName(branch)
+		h, ok := refs[name.String()]
+		if !ok {
+			return target{}, fmt.Errorf("couldn't find remote ref %q", name)
+		}
+		return target{refName: name, revRef: branch, hash: h}, nil
+	}
+}
+
+// checkout fetches the target into dir (a new directory) and checks it out.
+// It returns the commit checked out. Branch, tag and ref targets are fetched
+// shallowly (depth 1); a commit target fetches history to find the commit.
+func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, submodules bool, sparse []string) (*object.Commit, error) {
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	rem, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{rawURL}})
+	if err != nil {
+		return nil, err
+	}
+	opts := &git.FetchOptions{
+		Auth: a.auth, CABundle: a.caBundle, ClientCert: a.clientCert, ClientKey: a.clientKey,
+		Tags: git.NoTags,
+	}
+	switch {
+	case t.commit && t.refName == "":
+		opts.RefSpecs = []config.RefSpec{"+refs/heads/*:refs/remotes/origin/*"}
+	case t.commit:
+		opts.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", t.refName, t.refName))}
+	default:
+		opts.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", t.refName, t.refName))}
+		opts.Depth = 1
+	}
+	if err := rem.FetchContext(ctx, opts); err != nil {
+		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			return nil, errEmptyRepository
+		}
+		return nil, err
+	}
+
+	var hash plumbing.Hash
+	if t.commit {
+		hash = plumbing.NewHash(t.hash)
+		if len(t.hash) != 40 || hash.IsZero() {
+			return nil, errStalling{fmt.Errorf("commit %q is not a full 40-character SHA-1", t.hash)}
+		}
+	} else {
+		ref, err := repo.Reference(t.refName, true)
+		if err != nil {
+			return nil, fmt.Errorf("couldn't find remote ref %q", t.refName)
+		}
+		hash = ref.Hash()
+		if tag, err := repo.TagObject(hash); err == nil { // annotated tag: the commit it points at
+			c, err := tag.Commit()
+			if err != nil {
+				return nil, err
+			}
+			hash = c.Hash
+		}
+	}
+	commit, err := repo.CommitObject(hash)
+	if err != nil {
+		return nil, fmt.Errorf("unable to resolve commit object for '%s': %w", hash, err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return nil, err
+	}
+	co := &git.CheckoutOptions{Hash: hash, Force: true}
+	for _, d := range sparse {
+		co.SparseCheckoutDirectories = append(co.SparseCheckoutDirectories, strings.TrimPrefix(filepath.ToSlash(d), "./"))
+	}
+	if err := wt.Checkout(co); err != nil {
+		return nil, fmt.Errorf("checkout of '%s' failed: %w", hash, err)
+	}
+	for _, d := range co.SparseCheckoutDirectories {
+		if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(d))); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("sparse checkout directory %q does not exist in commit '%s'", d, hash)
+		}
+	}
+	if submodules {
+		subs, err := wt.Submodules()
+		if err != nil {
+			return nil, err
+		}
+		if err := subs.UpdateContext(ctx, &git.SubmoduleUpdateOptions{
+			Init: true, Auth: a.auth, RecurseSubmodules: git.DefaultSubmoduleRecursionDepth,
+		}); err != nil {
+			return nil, fmt.Errorf("submodule update failed: %w", err)
+		}
+	}
+	return commit, nil
+}
+
+// commitSubject is the first line of a commit message, at most 50 runes
+// followed by "..." when cut. Flux compatible (NewArtifact event message).
+func commitSubject(msg string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+	if utf8.RuneCountInString(line) > 50 {
+		return string([]rune(line)[:50]) + "..."
+	}
+	return line
+}
+
+// describeGitError turns transport errors into stable messages that name
+// the problem and never carry credentials.
+func describeGitError(err error, rawURL string) string {
+	u := redactURL(rawURL)
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired):
+		return fmt.Sprintf("authentication required for '%s'", u)
+	case errors.Is(err, transport.ErrAuthorizationFailed):
+		return fmt.Sprintf("authorization failed for '%s'", u)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return fmt.Sprintf("repository not found: '%s'", u)
+	case errors.As(err, &dns):
+		return fmt.Sprintf("unable to reach '%s': no such host %q", u, dns.Name)
+	case errors.As(err, &op) && op.Op == "dial":
+		return fmt.Sprintf("unable to reach '%s': %v", u, op.Err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("timeout while fetching '%s'", u)
+	}
+	return strings.ReplaceAll(err.Error(), rawURL, u)
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.User = nil
+	return u.String()
+}

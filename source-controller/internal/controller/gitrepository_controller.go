@@ -1,0 +1,372 @@
+// Package controller holds source-controller's reconcilers.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/events"
+	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// GitRepositoryReconciler turns GitRepository objects into artifacts: it
+// lists the remote's refs, clones only when the wanted commit or the content
+// configuration differs from the stored artifact, archives the checkout and
+// records the artifact in status. Flux compatible: conditions, reasons,
+// messages and events of source-controller (contract §1.1, §2, §3).
+type GitRepositoryReconciler struct {
+	client.Client
+	Storage *artifact.Storage
+	Events  *events.Recorder
+	// JitterPercent varies each requeue interval by up to ± this percentage.
+	JitterPercent float64
+}
+
+// Options of SetupWithManager.
+type Options struct {
+	Concurrent         int
+	MinRetry, MaxRetry time.Duration
+}
+
+// SetupWithManager registers the reconciler: it reconciles on creation,
+// spec change and reconcile request (not on its own status updates), with
+// exponential back-off between MinRetry and MaxRetry after errors.
+func (r *GitRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, o Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&sourcev1.GitRepository{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: o.Concurrent,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinRetry, o.MaxRetry),
+		}).
+		Complete(r)
+}
+
+// reconcileError is a failed step: the condition to set, its reason and a
+// stable message, and whether retrying can help.
+type reconcileError struct {
+	condition string // FetchFailed or StorageOperationFailed
+	reason    string
+	message   string
+	stalled   bool
+}
+
+func (e *reconcileError) Error() string { return e.message }
+
+func fetchFailed(reason, format string, args ...any) *reconcileError {
+	return &reconcileError{condition: sourcev1.FetchFailedCondition, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// Reconcile brings one GitRepository's artifact up to date.
+func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	start := time.Now()
+	obj := &sourcev1.GitRepository{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	objDir := artifact.ObjectDir(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name)
+
+	if !obj.DeletionTimestamp.IsZero() {
+		if err := r.Storage.RemoveObject(objDir); err != nil {
+			return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
+		}
+		if controllerutil.RemoveFinalizer(obj, sourcev1.SourceFinalizer) {
+			if err := r.Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, err
+			}
+		}
+		log.Info("artifacts removed, object released")
+		return ctrl.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(obj, sourcev1.SourceFinalizer) {
+		if err := r.Update(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if obj.Spec.Suspend {
+		log.Info("reconciliation is suspended for this object")
+		return ctrl.Result{}, nil
+	}
+
+	base := obj.DeepCopy()
+	wasReady := apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition)
+	recErr := r.reconcile(ctx, obj, objDir, wasReady)
+	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
+		obj.Status.LastHandledReconcileAt = v
+	}
+	r.summarize(obj, recErr)
+	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
+	}
+
+	switch {
+	case recErr == nil:
+		next := jitter(obj.Spec.Interval.Duration, r.JitterPercent)
+		log.Info(fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision),
+			"duration", time.Since(start).String(), "next", next.String())
+		return ctrl.Result{RequeueAfter: next}, nil
+	case recErr.stalled:
+		log.Error(recErr, "reconciliation stalled")
+		return ctrl.Result{}, nil
+	default:
+		return ctrl.Result{}, recErr
+	}
+}
+
+// reconcile runs the storage, source and artifact steps; it records
+// observations in obj.Status and returns the first failure.
+func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.GitRepository, objDir string, wasReady bool) *reconcileError {
+	r.reconcileStorage(obj)
+
+	u, err := url.Parse(obj.Spec.URL)
+	if err != nil || u.Host == "" {
+		e := fetchFailed(sourcev1.URLInvalidReason, "failed to parse url '%s'", redactURL(obj.Spec.URL))
+		e.stalled = true
+		return e
+	}
+	switch obj.Spec.Provider {
+	case "", sourcev1.GitProviderGeneric:
+	default:
+		e := fetchFailed(sourcev1.InvalidProviderConfigReason, "provider '%s' is not supported: use 'generic' with spec.secretRef", obj.Spec.Provider)
+		e.stalled = true
+		return e
+	}
+	var data map[string][]byte
+	if ref := obj.Spec.SecretRef; ref != nil {
+		secret := &corev1.Secret{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, secret); err != nil {
+			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, apiReason(err))
+		}
+		data = secret.Data
+	}
+	auth, err := newGitAuth(u, data)
+	if err != nil {
+		return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure authentication options: %s", err)
+	}
+
+	timeout := 60 * time.Second
+	if obj.Spec.Timeout != nil {
+		timeout = obj.Spec.Timeout.Duration
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	// Resolve the wanted commit with one ref listing; a commit without branch
+	// needs none.
+	var refs map[string]string
+	if ref := obj.Spec.Reference; ref == nil || ref.Commit == "" || ref.Branch != "" {
+		if refs, err = listRemote(ctx, obj.Spec.URL, auth); err != nil {
+			return gitError(err, obj.Spec.URL, "")
+		}
+	}
+	tgt, err := resolveTarget(obj.Spec.Reference, refs)
+	if err != nil {
+		return gitError(err, obj.Spec.URL, "")
+	}
+	if cur := obj.Status.Artifact; cur != nil && tgt.hash != "" && cur.Revision == tgt.revision(tgt.hash) && !contentConfigChanged(obj) {
+		return nil // up to date: no clone
+	}
+
+	dir, err := os.MkdirTemp("", "gitrepository-")
+	if err != nil {
+		return &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.DirCreationFailedReason,
+			message: "failed to create a temporary working directory"}
+	}
+	defer os.RemoveAll(dir)
+	commit, err := checkout(ctx, dir, obj.Spec.URL, auth, tgt, obj.Spec.RecurseSubmodules, obj.Spec.SparseCheckout)
+	if err != nil {
+		return gitError(err, obj.Spec.URL, dir)
+	}
+	rev := tgt.revision(commit.Hash.String())
+
+	ignore, err := artifact.LoadIgnore(dir, obj.Spec.Ignore)
+	if err != nil {
+		return &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.SourceIgnoreErrorReason,
+			message: "failed to load source ignore rules: " + strings.ReplaceAll(err.Error(), dir, ".")}
+	}
+	art, err := r.Storage.Archive(objDir, artifact.FileName(rev), rev, dir, ignore)
+	if err != nil {
+		return &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.ArchiveOperationFailedReason,
+			message: "failed to archive the checkout: " + strings.ReplaceAll(err.Error(), dir, ".")}
+	}
+	prev := obj.Status.Artifact
+	obj.Status.Artifact = art
+	obj.Status.ObservedIgnore = obj.Spec.Ignore
+	obj.Status.ObservedRecurseSubmodules = obj.Spec.RecurseSubmodules
+	obj.Status.ObservedSparseCheckout = obj.Spec.SparseCheckout
+	obj.Status.ObservedInclude = obj.Spec.Include
+	if _, err := r.Storage.GarbageCollect(*art); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "garbage collection of old artifacts failed")
+	}
+
+	msg := fmt.Sprintf("stored artifact for commit '%s'", commitSubject(commit.Message))
+	annotations := map[string]string{
+		sourcev1.GroupVersion.Group + "/revision": art.Revision,
+		sourcev1.GroupVersion.Group + "/digest":   art.Digest,
+	}
+	switch {
+	case prev == nil || prev.Revision != art.Revision || prev.Digest != art.Digest:
+		r.Events.Event(obj, corev1.EventTypeNormal, "NewArtifact", msg, annotations)
+	case !wasReady:
+		r.Events.Event(obj, corev1.EventTypeNormal, meta.SucceededReason, msg, annotations)
+	}
+	return nil
+}
+
+// reconcileStorage drops a status artifact whose file is gone or no longer
+// matches its digest, collects old artifacts and refreshes the URL.
+func (r *GitRepositoryReconciler) reconcileStorage(obj *sourcev1.GitRepository) {
+	cur := obj.Status.Artifact
+	if cur == nil {
+		return
+	}
+	if !r.Storage.Exists(*cur) {
+		obj.Status.Artifact = nil
+		return
+	}
+	if err := r.Storage.Verify(*cur); err != nil {
+		r.Events.Event(obj, corev1.EventTypeWarning, "ArtifactVerificationFailed",
+			fmt.Sprintf("failed to verify integrity of artifact: %s", strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", "")), nil)
+		_ = r.Storage.Remove(*cur)
+		obj.Status.Artifact = nil
+		return
+	}
+	if deleted, err := r.Storage.GarbageCollect(*cur); err == nil && len(deleted) > 0 {
+		r.Events.Event(obj, events.EventTypeTrace, "GarbageCollectionSucceeded",
+			fmt.Sprintf("garbage collected %d artifacts", len(deleted)), nil)
+	}
+	cur.URL = r.Storage.URL(cur.Path)
+}
+
+// contentConfigChanged reports whether spec fields that shape the artifact
+// differ from those its status says it was built with.
+func contentConfigChanged(obj *sourcev1.GitRepository) bool {
+	s := obj.Status
+	return !equalStringPtr(obj.Spec.Ignore, s.ObservedIgnore) ||
+		obj.Spec.RecurseSubmodules != s.ObservedRecurseSubmodules ||
+		!equalStrings(obj.Spec.SparseCheckout, s.ObservedSparseCheckout) ||
+		len(obj.Spec.Include) != 0 || len(s.ObservedInclude) != 0
+}
+
+// summarize writes the conditions for the outcome. Flux compatible: Ready
+// mirrors ArtifactInStorage on success and the failing condition otherwise;
+// Reconciling stays True with ProgressingWithRetry while retrying; Stalled is
+// set when only a spec change can help.
+func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr *reconcileError) {
+	gen := obj.Generation
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
+		})
+	}
+	del := func(types ...string) {
+		for _, t := range types {
+			apimeta.RemoveStatusCondition(&obj.Status.Conditions, t)
+		}
+	}
+	if art := obj.Status.Artifact; art != nil {
+		set(sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, meta.SucceededReason,
+			fmt.Sprintf("stored artifact for revision '%s'", art.Revision))
+	} else {
+		del(sourcev1.ArtifactInStorageCondition)
+	}
+	if recErr == nil {
+		del(sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition, sourcev1.ArtifactOutdatedCondition,
+			meta.ReconcilingCondition, meta.StalledCondition)
+		set(meta.ReadyCondition, metav1.ConditionTrue, meta.SucceededReason,
+			fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision))
+		obj.Status.ObservedGeneration = gen
+		return
+	}
+	del(sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition)
+	set(recErr.condition, metav1.ConditionTrue, recErr.reason, recErr.message)
+	set(meta.ReadyCondition, metav1.ConditionFalse, recErr.reason, recErr.message)
+	if recErr.stalled {
+		del(meta.ReconcilingCondition)
+		set(meta.StalledCondition, metav1.ConditionTrue, recErr.reason, recErr.message)
+		obj.Status.ObservedGeneration = gen
+	} else {
+		del(meta.StalledCondition)
+		set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, recErr.message)
+	}
+	r.Events.Event(obj, corev1.EventTypeWarning, recErr.reason, recErr.message, nil)
+}
+
+// gitError maps a fetch failure to the condition Flux sets for it. dir, the
+// checkout directory, is removed from messages so they stay stable.
+func gitError(err error, rawURL, dir string) *reconcileError {
+	var stalling errStalling
+	switch {
+	case errors.Is(err, errEmptyRepository):
+		return fetchFailed(sourcev1.EmptyGitRepositoryReason, "%s", errEmptyRepository)
+	case errors.As(err, &stalling):
+		e := fetchFailed(sourcev1.GitOperationFailedReason, "failed to checkout and determine revision: %s", stalling.error)
+		e.stalled = true
+		return e
+	}
+	msg := describeGitError(err, rawURL)
+	if dir != "" {
+		msg = strings.ReplaceAll(msg, dir, ".")
+	}
+	return fetchFailed(sourcev1.GitOperationFailedReason, "failed to checkout and determine revision: unable to clone '%s': %s", redactURL(rawURL), msg)
+}
+
+// apiReason is a stable description of an API error: its reason and the
+// object, without request details.
+func apiReason(err error) string {
+	if apierrors.IsNotFound(err) {
+		return "secret not found"
+	}
+	if apierrors.IsForbidden(err) {
+		return "access to the secret is forbidden"
+	}
+	return err.Error()
+}
+
+func jitter(d time.Duration, percent float64) time.Duration {
+	if percent <= 0 {
+		return d
+	}
+	f := 1 + (rand.Float64()*2-1)*percent/100
+	return time.Duration(float64(d) * f)
+}
+
+func equalStringPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
