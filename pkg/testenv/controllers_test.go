@@ -48,13 +48,17 @@ func TestControllerBinariesServeProbes(t *testing.T) {
 			}
 			health, metrics := freePort(t), freePort(t)
 			var logs strings.Builder
-			cmd := exec.Command(exe,
-				"--kubeconfig="+env.KubeconfigPath,
+			args := []string{
+				"--kubeconfig=" + env.KubeconfigPath,
 				fmt.Sprintf("--health-addr=127.0.0.1:%d", health),
 				fmt.Sprintf("--metrics-addr=127.0.0.1:%d", metrics),
 				"--enable-leader-election",
 				"--log-level=debug",
-			)
+			}
+			if name == "source-controller" {
+				args = append(args, "--storage-path="+t.TempDir(), fmt.Sprintf("--storage-addr=127.0.0.1:%d", freePort(t)))
+			}
+			cmd := exec.Command(exe, args...)
 			cmd.Env = append(os.Environ(), "RUNTIME_NAMESPACE=default")
 			cmd.Stdout, cmd.Stderr = &logs, &logs
 			if err := cmd.Start(); err != nil {

@@ -89,10 +89,15 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	return env, nil
 }
 
+// Setup runs after the Environment started and before the tests, e.g. to
+// start the reconcilers under test; the returned function runs after them.
+type Setup func(*Environment) (teardown func(), err error)
+
 // Main is a TestMain body: it starts an Environment into *env, runs the
-// package's tests, prints the tail of each component's log when a test
-// failed, stops the cluster and exits with the tests' code. It never returns.
-func Main(m *testing.M, env **Environment) {
+// setups, runs the package's tests, prints the tail of each component's log
+// when a test failed, tears down, stops the cluster and exits with the tests'
+// code. It never returns.
+func Main(m *testing.M, env **Environment, setups ...Setup) {
 	ctx := context.Background()
 	e, err := Start(ctx, Options{})
 	if err != nil {
@@ -102,7 +107,25 @@ func Main(m *testing.M, env **Environment) {
 	fmt.Printf("testenv: localcluster profile %s ready in %s (%s)\n",
 		e.Profile, e.StartupDuration.Round(time.Millisecond), e.KubeconfigPath)
 	*env = e
+	var teardowns []func()
+	for _, setup := range setups {
+		td, err := setup(e)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: setup: %v\n", err)
+			for i := len(teardowns) - 1; i >= 0; i-- {
+				teardowns[i]()
+			}
+			e.Stop()
+			os.Exit(1)
+		}
+		if td != nil {
+			teardowns = append(teardowns, td)
+		}
+	}
 	code := m.Run()
+	for i := len(teardowns) - 1; i >= 0; i-- {
+		teardowns[i]()
+	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "testenv: tests failed; component logs:\n%s", e.Logs(60))
 	}

@@ -347,24 +347,23 @@ func commitSubject(msg string) string {
 // describeGitError turns transport errors into stable messages that name
 // the problem and never carry credentials.
 func describeGitError(err error, rawURL string) string {
-	u := redactURL(rawURL)
 	var dns *net.DNSError
 	var op *net.OpError
 	switch {
 	case errors.Is(err, transport.ErrAuthenticationRequired):
-		return fmt.Sprintf("authentication required for '%s'", u)
+		return "authentication required"
 	case errors.Is(err, transport.ErrAuthorizationFailed):
-		return fmt.Sprintf("authorization failed for '%s'", u)
+		return "authorization failed"
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return fmt.Sprintf("repository not found: '%s'", u)
+		return "repository not found"
 	case errors.As(err, &dns):
-		return fmt.Sprintf("unable to reach '%s': no such host %q", u, dns.Name)
+		return fmt.Sprintf("no such host %q", dns.Name)
 	case errors.As(err, &op) && op.Op == "dial":
-		return fmt.Sprintf("unable to reach '%s': %v", u, op.Err)
+		return op.Err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("timeout while fetching '%s'", u)
+		return "timeout"
 	}
-	return strings.ReplaceAll(err.Error(), rawURL, u)
+	return strings.ReplaceAll(err.Error(), rawURL, redactURL(rawURL))
 }
 
 func redactURL(raw string) string {
