@@ -5,10 +5,12 @@ go 1.26.0
 require (
 	github.com/eddyops/eddy/api v0.0.0-00010101000000-000000000000
 	github.com/fluxcd/pkg/apis/meta v1.33.0
+	github.com/gliderlabs/ssh v0.3.8
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/go-logr/logr v1.4.3
 	github.com/opencontainers/go-digest v1.0.0
 	go.uber.org/zap v1.27.1
+	golang.org/x/crypto v0.56.0
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -19,6 +21,7 @@ require (
 )
 
 require (
+	github.com/anmitsu/go-shlex v0.0.0-20200514113438-38f4b401e2be // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
