@@ -86,6 +86,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	objDir := artifact.ObjectDir(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name)
+	defer eddyruntime.RecordDuration(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name, start)
 
 	if !obj.DeletionTimestamp.IsZero() {
 		if err := r.Storage.RemoveObject(objDir); err != nil {

@@ -22,6 +22,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 func testdataRepos(t *testing.T) string {
@@ -483,4 +484,31 @@ func init() {
 	if _, err := exec.LookPath("git"); err != nil {
 		panic("these tests need git on PATH (apt-get install git)")
 	}
+}
+
+// TestReconcileDurationMetric checks the Flux reconcile histogram is
+// recorded per object.
+func TestReconcileDurationMetric(t *testing.T) {
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"app.yaml": "a: 1\n"})
+	waitReady(t, newGitRepository(t, ns, "measured", r.url(), nil))
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "gotk_reconcile_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == "GitRepository" && labels["namespace"] == ns && labels["name"] == "measured" && m.GetHistogram().GetSampleCount() > 0 {
+				return
+			}
+		}
+	}
+	t.Error("no gotk_reconcile_duration_seconds sample for the GitRepository")
 }
