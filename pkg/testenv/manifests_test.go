@@ -1,0 +1,127 @@
+package testenv_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/eddyops/eddy/pkg/localcluster"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// TestInstallManifests builds config/default with kustomize, checks what
+// Flux's manifests promise (names, ports, resources, storage) and has the
+// API server validate every object with a server-side dry-run apply.
+func TestInstallManifests(t *testing.T) {
+	root, err := localcluster.WorkspaceRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "default"))
+	if err != nil {
+		t.Fatalf("kustomize build config/default: %v", err)
+	}
+	ctx := context.Background()
+	var objs []*unstructured.Unstructured
+	for _, res := range resMap.Resources() {
+		data, err := res.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, u)
+	}
+	found := map[string]bool{}
+	for _, u := range objs {
+		key := u.GetKind() + "/" + u.GetName()
+		found[key] = true
+		if u.GetKind() == "Namespace" {
+			if err := env.Client.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("manifests-test"), client.ForceOwnership); err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			continue
+		}
+		if u.GetKind() != "CustomResourceDefinition" && u.GetKind() != "ClusterRole" && u.GetKind() != "ClusterRoleBinding" && u.GetNamespace() != "flux-system" {
+			t.Errorf("%s is in namespace %q, want flux-system", key, u.GetNamespace())
+		}
+		if err := env.Client.Patch(ctx, u.DeepCopy(), client.Apply, client.DryRunAll, client.FieldOwner("manifests-test"), client.ForceOwnership); err != nil {
+			t.Errorf("%s rejected by the API server: %v", key, err)
+		}
+	}
+	for _, want := range []string{"Deployment/source-controller", "Service/source-controller", "ServiceAccount/source-controller",
+		"ClusterRole/eddy-source-controller", "ClusterRoleBinding/eddy-source-controller",
+		"CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io"} {
+		if !found[want] {
+			t.Errorf("config/default lacks %s", want)
+		}
+	}
+
+	var dep appsv1.Deployment
+	var svc corev1.Service
+	var crb rbacv1.ClusterRoleBinding
+	for _, u := range objs {
+		var into any
+		switch u.GetKind() + "/" + u.GetName() {
+		case "Deployment/source-controller":
+			into = &dep
+		case "Service/source-controller":
+			into = &svc
+		case "ClusterRoleBinding/eddy-source-controller":
+			into = &crb
+		default:
+			continue
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(dep.Spec.Template.Spec.Containers) != 1 || dep.Spec.Template.Spec.Containers[0].Name != "manager" {
+		t.Fatalf("source-controller Deployment containers %+v, want one named manager", dep.Spec.Template.Spec.Containers)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	for name, q := range map[string]struct {
+		got  resource.Quantity
+		want string
+	}{
+		"requests.cpu": {c.Resources.Requests[corev1.ResourceCPU], "50m"}, "requests.memory": {c.Resources.Requests[corev1.ResourceMemory], "64Mi"},
+		"limits.cpu": {c.Resources.Limits[corev1.ResourceCPU], "1"}, "limits.memory": {c.Resources.Limits[corev1.ResourceMemory], "1Gi"},
+	} {
+		if q.got.Cmp(resource.MustParse(q.want)) != 0 {
+			t.Errorf("manager %s = %s, want %s", name, q.got.String(), q.want)
+		}
+	}
+	dataFromEmptyDir := false
+	for _, vm := range c.VolumeMounts {
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if vm.Name == v.Name && vm.MountPath == "/data" && v.EmptyDir != nil {
+				dataFromEmptyDir = true
+			}
+		}
+	}
+	if !dataFromEmptyDir {
+		t.Error("the manager's /data is not an emptyDir volume")
+	}
+	httpPort := int32(0)
+	for _, p := range c.Ports {
+		if p.Name == "http" {
+			httpPort = p.ContainerPort
+		}
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.String() != "http" || httpPort != 9090 {
+		t.Errorf("Service ports %+v and container port http %d, want 80 → http (9090)", svc.Spec.Ports, httpPort)
+	}
+	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "flux-system" {
+		t.Errorf("ClusterRoleBinding subjects %+v, want the flux-system ServiceAccount", crb.Subjects)
+	}
+}
