@@ -1,0 +1,87 @@
+package artifact_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eddyops/eddy/pkg/artifact"
+)
+
+func TestExtractRoundTrip(t *testing.T) {
+	src := writeTree(t, map[string]string{"a/b.yaml": "b", "run.sh*": "#!/bin/sh", "c.yaml": "c"})
+	data, _ := archive(t, src, nil)
+	dst := t.TempDir()
+	if err := artifact.Extract(bytes.NewReader(data), dst, artifact.DefaultLimits); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a/b.yaml": "b", "run.sh": "#!/bin/sh", "c.yaml": "c"} {
+		got, err := os.ReadFile(filepath.Join(dst, name))
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %q (%v), want %q", name, got, err, want)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Join(dst, "run.sh")); fi == nil || fi.Mode().Perm()&0o100 == 0 {
+		t.Error("run.sh lost its exec bit")
+	}
+}
+
+type tarEntry struct {
+	name, link string
+	typ        byte
+	body       string
+}
+
+func makeTarGz(t *testing.T, entries ...tarEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644, Size: int64(len(e.body))}
+		if e.typ != tar.TypeReg {
+			h.Size = 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if e.typ == tar.TypeReg {
+			tw.Write([]byte(e.body))
+		}
+	}
+	tw.Close()
+	gz.Close()
+	return buf.Bytes()
+}
+
+func TestExtractRefusesUnsafeEntries(t *testing.T) {
+	cases := map[string][]tarEntry{
+		"parent escape":  {{name: "../evil.yaml", typ: tar.TypeReg, body: "x"}},
+		"nested escape":  {{name: "a/../../evil.yaml", typ: tar.TypeReg, body: "x"}},
+		"absolute name":  {{name: "/etc/evil.yaml", typ: tar.TypeReg, body: "x"}},
+		"symbolic link":  {{name: "link", link: "/etc/passwd", typ: tar.TypeSymlink}},
+		"hard link":      {{name: "hard", link: "/etc/passwd", typ: tar.TypeLink}},
+		"device":         {{name: "dev", typ: tar.TypeChar}},
+		"too many files": {{name: "1", typ: tar.TypeReg}, {name: "2", typ: tar.TypeReg}, {name: "3", typ: tar.TypeReg}},
+		"too many bytes": {{name: "big", typ: tar.TypeReg, body: strings.Repeat("x", 200)}},
+	}
+	for name, entries := range cases {
+		t.Run(name, func(t *testing.T) {
+			parent := t.TempDir()
+			dst := filepath.Join(parent, "dst")
+			os.Mkdir(dst, 0o755)
+			err := artifact.Extract(bytes.NewReader(makeTarGz(t, entries...)), dst, artifact.Limits{MaxBytes: 100, MaxFiles: 2})
+			if !errors.Is(err, artifact.ErrUnsafeArchive) {
+				t.Fatalf("got %v, want ErrUnsafeArchive", err)
+			}
+			if _, err := os.Stat(filepath.Join(parent, "evil.yaml")); err == nil {
+				t.Error("a file was written outside the extraction directory")
+			}
+		})
+	}
+}
