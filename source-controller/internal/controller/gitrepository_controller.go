@@ -17,6 +17,7 @@ import (
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -53,13 +57,49 @@ type Options struct {
 // spec change and reconcile request (not on its own status updates), with
 // exponential back-off between MinRetry and MaxRetry after errors.
 func (r *GitRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, o Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sourcev1.GitRepository{}, includeIndex,
+		func(o client.Object) []string { return indexIncludes(o.(*sourcev1.GitRepository)) }); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sourcev1.GitRepository{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		// A new artifact of an included GitRepository rebuilds the includers.
+		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.includers),
+			builder.WithPredicates(artifactChanged{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: o.Concurrent,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinRetry, o.MaxRetry),
 		}).
 		Complete(r)
+}
+
+// includers lists the GitRepositories that include obj.
+func (r *GitRepositoryReconciler) includers(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &sourcev1.GitRepositoryList{}
+	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{includeIndex: obj.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, o := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&o)})
+	}
+	return reqs
+}
+
+// artifactChanged passes updates that change status.artifact's revision or digest.
+type artifactChanged struct{ predicate.Funcs }
+
+func (artifactChanged) Create(event.CreateEvent) bool   { return false }
+func (artifactChanged) Delete(event.DeleteEvent) bool   { return false }
+func (artifactChanged) Generic(event.GenericEvent) bool { return false }
+func (artifactChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*sourcev1.GitRepository)
+	n, ok2 := e.ObjectNew.(*sourcev1.GitRepository)
+	if !ok1 || !ok2 || n.Status.Artifact == nil {
+		return false
+	}
+	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision ||
+		o.Status.Artifact.Digest != n.Status.Artifact.Digest
 }
 
 // reconcileError is a failed step: the condition to set, its reason and a
@@ -185,7 +225,12 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	if err != nil {
 		return gitError(err, obj.Spec.URL, "")
 	}
-	if cur := obj.Status.Artifact; cur != nil && tgt.hash != "" && cur.Revision == tgt.revision(tgt.hash) && !contentConfigChanged(obj) {
+	included, incErr := r.includedArtifacts(ctx, obj)
+	if incErr != nil {
+		return incErr
+	}
+	if cur := obj.Status.Artifact; cur != nil && tgt.hash != "" && cur.Revision == tgt.revision(tgt.hash) &&
+		!contentConfigChanged(obj) && !includesChanged(included, obj.Status.IncludedArtifacts) {
 		return nil // up to date: no clone
 	}
 
@@ -200,6 +245,9 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 		return gitError(err, obj.Spec.URL, dir)
 	}
 	rev := tgt.revision(commit.Hash.String())
+	if e := r.copyIncludes(obj, included, dir); e != nil {
+		return e
+	}
 
 	ignore, err := artifact.LoadIgnore(dir, obj.Spec.Ignore)
 	if err != nil {
@@ -217,6 +265,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	obj.Status.ObservedRecurseSubmodules = obj.Spec.RecurseSubmodules
 	obj.Status.ObservedSparseCheckout = obj.Spec.SparseCheckout
 	obj.Status.ObservedInclude = obj.Spec.Include
+	obj.Status.IncludedArtifacts = included
 	if _, err := r.Storage.GarbageCollect(*art); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "garbage collection of old artifacts failed")
 	}
@@ -267,7 +316,14 @@ func contentConfigChanged(obj *sourcev1.GitRepository) bool {
 	return !equalStringPtr(obj.Spec.Ignore, s.ObservedIgnore) ||
 		obj.Spec.RecurseSubmodules != s.ObservedRecurseSubmodules ||
 		!equalStrings(obj.Spec.SparseCheckout, s.ObservedSparseCheckout) ||
-		len(obj.Spec.Include) != 0 || len(s.ObservedInclude) != 0
+		!equality.Semantic.DeepEqual(normalize(obj.Spec.Include), normalize(s.ObservedInclude))
+}
+
+func normalize(incs []sourcev1.GitRepositoryInclude) []sourcev1.GitRepositoryInclude {
+	if len(incs) == 0 {
+		return nil
+	}
+	return incs
 }
 
 // summarize writes the conditions for the outcome. Flux compatible: Ready
@@ -294,13 +350,13 @@ func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr 
 	}
 	if recErr == nil {
 		del(sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition, sourcev1.ArtifactOutdatedCondition,
-			meta.ReconcilingCondition, meta.StalledCondition)
+			sourcev1.IncludeUnavailableCondition, meta.ReconcilingCondition, meta.StalledCondition)
 		set(meta.ReadyCondition, metav1.ConditionTrue, meta.SucceededReason,
 			fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision))
 		obj.Status.ObservedGeneration = gen
 		return
 	}
-	del(sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition)
+	del(sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition, sourcev1.IncludeUnavailableCondition)
 	set(recErr.condition, metav1.ConditionTrue, recErr.reason, recErr.message)
 	set(meta.ReadyCondition, metav1.ConditionFalse, recErr.reason, recErr.message)
 	if recErr.stalled {

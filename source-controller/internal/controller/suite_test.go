@@ -41,6 +41,8 @@ var (
 	gitRoot string
 	gitSrv  *gitserver.Server
 	sink    = &eventSink{}
+
+	repoCount int // makes repository names unique; tests do not run in parallel
 )
 
 func TestMain(m *testing.M) {
@@ -144,7 +146,8 @@ func (r *repo) url() string { return gitSrv.URL + "/" + r.name }
 
 func newRepo(t *testing.T, files map[string]string) *repo {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + ".git"
+	repoCount++
+	name := fmt.Sprintf("%s-%d.git", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), repoCount)
 	bare, err := gitserver.InitBare(gitRoot, name)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,138 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/fluxcd/pkg/apis/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// includeIndex is the field index of GitRepositories by the names of the
+// GitRepositories they include.
+const includeIndex = ".spec.include.repository.name"
+
+func indexIncludes(obj *sourcev1.GitRepository) []string {
+	var names []string
+	for _, inc := range obj.Spec.Include {
+		names = append(names, inc.GitRepositoryRef.Name)
+	}
+	return names
+}
+
+// includedArtifacts gets the current artifact of each spec.include entry.
+// Flux compatible: a missing object or artifact sets IncludeUnavailable with
+// reason NotFound or NoArtifact.
+func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *sourcev1.GitRepository) ([]*meta.Artifact, *reconcileError) {
+	var arts []*meta.Artifact
+	for _, inc := range obj.Spec.Include {
+		name := inc.GitRepositoryRef.Name
+		dep := &sourcev1.GitRepository{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, dep); err != nil {
+			msg := fmt.Sprintf("could not get resource for include '%s': %s", name, err)
+			if apierrors.IsNotFound(err) {
+				msg = fmt.Sprintf("could not get resource for include '%s': not found", name)
+			}
+			return nil, &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.NotFoundReason, message: msg}
+		}
+		if dep.Status.Artifact == nil || !r.Storage.Exists(*dep.Status.Artifact) {
+			return nil, &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.NoArtifactReason,
+				message: fmt.Sprintf("no artifact available for include '%s'", name)}
+		}
+		arts = append(arts, dep.Status.Artifact.DeepCopy())
+	}
+	return arts, nil
+}
+
+// includesChanged reports whether the included artifacts differ from those
+// the current artifact was built with.
+func includesChanged(cur, prev []*meta.Artifact) bool {
+	if len(cur) != len(prev) {
+		return true
+	}
+	for i := range cur {
+		if prev[i] == nil || cur[i].Revision != prev[i].Revision || cur[i].Digest != prev[i].Digest {
+			return true
+		}
+	}
+	return false
+}
+
+// copyIncludes extracts each included artifact and copies its fromPath into
+// the checkout at toPath (default: the included object's name), replacing
+// what was there.
+func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, arts []*meta.Artifact, dir string) *reconcileError {
+	for i, inc := range obj.Spec.Include {
+		to := inc.ToPath
+		if to == "" {
+			to = inc.GitRepositoryRef.Name
+		}
+		from, errFrom := cleanRel(inc.FromPath)
+		to, errTo := cleanRel(to)
+		if errFrom != nil || errTo != nil || to == "." {
+			e := &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.IllegalPathReason,
+				message: fmt.Sprintf("include '%s': fromPath and toPath must be relative paths inside the artifact", inc.GitRepositoryRef.Name)}
+			e.stalled = true
+			return e
+		}
+		fail := func(err error) *reconcileError {
+			return &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.CopyFailureReason,
+				message: fmt.Sprintf("failed to copy include '%s' to '%s': %s", inc.GitRepositoryRef.Name, to,
+					strings.ReplaceAll(err.Error(), r.Storage.BasePath, ""))}
+		}
+		tmp, err := os.MkdirTemp("", "include-")
+		if err != nil {
+			return fail(err)
+		}
+		defer os.RemoveAll(tmp)
+		f, err := os.Open(r.Storage.LocalPath(*arts[i]))
+		if err != nil {
+			return fail(err)
+		}
+		err = artifact.Extract(f, tmp, artifact.DefaultLimits)
+		f.Close()
+		if err != nil {
+			return fail(err)
+		}
+		src := filepath.Join(tmp, filepath.FromSlash(from))
+		if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
+			return fail(fmt.Errorf("fromPath '%s' is not a directory of the included artifact", inc.FromPath))
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(to))
+		if err := os.RemoveAll(dst); err != nil {
+			return fail(err)
+		}
+		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+			return fail(fmt.Errorf("copying files: %w", stripPath(err, tmp)))
+		}
+	}
+	return nil
+}
+
+// cleanRel cleans a path that must stay inside its root: not absolute and
+// not leaving it through "..".
+func cleanRel(p string) (string, error) {
+	c := path.Clean(filepath.ToSlash(p))
+	if path.IsAbs(c) || c == ".." || strings.HasPrefix(c, "../") {
+		return "", fmt.Errorf("path %q leaves its root", p)
+	}
+	return c, nil
+}
+
+// stripPath removes dir from a path error, so messages stay stable.
+func stripPath(err error, dir string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s %s: %w", pe.Op, strings.TrimPrefix(pe.Path, dir+"/"), pe.Err)
+	}
+	return err
+}
