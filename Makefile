@@ -8,7 +8,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := bin/controller-gen
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
 
-.PHONY: all build generate tools test lint clean
+.PHONY: all build generate tools test bench lint clean
 
 all: build
 
@@ -34,6 +34,11 @@ tools:
 ## test: unit and integration tests (needs `make tools`; starts local clusters)
 test: tools $(CONTROLLER_GEN)
 	go test $(GO_TEST_FLAGS) -v $(PACKAGES)
+
+## bench: benchmarks, each reported as a ratio to a baseline measured in the same run
+bench: tools
+	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/
+	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/
 
 ## lint: gofmt and go vet
 lint:

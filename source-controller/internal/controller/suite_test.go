@@ -144,7 +144,7 @@ type repo struct {
 
 func (r *repo) url() string { return gitSrv.URL + "/" + r.name }
 
-func newRepo(t *testing.T, files map[string]string) *repo {
+func newRepo(t testing.TB, files map[string]string) *repo {
 	t.Helper()
 	repoCount++
 	name := fmt.Sprintf("%s-%d.git", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), repoCount)
@@ -160,7 +160,7 @@ func newRepo(t *testing.T, files map[string]string) *repo {
 	return r
 }
 
-func (r *repo) git(t *testing.T, args ...string) string {
+func (r *repo) git(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := gitserver.Git(r.work, args...)
 	if err != nil {
@@ -171,7 +171,7 @@ func (r *repo) git(t *testing.T, args ...string) string {
 
 // commit writes files (content "" deletes the file), commits, pushes the
 // current branch and returns the commit hash.
-func (r *repo) commit(t *testing.T, files map[string]string, msg string) string {
+func (r *repo) commit(t testing.TB, files map[string]string, msg string) string {
 	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(r.work, filepath.FromSlash(name))
@@ -192,7 +192,7 @@ func (r *repo) commit(t *testing.T, files map[string]string, msg string) string 
 	return r.git(t, "rev-parse", "HEAD")
 }
 
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gitrepo-"}}
 	if err := env.Client.Create(context.Background(), ns); err != nil {
@@ -201,7 +201,7 @@ func newNamespace(t *testing.T) string {
 	return ns.Name
 }
 
-func newGitRepository(t *testing.T, ns, name, url string, mutate func(*sourcev1.GitRepository)) *sourcev1.GitRepository {
+func newGitRepository(t testing.TB, ns, name, url string, mutate func(*sourcev1.GitRepository)) *sourcev1.GitRepository {
 	t.Helper()
 	obj := &sourcev1.GitRepository{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -221,7 +221,7 @@ func newGitRepository(t *testing.T, ns, name, url string, mutate func(*sourcev1.
 }
 
 // waitFor polls the object until cond holds (30s at most).
-func waitFor(t *testing.T, obj *sourcev1.GitRepository, what string, cond func(*sourcev1.GitRepository) bool) *sourcev1.GitRepository {
+func waitFor(t testing.TB, obj *sourcev1.GitRepository, what string, cond func(*sourcev1.GitRepository) bool) *sourcev1.GitRepository {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	got := &sourcev1.GitRepository{}
@@ -247,7 +247,7 @@ func settled(o *sourcev1.GitRepository) bool {
 	return c != nil && c.ObservedGeneration == o.Generation && (c.Status == metav1.ConditionTrue || c.Status == metav1.ConditionFalse)
 }
 
-func waitReady(t *testing.T, obj *sourcev1.GitRepository) *sourcev1.GitRepository {
+func waitReady(t testing.TB, obj *sourcev1.GitRepository) *sourcev1.GitRepository {
 	t.Helper()
 	return waitFor(t, obj, "Ready", func(o *sourcev1.GitRepository) bool {
 		return settled(o) && apimeta.IsStatusConditionTrue(o.Status.Conditions, meta.ReadyCondition) &&
@@ -255,7 +255,7 @@ func waitReady(t *testing.T, obj *sourcev1.GitRepository) *sourcev1.GitRepositor
 	})
 }
 
-func waitNotReady(t *testing.T, obj *sourcev1.GitRepository) *sourcev1.GitRepository {
+func waitNotReady(t testing.TB, obj *sourcev1.GitRepository) *sourcev1.GitRepository {
 	t.Helper()
 	return waitFor(t, obj, "Ready=False", func(o *sourcev1.GitRepository) bool {
 		return settled(o) && apimeta.IsStatusConditionFalse(o.Status.Conditions, meta.ReadyCondition)
@@ -263,7 +263,7 @@ func waitNotReady(t *testing.T, obj *sourcev1.GitRepository) *sourcev1.GitReposi
 }
 
 // update re-reads obj, applies mutate and writes it.
-func update(t *testing.T, obj *sourcev1.GitRepository, mutate func(*sourcev1.GitRepository)) {
+func update(t testing.TB, obj *sourcev1.GitRepository, mutate func(*sourcev1.GitRepository)) {
 	t.Helper()
 	for range 5 {
 		cur := &sourcev1.GitRepository{}
@@ -280,7 +280,7 @@ func update(t *testing.T, obj *sourcev1.GitRepository, mutate func(*sourcev1.Git
 
 // requestReconcile sets reconcile.fluxcd.io/requestedAt and waits until the
 // controller has handled it.
-func requestReconcile(t *testing.T, obj *sourcev1.GitRepository) *sourcev1.GitRepository {
+func requestReconcile(t testing.TB, obj *sourcev1.GitRepository) *sourcev1.GitRepository {
 	t.Helper()
 	token := time.Now().Format(time.RFC3339Nano)
 	update(t, obj, func(o *sourcev1.GitRepository) {
@@ -296,7 +296,7 @@ func requestReconcile(t *testing.T, obj *sourcev1.GitRepository) *sourcev1.GitRe
 
 // download fetches the artifact's URL and checks the bytes against its
 // digest and size.
-func download(t *testing.T, a *meta.Artifact) []byte {
+func download(t testing.TB, a *meta.Artifact) []byte {
 	t.Helper()
 	resp, err := http.Get(a.URL)
 	if err != nil {
@@ -321,7 +321,7 @@ func download(t *testing.T, a *meta.Artifact) []byte {
 }
 
 // untar returns the regular files of a tar.gz, name → content.
-func untar(t *testing.T, data []byte) map[string][]byte {
+func untar(t testing.TB, data []byte) map[string][]byte {
 	t.Helper()
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
