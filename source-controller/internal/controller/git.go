@@ -32,6 +32,7 @@ type gitAuth struct {
 	auth                  transport.AuthMethod
 	caBundle              []byte
 	clientCert, clientKey []byte
+	proxy                 transport.ProxyOptions
 }
 
 // newGitAuth validates the secret's data for the URL's transport. Its
@@ -94,6 +95,19 @@ func newGitAuth(u *url.URL, data map[string][]byte) (*gitAuth, error) {
 	return a, nil
 }
 
+// proxyOptions reads spec.proxySecretRef's data: `address` (required),
+// `username` and `password`. Flux compatible.
+func proxyOptions(data map[string][]byte) (transport.ProxyOptions, error) {
+	addr := string(data["address"])
+	if addr == "" {
+		return transport.ProxyOptions{}, errors.New("invalid proxy secret: 'address' is required")
+	}
+	if _, err := url.Parse(addr); err != nil {
+		return transport.ProxyOptions{}, errors.New("invalid proxy secret: 'address' is not a URL")
+	}
+	return transport.ProxyOptions{URL: addr, Username: string(data["username"]), Password: string(data["password"])}, nil
+}
+
 // knownHostsCallback checks host keys against known_hosts lines.
 func knownHostsCallback(known []byte) (ssh.HostKeyCallback, error) {
 	f, err := os.CreateTemp("", "known_hosts-*")
@@ -150,7 +164,7 @@ func listRemote(ctx context.Context, rawURL string, a *gitAuth) (map[string]stri
 	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{rawURL}})
 	refs, err := rem.ListContext(ctx, &git.ListOptions{
 		Auth: a.auth, CABundle: a.caBundle, ClientCert: a.clientCert, ClientKey: a.clientKey,
-		PeelingOption: git.AppendPeeled,
+		PeelingOption: git.AppendPeeled, ProxyOptions: a.proxy,
 	})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return nil, errEmptyRepository
@@ -262,7 +276,7 @@ func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, sub
 	}
 	opts := &git.FetchOptions{
 		Auth: a.auth, CABundle: a.caBundle, ClientCert: a.clientCert, ClientKey: a.clientKey,
-		Tags: git.NoTags,
+		Tags: git.NoTags, ProxyOptions: a.proxy,
 	}
 	switch {
 	case t.commit && t.refName == "":

@@ -186,6 +186,13 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 		e.stalled = true
 		return e
 	}
+	if obj.Spec.Verification != nil {
+		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
+		e := &reconcileError{condition: sourcev1.SourceVerifiedCondition, reason: sourcev1.VerificationErrorReason,
+			message: "commit signature verification (spec.verify) is not supported by Eddy yet"}
+		e.stalled = true
+		return e
+	}
 	switch obj.Spec.Provider {
 	case "", sourcev1.GitProviderGeneric:
 	default:
@@ -204,6 +211,15 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	auth, err := newGitAuth(u, data)
 	if err != nil {
 		return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure authentication options: %s", err)
+	}
+	if ref := obj.Spec.ProxySecretRef; ref != nil {
+		secret := &corev1.Secret{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, secret); err != nil {
+			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, apiReason(err))
+		}
+		if auth.proxy, err = proxyOptions(secret.Data); err != nil {
+			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: %s", err)
+		}
 	}
 
 	timeout := 60 * time.Second
@@ -350,14 +366,19 @@ func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr 
 	}
 	if recErr == nil {
 		del(sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition, sourcev1.ArtifactOutdatedCondition,
-			sourcev1.IncludeUnavailableCondition, meta.ReconcilingCondition, meta.StalledCondition)
+			sourcev1.IncludeUnavailableCondition, sourcev1.SourceVerifiedCondition, meta.ReconcilingCondition, meta.StalledCondition)
 		set(meta.ReadyCondition, metav1.ConditionTrue, meta.SucceededReason,
 			fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision))
 		obj.Status.ObservedGeneration = gen
 		return
 	}
-	del(sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition, sourcev1.IncludeUnavailableCondition)
-	set(recErr.condition, metav1.ConditionTrue, recErr.reason, recErr.message)
+	del(sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition, sourcev1.IncludeUnavailableCondition,
+		sourcev1.SourceVerifiedCondition)
+	status := metav1.ConditionTrue // the failure conditions are abnormal-true
+	if recErr.condition == sourcev1.SourceVerifiedCondition {
+		status = metav1.ConditionFalse // SourceVerified is bi-polar
+	}
+	set(recErr.condition, status, recErr.reason, recErr.message)
 	set(meta.ReadyCondition, metav1.ConditionFalse, recErr.reason, recErr.message)
 	if recErr.stalled {
 		del(meta.ReconcilingCondition)

@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestSparseCheckout keeps only the listed directories in the artifact and
+// fails with a clear message for a directory the commit lacks.
+func TestSparseCheckout(t *testing.T) {
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"apps/a.yaml": "a", "infra/b.yaml": "b", "docs/c.md": "c", "top.yaml": "t"})
+	got := waitReady(t, newGitRepository(t, ns, "sparse", r.url(), func(o *sourcev1.GitRepository) {
+		o.Spec.SparseCheckout = []string{"./apps", "infra"}
+	}))
+	files := keys(untar(t, download(t, got.Status.Artifact)))
+	if len(files) != 2 || files[0] != "apps/a.yaml" || files[1] != "infra/b.yaml" {
+		t.Errorf("sparse artifact files %v, want apps/a.yaml and infra/b.yaml", files)
+	}
+	bad := waitNotReady(t, newGitRepository(t, ns, "sparse-missing", r.url(), func(o *sourcev1.GitRepository) {
+		o.Spec.SparseCheckout = []string{"nope"}
+	}))
+	c := apimeta.FindStatusCondition(bad.Status.Conditions, meta.ReadyCondition)
+	if c.Reason != sourcev1.GitOperationFailedReason || !strings.Contains(c.Message, `sparse checkout directory "nope" does not exist`) {
+		t.Errorf("Ready %s %q", c.Reason, c.Message)
+	}
+}
+
+// TestProxy reaches the Git server through the HTTP proxy named by
+// spec.proxySecretRef.
+func TestProxy(t *testing.T) {
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"app.yaml": "a"})
+	var proxied atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		proxied.Add(1)
+		// The proxy knows the name git.example.internal, which only it can resolve.
+		(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+			out := *req.URL
+			out.Host = "127.0.0.1:" + out.Port()
+			pr.Out.URL = &out
+		}}).ServeHTTP(w, req)
+	}))
+	defer proxy.Close()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "proxy", Namespace: ns}, StringData: map[string]string{"address": proxy.URL}}
+	if err := env.Client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	url := "http://git.example.internal:" + portOf(gitSrv.URL) + "/" + r.name
+	got := waitReady(t, newGitRepository(t, ns, "proxied", url, func(o *sourcev1.GitRepository) {
+		o.Spec.ProxySecretRef = &meta.LocalObjectReference{Name: "proxy"}
+	}))
+	download(t, got.Status.Artifact)
+	if proxied.Load() == 0 {
+		t.Error("no request went through the proxy")
+	}
+}
+
+// TestVerifyIsRefused stalls a GitRepository that asks for signature
+// verification, which Eddy does not do yet, instead of serving it unverified.
+func TestVerifyIsRefused(t *testing.T) {
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"app.yaml": "a"})
+	got := waitNotReady(t, newGitRepository(t, ns, "verify", r.url(), func(o *sourcev1.GitRepository) {
+		o.Spec.Verification = &sourcev1.GitRepositoryVerification{Mode: sourcev1.ModeGitHEAD, SecretRef: meta.LocalObjectReference{Name: "keys"}}
+	}))
+	if got.Status.Artifact != nil {
+		t.Error("an artifact was produced without the requested verification")
+	}
+	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.StalledCondition) ||
+		!apimeta.IsStatusConditionFalse(got.Status.Conditions, sourcev1.SourceVerifiedCondition) {
+		t.Errorf("conditions %+v, want Stalled=True and SourceVerified=False", got.Status.Conditions)
+	}
+}
+
+func portOf(raw string) string {
+	u, _ := neturl.Parse(raw)
+	return u.Port()
+}
