@@ -132,16 +132,19 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		if err := r.Storage.RemoveObject(objDir); err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
 		}
+		base := obj.DeepCopy()
 		if controllerutil.RemoveFinalizer(obj, sourcev1.SourceFinalizer) {
-			if err := r.Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
 				return ctrl.Result{}, err
 			}
 		}
 		log.Info("artifacts removed, object released")
 		return ctrl.Result{}, nil
 	}
-	if controllerutil.AddFinalizer(obj, sourcev1.SourceFinalizer) {
-		if err := r.Update(ctx, obj); err != nil {
+	// A patch, not an update: re-encoding the spec would rewrite durations
+	// ("60s" as "1m0s") and bump the generation.
+	if base := obj.DeepCopy(); controllerutil.AddFinalizer(obj, sourcev1.SourceFinalizer) {
+		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

@@ -184,6 +184,9 @@ func TestNoChangeReconcileDoesNotClone(t *testing.T) {
 	r := newRepo(t, map[string]string{"deploy/app.yaml": "a: 1\n", "secrets/key.yaml": "k: 1\n"})
 	obj := waitReady(t, newGitRepository(t, ns, "steady", r.url(), nil))
 	first := obj.Status.Artifact
+	if obj.Generation != 1 {
+		t.Errorf("generation %d after the first reconcile, want 1: adding the finalizer must not rewrite the spec", obj.Generation)
+	}
 	if n := gitSrv.Fetches(r.name); n != 1 {
 		t.Fatalf("first reconcile fetched %d times, want 1", n)
 	}
