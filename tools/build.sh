@@ -10,7 +10,7 @@ KWOK_VERSION=v0.8.0
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-out=${K8S_BIN_DIR:-$root/bin/k8s}
+out=${EDDY_K8S_BIN_DIR:-$root/bin/k8s}
 bins=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
 
 stamp_want=$(

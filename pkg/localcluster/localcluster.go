@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -86,18 +87,35 @@ type Cluster struct {
 
 	ownDir   bool
 	ports    []int
-	procs    []*process
 	stopOnce sync.Once
+
+	mu      sync.Mutex // guards procs and stopped: a signal may stop the cluster during Start
+	procs   []*process
+	stopped bool
 }
 
 // ErrBinariesMissing is returned (wrapped) when bin/k8s lacks a binary.
 var ErrBinariesMissing = errors.New("local cluster binaries are missing: run `make tools`")
 
+// errPortTaken means a component found its port taken: the ports are picked
+// free, released, and bound by the component moments later, so another
+// process can take one in between. Start then tries again with new ports.
+var errPortTaken = errors.New("a port was taken before the component bound it")
+
 // Start starts a cluster and waits until it is ready: the apiserver answers
 // /readyz and, for the full profile, every fake node is Ready without the
 // not-ready taint and the default ServiceAccount exists. On error nothing is
 // left running, and the error carries the tail of each component's log.
-func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := start(ctx, opts)
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == 3 {
+			return c, err
+		}
+	}
+}
+
+func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	begin := time.Now()
 	if opts.Profile == "" {
 		opts.Profile = ProfileAPI
@@ -135,6 +153,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("service CIDR %q: %w", opts.ServiceCIDR, err)
 	}
+	if serviceNet.IP.To4() == nil {
+		return nil, fmt.Errorf("service CIDR %q: only IPv4 is supported", opts.ServiceCIDR)
+	}
 	if ones, _ := serviceNet.Mask.Size(); ones > 16 {
 		return nil, fmt.Errorf("service CIDR %q is smaller than a /16", opts.ServiceCIDR)
 	}
@@ -142,10 +163,14 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 
 	c := &Cluster{Dir: opts.Dir, Profile: opts.Profile}
 	if c.Dir == "" {
-		if c.Dir, err = os.MkdirTemp("", "eddy-localcluster-"); err != nil {
+		sweepStaleDirs()
+		if c.Dir, err = os.MkdirTemp("", dirPrefix); err != nil {
 			return nil, err
 		}
 		c.ownDir = true
+		if err := os.WriteFile(filepath.Join(c.Dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return nil, err
+		}
 	} else if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -341,12 +366,24 @@ func nodeSchedulable(n *corev1.Node) bool {
 }
 
 func (c *Cluster) start(name, binDir, logDir string, args ...string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("the cluster was stopped while starting")
+	}
 	p, err := startProcess(name, filepath.Join(binDir, name), logDir, args...)
 	if err != nil {
 		return err
 	}
 	c.procs = append(c.procs, p)
 	return nil
+}
+
+// processes returns a snapshot of the started components.
+func (c *Cluster) processes() []*process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*process(nil), c.procs...)
 }
 
 func (c *Cluster) waitAPIReady(ctx context.Context) error {
@@ -374,8 +411,11 @@ func (c *Cluster) poll(ctx context.Context, what string, check func() (bool, err
 		if ok {
 			return nil
 		}
-		for _, p := range c.procs {
+		for _, p := range c.processes() {
 			if done, perr := p.exited(); done {
+				if strings.Contains(p.tail(20), "address already in use") {
+					return fmt.Errorf("waiting for %s: %s exited: %w", what, p.name, errPortTaken)
+				}
 				return fmt.Errorf("waiting for %s: %s exited: %v", what, p.name, perr)
 			}
 		}
@@ -392,8 +432,12 @@ func (c *Cluster) poll(ctx context.Context, what string, check func() (bool, err
 // call more than once.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
-		for i := len(c.procs) - 1; i >= 0; i-- {
-			c.procs[i].stop(5 * time.Second)
+		c.mu.Lock()
+		c.stopped = true
+		procs := append([]*process(nil), c.procs...)
+		c.mu.Unlock()
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop(5 * time.Second)
 		}
 		if c.ownDir && os.Getenv("EDDY_KEEP_CLUSTER_DIR") == "" {
 			_ = os.RemoveAll(c.Dir)
@@ -404,8 +448,9 @@ func (c *Cluster) Stop() {
 
 // Pids returns the process IDs of the cluster's components.
 func (c *Cluster) Pids() []int {
-	pids := make([]int, 0, len(c.procs))
-	for _, p := range c.procs {
+	procs := c.processes()
+	pids := make([]int, 0, len(procs))
+	for _, p := range procs {
 		pids = append(pids, p.pid())
 	}
 	return pids
@@ -415,7 +460,33 @@ func (c *Cluster) Pids() []int {
 func (c *Cluster) Ports() []int { return append([]int(nil), c.ports...) }
 
 // Logs returns the last n lines of each component's log, headed by its name.
-func (c *Cluster) Logs(n int) string { return formatLogs(c.procs, n) }
+func (c *Cluster) Logs(n int) string { return formatLogs(c.processes(), n) }
+
+const (
+	dirPrefix = "eddy-localcluster-"
+	ownerFile = "owner.pid"
+)
+
+// sweepStaleDirs removes the temporary directories of clusters whose owning
+// process is gone: a process killed outright, or a test binary that timed
+// out, cannot remove its own (etcd's preallocated log makes each ~120 MB).
+// Their components died with the owner (parent-death signal).
+func sweepStaleDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // not ours, or still being created
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
 
 func writeKubeconfig(path, server string, p *pki) error {
 	cfg := clientcmdapi.NewConfig()

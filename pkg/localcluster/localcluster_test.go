@@ -116,6 +116,13 @@ func TestAPIServerBinaryVersion(t *testing.T) {
 	}
 }
 
+func TestRejectsIPv6ServiceCIDR(t *testing.T) {
+	_, err := localcluster.Start(context.Background(), localcluster.Options{ServiceCIDR: "fd00:10:96::/108"})
+	if err == nil || !strings.Contains(err.Error(), "only IPv4") {
+		t.Fatalf("got %v; want an error saying only IPv4 is supported", err)
+	}
+}
+
 func TestMissingBinariesSayMakeTools(t *testing.T) {
 	_, err := localcluster.Start(context.Background(), localcluster.Options{BinDir: t.TempDir()})
 	if !errors.Is(err, localcluster.ErrBinariesMissing) || !strings.Contains(err.Error(), "run `make tools`") {
@@ -170,10 +177,14 @@ func TestSignalStopsCluster(t *testing.T) {
 			assertGone(t, pids, ports)
 			// A caught signal stops the cluster in order, which also removes its
 			// directory; SIGKILL cannot be caught, the parent-death signal kills
-			// the components and the directory stays behind.
+			// the components and the next cluster started sweeps the directory.
 			if sig == syscall.SIGKILL {
-				_ = os.RemoveAll(dir)
-			} else if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				if _, err := os.Stat(dir); err != nil {
+					t.Fatalf("expected the killed helper's directory to remain until swept: %v", err)
+				}
+				start(t, localcluster.Options{})
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
 				t.Errorf("cluster directory %s still exists after %s (%v)", dir, sig, err)
 			}
 		})

@@ -60,10 +60,11 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after grace.
+// stop sends SIGTERM to the process group, then SIGKILL after grace. Once
+// the process was reaped its pid may belong to someone else, so nothing is
+// signalled after that.
 func (p *process) stop(grace time.Duration) {
 	if done, _ := p.exited(); done {
-		killGroup(p.pid(), syscall.SIGKILL) // reap any leftovers in its group
 		return
 	}
 	killGroup(p.pid(), syscall.SIGTERM)
@@ -73,7 +74,6 @@ func (p *process) stop(grace time.Duration) {
 		killGroup(p.pid(), syscall.SIGKILL)
 		<-p.done
 	}
-	killGroup(p.pid(), syscall.SIGKILL)
 }
 
 func killGroup(pgid int, sig syscall.Signal) {

@@ -9,6 +9,7 @@ package testenv
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,13 +19,16 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Environment is a running API server with Eddy's CRDs installed.
@@ -99,6 +103,9 @@ type Setup func(*Environment) (teardown func(), err error)
 // code. It never returns.
 func Main(m *testing.M, env **Environment, setups ...Setup) {
 	ctx := context.Background()
+	// Controllers log through controller-runtime; tests that want the logs set
+	// a logger of their own.
+	ctrllog.SetLogger(logr.Discard())
 	e, err := Start(ctx, Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
@@ -120,6 +127,18 @@ func Main(m *testing.M, env **Environment, setups ...Setup) {
 		}
 		if td != nil {
 			teardowns = append(teardowns, td)
+		}
+	}
+	// A test binary that times out panics and runs no deferred function: stop
+	// the cluster, and show why it hung, shortly before that happens.
+	flag.Parse()
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if timeout, _ := time.ParseDuration(f.Value.String()); timeout > 10*time.Second {
+			timer := time.AfterFunc(timeout-5*time.Second, func() {
+				fmt.Fprintf(os.Stderr, "testenv: the tests are about to time out; component logs:\n%s", e.Logs(60))
+				e.Stop()
+			})
+			defer timer.Stop()
 		}
 	}
 	code := m.Run()
@@ -175,16 +194,34 @@ func InstallCRDs(ctx context.Context, c client.Client, crds []*apiextensionsv1.C
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, crd := range crds {
-		for {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(crd), got); err == nil && established(got) {
-				break
-			}
+	wait := func(what string, ready func() bool) error {
+		for !ready() {
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("CustomResourceDefinition %s not Established: %w", crd.Name, ctx.Err())
+				return fmt.Errorf("%s: %w", what, ctx.Err())
 			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		return nil
+	}
+	for _, crd := range crds {
+		err := wait("CustomResourceDefinition "+crd.Name+" not Established", func() bool {
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			return c.Get(ctx, client.ObjectKeyFromObject(crd), got) == nil && established(got)
+		})
+		if err != nil {
+			return err
+		}
+		// Established does not mean discovery serves the kind yet; clients
+		// map kinds through discovery.
+		for _, v := range crd.Spec.Versions {
+			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
+			err := wait(gvk.String()+" not in discovery", func() bool {
+				_, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+				return err == nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 	}
