@@ -2,6 +2,7 @@ package testenv_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -106,6 +109,23 @@ func TestControllerBinariesServeProbes(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 			}
 
+			if name == "source-controller" {
+				// A reconcile logs JSON with Flux's keys.
+				repo := &sourcev1.GitRepository{
+					ObjectMeta: metav1.ObjectMeta{Name: "log-check", Namespace: "default"},
+					Spec:       sourcev1.GitRepositorySpec{URL: "http://127.0.0.1:1/unreachable.git", Interval: metav1.Duration{Duration: time.Hour}},
+				}
+				if err := env.Client.Create(context.Background(), repo); err != nil {
+					t.Fatal(err)
+				}
+				defer env.Client.Delete(context.Background(), repo)
+				for !exited() && !hasReconcileLog(logs.String(), "log-check") {
+					if time.Now().After(deadline.Add(15 * time.Second)) {
+						t.Fatalf("no JSON reconcile log line with ts, level, msg, controllerKind, name and namespace; logs:\n%s", logs.String())
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
@@ -119,4 +139,22 @@ func TestControllerBinariesServeProbes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hasReconcileLog finds a JSON log line about the named object with the keys
+// Flux's controllers log.
+func hasReconcileLog(logs, name string) bool {
+	for _, line := range strings.Split(logs, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		_, ts := m["ts"]
+		_, level := m["level"]
+		_, msg := m["msg"]
+		if ts && level && msg && m["controllerKind"] == "GitRepository" && m["name"] == name && m["namespace"] == "default" {
+			return true
+		}
+	}
+	return false
 }
