@@ -1,0 +1,244 @@
+// Package build turns a Kustomization's path inside a source artifact into
+// Kubernetes objects: it generates a kustomization.yaml where there is none,
+// merges the Kustomization's spec overlays, runs kustomize on a filesystem
+// confined to the artifact, then applies postBuild substitution and
+// commonMetadata. Flux compatible (contract §4.2): the same generation
+// rules, overlay merge, load restrictions and substitution syntax.
+package build
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/konfig"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/provider"
+	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/yaml"
+)
+
+// Options are the parts of a Kustomization spec that shape the build.
+type Options struct {
+	// Path inside the artifact root; "" and "./" mean the root.
+	Path            string
+	TargetNamespace string
+	NamePrefix      string
+	NameSuffix      string
+	Patches         []kustomizev1.Patch
+	Images          []kustomizev1.Image
+	Components      []string
+	// IgnoreMissingComponents drops components whose path does not exist.
+	IgnoreMissingComponents bool
+	CommonMetadata          *kustomizev1.CommonMetadata
+	// PostBuild enables substitution with Vars (the merged substitute and
+	// substituteFrom variables) per Strategy (WithVariables or Always).
+	PostBuild bool
+	Vars      map[string]string
+	Strategy  string
+}
+
+// Result is the outcome of a build.
+type Result struct {
+	// Objects in kustomize's output order.
+	Objects []*unstructured.Unstructured
+	// Generated is true when the path had no kustomization file.
+	Generated bool
+	// Kustomization is the kustomization built: generated or read, with the
+	// spec's overlays merged.
+	Kustomization kustypes.Kustomization
+}
+
+// Build builds the Kustomization at opts.Path inside root, a directory the
+// caller owns: a generated or merged kustomization.yaml is written there.
+// Errors name paths relative to root.
+func Build(root string, opts Options) (*Result, error) {
+	rootAbs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	rel := path.Clean("/" + filepath.ToSlash(opts.Path))
+	if p := path.Clean(filepath.ToSlash(opts.Path)); strings.HasPrefix(p, "../") || p == ".." || path.IsAbs(opts.Path) && opts.Path != "/" {
+		return nil, fmt.Errorf("spec.path '%s' points outside the artifact", opts.Path)
+	}
+	dir := filepath.Join(rootAbs, filepath.FromSlash(rel))
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("kustomization path not found: '%s' is not a directory in the artifact", opts.Path)
+	}
+	fs, err := newConfinedFS(rootAbs)
+	if err != nil {
+		return nil, err
+	}
+
+	res := &Result{}
+	kfile := findKustomizationFile(dir)
+	var kus kustypes.Kustomization
+	if kfile == "" {
+		res.Generated = true
+		kfile = filepath.Join(dir, konfig.DefaultKustomizationFileName())
+		resources, err := generateResources(dir)
+		if err != nil {
+			return nil, err
+		}
+		kus = kustypes.Kustomization{
+			TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+			Resources: resources,
+		}
+	} else {
+		data, err := os.ReadFile(kfile)
+		if err != nil {
+			return nil, err
+		}
+		if err := yaml.Unmarshal(data, &kus); err != nil {
+			return nil, fmt.Errorf("%s: %w", fs.rel(kfile), err)
+		}
+	}
+	if err := mergeSpec(&kus, dir, opts); err != nil {
+		return nil, err
+	}
+	res.Kustomization = kus
+	data, err := yaml.Marshal(&kus)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(kfile, data, 0o644); err != nil {
+		return nil, err
+	}
+
+	kopts := krusty.MakeDefaultOptions()
+	kopts.LoadRestrictions = kustypes.LoadRestrictionsNone // Flux builds without load restrictions, inside the confined filesystem
+	resMap, err := krusty.MakeKustomizer(kopts).Run(fs, dir)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build failed: %s", strings.ReplaceAll(err.Error(), rootAbs+"/", ""))
+	}
+	for _, r := range resMap.Resources() {
+		js, err := r.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(js); err != nil {
+			return nil, fmt.Errorf("decoding built object %s: %w", r.CurId(), err)
+		}
+		res.Objects = append(res.Objects, u)
+	}
+	if opts.PostBuild {
+		if err := substitute(res.Objects, opts.Vars, opts.Strategy); err != nil {
+			return nil, err
+		}
+	}
+	if m := opts.CommonMetadata; m != nil {
+		for _, u := range res.Objects {
+			u.SetLabels(merge(u.GetLabels(), m.Labels))
+			u.SetAnnotations(merge(u.GetAnnotations(), m.Annotations))
+		}
+	}
+	return res, nil
+}
+
+func findKustomizationFile(dir string) string {
+	for _, name := range konfig.RecognizedKustomizationFileNames() {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// generateResources lists what a generated kustomization.yaml holds, the
+// way Flux generates it: the directory is walked in lexical order; a
+// sub-directory with a kustomization file of its own is added as a resource
+// and not descended into; every *.yaml / *.yml file that decodes as
+// Kubernetes YAML is added (a file that does not is an error).
+func generateResources(dir string) ([]string, error) {
+	rf := provider.NewDefaultDepProvider().GetResourceFactory()
+	var resources []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == dir {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = "./" + filepath.ToSlash(rel)
+		if d.IsDir() {
+			if findKustomizationFile(p) != "" {
+				resources = append(resources, rel)
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if _, err := rf.SliceFromBytes(data); err != nil {
+			return fmt.Errorf("failed to decode Kubernetes YAML from %s: %v", rel, err)
+		}
+		resources = append(resources, rel)
+		return nil
+	})
+	return resources, err
+}
+
+// mergeSpec adds the Kustomization's overlays to a kustomization. Flux
+// compatible: targetNamespace sets the namespace, prefix and suffix are set,
+// patches, images and components are appended.
+func mergeSpec(kus *kustypes.Kustomization, dir string, opts Options) error {
+	if opts.TargetNamespace != "" {
+		kus.Namespace = opts.TargetNamespace
+	}
+	if opts.NamePrefix != "" {
+		kus.NamePrefix = opts.NamePrefix
+	}
+	if opts.NameSuffix != "" {
+		kus.NameSuffix = opts.NameSuffix
+	}
+	for _, p := range opts.Patches {
+		kp := kustypes.Patch{Patch: p.Patch}
+		if t := p.Target; t != nil {
+			kp.Target = &kustypes.Selector{
+				ResId:              resIDSelector(t.Group, t.Version, t.Kind, t.Name, t.Namespace),
+				AnnotationSelector: t.AnnotationSelector, LabelSelector: t.LabelSelector,
+			}
+		}
+		kus.Patches = append(kus.Patches, kp)
+	}
+	for _, img := range opts.Images {
+		kus.Images = append(kus.Images, kustypes.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
+	}
+	for _, c := range opts.Components {
+		if path.IsAbs(c) || strings.Contains(c, "://") {
+			return fmt.Errorf("component '%s' must be a relative local path", c)
+		}
+		if opts.IgnoreMissingComponents {
+			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(c))); err != nil {
+				continue
+			}
+		}
+		kus.Components = append(kus.Components, c)
+	}
+	return nil
+}
+
+func merge(dst, src map[string]string) map[string]string {
+	if len(src) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = map[string]string{}
+	}
+	for k, v := range src {
+		dst[k] = v
+	}
+	return dst
+}

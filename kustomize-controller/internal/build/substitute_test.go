@@ -1,0 +1,151 @@
+package build
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+)
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+const substCM = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-${ENV}
+  namespace: default
+data:
+  region: ${REGION:=eu-west-1}
+  tier: ${TIER:-gold}
+  literal: $${NOT_A_VAR}
+  short: ${ENV:0:3}
+`
+
+func TestPostBuildSubstitution(t *testing.T) {
+	root := writeFiles(t, map[string]string{
+		"cm.yaml": substCM,
+		"off.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: untouched
+  namespace: default
+  annotations:
+    kustomize.toolkit.fluxcd.io/substitute: disabled
+data:
+  raw: ${ENV}
+`,
+	})
+	res, err := Build(root, Options{PostBuild: true, Vars: map[string]string{"ENV": "production", "TIER": "silver"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]map[string]any{}
+	for _, u := range res.Objects {
+		byName[u.GetName()] = u.Object["data"].(map[string]any)
+	}
+	got := byName["app-production"]
+	want := map[string]any{"region": "eu-west-1", "tier": "silver", "literal": "${NOT_A_VAR}", "short": "pro"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("data.%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if byName["untouched"]["raw"] != "${ENV}" {
+		t.Errorf("an object with substitute: disabled was substituted: %v", byName["untouched"])
+	}
+}
+
+func TestPostBuildStrictModeNamesTheVariable(t *testing.T) {
+	root := writeFiles(t, map[string]string{"cm.yaml": substCM + "  missing: ${UNDEFINED_VAR}\n"})
+	_, err := Build(root, Options{PostBuild: true, Vars: map[string]string{"ENV": "production"}})
+	if err == nil || !strings.Contains(err.Error(), `variable not set (strict mode): "UNDEFINED_VAR"`) ||
+		!strings.Contains(err.Error(), "ConfigMap/default/app-${ENV}") {
+		t.Fatalf("got %v; want a strict-mode error naming UNDEFINED_VAR and the object", err)
+	}
+}
+
+func TestPostBuildWithoutVariables(t *testing.T) {
+	root := writeFiles(t, map[string]string{"cm.yaml": substCM})
+	res, err := Build(root, Options{PostBuild: true})
+	if err != nil {
+		t.Fatalf("with no variables (strategy WithVariables) nothing is substituted: %v", err)
+	}
+	if res.Objects[0].GetName() != "app-${ENV}" {
+		t.Errorf("name %q, want it unsubstituted", res.Objects[0].GetName())
+	}
+	if _, err := Build(writeFiles(t, map[string]string{"cm.yaml": substCM}), Options{PostBuild: true, Strategy: "Always"}); err == nil ||
+		!strings.Contains(err.Error(), `"ENV"`) {
+		t.Errorf("strategy Always with no variables: got %v, want a strict-mode error for ENV", err)
+	}
+}
+
+func TestBuildStaysInsideTheArtifact(t *testing.T) {
+	root := writeFiles(t, map[string]string{
+		"app/kustomization.yaml":    "resources:\n- ../../../../../../etc/passwd\n",
+		"escape/kustomization.yaml": "resources:\n- /etc/hosts\n",
+	})
+	for _, p := range []string{"../../", "../outside", "/etc"} {
+		if _, err := Build(root, Options{Path: p}); err == nil || !strings.Contains(err.Error(), "outside the artifact") && !strings.Contains(err.Error(), "not found") {
+			t.Errorf("spec.path %q: got %v, want a refusal", p, err)
+		}
+	}
+	for _, p := range []string{"app", "escape"} {
+		_, err := Build(root, Options{Path: p})
+		if err == nil {
+			t.Fatalf("%s: a kustomization reading outside the artifact was built", p)
+		}
+		if strings.Contains(err.Error(), root) {
+			t.Errorf("%s: error reveals the temporary directory: %v", p, err)
+		}
+		t.Logf("%s: %v", p, err)
+	}
+}
+
+func TestOverlaysAndCommonMetadata(t *testing.T) {
+	root := writeFiles(t, map[string]string{
+		"deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx:1.25}]}
+`,
+	})
+	res, err := Build(root, Options{
+		TargetNamespace: "prod", NamePrefix: "p-", NameSuffix: "-s",
+		Images:         []kustomizeImage{{Name: "nginx", NewTag: "1.27"}},
+		CommonMetadata: &commonMetadata{Labels: map[string]string{"team": "web"}, Annotations: map[string]string{"owner": "ops"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := res.Objects[0]
+	image := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["image"]
+	if u.GetNamespace() != "prod" || u.GetName() != "p-web-s" || image != "nginx:1.27" ||
+		u.GetLabels()["team"] != "web" || u.GetAnnotations()["owner"] != "ops" {
+		t.Errorf("overlays not applied: %s/%s image %v labels %v annotations %v", u.GetNamespace(), u.GetName(), image, u.GetLabels(), u.GetAnnotations())
+	}
+}
+
+type (
+	kustomizeImage = kustomizev1.Image
+	commonMetadata = kustomizev1.CommonMetadata
+)
