@@ -1,0 +1,431 @@
+// Package ssa applies sets of objects with server-side apply the way Flux's
+// kustomize-controller does (contract §4.3–4.4): in stages, validating the
+// whole set with server-side dry-runs before writing, writing only objects
+// that are new or drifted, and deleting objects that left the set.
+package ssa
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Annotations and labels that steer the applier; matched case-insensitively
+// as label or annotation. Flux compatible.
+const (
+	ReconcileAnnotation = "kustomize.toolkit.fluxcd.io/reconcile" // "disabled": never applied nor pruned
+	SSAAnnotation       = "kustomize.toolkit.fluxcd.io/ssa"       // "IfNotPresent", "Ignore", "Merge"
+	ForceAnnotation     = "kustomize.toolkit.fluxcd.io/force"     // "enabled": recreate on immutable-field errors
+	PruneAnnotation     = "kustomize.toolkit.fluxcd.io/prune"     // "disabled": never pruned
+)
+
+// Action is what the applier did to an object.
+type Action string
+
+// Actions of a change set. Flux compatible.
+const (
+	Created    Action = "created"
+	Configured Action = "configured"
+	Unchanged  Action = "unchanged"
+	Deleted    Action = "deleted"
+	Skipped    Action = "skipped"
+)
+
+// Change is one object's entry of a change set.
+type Change struct {
+	Meta    ObjMeta
+	Version string
+	Action  Action
+	// Drift lists, for an existing object that was configured, the fields
+	// in which the live object differed from the desired one.
+	Drift []FieldDrift
+}
+
+// String is `<Kind>/<ns>/<name> <action>`. Flux compatible.
+func (c Change) String() string { return c.Meta.String() + " " + string(c.Action) }
+
+// Manager applies and deletes objects as one field manager.
+type Manager struct {
+	Client client.Client
+	// Owner is the field manager, e.g. "kustomize-controller".
+	Owner string
+	// StageTimeout bounds the wait for CRDs and Namespaces of the first
+	// stage (Flux: 60s); Poll is the wait's interval (Flux: 2s).
+	StageTimeout, Poll time.Duration
+}
+
+// ApplyOptions modify ApplyAll.
+type ApplyOptions struct {
+	// Force recreates objects whose change fails on an immutable field
+	// (spec.force); the force annotation does it per object.
+	Force bool
+}
+
+type planned struct {
+	obj      *unstructured.Unstructured
+	live     *unstructured.Unstructured
+	action   Action
+	drift    []FieldDrift
+	recreate bool
+}
+
+// ApplyAll applies objs in Flux's stages: CRDs, Namespaces and ClusterRoles
+// first (then it waits for the CRDs to be Established), then `*Class`
+// kinds, then the rest. Every object is dry-run before any is written,
+// except those that cannot be dry-run yet: custom resources of CRDs and
+// objects in Namespaces that this set creates, which are dry-run once the
+// first stage is applied and before anything else is written. One failed
+// dry-run means nothing (more) is written; the error names each object and
+// the API server's reason. Objects whose dry-run equals the live object are
+// not written. The returned change set lists every object, in apply order.
+func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Change, error) {
+	objs = append([]*unstructured.Unstructured(nil), objs...)
+	sortObjects(objs)
+	crdKinds := map[schema.GroupKind]bool{}
+	newNamespaces := map[string]bool{}
+	for _, u := range objs {
+		if u.GetKind() == "CustomResourceDefinition" {
+			g, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+			k, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
+			crdKinds[schema.GroupKind{Group: g, Kind: k}] = true
+		}
+		if u.GetKind() == "Namespace" && u.GroupVersionKind().Group == "" {
+			ns := &unstructured.Unstructured{}
+			ns.SetGroupVersionKind(u.GroupVersionKind())
+			if err := m.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, ns); apierrors.IsNotFound(err) {
+				newNamespaces[u.GetName()] = true
+			}
+		}
+	}
+	deferred := func(u *unstructured.Unstructured) bool {
+		return stage(u) > 0 && (crdKinds[u.GroupVersionKind().GroupKind()] || newNamespaces[u.GetNamespace()])
+	}
+
+	plans := make([]*planned, len(objs))
+	var errs []string
+	for i, u := range objs {
+		if deferred(u) {
+			continue
+		}
+		p, err := m.plan(ctx, u, opts)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		plans[i] = p
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "\n"))
+	}
+
+	var changes []Change
+	for i, u := range objs {
+		if stage(u) > 0 {
+			break
+		}
+		c, err := m.apply(ctx, plans[i])
+		if err != nil {
+			return changes, err
+		}
+		changes = append(changes, c)
+	}
+	if err := m.waitFirstStage(ctx, objs); err != nil {
+		return changes, err
+	}
+	for i, u := range objs {
+		if plans[i] != nil || stage(u) == 0 {
+			continue
+		}
+		p, err := m.plan(ctx, u, opts)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		plans[i] = p
+	}
+	if len(errs) > 0 {
+		return changes, errors.New(strings.Join(errs, "\n"))
+	}
+	for i, u := range objs {
+		if stage(u) == 0 {
+			continue
+		}
+		c, err := m.apply(ctx, plans[i])
+		if err != nil {
+			return changes, err
+		}
+		changes = append(changes, c)
+	}
+	return changes, nil
+}
+
+func flag(u *unstructured.Unstructured, key string) string {
+	if v, ok := u.GetAnnotations()[key]; ok {
+		return strings.ToLower(v)
+	}
+	return strings.ToLower(u.GetLabels()[key])
+}
+
+// plan reads the live object and dry-runs the desired one.
+func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts ApplyOptions) (*planned, error) {
+	id := MetaOf(u).String()
+	p := &planned{obj: u}
+	if flag(u, ReconcileAnnotation) == "disabled" || flag(u, SSAAnnotation) == "ignore" {
+		p.action = Skipped
+		return p, nil
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(u.GroupVersionKind())
+	switch err := m.Client.Get(ctx, client.ObjectKeyFromObject(u), live); {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return nil, fmt.Errorf("%s dry-run failed: %s", id, reason(err))
+	}
+	p.live = live
+	if live != nil && flag(u, SSAAnnotation) == "ifnotpresent" {
+		p.action = Skipped
+		return p, nil
+	}
+	dry := u.DeepCopy()
+	err := m.Client.Patch(ctx, dry, client.Apply, client.DryRunAll, client.FieldOwner(m.Owner), client.ForceOwnership)
+	if err != nil {
+		if live != nil && isImmutable(err) && (opts.Force || flag(u, ForceAnnotation) == "enabled") {
+			p.action, p.recreate = Created, true
+			return p, nil
+		}
+		return nil, fmt.Errorf("%s dry-run failed: %s", id, reason(err))
+	}
+	switch {
+	case live == nil:
+		p.action = Created
+	case equalObjects(live, dry):
+		p.action = Unchanged
+	default:
+		p.action = Configured
+		p.drift = Diff(live, dry)
+	}
+	return p, nil
+}
+
+// apply writes a planned object unless it is unchanged or skipped.
+func (m *Manager) apply(ctx context.Context, p *planned) (Change, error) {
+	c := Change{Meta: MetaOf(p.obj), Version: p.obj.GroupVersionKind().Version, Action: p.action, Drift: p.drift}
+	if p.action == Unchanged || p.action == Skipped {
+		return c, nil
+	}
+	if p.recreate {
+		if err := m.deleteAndWait(ctx, p.live); err != nil {
+			return c, fmt.Errorf("%s recreate failed: %s", c.Meta, reason(err))
+		}
+	}
+	obj := p.obj.DeepCopy()
+	if err := m.Client.Patch(ctx, obj, client.Apply, client.FieldOwner(m.Owner), client.ForceOwnership); err != nil {
+		return c, fmt.Errorf("%s apply failed: %s", c.Meta, reason(err))
+	}
+	return c, nil
+}
+
+func (m *Manager) deleteAndWait(ctx context.Context, live *unstructured.Unstructured) error {
+	if err := m.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return m.poll(ctx, func() (bool, error) {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(live.GroupVersionKind())
+		err := m.Client.Get(ctx, client.ObjectKeyFromObject(live), got)
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// waitFirstStage waits until the set's CRDs are Established and its
+// Namespaces exist.
+func (m *Manager) waitFirstStage(ctx context.Context, objs []*unstructured.Unstructured) error {
+	for _, u := range objs {
+		if stage(u) > 0 || flag(u, ReconcileAnnotation) == "disabled" || flag(u, SSAAnnotation) == "ignore" {
+			continue
+		}
+		switch u.GetKind() {
+		case "CustomResourceDefinition":
+			err := m.poll(ctx, func() (bool, error) {
+				crd := &apiextensionsv1.CustomResourceDefinition{}
+				if err := m.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, crd); err != nil {
+					return false, nil
+				}
+				for _, c := range crd.Status.Conditions {
+					if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+						// The kind must also be mapped by the client before its objects are applied.
+						_, err := m.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind})
+						return err == nil, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				return fmt.Errorf("%s is not Established: %w", MetaOf(u), err)
+			}
+		case "Namespace":
+			err := m.poll(ctx, func() (bool, error) {
+				ns := &unstructured.Unstructured{}
+				ns.SetGroupVersionKind(u.GroupVersionKind())
+				return m.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, ns) == nil, nil
+			})
+			if err != nil {
+				return fmt.Errorf("%s was not created: %w", MetaOf(u), err)
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Manager) poll(ctx context.Context, done func() (bool, error)) error {
+	timeout, interval := m.StageTimeout, m.Poll
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	if interval <= 0 {
+		interval = 2 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timeout after %s", timeout)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// PruneOptions select what DeleteStale may delete.
+type PruneOptions struct {
+	// OwnerLabels must all be on a live object for it to be deleted.
+	OwnerLabels map[string]string
+}
+
+// DeleteStale deletes the objects of stale (inventory entries no longer in
+// the set), in reverse apply order with background propagation, when their
+// owner labels match and they are not opted out (prune: disabled,
+// reconcile: disabled, ssa: Ignore). It returns the change set and the
+// entries whose deletion failed, to be kept in the inventory and retried.
+func (m *Manager) DeleteStale(ctx context.Context, stale []Change, opts PruneOptions) ([]Change, []Change, error) {
+	objs := make([]*unstructured.Unstructured, 0, len(stale))
+	versions := map[ObjMeta]string{}
+	for _, s := range stale {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(s.Meta.GroupKind.WithVersion(s.Version))
+		u.SetNamespace(s.Meta.Namespace)
+		u.SetName(s.Meta.Name)
+		objs = append(objs, u)
+		versions[s.Meta] = s.Version
+	}
+	sortObjects(objs)
+	var changes, failed []Change
+	var errs []string
+	for i := len(objs) - 1; i >= 0; i-- {
+		u := objs[i]
+		meta := MetaOf(u)
+		c := Change{Meta: meta, Version: versions[meta], Action: Deleted}
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(u.GroupVersionKind())
+		err := m.Client.Get(ctx, client.ObjectKeyFromObject(u), live)
+		switch {
+		case apierrors.IsNotFound(err):
+			changes = append(changes, c)
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Sprintf("%s delete failed: %s", meta, reason(err)))
+			failed = append(failed, c)
+			continue
+		}
+		if !ownedBy(live, opts.OwnerLabels) || flag(live, PruneAnnotation) == "disabled" ||
+			flag(live, ReconcileAnnotation) == "disabled" || flag(live, SSAAnnotation) == "ignore" {
+			c.Action = Skipped
+			changes = append(changes, c)
+			continue
+		}
+		if err := m.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Sprintf("%s delete failed: %s", meta, reason(err)))
+			failed = append(failed, c)
+			continue
+		}
+		changes = append(changes, c)
+	}
+	if len(errs) > 0 {
+		return changes, failed, errors.New(strings.Join(errs, "\n"))
+	}
+	return changes, nil, nil
+}
+
+func ownedBy(u *unstructured.Unstructured, labels map[string]string) bool {
+	if len(labels) == 0 {
+		return false
+	}
+	for k, v := range labels {
+		if u.GetLabels()[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// equalObjects compares a live object with a dry-run result: labels,
+// annotations and everything outside metadata and status. Flux compatible.
+func equalObjects(live, dry *unstructured.Unstructured) bool {
+	return equality.Semantic.DeepEqual(comparable(live), comparable(dry))
+}
+
+func comparable(u *unstructured.Unstructured) map[string]any {
+	out := map[string]any{}
+	for k, v := range u.Object {
+		if k != "metadata" && k != "status" {
+			out[k] = v
+		}
+	}
+	if l := u.GetLabels(); len(l) > 0 {
+		out["labels"] = l
+	}
+	if a := u.GetAnnotations(); len(a) > 0 {
+		out["annotations"] = a
+	}
+	return out
+}
+
+func isImmutable(err error) bool {
+	if !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) && !apierrors.IsForbidden(err) {
+		return false
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "immutable") || strings.Contains(msg, "cannot change") || strings.Contains(msg, "may not change")
+}
+
+// reason is the API server's message without the request's object prefix.
+func reason(err error) string {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
+		if msg := s.Status().Message; msg != "" {
+			return msg
+		}
+	}
+	return err.Error()
+}
+
+// SortChanges orders a change set by object for stable messages.
+func SortChanges(cs []Change) {
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Meta.String() < cs[j].Meta.String() })
+}

@@ -1,0 +1,296 @@
+package ssa_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eddyops/eddy/pkg/ssa"
+	"github.com/eddyops/eddy/pkg/testenv"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+var env *testenv.Environment
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+func manager() *ssa.Manager {
+	return &ssa.Manager{Client: env.Client, Owner: "kustomize-controller", StageTimeout: 30 * time.Second, Poll: 100 * time.Millisecond}
+}
+
+func objects(t *testing.T, docs ...string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, d := range docs {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(d), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ssa-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func configMap(ns, name, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s}\ndata: {FEATURE_X: %q}\n", name, ns, value)
+}
+
+func actions(cs []ssa.Change) map[string]ssa.Action {
+	out := map[string]ssa.Action{}
+	for _, c := range cs {
+		out[c.Meta.String()] = c.Action
+	}
+	return out
+}
+
+func get(t *testing.T, kind, apiVersion, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestApplyWritesOnlyNewAndDriftedObjects(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	set := objects(t, configMap(ns, "payment-config", "true"), configMap(ns, "other", "1"))
+	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := actions(cs); a["ConfigMap/"+ns+"/payment-config"] != ssa.Created || a["ConfigMap/"+ns+"/other"] != ssa.Created {
+		t.Fatalf("first apply: %v", a)
+	}
+	rv := get(t, "ConfigMap", "v1", ns, "other").GetResourceVersion()
+
+	// Another field manager edits the ConfigMap, as `kubectl edit` would.
+	live := get(t, "ConfigMap", "v1", ns, "payment-config")
+	unstructured.SetNestedField(live.Object, "false", "data", "FEATURE_X")
+	if err := env.Client.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+
+	cs, err = manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := actions(cs)
+	if a["ConfigMap/"+ns+"/payment-config"] != ssa.Configured || a["ConfigMap/"+ns+"/other"] != ssa.Unchanged {
+		t.Fatalf("second apply: %v", a)
+	}
+	if got := get(t, "ConfigMap", "v1", ns, "other").GetResourceVersion(); got != rv {
+		t.Errorf("an unchanged object was written: resourceVersion %s → %s", rv, got)
+	}
+	if v, _, _ := unstructured.NestedString(get(t, "ConfigMap", "v1", ns, "payment-config").Object, "data", "FEATURE_X"); v != "true" {
+		t.Errorf("drift not corrected: FEATURE_X = %q", v)
+	}
+	var drift []string
+	for _, c := range cs {
+		for _, d := range c.Drift {
+			drift = append(drift, d.String())
+		}
+	}
+	if len(drift) != 1 || drift[0] != `.data.FEATURE_X "true" → "false" (by kubectl-edit)` {
+		t.Errorf("drift %q, want the field, the values and the manager", drift)
+	}
+}
+
+func TestSecretDriftIsMasked(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	set := objects(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: %s}\nstringData: {password: hunter2}\n", ns))
+	if _, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	live := get(t, "Secret", "v1", ns, "creds")
+	unstructured.SetNestedField(live.Object, "Y2hhbmdlZA==", "data", "password")
+	if err := env.Client.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		for _, d := range c.Drift {
+			if strings.Contains(d.String(), "Y2hh") || strings.Contains(d.String(), "aHVudGVy") || !strings.Contains(d.String(), "***") {
+				t.Errorf("secret drift not masked: %s", d)
+			}
+		}
+	}
+}
+
+func TestInvalidObjectMeansNothingApplied(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	var docs []string
+	for i := range 19 {
+		docs = append(docs, configMap(ns, fmt.Sprintf("cm-%02d", i), "v"))
+	}
+	docs = append(docs, fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: broken, namespace: %s}\nspec: {replicas: 1, selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: b}}, spec: {containers: [{name: c, image: nginx}]}}}\n", ns))
+	_, err := manager().ApplyAll(ctx, objects(t, docs...), ssa.ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Deployment/"+ns+"/broken dry-run failed") || !strings.Contains(err.Error(), "selector") {
+		t.Fatalf("got %v; want a dry-run error naming Deployment/%s/broken and the reason", err, ns)
+	}
+	list := &corev1.ConfigMapList{}
+	if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range list.Items {
+		if strings.HasPrefix(cm.Name, "cm-") {
+			t.Fatalf("ConfigMap %s was applied although the set had an invalid object", cm.Name)
+		}
+	}
+}
+
+func TestCRDAndCustomResourceInOneSet(t *testing.T) {
+	ctx := context.Background()
+	ns := "ssa-new-ns"
+	set := objects(t, `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+`, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: "+ns+"}\nspec: {size: 3}\n",
+		"apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n",
+		configMap(ns, "in-new-namespace", "1"))
+	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := actions(cs)
+	for _, id := range []string{"CustomResourceDefinition/widgets.example.com", "Namespace/" + ns, "Widget/" + ns + "/w", "ConfigMap/" + ns + "/in-new-namespace"} {
+		if a[id] != ssa.Created {
+			t.Errorf("%s: %s, want created (all: %v)", id, a[id], a)
+		}
+	}
+	if cs[0].Meta.GroupKind.Kind != "CustomResourceDefinition" {
+		t.Errorf("the CRD was not applied first: %v", cs)
+	}
+}
+
+func TestImmutableFieldNeedsForce(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	job := func(image string) string {
+		return fmt.Sprintf("apiVersion: batch/v1\nkind: Job\nmetadata: {name: migrate, namespace: %s}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: m, image: %q}]}}}\n", ns, image)
+	}
+	if _, err := manager().ApplyAll(ctx, objects(t, job("migrate:1")), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	uid := get(t, "Job", "batch/v1", ns, "migrate").GetUID()
+	_, err := manager().ApplyAll(ctx, objects(t, job("migrate:2")), ssa.ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Job/"+ns+"/migrate dry-run failed") || !strings.Contains(err.Error(), "immutable") {
+		t.Fatalf("without force: got %v, want an immutable-field error naming the Job", err)
+	}
+	cs, err := manager().ApplyAll(ctx, objects(t, job("migrate:2")), ssa.ApplyOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := actions(cs)["Job/"+ns+"/migrate"]; a != ssa.Created {
+		t.Errorf("with force: %s, want created (recreated)", a)
+	}
+	if got := get(t, "Job", "batch/v1", ns, "migrate"); got.GetUID() == uid {
+		t.Error("the Job was not recreated")
+	}
+}
+
+func TestPruneOnlyOwnedObjects(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	owner := map[string]string{"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}
+	mk := func(name string, labels map[string]string, annotations map[string]string) *unstructured.Unstructured {
+		u := objects(t, configMap(ns, name, "1"))[0]
+		u.SetLabels(labels)
+		u.SetAnnotations(annotations)
+		return u
+	}
+	foreign := map[string]string{"kustomize.toolkit.fluxcd.io/name": "other", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}
+	set := []*unstructured.Unstructured{
+		mk("owned", owner, nil), mk("kept", owner, map[string]string{ssa.PruneAnnotation: "disabled"}), mk("foreign", foreign, nil),
+	}
+	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted, failed, err := manager().DeleteStale(ctx, cs, ssa.PruneOptions{OwnerLabels: owner})
+	if err != nil || len(failed) != 0 {
+		t.Fatal(err, failed)
+	}
+	a := actions(deleted)
+	if a["ConfigMap/"+ns+"/owned"] != ssa.Deleted || a["ConfigMap/"+ns+"/kept"] != ssa.Skipped || a["ConfigMap/"+ns+"/foreign"] != ssa.Skipped {
+		t.Errorf("prune actions %v", a)
+	}
+	for name, wantGone := range map[string]bool{"owned": true, "kept": false, "foreign": false} {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{})
+		if gone := apierrors.IsNotFound(err); gone != wantGone {
+			t.Errorf("%s: gone=%v, want %v", name, gone, wantGone)
+		}
+	}
+}
+
+func TestSkipAnnotations(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	set := objects(t, configMap(ns, "once", "1"), configMap(ns, "never", "1"))
+	set[0].SetAnnotations(map[string]string{ssa.SSAAnnotation: "IfNotPresent"})
+	set[1].SetLabels(map[string]string{ssa.ReconcileAnnotation: "disabled"})
+	if _, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("reconcile: disabled object was applied (%v)", err)
+	}
+	unstructured.SetNestedField(set[0].Object, "2", "data", "FEATURE_X")
+	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := actions(cs)["ConfigMap/"+ns+"/once"]; a != ssa.Skipped {
+		t.Errorf("ssa: IfNotPresent on an existing object: %s, want skipped", a)
+	}
+}
+
+func TestInventoryIDs(t *testing.T) {
+	for id, want := range map[string]string{
+		"default_svc__Service": "Service/default/svc",
+		"_system__controller__kube-dns_rbac.authorization.k8s.io_ClusterRole": "ClusterRole/system:controller:kube-dns",
+		"apps_web_apps_Deployment": "Deployment/apps/web",
+	} {
+		m, err := ssa.ParseID(id)
+		if err != nil || m.String() != want || m.ID() != id {
+			t.Errorf("ParseID(%q) = %v (%v), ID() %q; want %s", id, m, err, m.ID(), want)
+		}
+	}
+}
