@@ -102,11 +102,16 @@ type Setup func(*Environment) (teardown func(), err error)
 // when a test failed, tears down, stops the cluster and exits with the tests'
 // code. It never returns.
 func Main(m *testing.M, env **Environment, setups ...Setup) {
+	MainWithOptions(m, env, Options{}, setups...)
+}
+
+// MainWithOptions is Main with a chosen cluster profile and CRD directory.
+func MainWithOptions(m *testing.M, env **Environment, opts Options, setups ...Setup) {
 	ctx := context.Background()
 	// Controllers log through controller-runtime; tests that want the logs set
 	// a logger of their own.
 	ctrllog.SetLogger(logr.Discard())
-	e, err := Start(ctx, Options{})
+	e, err := Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		os.Exit(1)

@@ -1,0 +1,638 @@
+// Package controller holds kustomize-controller's reconciler.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/kustomize-controller/internal/build"
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/events"
+	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/ssa"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Owner labels set on every applied object; prune deletes only objects
+// carrying both with this Kustomization's values. Flux compatible.
+const (
+	NameLabel      = "kustomize.toolkit.fluxcd.io/name"
+	NamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
+	// FieldManager is the server-side apply field manager. Flux compatible.
+	FieldManager = "kustomize-controller"
+	sourceIndex  = ".spec.sourceRef"
+)
+
+// KustomizationReconciler builds a source artifact's manifests and applies
+// them. Flux compatible: the pipeline, conditions, messages and events of
+// kustomize-controller (contract §1.5, §4).
+type KustomizationReconciler struct {
+	client.Client
+	// APIReader reads dependencies bypassing the cache, as Flux does.
+	APIReader client.Reader
+	Config    *rest.Config
+	Fetcher   *artifact.Fetcher
+	Events    *events.Recorder
+	// NoCrossNamespaceRefs refuses sources in other namespaces.
+	NoCrossNamespaceRefs bool
+	// DefaultServiceAccount is impersonated when spec.serviceAccountName is empty.
+	DefaultServiceAccount string
+	// RequeueDependency is the wait for a source artifact or dependency (Flux: 30s).
+	RequeueDependency time.Duration
+	// HealthPoll is the interval of health checks (Flux: 5s).
+	HealthPoll    time.Duration
+	JitterPercent float64
+}
+
+// Options of SetupWithManager.
+type Options struct {
+	Concurrent         int
+	MinRetry, MaxRetry time.Duration
+}
+
+// SetupWithManager registers the reconciler; it also reconciles the
+// Kustomizations of a GitRepository whose artifact revision changed.
+func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, o Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kustomizev1.Kustomization{}, sourceIndex,
+		func(obj client.Object) []string {
+			k := obj.(*kustomizev1.Kustomization)
+			ns := k.Spec.SourceRef.Namespace
+			if ns == "" {
+				ns = k.Namespace
+			}
+			return []string{k.Spec.SourceRef.Kind + "/" + ns + "/" + k.Spec.SourceRef.Name}
+		}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&kustomizev1.Kustomization{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.dependants),
+			builder.WithPredicates(revisionChanged{})).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: o.Concurrent,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinRetry, o.MaxRetry),
+		}).
+		Complete(r)
+}
+
+func (r *KustomizationReconciler) dependants(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &kustomizev1.KustomizationList{}
+	key := sourcev1.GitRepositoryKind + "/" + obj.GetNamespace() + "/" + obj.GetName()
+	if err := r.List(ctx, list, client.MatchingFields{sourceIndex: key}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, k := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&k)})
+	}
+	return reqs
+}
+
+// revisionChanged passes a source whose artifact appeared or changed revision.
+// Flux compatible (SourceRevisionChangePredicate).
+type revisionChanged struct{ predicate.Funcs }
+
+func (revisionChanged) Create(event.CreateEvent) bool   { return false }
+func (revisionChanged) Delete(event.DeleteEvent) bool   { return false }
+func (revisionChanged) Generic(event.GenericEvent) bool { return false }
+func (revisionChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*sourcev1.GitRepository)
+	n, ok2 := e.ObjectNew.(*sourcev1.GitRepository)
+	if !ok1 || !ok2 || n.Status.Artifact == nil {
+		return false
+	}
+	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision
+}
+
+// failure is a failed reconcile: the Ready reason and a stable message,
+// whether only a spec change can help, and when to retry.
+type failure struct {
+	reason  string
+	message string
+	stalled bool
+	retry   time.Duration // 0: spec.retryInterval
+}
+
+func (f *failure) Error() string { return f.message }
+
+func fail(reason, format string, args ...any) *failure {
+	return &failure{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// timeout is spec.timeout, else interval − 30s, never below 30s. Flux compatible.
+func timeout(k *kustomizev1.Kustomization) time.Duration {
+	d := k.Spec.Interval.Duration - 30*time.Second
+	if k.Spec.Timeout != nil {
+		d = k.Spec.Timeout.Duration
+	}
+	return max(d, 30*time.Second)
+}
+
+// Reconcile brings one Kustomization's objects to its source's revision.
+func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	start := time.Now()
+	obj := &kustomizev1.Kustomization{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	defer eddyruntime.RecordDuration(kustomizev1.KustomizationKind, obj.Namespace, obj.Name, start)
+
+	if !obj.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, obj)
+	}
+	if base := obj.DeepCopy(); controllerutil.AddFinalizer(obj, kustomizev1.KustomizationFinalizer) {
+		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if obj.Spec.Suspend {
+		log.Info("reconciliation is suspended for this object")
+		return ctrl.Result{}, nil
+	}
+
+	base := obj.DeepCopy()
+	f := r.reconcile(ctx, obj)
+	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
+		obj.Status.LastHandledReconcileAt = v
+	}
+	r.summarize(obj, f)
+	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner("gotk-kustomize-controller")); err != nil {
+		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
+	}
+	annotations := r.eventMeta(obj)
+	switch {
+	case f == nil:
+		next := jitter(obj.Spec.Interval.Duration, r.JitterPercent)
+		annotations[kustomizev1.GroupVersion.Group+"/commit_status"] = "update"
+		r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason,
+			fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration), annotations)
+		return ctrl.Result{RequeueAfter: next}, nil
+	case f.reason == meta.DependencyNotReadyReason:
+		r.Events.Event(obj, corev1.EventTypeNormal, f.reason, f.message, annotations)
+	default:
+		r.Events.Event(obj, corev1.EventTypeWarning, f.reason, f.message, annotations)
+	}
+	if f.stalled {
+		return ctrl.Result{}, nil
+	}
+	retry := f.retry
+	if retry == 0 {
+		retry = obj.Spec.Interval.Duration
+		if obj.Spec.RetryInterval != nil {
+			retry = obj.Spec.RetryInterval.Duration
+		}
+	}
+	// Flux requeues failures at the retry interval rather than with back-off.
+	return ctrl.Result{RequeueAfter: retry}, nil
+}
+
+func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[string]string {
+	m := map[string]string{}
+	if rev := obj.Status.LastAttemptedRevision; rev != "" {
+		m[kustomizev1.GroupVersion.Group+"/revision"] = rev
+	}
+	return m
+}
+
+// reconcile runs source, dependencies, fetch, build, apply, prune and
+// health checks, recording observations in obj.Status.
+func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization) *failure {
+	src, f := r.source(ctx, obj)
+	if f != nil {
+		return f
+	}
+	art := src.Status.Artifact
+	if f := r.checkDependencies(ctx, obj, art.Revision); f != nil {
+		return f
+	}
+	obj.Status.LastAttemptedRevision = art.Revision
+
+	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
+	defer cancel()
+	dir, err := os.MkdirTemp("", "kustomization-")
+	if err != nil {
+		return fail(kustomizev1.DirectoryCreationFailedReason, "failed to create a temporary working directory")
+	}
+	defer os.RemoveAll(dir)
+	if err := r.Fetcher.Fetch(ctx, art.URL, art.Digest, dir); err != nil {
+		if errors.Is(err, artifact.ErrNotFound) {
+			f := fail(meta.ArtifactFailedReason, "Source is not ready, artifact not found, retrying in %s", r.RequeueDependency)
+			f.retry = r.RequeueDependency
+			return f
+		}
+		return fail(meta.ArtifactFailedReason, "%s", strings.ReplaceAll(err.Error(), dir, "."))
+	}
+
+	opts, f := r.buildOptions(ctx, obj)
+	if f != nil {
+		return f
+	}
+	res, err := build.Build(dir, opts)
+	if err != nil {
+		return fail(meta.BuildFailedReason, "%s", strings.ReplaceAll(err.Error(), dir+"/", ""))
+	}
+	for _, u := range res.Objects {
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[NameLabel], labels[NamespaceLabel] = obj.Name, obj.Namespace
+		u.SetLabels(labels)
+	}
+
+	c, err := r.clientFor(obj)
+	if err != nil {
+		return fail(meta.ReconciliationFailedReason, "%s", err)
+	}
+	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second}
+	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force})
+	r.reportChanges(obj, changes)
+	if err != nil {
+		return fail(meta.ReconciliationFailedReason, "%s", err)
+	}
+
+	inventory := map[string]kustomizev1.ResourceRef{}
+	for _, ch := range changes {
+		inventory[ch.Meta.ID()] = kustomizev1.ResourceRef{ID: ch.Meta.ID(), Version: ch.Version}
+	}
+	var pruneErr error
+	if obj.Spec.Prune && obj.Status.Inventory != nil {
+		var stale []ssa.Change
+		for _, e := range obj.Status.Inventory.Entries {
+			if _, ok := inventory[e.ID]; ok {
+				continue
+			}
+			m, err := ssa.ParseID(e.ID)
+			if err != nil {
+				continue
+			}
+			stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
+		}
+		if len(stale) > 0 {
+			deleted, failed, err := mgr.DeleteStale(ctx, stale, ssa.PruneOptions{OwnerLabels: map[string]string{NameLabel: obj.Name, NamespaceLabel: obj.Namespace}})
+			r.reportChanges(obj, deleted)
+			for _, fc := range failed {
+				inventory[fc.Meta.ID()] = kustomizev1.ResourceRef{ID: fc.Meta.ID(), Version: fc.Version}
+			}
+			pruneErr = err
+		}
+	}
+	obj.Status.Inventory = &kustomizev1.ResourceInventory{Entries: sortedEntries(inventory)}
+	if pruneErr != nil {
+		return fail(meta.PruneFailedReason, "%s", pruneErr)
+	}
+
+	if f := r.checkHealth(ctx, obj, c, changes); f != nil {
+		return f
+	}
+	obj.Status.LastAppliedRevision = art.Revision
+	obj.Status.LastAppliedOriginRevision = art.Metadata["org.opencontainers.image.revision"]
+	return nil
+}
+
+func sortedEntries(m map[string]kustomizev1.ResourceRef) []kustomizev1.ResourceRef {
+	out := make([]kustomizev1.ResourceRef, 0, len(m))
+	for _, e := range m {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// source resolves spec.sourceRef to a GitRepository with an artifact.
+func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (*sourcev1.GitRepository, *failure) {
+	ref := obj.Spec.SourceRef
+	ns := ref.Namespace
+	if ns == "" {
+		ns = obj.Namespace
+	}
+	id := fmt.Sprintf("%s/%s/%s", ref.Kind, ns, ref.Name)
+	if r.NoCrossNamespaceRefs && ns != obj.Namespace {
+		f := fail(kustomizev1.AccessDeniedReason, "can't access '%s', cross-namespace references have been blocked", id)
+		f.stalled = true
+		return nil, f
+	}
+	if ref.Kind != sourcev1.GitRepositoryKind {
+		f := fail(meta.ArtifactFailedReason, "source kind '%s' is not supported by Eddy yet", ref.Kind)
+		f.stalled = true
+		return nil, f
+	}
+	src := &sourcev1.GitRepository{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, src); err != nil {
+		f := fail(meta.ArtifactFailedReason, "Source '%s' not found", id)
+		if !apierrors.IsNotFound(err) {
+			f.message = fmt.Sprintf("Source '%s' could not be read: %s", id, err)
+		}
+		f.retry = r.RequeueDependency
+		return nil, f
+	}
+	if src.Status.Artifact == nil {
+		f := fail(meta.ArtifactFailedReason, "Source '%s' is not ready, artifact not found", id)
+		f.retry = r.RequeueDependency
+		return nil, f
+	}
+	return src, nil
+}
+
+// checkDependencies requires each dependsOn Kustomization to be Ready at its
+// generation and, when it shares the source, at the same revision.
+func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *kustomizev1.Kustomization, revision string) *failure {
+	for _, d := range obj.Spec.DependsOn {
+		ns := d.Namespace
+		if ns == "" {
+			ns = obj.Namespace
+		}
+		dep := &kustomizev1.Kustomization{}
+		notReady := func(why string) *failure {
+			f := fail(meta.DependencyNotReadyReason, "dependency '%s/%s' is not ready: %s", ns, d.Name, why)
+			f.retry = r.RequeueDependency
+			return f
+		}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.Name}, dep); err != nil {
+			return notReady("not found")
+		}
+		if dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition) {
+			return notReady("not Ready")
+		}
+		same := dep.Spec.SourceRef.Kind == obj.Spec.SourceRef.Kind && dep.Spec.SourceRef.Name == obj.Spec.SourceRef.Name &&
+			nsOr(dep.Spec.SourceRef.Namespace, dep.Namespace) == nsOr(obj.Spec.SourceRef.Namespace, obj.Namespace)
+		if same && dep.Status.LastAppliedRevision != revision {
+			return notReady("revision " + revision + " not applied yet")
+		}
+	}
+	return nil
+}
+
+func nsOr(ns, def string) string {
+	if ns == "" {
+		return def
+	}
+	return ns
+}
+
+// buildOptions gathers the spec's overlays and postBuild variables.
+// Flux compatible precedence: substituteFrom in order, later entries
+// overriding earlier ones, then spec.postBuild.substitute over all.
+func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomizev1.Kustomization) (build.Options, *failure) {
+	s := obj.Spec
+	opts := build.Options{
+		Path: s.Path, TargetNamespace: s.TargetNamespace, NamePrefix: s.NamePrefix, NameSuffix: s.NameSuffix,
+		Patches: s.Patches, Images: s.Images, Components: s.Components, IgnoreMissingComponents: s.IgnoreMissingComponents,
+		CommonMetadata: s.CommonMetadata,
+	}
+	if s.PostBuild == nil {
+		return opts, nil
+	}
+	vars := map[string]string{}
+	for _, ref := range s.PostBuild.SubstituteFrom {
+		key := types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}
+		var data map[string]string
+		switch ref.Kind {
+		case "ConfigMap":
+			cm := &corev1.ConfigMap{}
+			if err := r.Get(ctx, key, cm); err != nil {
+				if apierrors.IsNotFound(err) && ref.Optional {
+					continue
+				}
+				return opts, fail(meta.BuildFailedReason, "substitute from 'ConfigMap/%s' failed: %s", ref.Name, notFoundOr(err))
+			}
+			data = cm.Data
+		case "Secret":
+			sec := &corev1.Secret{}
+			if err := r.Get(ctx, key, sec); err != nil {
+				if apierrors.IsNotFound(err) && ref.Optional {
+					continue
+				}
+				return opts, fail(meta.BuildFailedReason, "substitute from 'Secret/%s' failed: %s", ref.Name, notFoundOr(err))
+			}
+			data = map[string]string{}
+			for k, v := range sec.Data {
+				data[k] = string(v)
+			}
+		}
+		for k, v := range data {
+			vars[k] = v
+		}
+	}
+	for k, v := range s.PostBuild.Substitute {
+		vars[k] = v
+	}
+	opts.PostBuild, opts.Vars, opts.Strategy = true, vars, s.PostBuild.SubstituteStrategy
+	return opts, nil
+}
+
+func notFoundOr(err error) string {
+	if apierrors.IsNotFound(err) {
+		return "not found"
+	}
+	return err.Error()
+}
+
+// clientFor returns the client that applies: impersonating
+// spec.serviceAccountName (or the default) when set. Flux compatible.
+func (r *KustomizationReconciler) clientFor(obj *kustomizev1.Kustomization) (client.Client, error) {
+	sa := obj.Spec.ServiceAccountName
+	if sa == "" {
+		sa = r.DefaultServiceAccount
+	}
+	if sa == "" || r.Config == nil {
+		return r.Client, nil
+	}
+	cfg := rest.CopyConfig(r.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", obj.Namespace, sa)}
+	return client.New(cfg, client.Options{Scheme: r.Scheme(), Mapper: r.RESTMapper()})
+}
+
+// reportChanges emits the change set as Flux does, and, beyond Flux, one
+// event per corrected drift naming the fields, values and field managers.
+func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, changes []ssa.Change) {
+	var lines []string
+	for _, c := range changes {
+		if c.Action == ssa.Unchanged || c.Action == ssa.Skipped {
+			continue
+		}
+		lines = append(lines, c.String())
+		if len(c.Drift) > 0 {
+			var fields []string
+			for _, d := range c.Drift {
+				fields = append(fields, d.String())
+			}
+			r.Events.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
+				fmt.Sprintf("%s drifted: %s; corrected", c.Meta, strings.Join(fields, ", ")), r.eventMeta(obj))
+		}
+	}
+	if len(lines) > 0 {
+		r.Events.Event(obj, corev1.EventTypeNormal, "Progressing", strings.Join(lines, "\n"), r.eventMeta(obj))
+	}
+}
+
+// checkHealth waits with kstatus until the checked objects are Current,
+// failing fast on a Failed one, up to the timeout. Checked are all applied
+// objects with spec.wait, else spec.healthChecks.
+func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change) *failure {
+	var targets []ssa.Change
+	switch {
+	case obj.Spec.Wait:
+		for _, ch := range changes {
+			if ch.Action != ssa.Skipped {
+				targets = append(targets, ch)
+			}
+		}
+	case len(obj.Spec.HealthChecks) > 0:
+		for _, hc := range obj.Spec.HealthChecks {
+			gv, _ := schemaGV(hc.APIVersion)
+			targets = append(targets, ssa.Change{
+				Meta:    ssa.ObjMeta{Namespace: nsOr(hc.Namespace, obj.Namespace), Name: hc.Name, GroupKind: gv.WithKind(hc.Kind).GroupKind()},
+				Version: gv.Version,
+			})
+		}
+	default:
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, kustomizev1.HealthyCondition)
+		return nil
+	}
+	start := time.Now()
+	poll := r.HealthPoll
+	if poll <= 0 {
+		poll = 5 * time.Second
+	}
+	for {
+		var pending []string
+		for _, t := range targets {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(t.Meta.GroupKind.WithVersion(t.Version))
+			if err := c.Get(ctx, client.ObjectKey{Namespace: t.Meta.Namespace, Name: t.Meta.Name}, u); err != nil {
+				pending = append(pending, t.Meta.String()+" not found")
+				continue
+			}
+			res, err := status.Compute(u)
+			if err != nil {
+				pending = append(pending, t.Meta.String()+": "+err.Error())
+				continue
+			}
+			switch res.Status {
+			case status.CurrentStatus:
+			case status.FailedStatus:
+				return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s status: 'Failed': %s",
+					time.Since(start).Round(time.Second), t.Meta, res.Message))
+			default:
+				pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, res.Status))
+			}
+		}
+		if len(pending) == 0 {
+			msg := fmt.Sprintf("Health check passed in %s", time.Since(start).Round(time.Millisecond))
+			apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: kustomizev1.HealthyCondition,
+				Status: metav1.ConditionTrue, Reason: meta.SucceededReason, Message: msg, ObservedGeneration: obj.Generation})
+			r.Events.Event(obj, corev1.EventTypeNormal, meta.SucceededReason, msg, r.eventMeta(obj))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			sort.Strings(pending)
+			return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: timeout waiting for: [%s]",
+				time.Since(start).Round(time.Second), strings.Join(pending, ", ")))
+		case <-time.After(poll):
+		}
+	}
+}
+
+func (r *KustomizationReconciler) unhealthy(obj *kustomizev1.Kustomization, msg string) *failure {
+	apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: kustomizev1.HealthyCondition,
+		Status: metav1.ConditionFalse, Reason: kustomizev1.HealthCheckFailedReason, Message: msg, ObservedGeneration: obj.Generation})
+	return fail(kustomizev1.HealthCheckFailedReason, "%s", msg)
+}
+
+// summarize writes Ready, Reconciling and Stalled. Flux compatible: Ready=True
+// `Applied revision: <rev>`; on failure Ready=False with the reason, and
+// Reconciling=True ProgressingWithRetry unless stalled.
+func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, f *failure) {
+	gen := obj.Generation
+	set := func(typ string, st metav1.ConditionStatus, reason, msg string) {
+		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	if f == nil {
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
+		set(meta.ReadyCondition, metav1.ConditionTrue, kustomizev1.ReconciliationSucceededReason, "Applied revision: "+obj.Status.LastAppliedRevision)
+		obj.Status.ObservedGeneration = gen
+		return
+	}
+	set(meta.ReadyCondition, metav1.ConditionFalse, f.reason, f.message)
+	if f.stalled {
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
+		set(meta.StalledCondition, metav1.ConditionTrue, f.reason, f.message)
+		obj.Status.ObservedGeneration = gen
+		return
+	}
+	apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
+	set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, f.message)
+}
+
+// finalize prunes the inventory per spec.deletionPolicy and releases the object.
+func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
+	policy := obj.Spec.DeletionPolicy
+	if policy == "" {
+		policy = kustomizev1.DeletionPolicyMirrorPrune
+	}
+	del := policy == kustomizev1.DeletionPolicyDelete || policy == kustomizev1.DeletionPolicyWaitForTermination ||
+		(policy == kustomizev1.DeletionPolicyMirrorPrune && obj.Spec.Prune)
+	if del && !obj.Spec.Suspend && obj.Status.Inventory != nil && len(obj.Status.Inventory.Entries) > 0 {
+		var stale []ssa.Change
+		for _, e := range obj.Status.Inventory.Entries {
+			if m, err := ssa.ParseID(e.ID); err == nil {
+				stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
+			}
+		}
+		c, err := r.clientFor(obj)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		mgr := &ssa.Manager{Client: c, Owner: FieldManager}
+		deleted, _, err := mgr.DeleteStale(ctx, stale, ssa.PruneOptions{OwnerLabels: map[string]string{NameLabel: obj.Name, NamespaceLabel: obj.Namespace}})
+		r.reportChanges(obj, deleted)
+		if err != nil {
+			r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
+			return ctrl.Result{}, err
+		}
+	}
+	base := obj.DeepCopy()
+	if controllerutil.RemoveFinalizer(obj, kustomizev1.KustomizationFinalizer) {
+		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+func jitter(d time.Duration, percent float64) time.Duration {
+	if percent <= 0 {
+		return d
+	}
+	return time.Duration(float64(d) * (1 + (rand.Float64()*2-1)*percent/100))
+}

@@ -1,0 +1,308 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+var (
+	env       *testenv.Environment
+	gitRoot   string
+	gitSrv    *gitserver.Server
+	repoCount int
+)
+
+// TestMain runs the tests on the full profile (fake nodes make Deployments
+// Available) with source-controller as its own process, built from this
+// workspace, and the reconciler under test in-process.
+func TestMain(m *testing.M) {
+	testenv.MainWithOptions(m, &env, testenv.Options{Cluster: localcluster.Options{Profile: localcluster.ProfileFull}},
+		startSourceController, startReconciler)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startSourceController(e *testenv.Environment) (func(), error) {
+	root, err := localcluster.WorkspaceRoot()
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "eddy-kc-test-")
+	if err != nil {
+		return nil, err
+	}
+	exe := filepath.Join(work, "source-controller")
+	build := exec.Command("go", "build", "-o", exe, "./source-controller")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building source-controller: %v\n%s", err, out)
+	}
+	if gitRoot, err = os.MkdirTemp("", "eddy-git-"); err != nil {
+		return nil, err
+	}
+	if gitSrv, err = gitserver.Start(gitserver.Options{Root: gitRoot}); err != nil {
+		return nil, err
+	}
+	storagePort, _ := freePort()
+	healthPort, _ := freePort()
+	logFile, err := os.Create(filepath.Join(work, "source-controller.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "--kubeconfig="+e.KubeconfigPath,
+		"--storage-path="+filepath.Join(work, "data"),
+		fmt.Sprintf("--storage-addr=127.0.0.1:%d", storagePort),
+		fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storagePort),
+		fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort),
+		"--metrics-addr=0", "--concurrent=4", "--min-retry-delay=200ms", "--max-retry-delay=2s")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		logFile.Close()
+		gitSrv.Close()
+		os.RemoveAll(gitRoot)
+		os.RemoveAll(work)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return stop, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("source-controller not ready")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func startReconciler(e *testenv.Environment) (func(), error) {
+	ctrl.SetLogger(logrDiscard())
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return nil, err
+	}
+	r := &KustomizationReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(),
+		Fetcher:           &artifact.Fetcher{Retries: 2, RetryWait: 100 * time.Millisecond},
+		Events:            events.NewRecorder(mgr.GetEventRecorderFor("kustomize-controller"), mgr.GetScheme(), "", "kustomize-controller", ctrl.Log),
+		RequeueDependency: time.Second,
+		HealthPoll:        200 * time.Millisecond,
+	}
+	if err := r.SetupWithManager(mgr, Options{Concurrent: 4, MinRetry: 200 * time.Millisecond, MaxRetry: 2 * time.Second}); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// repo is a bare repository served by the Git server and a work tree.
+type repo struct{ name, work, bare string }
+
+func (r *repo) url() string { return gitSrv.URL + "/" + r.name }
+
+func newRepo(t *testing.T, files map[string]string) *repo {
+	t.Helper()
+	repoCount++
+	name := fmt.Sprintf("repo-%d.git", repoCount)
+	bare, err := gitserver.InitBare(gitRoot, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &repo{name: name, work: t.TempDir(), bare: bare}
+	r.git(t, "init", "-q", "--initial-branch=main")
+	r.commit(t, files, "initial")
+	return r
+}
+
+func (r *repo) git(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := gitserver.Git(r.work, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// commit writes files ("" deletes), commits and pushes; it returns the hash.
+func (r *repo) commit(t *testing.T, files map[string]string, msg string) string {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(r.work, filepath.FromSlash(name))
+		if content == "" {
+			os.Remove(p)
+			continue
+		}
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.git(t, "add", "-A")
+	r.git(t, "commit", "-q", "--allow-empty", "-m", msg)
+	r.git(t, "push", "-q", "--force", r.bare, "HEAD:main")
+	return r.git(t, "rev-parse", "HEAD")
+}
+
+// push commits files to r and has the GitRepository src fetch the new
+// commit; it returns the revision `main@sha1:<hash>`.
+func push(t *testing.T, r *repo, src *sourcev1.GitRepository, files map[string]string, msg string) string {
+	t.Helper()
+	rev := "main@sha1:" + r.commit(t, files, msg)
+	requestReconcile(t, src, func() string { return src.Status.LastHandledReconcileAt })
+	waitFor(t, src, "artifact "+rev, func() bool { return src.Status.Artifact != nil && src.Status.Artifact.Revision == rev })
+	return rev
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ks-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// newSource creates a GitRepository for r in ns and waits for its artifact.
+func newSource(t *testing.T, ns, name string, r *repo) *sourcev1.GitRepository {
+	t.Helper()
+	src := &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: sourcev1.GitRepositorySpec{URL: r.url(), Interval: metav1.Duration{Duration: time.Hour},
+			Reference: &sourcev1.GitRepositoryRef{Branch: "main"}},
+	}
+	if err := env.Client.Create(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, src, "artifact", func() bool { return src.Status.Artifact != nil })
+	return src
+}
+
+func newKustomization(t *testing.T, ns, name, source string, mutate func(*kustomizev1.Kustomization)) *kustomizev1.Kustomization {
+	t.Helper()
+	k := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: kustomizev1.KustomizationSpec{
+			Interval:  metav1.Duration{Duration: time.Hour},
+			Prune:     true,
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: source},
+		},
+	}
+	if mutate != nil {
+		mutate(k)
+	}
+	if err := env.Client.Create(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// waitFor re-reads obj until cond holds (60s at most).
+func waitFor(t *testing.T, obj client.Object, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err == nil && cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.Marshal(obj)
+			t.Fatalf("%s/%s: %s not reached in 60s: %s", obj.GetNamespace(), obj.GetName(), what, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func readyCond(k *kustomizev1.Kustomization) *metav1.Condition {
+	return apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
+}
+
+// waitApplied waits until Ready=True for revision rev at the current generation.
+func waitApplied(t *testing.T, k *kustomizev1.Kustomization, rev string) {
+	t.Helper()
+	waitFor(t, k, "Applied revision "+rev, func() bool {
+		c := readyCond(k)
+		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == k.Generation &&
+			k.Status.LastAppliedRevision == rev && k.Status.ObservedGeneration == k.Generation
+	})
+}
+
+// waitFailed waits until Ready=False with reason.
+func waitFailed(t *testing.T, k *kustomizev1.Kustomization, reason string) *metav1.Condition {
+	t.Helper()
+	waitFor(t, k, "Ready=False "+reason, func() bool {
+		c := readyCond(k)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason && c.ObservedGeneration == k.Generation
+	})
+	return readyCond(k)
+}
+
+// requestReconcile sets reconcile.fluxcd.io/requestedAt on obj and waits
+// until the controller has handled it.
+func requestReconcile(t *testing.T, obj client.Object, handled func() string) {
+	t.Helper()
+	token := time.Now().Format(time.RFC3339Nano)
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token))
+	if err := env.Client.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, obj, "reconcile request", func() bool { return handled() == token })
+}
+
+func kubeEvents(t *testing.T, ns, name, reason string) []string {
+	t.Helper()
+	list := &corev1.EventList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
