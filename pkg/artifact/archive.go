@@ -14,7 +14,8 @@ import (
 // WriteArchive writes the tree at root to w as a deterministic tar.gz:
 // entries in lexical order, only regular files and directories (symbolic
 // links and other types are dropped), paths excluded by ignore (may be nil)
-// left out, and headers sanitised so that the bytes depend only on names,
+// left out (each path matched on its own, as Flux does), the .git directory
+// never entered, and headers sanitised so that the bytes depend only on names,
 // contents and the executable bit: names relative to root (the root itself
 // is "."), uid/gid 0, no user or group names, zero times, mode 0750 for
 // directories, 0700 for executable files and 0600 for other files.
@@ -31,10 +32,13 @@ func WriteArchive(w io.Writer, root string, ignore *Ignore) error {
 		if err != nil {
 			return err
 		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		// Flux compatible: an excluded directory loses its own entry only; its
+		// contents are matched one by one, so `/*` with `!/apps/production/`
+		// keeps apps/production.
 		if rel != "." && ignore != nil && ignore.Match(rel, d.IsDir()) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
 			return nil
 		}
 		if !d.IsDir() && !d.Type().IsRegular() {

@@ -371,3 +371,37 @@ func TestStorageArchiveVerifyServeAndCollect(t *testing.T) {
 		t.Errorf("object directory still exists: %v", err)
 	}
 }
+
+// TestIgnoreNegationBelowExcludedDirectory follows Flux: paths are matched
+// one by one, so a negation inside an excluded directory takes effect.
+func TestIgnoreNegationBelowExcludedDirectory(t *testing.T) {
+	root := writeTree(t, map[string]string{"apps/production/app.yaml": "p", "apps/staging/app.yaml": "s", "README.md": "r"})
+	_, es := archive(t, root, ptr("/*\n!/apps/production/\n"))
+	if got := fileNames(es); !reflect.DeepEqual(got, []string{"apps/production/app.yaml"}) {
+		t.Errorf("files %v, want only apps/production/app.yaml", got)
+	}
+}
+
+func TestGarbageCollectsStaleTemporaryFiles(t *testing.T) {
+	st, err := artifact.NewStorage(t.TempDir(), "localhost", time.Minute, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := artifact.ObjectDir("GitRepository", "ns", "name")
+	a, err := st.Archive(dir, "abc.tar.gz", "main@sha1:abc", writeTree(t, map[string]string{"f": "x"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(filepath.Dir(st.LocalPath(*a)), ".abc.tar.gz.tmp-123")
+	if err := os.WriteFile(stale, []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(stale, old, old)
+	if _, err := st.GarbageCollect(*a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Error("a stale temporary file of a crashed archive was kept")
+	}
+}

@@ -62,7 +62,7 @@ func Extract(r io.Reader, dir string, lim Limits) error {
 				return err
 			}
 		case tar.TypeReg:
-			if h.Size < 0 || written+h.Size > lim.MaxBytes {
+			if h.Size < 0 || h.Size > lim.MaxBytes-written {
 				return fmt.Errorf("%w: content larger than %d bytes", ErrUnsafeArchive, lim.MaxBytes)
 			}
 			mode := os.FileMode(0o644)
@@ -81,7 +81,7 @@ func Extract(r io.Reader, dir string, lim Limits) error {
 
 // safeRel checks a tar entry name and returns it cleaned, relative.
 func safeRel(name string) (string, error) {
-	if name == "" || strings.HasPrefix(name, "/") || strings.Contains(name, "\\") || filepath.IsAbs(name) {
+	if name == "" || strings.HasPrefix(name, "/") || filepath.IsAbs(name) {
 		return "", fmt.Errorf("%w: entry %q has an absolute or invalid name", ErrUnsafeArchive, name)
 	}
 	clean := path.Clean(name)

@@ -85,3 +85,27 @@ func TestExtractRefusesUnsafeEntries(t *testing.T) {
 		})
 	}
 }
+
+func TestExtractSizeLimitCannotOverflow(t *testing.T) {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	tw.WriteHeader(&tar.Header{Name: "a", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1})
+	tw.Write([]byte("x"))
+	tw.WriteHeader(&tar.Header{Name: "b", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1<<63 - 1, Format: tar.FormatPAX})
+	tw.Flush()
+	gz.Close()
+	err := artifact.Extract(bytes.NewReader(buf.Bytes()), t.TempDir(), artifact.Limits{MaxBytes: 100, MaxFiles: 10})
+	if !errors.Is(err, artifact.ErrUnsafeArchive) {
+		t.Errorf("got %v, want the size limit to refuse the entry", err)
+	}
+}
+
+func TestExtractKeepsBackslashNames(t *testing.T) {
+	src := writeTree(t, map[string]string{`a\b.yaml`: "x"})
+	data, _ := archive(t, src, nil)
+	dst := t.TempDir()
+	if err := artifact.Extract(bytes.NewReader(data), dst, artifact.DefaultLimits); err != nil {
+		t.Fatalf("a name with a backslash, legal in Git on Linux, was refused: %v", err)
+	}
+}

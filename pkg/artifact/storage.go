@@ -177,11 +177,20 @@ func (s *Storage) GarbageCollect(current meta.Artifact) ([]string, error) {
 	}
 	currentName := path.Base(current.Path)
 	for _, e := range entries {
-		if !e.Type().IsRegular() || e.Name() == currentName || strings.HasPrefix(e.Name(), ".") {
+		if !e.Type().IsRegular() || e.Name() == currentName {
 			continue
 		}
 		info, err := e.Info()
 		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			// Temporary files of Archive: left behind only by a crash.
+			if strings.Contains(e.Name(), ".tmp-") && now.Sub(info.ModTime()) > s.RetentionTTL {
+				if err := remove(e.Name()); err != nil {
+					return deleted, err
+				}
+			}
 			continue
 		}
 		if now.Sub(info.ModTime()) > s.RetentionTTL {
