@@ -201,7 +201,7 @@ func resolveTarget(ref *sourcev1.GitRepositoryRef, refs map[string]string) (targ
 	}
 	switch {
 	case r.Commit != "":
-		t := target{revRef: r.Branch, hash: r.Commit, commit: true}
+		t := target{revRef: r.Branch, hash: strings.ToLower(r.Commit), commit: true}
 		if r.Branch != "" {
 			t.refName = plumbing.NewBranchReferenceName(r.Branch)
 		}
@@ -378,6 +378,16 @@ func describeGitError(err error, rawURL string) string {
 		return "timeout"
 	}
 	return strings.ReplaceAll(err.Error(), rawURL, redactURL(rawURL))
+}
+
+// stripUserinfo removes `user:password@` from a URL that may not parse.
+func stripUserinfo(raw string) string {
+	if scheme, rest, ok := strings.Cut(raw, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 && !strings.Contains(rest[:at], "/") {
+			return scheme + "://" + rest[at+1:]
+		}
+	}
+	return raw
 }
 
 func redactURL(raw string) string {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/eddyops/eddy/pkg/events"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -185,7 +187,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 
 	u, err := url.Parse(obj.Spec.URL)
 	if err != nil || u.Host == "" {
-		e := fetchFailed(sourcev1.URLInvalidReason, "failed to parse url '%s'", redactURL(obj.Spec.URL))
+		e := fetchFailed(sourcev1.URLInvalidReason, "failed to parse url '%s'", stripUserinfo(obj.Spec.URL))
 		e.stalled = true
 		return e
 	}
@@ -236,7 +238,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	// needs none.
 	var refs map[string]string
 	if ref := obj.Spec.Reference; ref == nil || ref.Commit == "" || ref.Branch != "" {
-		if refs, err = listRemote(ctx, obj.Spec.URL, auth); err != nil {
+		if err = bounded(ctx, u, func() (e error) { refs, e = listRemote(ctx, obj.Spec.URL, auth); return e }); err != nil {
 			return gitError(err, obj.Spec.URL, "")
 		}
 	}
@@ -250,6 +252,13 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	}
 	if cur := obj.Status.Artifact; cur != nil && tgt.hash != "" && cur.Revision == tgt.revision(tgt.hash) &&
 		!contentConfigChanged(obj) && !includesChanged(included, obj.Status.IncludedArtifacts) {
+		if !wasReady { // recovered without needing a new artifact
+			r.Events.Event(obj, corev1.EventTypeNormal, meta.SucceededReason,
+				fmt.Sprintf("stored artifact for revision '%s'", cur.Revision), map[string]string{
+					sourcev1.GroupVersion.Group + "/revision": cur.Revision,
+					sourcev1.GroupVersion.Group + "/digest":   cur.Digest,
+				})
+		}
 		return nil // up to date: no clone
 	}
 
@@ -259,7 +268,11 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 			message: "failed to create a temporary working directory"}
 	}
 	defer os.RemoveAll(dir)
-	commit, err := checkout(ctx, dir, obj.Spec.URL, auth, tgt, obj.Spec.RecurseSubmodules, obj.Spec.SparseCheckout)
+	var commit *object.Commit
+	err = bounded(ctx, u, func() (e error) {
+		commit, e = checkout(ctx, dir, obj.Spec.URL, auth, tgt, obj.Spec.RecurseSubmodules, obj.Spec.SparseCheckout)
+		return e
+	})
 	if err != nil {
 		return gitError(err, obj.Spec.URL, dir)
 	}
@@ -406,12 +419,33 @@ func gitError(err error, rawURL, dir string) *reconcileError {
 		e.stalled = true
 		return e
 	}
-	msg := describeGitError(err, rawURL)
+	msg := userinfo.ReplaceAllString(describeGitError(err, rawURL), "$1")
 	if dir != "" {
 		msg = strings.ReplaceAll(msg, dir, ".")
 	}
 	return fetchFailed(sourcev1.GitOperationFailedReason, "failed to checkout and determine revision: unable to clone '%s': %s", redactURL(rawURL), msg)
 }
+
+// bounded runs fn, giving up when ctx ends. go-git bounds HTTP operations
+// by the context but not the SSH handshake, so a server that accepts and
+// never answers would hold a worker forever; for SSH, fn runs apart and is
+// abandoned on timeout.
+func bounded(ctx context.Context, u *url.URL, fn func() error) error {
+	if u.Scheme != "ssh" {
+		return fn()
+	}
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// userinfo matches the credentials part of URLs inside messages.
+var userinfo = regexp.MustCompile(`([a-z][a-z0-9+.-]*://)[^/@\s]+@`)
 
 // apiReason is a stable description of an API error: its reason and the
 // object, without request details.

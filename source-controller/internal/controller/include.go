@@ -33,6 +33,12 @@ func indexIncludes(obj *sourcev1.GitRepository) []string {
 // Flux compatible: a missing object or artifact sets IncludeUnavailable with
 // reason NotFound or NoArtifact.
 func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *sourcev1.GitRepository) ([]*meta.Artifact, *reconcileError) {
+	if r.includeCycle(ctx, obj) {
+		e := &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.IllegalPathReason,
+			message: "spec.include forms a cycle back to this GitRepository"}
+		e.stalled = true
+		return nil, e
+	}
 	var arts []*meta.Artifact
 	for _, inc := range obj.Spec.Include {
 		name := inc.GitRepositoryRef.Name
@@ -107,12 +113,19 @@ func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, arts
 		if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
 			return fail(fmt.Errorf("fromPath '%s' is not a directory of the included artifact", inc.FromPath))
 		}
+		// The checkout is untrusted: a symbolic link on the way to toPath
+		// would make RemoveAll and the copy act outside it.
+		if err := noSymlinks(dir, to); err != nil {
+			e := fail(err)
+			e.stalled = true
+			return e
+		}
 		dst := filepath.Join(dir, filepath.FromSlash(to))
 		if err := os.RemoveAll(dst); err != nil {
-			return fail(err)
+			return fail(stripPath(err, dir))
 		}
 		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-			return fail(fmt.Errorf("copying files: %w", stripPath(err, tmp)))
+			return fail(fmt.Errorf("copying files: %w", stripPath(stripPath(err, tmp), dir)))
 		}
 	}
 	return nil
@@ -126,6 +139,48 @@ func cleanRel(p string) (string, error) {
 		return "", fmt.Errorf("path %q leaves its root", p)
 	}
 	return c, nil
+}
+
+// noSymlinks refuses a relative path whose existing components below dir
+// include a symbolic link.
+func noSymlinks(dir, rel string) error {
+	cur := dir
+	for _, part := range strings.Split(rel, "/") {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("toPath '%s' passes through a symbolic link of the repository", rel)
+		}
+	}
+	return nil
+}
+
+// includeCycle reports whether following spec.include from obj leads back to it.
+func (r *GitRepositoryReconciler) includeCycle(ctx context.Context, obj *sourcev1.GitRepository) bool {
+	seen := map[string]bool{}
+	queue := indexIncludes(obj)
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		if name == obj.Name {
+			return true
+		}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		dep := &sourcev1.GitRepository{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, dep); err == nil {
+			queue = append(queue, indexIncludes(dep)...)
+		}
+	}
+	return false
 }
 
 // stripPath removes dir from a path error, so messages stay stable.

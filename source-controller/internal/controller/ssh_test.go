@@ -108,3 +108,19 @@ func TestSSHAuth(t *testing.T) {
 		})
 	}
 }
+
+// sshTestKey returns an identity and a known_hosts line accepting any key
+// for addr (the host is never reached in the handshake that matters).
+func sshTestKey(t *testing.T, addr string) (identity, known string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := gossh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := gossh.NewPublicKey(priv.Public())
+	return string(pem.EncodeToMemory(block)), knownhosts.Line([]string{knownhosts.Normalize(addr)}, pub) + "\n"
+}

@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestIncludeRefusesSymlinkedToPath stops an include whose toPath goes
+// through a symbolic link committed to the repository, which would make the
+// copy write outside the checkout.
+func TestIncludeRefusesSymlinkedToPath(t *testing.T) {
+	ns := newNamespace(t)
+	victim := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(victim, "prod"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(victim, "prod", "precious.txt"), []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lib := newRepo(t, map[string]string{"base/evil.yaml": "x"})
+	waitReady(t, newGitRepository(t, ns, "lib", lib.url(), nil))
+	app := newRepo(t, map[string]string{"app.yaml": "a"})
+	rel, _ := filepath.Rel(os.TempDir(), victim)
+	if err := os.Symlink("../"+strings.Repeat("../", strings.Count(rel, "/"))+rel, filepath.Join(app.work, "vendor")); err != nil {
+		t.Fatal(err)
+	}
+	app.commit(t, map[string]string{}, "symlink")
+	got := waitNotReady(t, newGitRepository(t, ns, "app", app.url(), func(o *sourcev1.GitRepository) {
+		o.Spec.Include = []sourcev1.GitRepositoryInclude{{GitRepositoryRef: meta.LocalObjectReference{Name: "lib"}, FromPath: "base", ToPath: "vendor/prod"}}
+	}))
+	if c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition); !strings.Contains(c.Message, "symbolic link") {
+		t.Errorf("Ready %q, want the symbolic link named", c.Message)
+	}
+	if data, err := os.ReadFile(filepath.Join(victim, "prod", "precious.txt")); err != nil || string(data) != "keep" {
+		t.Fatalf("a file outside the checkout was removed or changed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(victim, "prod", "evil.yaml")); err == nil {
+		t.Fatal("a file was written outside the checkout")
+	}
+}
+
+// TestIncludeCycleStalls refuses includes that lead back to the object.
+func TestIncludeCycleStalls(t *testing.T) {
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"a.yaml": "a"})
+	waitReady(t, newGitRepository(t, ns, "a", r.url(), nil))
+	b := waitReady(t, newGitRepository(t, ns, "b", r.url(), func(o *sourcev1.GitRepository) {
+		o.Spec.Include = []sourcev1.GitRepositoryInclude{{GitRepositoryRef: meta.LocalObjectReference{Name: "a"}}}
+	}))
+	_ = b
+	a := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}}
+	update(t, a, func(o *sourcev1.GitRepository) {
+		o.Spec.Include = []sourcev1.GitRepositoryInclude{{GitRepositoryRef: meta.LocalObjectReference{Name: "b"}}}
+	})
+	got := waitFor(t, a, "Stalled", func(o *sourcev1.GitRepository) bool {
+		return apimeta.IsStatusConditionTrue(o.Status.Conditions, meta.StalledCondition)
+	})
+	if c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition); !strings.Contains(c.Message, "cycle") {
+		t.Errorf("Ready %q, want the cycle named", c.Message)
+	}
+}
+
+// TestInvalidURLDoesNotLeakCredentials keeps userinfo out of the message of
+// a URL that does not parse.
+func TestInvalidURLDoesNotLeakCredentials(t *testing.T) {
+	ns := newNamespace(t)
+	got := waitNotReady(t, newGitRepository(t, ns, "bad-url", "http://user:s3cret@127.0.0.1:notaport/x.git", nil))
+	c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition)
+	if c.Reason != sourcev1.URLInvalidReason || strings.Contains(c.Message, "s3cret") || strings.Contains(c.Message, "user") {
+		t.Errorf("Ready %s %q", c.Reason, c.Message)
+	}
+}
+
+// TestUppercaseCommitDoesNotReclone compares commit hashes case-insensitively.
+func TestUppercaseCommitDoesNotReclone(t *testing.T) {
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"a.yaml": "a"})
+	head := r.git(t, "rev-parse", "HEAD")
+	obj := waitReady(t, newGitRepository(t, ns, "upper", r.url(), func(o *sourcev1.GitRepository) {
+		o.Spec.Reference = &sourcev1.GitRepositoryRef{Commit: strings.ToUpper(head)}
+	}))
+	if obj.Status.Artifact.Revision != "sha1:"+head {
+		t.Errorf("revision %q", obj.Status.Artifact.Revision)
+	}
+	before := gitSrv.Fetches(r.name)
+	requestReconcile(t, obj)
+	if n := gitSrv.Fetches(r.name); n != before {
+		t.Errorf("an unchanged commit was fetched again (%d → %d)", before, n)
+	}
+}
+
+// TestSSHTimeout gives up on an SSH server that accepts and never answers,
+// within spec.timeout, so it cannot hold a worker.
+func TestSSHTimeout(t *testing.T) {
+	ns := newNamespace(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // hold the connection open, silent
+		}
+	}()
+	key, known := sshTestKey(t, l.Addr().String())
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ssh", Namespace: ns}, StringData: map[string]string{"identity": key, "known_hosts": known}}
+	if err := env.Client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got := waitNotReady(t, newGitRepository(t, ns, "silent", "ssh://git@"+l.Addr().String()+"/x.git", func(o *sourcev1.GitRepository) {
+		o.Spec.SecretRef = &meta.LocalObjectReference{Name: "ssh"}
+		o.Spec.Timeout = &metav1.Duration{Duration: time.Second}
+	}))
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("failure reported after %s; spec.timeout is 1s", d)
+	}
+	if c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition); !strings.Contains(c.Message, "timeout") {
+		t.Errorf("Ready %q, want a timeout", c.Message)
+	}
+}
