@@ -14,6 +14,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -179,6 +180,14 @@ func flag(u *unstructured.Unstructured, key string) string {
 
 // plan reads the live object and dry-runs the desired one.
 func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts ApplyOptions) (*planned, error) {
+	// kustomize sets namespaces on kinds it does not know; a cluster-scoped
+	// object keeps none, so its inventory id and messages are right.
+	if u.GetNamespace() != "" {
+		gvk := u.GroupVersionKind()
+		if mapping, err := m.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil && mapping.Scope.Name() == apimeta.RESTScopeNameRoot {
+			u.SetNamespace("")
+		}
+	}
 	id := MetaOf(u).String()
 	p := &planned{obj: u}
 	if flag(u, ReconcileAnnotation) == "disabled" || flag(u, SSAAnnotation) == "ignore" {

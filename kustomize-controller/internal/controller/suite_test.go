@@ -249,8 +249,15 @@ func waitFor(t *testing.T, obj client.Object, what string, cond func() bool) {
 			return
 		}
 		if time.Now().After(deadline) {
-			b, _ := json.Marshal(obj)
-			t.Fatalf("%s/%s: %s not reached in 60s: %s", obj.GetNamespace(), obj.GetName(), what, b)
+			var status any = obj
+			switch o := obj.(type) {
+			case *kustomizev1.Kustomization:
+				status = o.Status
+			case *sourcev1.GitRepository:
+				status = o.Status
+			}
+			b, _ := json.Marshal(status)
+			t.Fatalf("%s/%s: %s not reached in 60s; status: %s", obj.GetNamespace(), obj.GetName(), what, b)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
