@@ -61,13 +61,14 @@ func TestInstallManifests(t *testing.T) {
 	}
 	for _, want := range []string{"Deployment/source-controller", "Service/source-controller", "ServiceAccount/source-controller",
 		"ClusterRole/eddy-source-controller", "ClusterRoleBinding/eddy-source-controller",
-		"CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io"} {
+		"CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io", "CustomResourceDefinition/kustomizations.kustomize.toolkit.fluxcd.io",
+		"Deployment/kustomize-controller", "ServiceAccount/kustomize-controller", "ClusterRoleBinding/eddy-kustomize-controller"} {
 		if !found[want] {
 			t.Errorf("config/default lacks %s", want)
 		}
 	}
 
-	var dep appsv1.Deployment
+	var dep, kdep appsv1.Deployment
 	var svc corev1.Service
 	var crb rbacv1.ClusterRoleBinding
 	for _, u := range objs {
@@ -75,6 +76,8 @@ func TestInstallManifests(t *testing.T) {
 		switch u.GetKind() + "/" + u.GetName() {
 		case "Deployment/source-controller":
 			into = &dep
+		case "Deployment/kustomize-controller":
+			into = &kdep
 		case "Service/source-controller":
 			into = &svc
 		case "ClusterRoleBinding/eddy-source-controller":
@@ -120,6 +123,11 @@ func TestInstallManifests(t *testing.T) {
 	}
 	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.String() != "http" || httpPort != 9090 {
 		t.Errorf("Service ports %+v and container port http %d, want 80 → http (9090)", svc.Spec.Ports, httpPort)
+	}
+	if kc := kdep.Spec.Template.Spec.Containers; len(kc) != 1 || kc[0].Name != "manager" ||
+		kc[0].Resources.Requests.Cpu().Cmp(resource.MustParse("100m")) != 0 || kc[0].Resources.Requests.Memory().Cmp(resource.MustParse("64Mi")) != 0 ||
+		kc[0].Resources.Limits.Cpu().Cmp(resource.MustParse("1")) != 0 || kc[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("kustomize-controller container %+v, want manager with requests 100m/64Mi and limits 1000m/1Gi", kc)
 	}
 	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "flux-system" {
 		t.Errorf("ClusterRoleBinding subjects %+v, want the flux-system ServiceAccount", crb.Subjects)
