@@ -224,6 +224,23 @@ func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[
 // reconcile runs source, dependencies, fetch, build, apply, prune and
 // health checks, recording observations in obj.Status.
 func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization) *failure {
+	// Refuse rather than ignore what Eddy does not do yet: applying to this
+	// cluster instead of a remote one, or applying SOPS-encrypted Secrets
+	// undecrypted, would be worse than not applying.
+	switch {
+	case obj.Spec.KubeConfig != nil:
+		f := fail(meta.ReconciliationFailedReason, "spec.kubeConfig (remote clusters) is not supported by Eddy yet")
+		f.stalled = true
+		return f
+	case obj.Spec.Decryption != nil:
+		f := fail(meta.BuildFailedReason, "spec.decryption (SOPS) is not supported by Eddy yet")
+		f.stalled = true
+		return f
+	case len(obj.Spec.HealthCheckExprs) > 0:
+		f := fail(meta.HealthCheckFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy yet")
+		f.stalled = true
+		return f
+	}
 	src, f := r.source(ctx, obj)
 	if f != nil {
 		return f

@@ -302,3 +302,18 @@ func TestHostilePath(t *testing.T) {
 		t.Errorf("message %q", c.Message)
 	}
 }
+
+// TestUnsupportedFieldsStall refuses spec fields Eddy does not implement
+// yet instead of silently applying without them.
+func TestUnsupportedFieldsStall(t *testing.T) {
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: " + ns + "}\n"})
+	newSource(t, ns, "src", r)
+	k := newKustomization(t, ns, "remote", "src", func(k *kustomizev1.Kustomization) {
+		k.Spec.KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "kubeconfig"}}
+	})
+	waitFor(t, k, "Stalled", func() bool { return apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.StalledCondition) })
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "x"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("objects meant for a remote cluster were applied here (%v)", err)
+	}
+}
