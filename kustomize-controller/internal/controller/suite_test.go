@@ -144,7 +144,7 @@ type repo struct{ name, work, bare string }
 
 func (r *repo) url() string { return gitSrv.URL + "/" + r.name }
 
-func newRepo(t *testing.T, files map[string]string) *repo {
+func newRepo(t testing.TB, files map[string]string) *repo {
 	t.Helper()
 	repoCount++
 	name := fmt.Sprintf("repo-%d.git", repoCount)
@@ -158,7 +158,7 @@ func newRepo(t *testing.T, files map[string]string) *repo {
 	return r
 }
 
-func (r *repo) git(t *testing.T, args ...string) string {
+func (r *repo) git(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := gitserver.Git(r.work, args...)
 	if err != nil {
@@ -168,7 +168,7 @@ func (r *repo) git(t *testing.T, args ...string) string {
 }
 
 // commit writes files ("" deletes), commits and pushes; it returns the hash.
-func (r *repo) commit(t *testing.T, files map[string]string, msg string) string {
+func (r *repo) commit(t testing.TB, files map[string]string, msg string) string {
 	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(r.work, filepath.FromSlash(name))
@@ -197,7 +197,7 @@ func push(t *testing.T, r *repo, src *sourcev1.GitRepository, files map[string]s
 	return rev
 }
 
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ks-"}}
 	if err := env.Client.Create(context.Background(), ns); err != nil {
@@ -207,7 +207,7 @@ func newNamespace(t *testing.T) string {
 }
 
 // newSource creates a GitRepository for r in ns and waits for its artifact.
-func newSource(t *testing.T, ns, name string, r *repo) *sourcev1.GitRepository {
+func newSource(t testing.TB, ns, name string, r *repo) *sourcev1.GitRepository {
 	t.Helper()
 	src := &sourcev1.GitRepository{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -221,7 +221,7 @@ func newSource(t *testing.T, ns, name string, r *repo) *sourcev1.GitRepository {
 	return src
 }
 
-func newKustomization(t *testing.T, ns, name, source string, mutate func(*kustomizev1.Kustomization)) *kustomizev1.Kustomization {
+func newKustomization(t testing.TB, ns, name, source string, mutate func(*kustomizev1.Kustomization)) *kustomizev1.Kustomization {
 	t.Helper()
 	k := &kustomizev1.Kustomization{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -241,7 +241,7 @@ func newKustomization(t *testing.T, ns, name, source string, mutate func(*kustom
 }
 
 // waitFor re-reads obj until cond holds (60s at most).
-func waitFor(t *testing.T, obj client.Object, what string, cond func() bool) {
+func waitFor(t testing.TB, obj client.Object, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
