@@ -262,6 +262,21 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 		return nil // up to date: no clone
 	}
 
+	// Flux compatible: a known newer revision or include change marks the
+	// stored artifact outdated until the new one is stored.
+	if cur := obj.Status.Artifact; cur != nil {
+		reason, msg := "", ""
+		switch {
+		case tgt.hash != "" && cur.Revision != tgt.revision(tgt.hash):
+			reason, msg = sourcev1.NewRevisionReason, fmt.Sprintf("new upstream revision '%s'", tgt.revision(tgt.hash))
+		case includesChanged(included, obj.Status.IncludedArtifacts):
+			reason, msg = sourcev1.IncludeChangeReason, "included artifacts differ from last observed includes"
+		}
+		if reason != "" {
+			apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: sourcev1.ArtifactOutdatedCondition,
+				Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: obj.Generation})
+		}
+	}
 	dir, err := os.MkdirTemp("", "gitrepository-")
 	if err != nil {
 		return &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.DirCreationFailedReason,

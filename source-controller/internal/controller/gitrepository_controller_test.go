@@ -515,3 +515,18 @@ func TestReconcileDurationMetric(t *testing.T) {
 	}
 	t.Error("no gotk_reconcile_duration_seconds sample for the GitRepository")
 }
+
+// TestArtifactOutdatedOnFailedBuild marks the served artifact outdated when
+// a newer revision is known but cannot be stored.
+func TestArtifactOutdatedOnFailedBuild(t *testing.T) {
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"app.yaml": "a"})
+	obj := waitReady(t, newGitRepository(t, ns, "outdated", r.url(), nil))
+	r.commit(t, map[string]string{"app.yaml": "b"}, "second")
+	update(t, obj, func(o *sourcev1.GitRepository) { o.Spec.SparseCheckout = []string{"missing-dir"} })
+	got := waitNotReady(t, obj)
+	c := apimeta.FindStatusCondition(got.Status.Conditions, sourcev1.ArtifactOutdatedCondition)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != sourcev1.NewRevisionReason || !strings.Contains(c.Message, "new upstream revision 'main@sha1:") {
+		t.Errorf("ArtifactOutdated %+v, want True NewRevision", c)
+	}
+}
