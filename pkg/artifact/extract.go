@@ -40,6 +40,7 @@ func Extract(r io.Reader, dir string, lim Limits) error {
 	tr := tar.NewReader(gz)
 	var written int64
 	entries := 0
+	made := map[string]bool{dir: true} // directories known to exist: one MkdirAll each, not one per file
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -58,8 +59,11 @@ func Extract(r io.Reader, dir string, lim Limits) error {
 		target := filepath.Join(dir, filepath.FromSlash(rel))
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
+			if !made[target] {
+				if err := os.MkdirAll(target, 0o755); err != nil {
+					return err
+				}
+				made[target] = true
 			}
 		case tar.TypeReg:
 			if h.Size < 0 || h.Size > lim.MaxBytes-written {
@@ -68,6 +72,12 @@ func Extract(r io.Reader, dir string, lim Limits) error {
 			mode := os.FileMode(0o644)
 			if h.Mode&0o100 != 0 {
 				mode = 0o755
+			}
+			if parent := filepath.Dir(target); !made[parent] {
+				if err := os.MkdirAll(parent, 0o755); err != nil {
+					return err
+				}
+				made[parent] = true
 			}
 			if err := writeFile(target, tr, h.Size, mode); err != nil {
 				return err
@@ -92,9 +102,6 @@ func safeRel(name string) (string, error) {
 }
 
 func writeFile(target string, r io.Reader, size int64, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-		return err
-	}
 	f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
 	if err != nil {
 		return err
