@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/eddyops/eddy/pkg/artifact"
-	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 )
 
@@ -244,14 +244,7 @@ func gitOracle(t *testing.T, tree string) []string {
 // and checks its file list against git's own ignore matching, and the
 // contents of two repositories file by file.
 func TestArchiveTestdataRepos(t *testing.T) {
-	root, err := localcluster.WorkspaceRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	repos := filepath.Join(filepath.Dir(root), "shared", "testdata", "repos")
-	if d := os.Getenv("EDDY_SHARED_DIR"); d != "" {
-		repos = filepath.Join(d, "testdata", "repos")
-	}
+	repos := filepath.Join(testenv.TestdataDir(t), "repos")
 	dirs, err := os.ReadDir(repos)
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("testdata repositories not found in %s (%v)", repos, err)

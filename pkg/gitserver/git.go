@@ -41,3 +41,56 @@ func InitBare(root, name string) (string, error) {
 	_, err := Git(dir, "init", "-q", "--bare", "--initial-branch=main")
 	return dir, err
 }
+
+// Repo is a bare repository below a server's root and a work tree whose
+// commits are pushed to it; tests and demos use it to change what a
+// GitRepository sees.
+type Repo struct {
+	// Name is the path below the root, e.g. "app-1.git"; the repository's
+	// URL is Server.URL + "/" + Name.
+	Name string
+	// Work is the work tree, Bare the served repository.
+	Work, Bare string
+}
+
+// NewRepo creates the bare repository root/name and a work tree in work
+// (an empty, existing directory) on branch main.
+func NewRepo(root, name, work string) (*Repo, error) {
+	bare, err := InitBare(root, name)
+	if err != nil {
+		return nil, err
+	}
+	r := &Repo{Name: name, Work: work, Bare: bare}
+	_, err = r.Git("init", "-q", "--initial-branch=main")
+	return r, err
+}
+
+// Git runs git in the work tree.
+func (r *Repo) Git(args ...string) (string, error) { return Git(r.Work, args...) }
+
+// Commit writes files (name → content; "" deletes the file), commits them
+// with msg, force-pushes the work tree's HEAD to main and returns the
+// commit hash.
+func (r *Repo) Commit(files map[string]string, msg string) (string, error) {
+	for name, content := range files {
+		p := filepath.Join(r.Work, filepath.FromSlash(name))
+		if content == "" {
+			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+				return "", err
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return "", err
+		}
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "--allow-empty", "-m", msg}, {"push", "-q", "--force", r.Bare, "HEAD:main"}} {
+		if _, err := r.Git(args...); err != nil {
+			return "", err
+		}
+	}
+	return r.Git("rev-parse", "HEAD")
+}

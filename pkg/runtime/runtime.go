@@ -6,6 +6,7 @@ package runtime
 import (
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -161,4 +162,13 @@ func Run(mgr ctrl.Manager, name string) error {
 		return err
 	}
 	return nil
+}
+
+// Jitter varies d by a random amount of up to ± percent, so objects created
+// together do not reconcile in lockstep (--interval-jitter-percentage).
+func Jitter(d time.Duration, percent float64) time.Duration {
+	if percent <= 0 {
+		return d
+	}
+	return time.Duration(float64(d) * (1 + (rand.Float64()*2-1)*percent/100))
 }

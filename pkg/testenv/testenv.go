@@ -241,3 +241,23 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	}
 	return false
 }
+
+// TestdataDir returns the testdata of the project's companion folder:
+// $EDDY_SHARED_DIR/testdata, else shared/testdata beside the checkout.
+// It fails the test when the folder is missing.
+func TestdataDir(t testing.TB) string {
+	t.Helper()
+	shared := os.Getenv("EDDY_SHARED_DIR")
+	if shared == "" {
+		root, err := localcluster.WorkspaceRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared = filepath.Join(filepath.Dir(root), "shared")
+	}
+	dir := filepath.Join(shared, "testdata")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("testdata not found (%v): put shared/ beside the checkout or set EDDY_SHARED_DIR", err)
+	}
+	return dir
+}

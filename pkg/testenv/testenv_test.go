@@ -13,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,22 +35,7 @@ var fluxKinds = map[string]bool{
 
 // testdataRepos finds ../shared/testdata/repos beside the checkout, or
 // $EDDY_SHARED_DIR/testdata/repos.
-func testdataRepos(t *testing.T) string {
-	t.Helper()
-	shared := os.Getenv("EDDY_SHARED_DIR")
-	if shared == "" {
-		root, err := localcluster.WorkspaceRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		shared = filepath.Join(filepath.Dir(root), "shared")
-	}
-	dir := filepath.Join(shared, "testdata", "repos")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("testdata repositories not found (%v): clone beside shared/ or set EDDY_SHARED_DIR", err)
-	}
-	return dir
-}
+func testdataRepos(t *testing.T) string { return filepath.Join(testenv.TestdataDir(t), "repos") }
 
 type fluxDoc struct {
 	file string // relative to the repos directory

@@ -15,24 +15,14 @@ import (
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/testenv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 )
 
-func testdata(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("EDDY_SHARED_DIR"); d != "" {
-		return filepath.Join(d, "testdata")
-	}
-	root, err := localcluster.WorkspaceRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(filepath.Dir(root), "shared", "testdata")
-}
+func testdata(t *testing.T) string { return testenv.TestdataDir(t) }
 
 // copyRepo copies a testdata repository to a writable directory, as the
 // controller works on an extracted artifact.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"sort"
 	"strings"
@@ -189,7 +188,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	annotations := r.eventMeta(obj)
 	switch {
 	case f == nil:
-		next := jitter(obj.Spec.Interval.Duration, r.JitterPercent)
+		next := eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
 		annotations[kustomizev1.GroupVersion.Group+"/commit_status"] = "update"
 		r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason,
 			fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration), annotations)
@@ -645,11 +644,4 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-func jitter(d time.Duration, percent float64) time.Duration {
-	if percent <= 0 {
-		return d
-	}
-	return time.Duration(float64(d) * (1 + (rand.Float64()*2-1)*percent/100))
 }

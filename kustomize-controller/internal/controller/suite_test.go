@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,52 +140,43 @@ func startReconciler(e *testenv.Environment) (func(), error) {
 	return func() { cancel(); <-done }, nil
 }
 
-// repo is a bare repository served by the Git server and a work tree.
-type repo struct{ name, work, bare string }
+// repo is a bare repository served by the Git server and its work tree.
+type repo struct{ *gitserver.Repo }
 
-func (r *repo) url() string { return gitSrv.URL + "/" + r.name }
+func (r *repo) url() string { return gitSrv.URL + "/" + r.Name }
 
 func newRepo(t testing.TB, files map[string]string) *repo {
 	t.Helper()
 	repoCount++
-	name := fmt.Sprintf("repo-%d.git", repoCount)
-	bare, err := gitserver.InitBare(gitRoot, name)
+	name := fmt.Sprintf("%s-%d.git", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), repoCount)
+	gr, err := gitserver.NewRepo(gitRoot, name, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &repo{name: name, work: t.TempDir(), bare: bare}
-	r.git(t, "init", "-q", "--initial-branch=main")
-	r.commit(t, files, "initial")
+	r := &repo{gr}
+	if files != nil {
+		r.commit(t, files, "initial commit")
+	}
 	return r
 }
 
 func (r *repo) git(t testing.TB, args ...string) string {
 	t.Helper()
-	out, err := gitserver.Git(r.work, args...)
+	out, err := r.Git(args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-// commit writes files ("" deletes), commits and pushes; it returns the hash.
+// commit writes files ("" deletes), commits, pushes to main and returns the hash.
 func (r *repo) commit(t testing.TB, files map[string]string, msg string) string {
 	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(r.work, filepath.FromSlash(name))
-		if content == "" {
-			os.Remove(p)
-			continue
-		}
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	hash, err := r.Commit(files, msg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.git(t, "add", "-A")
-	r.git(t, "commit", "-q", "--allow-empty", "-m", msg)
-	r.git(t, "push", "-q", "--force", r.bare, "HEAD:main")
-	return r.git(t, "rev-parse", "HEAD")
+	return hash
 }
 
 // push commits files to r and has the GitRepository src fetch the new

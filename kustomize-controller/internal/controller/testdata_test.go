@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -20,17 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func testdataDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("EDDY_SHARED_DIR"); d != "" {
-		return filepath.Join(d, "testdata")
-	}
-	root, err := localcluster.WorkspaceRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(filepath.Dir(root), "shared", "testdata")
-}
+func testdataDir(t *testing.T) string { return testenv.TestdataDir(t) }
 
 type expectedObject struct {
 	gvk       schema.GroupVersionKind
@@ -169,7 +158,7 @@ func TestTestdataDirectoriesApplied(t *testing.T) {
 			src, ok := sources[repoName]
 			if !ok {
 				r := newRepo(t, nil)
-				if err := os.CopyFS(r.work, os.DirFS(filepath.Join(testdataDir(t), "repos", repoName))); err != nil {
+				if err := os.CopyFS(r.Work, os.DirFS(filepath.Join(testdataDir(t), "repos", repoName))); err != nil {
 					t.Fatal(err)
 				}
 				r.commit(t, map[string]string{}, "import "+repoName)

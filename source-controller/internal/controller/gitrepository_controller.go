@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"os"
 	"regexp"
@@ -168,7 +167,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 	switch {
 	case recErr == nil:
-		next := jitter(obj.Spec.Interval.Duration, r.JitterPercent)
+		next := eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
 		log.Info(fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision),
 			"duration", time.Since(start).String(), "next", next.String())
 		return ctrl.Result{RequeueAfter: next}, nil
@@ -472,14 +471,6 @@ func apiReason(err error) string {
 		return "access to the secret is forbidden"
 	}
 	return err.Error()
-}
-
-func jitter(d time.Duration, percent float64) time.Duration {
-	if percent <= 0 {
-		return d
-	}
-	f := 1 + (rand.Float64()*2-1)*percent/100
-	return time.Duration(float64(d) * f)
 }
 
 func equalStringPtr(a, b *string) bool {

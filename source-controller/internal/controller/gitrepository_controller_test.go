@@ -15,7 +15,7 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/gitserver"
-	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,17 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-func testdataRepos(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("EDDY_SHARED_DIR"); d != "" {
-		return filepath.Join(d, "testdata", "repos")
-	}
-	root, err := localcluster.WorkspaceRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(filepath.Dir(root), "shared", "testdata", "repos")
-}
+func testdataRepos(t *testing.T) string { return filepath.Join(testenv.TestdataDir(t), "repos") }
 
 // expectedFiles asks git which committed files of the work tree are not
 // excluded by the .sourceignore files and the VCS (and, without any
@@ -80,7 +70,7 @@ func TestTestdataRepositories(t *testing.T) {
 		t.Run(d.Name(), func(t *testing.T) {
 			src := filepath.Join(testdataRepos(t), d.Name())
 			r := newRepo(t, nil)
-			if err := os.CopyFS(r.work, os.DirFS(src)); err != nil {
+			if err := os.CopyFS(r.Work, os.DirFS(src)); err != nil {
 				t.Fatal(err)
 			}
 			head := r.commit(t, map[string]string{}, "import "+d.Name())
@@ -113,14 +103,14 @@ func TestRevisions(t *testing.T) {
 	r := newRepo(t, map[string]string{"app.yaml": "v: 1\n"})
 	c1 := r.git(t, "rev-parse", "HEAD")
 	r.git(t, "tag", "-a", "v1.0.0", "-m", "release 1.0.0")
-	r.git(t, "push", "-q", r.bare, "v1.0.0")
-	r.git(t, "push", "-q", r.bare, "HEAD:refs/heads/feature/x")
+	r.git(t, "push", "-q", r.Bare, "v1.0.0")
+	r.git(t, "push", "-q", r.Bare, "HEAD:refs/heads/feature/x")
 	c2 := r.commit(t, map[string]string{"app.yaml": "v: 2\n"}, "second")
 	for _, tag := range []string{"v1.1.0", "v2.0.0-rc.1"} {
 		r.git(t, "tag", tag)
-		r.git(t, "push", "-q", r.bare, tag)
+		r.git(t, "push", "-q", r.Bare, tag)
 	}
-	r.git(t, "push", "-q", r.bare, "HEAD:refs/pull/1/head")
+	r.git(t, "push", "-q", r.Bare, "HEAD:refs/pull/1/head")
 
 	cases := []struct {
 		name string
@@ -187,7 +177,7 @@ func TestNoChangeReconcileDoesNotClone(t *testing.T) {
 	if obj.Generation != 1 {
 		t.Errorf("generation %d after the first reconcile, want 1: adding the finalizer must not rewrite the spec", obj.Generation)
 	}
-	if n := gitSrv.Fetches(r.name); n != 1 {
+	if n := gitSrv.Fetches(r.Name); n != 1 {
 		t.Fatalf("first reconcile fetched %d times, want 1", n)
 	}
 	if evs := sink.find(ns, "steady", "NewArtifact"); len(evs) != 1 ||
@@ -203,7 +193,7 @@ func TestNoChangeReconcileDoesNotClone(t *testing.T) {
 			t.Errorf("artifact changed without a new commit: %+v", again.Status.Artifact)
 		}
 	}
-	if n := gitSrv.Fetches(r.name); n != 1 {
+	if n := gitSrv.Fetches(r.Name); n != 1 {
 		t.Errorf("unchanged reconciles fetched: %d fetches in all, want 1", n)
 	}
 
@@ -215,7 +205,7 @@ func TestNoChangeReconcileDoesNotClone(t *testing.T) {
 	if moved.Status.Artifact.Digest == first.Digest {
 		t.Error("after a push, the digest did not change")
 	}
-	if n := gitSrv.Fetches(r.name); n != 2 {
+	if n := gitSrv.Fetches(r.Name); n != 2 {
 		t.Errorf("after a push, %d fetches in all, want 2", n)
 	}
 	if got := string(untar(t, download(t, moved.Status.Artifact))["deploy/app.yaml"]); got != "a: 2\n" {
@@ -245,7 +235,7 @@ func TestBadInputsKeepTheArtifact(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "a: 1\n"})
 	r.git(t, "tag", "v1.0.0")
-	r.git(t, "push", "-q", r.bare, "v1.0.0")
+	r.git(t, "push", "-q", r.Bare, "v1.0.0")
 	good := waitReady(t, newGitRepository(t, ns, "victim", r.url(), nil))
 	stored := good.Status.Artifact
 	bystander := waitReady(t, newGitRepository(t, ns, "bystander", r.url(), nil))

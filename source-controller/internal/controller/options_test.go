@@ -58,7 +58,7 @@ func TestProxy(t *testing.T) {
 	if err := env.Client.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	url := "http://git.example.internal:" + portOf(gitSrv.URL) + "/" + r.name
+	url := "http://git.example.internal:" + portOf(gitSrv.URL) + "/" + r.Name
 	got := waitReady(t, newGitRepository(t, ns, "proxied", url, func(o *sourcev1.GitRepository) {
 		o.Spec.ProxySecretRef = &meta.LocalObjectReference{Name: "proxy"}
 	}))

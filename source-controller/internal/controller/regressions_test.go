@@ -32,7 +32,7 @@ func TestIncludeRefusesSymlinkedToPath(t *testing.T) {
 	waitReady(t, newGitRepository(t, ns, "lib", lib.url(), nil))
 	app := newRepo(t, map[string]string{"app.yaml": "a"})
 	rel, _ := filepath.Rel(os.TempDir(), victim)
-	if err := os.Symlink("../"+strings.Repeat("../", strings.Count(rel, "/"))+rel, filepath.Join(app.work, "vendor")); err != nil {
+	if err := os.Symlink("../"+strings.Repeat("../", strings.Count(rel, "/"))+rel, filepath.Join(app.Work, "vendor")); err != nil {
 		t.Fatal(err)
 	}
 	app.commit(t, map[string]string{}, "symlink")
@@ -93,9 +93,9 @@ func TestUppercaseCommitDoesNotReclone(t *testing.T) {
 	if obj.Status.Artifact.Revision != "sha1:"+head {
 		t.Errorf("revision %q", obj.Status.Artifact.Revision)
 	}
-	before := gitSrv.Fetches(r.name)
+	before := gitSrv.Fetches(r.Name)
 	requestReconcile(t, obj)
-	if n := gitSrv.Fetches(r.name); n != before {
+	if n := gitSrv.Fetches(r.Name); n != before {
 		t.Errorf("an unchanged commit was fetched again (%d → %d)", before, n)
 	}
 }

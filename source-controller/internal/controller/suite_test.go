@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -137,23 +136,20 @@ func (s *eventSink) find(namespace, name, reason string) []events.Event {
 	return out
 }
 
-// repo is a bare repository served by the Git server plus a work tree that pushes to it.
-type repo struct {
-	name, work, bare string
-}
+// repo is a bare repository served by the Git server and its work tree.
+type repo struct{ *gitserver.Repo }
 
-func (r *repo) url() string { return gitSrv.URL + "/" + r.name }
+func (r *repo) url() string { return gitSrv.URL + "/" + r.Name }
 
 func newRepo(t testing.TB, files map[string]string) *repo {
 	t.Helper()
 	repoCount++
 	name := fmt.Sprintf("%s-%d.git", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), repoCount)
-	bare, err := gitserver.InitBare(gitRoot, name)
+	gr, err := gitserver.NewRepo(gitRoot, name, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &repo{name: name, work: t.TempDir(), bare: bare}
-	r.git(t, "init", "-q", "--initial-branch=main")
+	r := &repo{gr}
 	if files != nil {
 		r.commit(t, files, "initial commit")
 	}
@@ -162,34 +158,21 @@ func newRepo(t testing.TB, files map[string]string) *repo {
 
 func (r *repo) git(t testing.TB, args ...string) string {
 	t.Helper()
-	out, err := gitserver.Git(r.work, args...)
+	out, err := r.Git(args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-// commit writes files (content "" deletes the file), commits, pushes the
-// current branch and returns the commit hash.
+// commit writes files ("" deletes), commits, pushes to main and returns the hash.
 func (r *repo) commit(t testing.TB, files map[string]string, msg string) string {
 	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(r.work, filepath.FromSlash(name))
-		if content == "" {
-			os.Remove(p)
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	hash, err := r.Commit(files, msg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	r.git(t, "add", "-A")
-	r.git(t, "commit", "-q", "--allow-empty", "-m", msg)
-	r.git(t, "push", "-q", "--force", r.bare, "HEAD")
-	return r.git(t, "rev-parse", "HEAD")
+	return hash
 }
 
 func newNamespace(t testing.TB) string {
