@@ -114,59 +114,55 @@ func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructure
 	}
 
 	plans := make([]*planned, len(objs))
-	var errs []string
-	for i, u := range objs {
-		if deferred(u) {
-			continue
+	var changes []Change
+	// planWhere dry-runs the selected objects; any failure means nothing
+	// more is written, and the error lists every failed object.
+	planWhere := func(selected func(i int, u *unstructured.Unstructured) bool) error {
+		var errs []string
+		for i, u := range objs {
+			if !selected(i, u) {
+				continue
+			}
+			p, err := m.plan(ctx, u, opts)
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			plans[i] = p
 		}
-		p, err := m.plan(ctx, u, opts)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
+		if len(errs) > 0 {
+			return errors.New(strings.Join(errs, "\n"))
 		}
-		plans[i] = p
+		return nil
 	}
-	if len(errs) > 0 {
-		return nil, errors.New(strings.Join(errs, "\n"))
+	applyWhere := func(selected func(u *unstructured.Unstructured) bool) error {
+		for i, u := range objs {
+			if !selected(u) {
+				continue
+			}
+			c, err := m.apply(ctx, plans[i])
+			if err != nil {
+				return err
+			}
+			changes = append(changes, c)
+		}
+		return nil
 	}
 
-	var changes []Change
-	for i, u := range objs {
-		if stage(u) > 0 {
-			break
-		}
-		c, err := m.apply(ctx, plans[i])
-		if err != nil {
-			return changes, err
-		}
-		changes = append(changes, c)
+	if err := planWhere(func(_ int, u *unstructured.Unstructured) bool { return !deferred(u) }); err != nil {
+		return nil, err
+	}
+	if err := applyWhere(func(u *unstructured.Unstructured) bool { return stage(u) == 0 }); err != nil {
+		return changes, err
 	}
 	if err := m.waitFirstStage(ctx, objs); err != nil {
 		return changes, err
 	}
-	for i, u := range objs {
-		if plans[i] != nil || stage(u) == 0 {
-			continue
-		}
-		p, err := m.plan(ctx, u, opts)
-		if err != nil {
-			errs = append(errs, err.Error())
-			continue
-		}
-		plans[i] = p
+	if err := planWhere(func(i int, u *unstructured.Unstructured) bool { return plans[i] == nil && stage(u) > 0 }); err != nil {
+		return changes, err
 	}
-	if len(errs) > 0 {
-		return changes, errors.New(strings.Join(errs, "\n"))
-	}
-	for i, u := range objs {
-		if stage(u) == 0 {
-			continue
-		}
-		c, err := m.apply(ctx, plans[i])
-		if err != nil {
-			return changes, err
-		}
-		changes = append(changes, c)
+	if err := applyWhere(func(u *unstructured.Unstructured) bool { return stage(u) > 0 }); err != nil {
+		return changes, err
 	}
 	return changes, nil
 }
