@@ -33,12 +33,15 @@ func main() {
 		requeueDependency     time.Duration
 		defaultServiceAccount string
 		httpRetry             int
+		artifactCacheMiB      int64
 	)
 	opts.BindFlags(flag.CommandLine, 4)
 	flag.StringVar(&eventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 	flag.DurationVar(&requeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a Kustomization whose source or dependencies are not ready.")
 	flag.StringVar(&defaultServiceAccount, "default-service-account", "", "The service account impersonated when a Kustomization names none.")
 	flag.IntVar(&httpRetry, "http-retry", 9, "The number of retries of an artifact download.")
+	flag.Int64Var(&artifactCacheMiB, "artifact-cache-mib", controller.DefaultArtifactCacheBytes>>20,
+		"The most file content, in MiB, of the source artifacts kept in memory between reconciles (beyond Flux: each revision is downloaded once).")
 	flag.Parse()
 
 	mgr, err := opts.NewManager(controllerName, sourcev1.AddToScheme, kustomizev1.AddToScheme)
@@ -60,6 +63,7 @@ func main() {
 		DefaultServiceAccount: defaultServiceAccount,
 		RequeueDependency:     requeueDependency,
 		JitterPercent:         opts.IntervalJitter,
+		ArtifactCacheBytes:    artifactCacheMiB << 20,
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{
 		Concurrent: opts.Concurrent, MinRetry: opts.MinRetryDelay, MaxRetry: opts.MaxRetryDelay,

@@ -26,12 +26,23 @@ var DefaultLimits = Limits{MaxBytes: 1 << 30, MaxFiles: 100_000}
 // ErrUnsafeArchive is wrapped by Extract's errors about entries it refuses.
 var ErrUnsafeArchive = errors.New("unsafe archive")
 
-// Extract unpacks the tar.gz stream r into dir, which must exist. It refuses
-// (an error wrapping ErrUnsafeArchive that names the entry) absolute names,
-// names that leave dir, links and every type other than regular files and
-// directories, and stops with an error past lim. Files get mode 0644 (0755
-// when executable), directories 0755.
-func Extract(r io.Reader, dir string, lim Limits) error {
+// Entry is one member of an artifact archive, as ReadArchive hands it over.
+type Entry struct {
+	// Name is the cleaned, relative, slash-separated path.
+	Name string
+	// Dir is true for a directory; otherwise Content holds Size bytes.
+	Dir     bool
+	Mode    os.FileMode // 0644 or 0755 for files, 0755 for directories
+	Size    int64
+	Content io.Reader
+}
+
+// ReadArchive reads the tar.gz stream r and calls visit for each entry in
+// order. It refuses (an error wrapping ErrUnsafeArchive that names the entry)
+// absolute names, names that leave the root, links and every type other than
+// regular files and directories, and stops with an error past lim. visit
+// must consume Content before returning; its error stops the read.
+func ReadArchive(r io.Reader, lim Limits, visit func(Entry) error) error {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
 		return fmt.Errorf("reading artifact: %w", err)
@@ -40,7 +51,6 @@ func Extract(r io.Reader, dir string, lim Limits) error {
 	tr := tar.NewReader(gz)
 	var written int64
 	entries := 0
-	made := map[string]bool{dir: true} // directories known to exist: one MkdirAll each, not one per file
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -56,37 +66,52 @@ func Extract(r io.Reader, dir string, lim Limits) error {
 		if entries++; entries > lim.MaxFiles {
 			return fmt.Errorf("%w: more than %d entries", ErrUnsafeArchive, lim.MaxFiles)
 		}
-		target := filepath.Join(dir, filepath.FromSlash(rel))
+		var e Entry
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if !made[target] {
-				if err := os.MkdirAll(target, 0o755); err != nil {
-					return err
-				}
-				made[target] = true
-			}
+			e = Entry{Name: rel, Dir: true, Mode: 0o755}
 		case tar.TypeReg:
 			if h.Size < 0 || h.Size > lim.MaxBytes-written {
 				return fmt.Errorf("%w: content larger than %d bytes", ErrUnsafeArchive, lim.MaxBytes)
 			}
-			mode := os.FileMode(0o644)
+			e = Entry{Name: rel, Mode: 0o644, Size: h.Size, Content: io.LimitReader(tr, h.Size)}
 			if h.Mode&0o100 != 0 {
-				mode = 0o755
-			}
-			if parent := filepath.Dir(target); !made[parent] {
-				if err := os.MkdirAll(parent, 0o755); err != nil {
-					return err
-				}
-				made[parent] = true
-			}
-			if err := writeFile(target, tr, h.Size, mode); err != nil {
-				return err
+				e.Mode = 0o755
 			}
 			written += h.Size
 		default:
 			return fmt.Errorf("%w: entry %q is a link or special file", ErrUnsafeArchive, h.Name)
 		}
+		if err := visit(e); err != nil {
+			return err
+		}
 	}
+}
+
+// Extract unpacks the tar.gz stream r into dir, which must exist, with the
+// checks of ReadArchive. Files get mode 0644 (0755 when executable),
+// directories 0755.
+func Extract(r io.Reader, dir string, lim Limits) error {
+	made := map[string]bool{dir: true} // directories known to exist: one MkdirAll each, not one per file
+	return ReadArchive(r, lim, func(e Entry) error {
+		target := filepath.Join(dir, filepath.FromSlash(e.Name))
+		if e.Dir {
+			if !made[target] {
+				if err := os.MkdirAll(target, e.Mode); err != nil {
+					return err
+				}
+				made[target] = true
+			}
+			return nil
+		}
+		if parent := filepath.Dir(target); !made[parent] {
+			if err := os.MkdirAll(parent, 0o755); err != nil {
+				return err
+			}
+			made[parent] = true
+		}
+		return writeFile(target, e.Content, e.Size, e.Mode)
+	})
 }
 
 // safeRel checks a tar entry name and returns it cleaned, relative.

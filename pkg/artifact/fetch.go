@@ -40,6 +40,15 @@ type Fetcher struct {
 // Flux does) and extracts it into dir. It returns ErrNotFound (wrapped) on a
 // 404; errors name the URL without its query and never a local path.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL, want, dir string) error {
+	return f.FetchWith(ctx, rawURL, want, func(r io.Reader, lim Limits) error {
+		return Extract(r, dir, lim)
+	})
+}
+
+// FetchWith is Fetch with the extraction left to use, which gets the
+// verified tar.gz stream and the Fetcher's limits (for ReadArchive); its
+// error is returned wrapped, prefixed "failed to extract artifact from <url>".
+func (f *Fetcher) FetchWith(ctx context.Context, rawURL, want string, use func(r io.Reader, lim Limits) error) error {
 	if want == "" {
 		return errors.New("artifact has no digest")
 	}
@@ -108,7 +117,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL, want, dir string) error {
 	if lim.MaxBytes == 0 && lim.MaxFiles == 0 {
 		lim = DefaultLimits
 	}
-	if err := Extract(tmp, dir, lim); err != nil {
+	if err := use(tmp, lim); err != nil {
 		return fmt.Errorf("failed to extract artifact from %s: %w", shown, err)
 	}
 	return nil

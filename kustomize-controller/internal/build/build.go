@@ -53,34 +53,27 @@ type Result struct {
 	Kustomization kustypes.Kustomization
 }
 
-// Build builds the Kustomization at opts.Path inside root, a directory the
-// caller owns: a generated or merged kustomization.yaml is written there.
-// Errors name paths relative to root.
-func Build(root string, opts Options) (*Result, error) {
-	rootAbs, err := filepath.Abs(root)
-	if err != nil {
-		return nil, err
-	}
-	rel := path.Clean("/" + filepath.ToSlash(opts.Path))
+// Build builds the Kustomization at opts.Path inside the artifact t. A
+// generated or merged kustomization.yaml is written to a layer private to
+// this build, so t can be shared. Errors name paths inside the artifact,
+// from its root "/".
+func Build(t *Tree, opts Options) (*Result, error) {
 	if p := path.Clean(filepath.ToSlash(opts.Path)); strings.HasPrefix(p, "../") || p == ".." || path.IsAbs(opts.Path) && opts.Path != "/" {
 		return nil, fmt.Errorf("spec.path '%s' points outside the artifact", opts.Path)
 	}
-	dir := filepath.Join(rootAbs, filepath.FromSlash(rel))
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	fs := newLayerFS(t)
+	dir := clean(opts.Path)
+	if !fs.IsDir(dir) {
 		return nil, fmt.Errorf("kustomization path not found: '%s' is not a directory in the artifact", opts.Path)
-	}
-	fs, err := newConfinedFS(rootAbs)
-	if err != nil {
-		return nil, err
 	}
 
 	res := &Result{}
-	kfile := findKustomizationFile(dir)
+	kfile := findKustomizationFile(fs, dir)
 	var kus kustypes.Kustomization
 	if kfile == "" {
 		res.Generated = true
-		kfile = filepath.Join(dir, konfig.DefaultKustomizationFileName())
-		resources, err := generateResources(dir)
+		kfile = path.Join(dir, konfig.DefaultKustomizationFileName())
+		resources, err := generateResources(fs, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -89,15 +82,15 @@ func Build(root string, opts Options) (*Result, error) {
 			Resources: resources,
 		}
 	} else {
-		data, err := os.ReadFile(kfile)
+		data, err := fs.ReadFile(kfile)
 		if err != nil {
 			return nil, err
 		}
 		if err := yaml.Unmarshal(data, &kus); err != nil {
-			return nil, fmt.Errorf("%s: %w", fs.rel(kfile), err)
+			return nil, fmt.Errorf("%s: %w", kfile, err)
 		}
 	}
-	if err := mergeSpec(&kus, dir, opts); err != nil {
+	if err := mergeSpec(fs, &kus, dir, opts); err != nil {
 		return nil, err
 	}
 	res.Kustomization = kus
@@ -105,15 +98,15 @@ func Build(root string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(kfile, data, 0o644); err != nil {
+	if err := fs.WriteFile(kfile, data); err != nil {
 		return nil, err
 	}
 
 	kopts := krusty.MakeDefaultOptions()
-	kopts.LoadRestrictions = kustypes.LoadRestrictionsNone // Flux builds without load restrictions, inside the confined filesystem
+	kopts.LoadRestrictions = kustypes.LoadRestrictionsNone // Flux builds without load restrictions; only the artifact is reachable
 	resMap, err := krusty.MakeKustomizer(kopts).Run(fs, dir)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build failed: %s", strings.ReplaceAll(err.Error(), rootAbs+"/", ""))
+		return nil, fmt.Errorf("kustomize build failed: %s", err)
 	}
 	for _, r := range resMap.Resources() {
 		js, err := r.MarshalJSON()
@@ -140,10 +133,10 @@ func Build(root string, opts Options) (*Result, error) {
 	return res, nil
 }
 
-func findKustomizationFile(dir string) string {
+func findKustomizationFile(fs *layerFS, dir string) string {
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+		p := path.Join(dir, name)
+		if fs.Exists(p) && !fs.IsDir(p) {
 			return p
 		}
 	}
@@ -155,29 +148,28 @@ func findKustomizationFile(dir string) string {
 // sub-directory with a kustomization file of its own is added as a resource
 // and not descended into; every *.yaml / *.yml file that decodes as
 // Kubernetes YAML is added (a file that does not is an error).
-func generateResources(dir string) ([]string, error) {
+func generateResources(fs *layerFS, dir string) ([]string, error) {
 	rf := provider.NewDefaultDepProvider().GetResourceFactory()
 	var resources []string
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	err := fs.Walk(dir, func(p string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
 		if p == dir {
 			return nil
 		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = "./" + filepath.ToSlash(rel)
-		if d.IsDir() {
-			if findKustomizationFile(p) != "" {
+		rel := "./" + strings.TrimPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+		if info.IsDir() {
+			if findKustomizationFile(fs, p) != "" {
 				resources = append(resources, rel)
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if ext := filepath.Ext(p); ext != ".yaml" && ext != ".yml" {
+		if ext := path.Ext(p); ext != ".yaml" && ext != ".yml" {
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		data, err := fs.ReadFile(p)
 		if err != nil {
 			return err
 		}
@@ -193,7 +185,7 @@ func generateResources(dir string) ([]string, error) {
 // mergeSpec adds the Kustomization's overlays to a kustomization. Flux
 // compatible: targetNamespace sets the namespace, prefix and suffix are set,
 // patches, images and components are appended.
-func mergeSpec(kus *kustypes.Kustomization, dir string, opts Options) error {
+func mergeSpec(fs *layerFS, kus *kustypes.Kustomization, dir string, opts Options) error {
 	if opts.TargetNamespace != "" {
 		kus.Namespace = opts.TargetNamespace
 	}
@@ -220,10 +212,8 @@ func mergeSpec(kus *kustypes.Kustomization, dir string, opts Options) error {
 		if path.IsAbs(c) || strings.Contains(c, "://") {
 			return fmt.Errorf("component '%s' must be a relative local path", c)
 		}
-		if opts.IgnoreMissingComponents {
-			if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(c))); err != nil {
-				continue
-			}
+		if opts.IgnoreMissingComponents && !fs.Exists(path.Join(dir, c)) {
+			continue
 		}
 		kus.Components = append(kus.Components, c)
 	}

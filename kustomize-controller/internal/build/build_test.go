@@ -24,25 +24,15 @@ import (
 
 func testdata(t *testing.T) string { return testenv.TestdataDir(t) }
 
-// copyRepo copies a testdata repository to a writable directory, as the
-// controller works on an extracted artifact.
-func copyRepo(t *testing.T, repo string) string {
+// repoTree reads a testdata repository as the controller holds an
+// artifact: an in-memory Tree.
+func repoTree(t *testing.T, repo string) *Tree {
 	t.Helper()
-	dst := t.TempDir()
-	if err := os.CopyFS(dst, os.DirFS(filepath.Join(testdata(t), "repos", repo))); err != nil {
+	tree, err := ReadDirTree(filepath.Join(testdata(t), "repos", repo))
+	if err != nil {
 		t.Fatal(err)
 	}
-	_ = filepath.Walk(dst, func(p string, info os.FileInfo, err error) error {
-		if err == nil {
-			mode := os.FileMode(0o644)
-			if info.IsDir() {
-				mode = 0o755
-			}
-			os.Chmod(p, mode)
-		}
-		return nil
-	})
-	return dst
+	return tree
 }
 
 func objectLines(objs []*unstructured.Unstructured) []string {
@@ -91,7 +81,7 @@ func TestKustomizeBuildMatchesKustomize(t *testing.T) {
 		repo, dir := parts[0], parts[2]
 		repos[repo] = true
 		t.Run(repo+"/"+dir, func(t *testing.T) {
-			res, err := Build(copyRepo(t, repo), Options{Path: dir})
+			res, err := Build(repoTree(t, repo), Options{Path: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +162,7 @@ func TestFluxKustomizationsMatchEmulator(t *testing.T) {
 				} else if name != "flux-system" {
 					t.Fatalf("Kustomization %s/%s not found in the parent builds", ns, name)
 				}
-				res, err := Build(copyRepo(t, repo), opts)
+				res, err := Build(repoTree(t, repo), opts)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -67,6 +67,12 @@ type KustomizationReconciler struct {
 	// HealthPoll is the interval of health checks (Flux: 5s).
 	HealthPoll    time.Duration
 	JitterPercent float64
+	// ArtifactCacheBytes bounds the in-memory artifact cache; 0 means
+	// DefaultArtifactCacheBytes.
+	ArtifactCacheBytes int64
+
+	cacheOnce sync.Once
+	artifacts *artifactCache
 }
 
 // Options of SetupWithManager.
@@ -252,27 +258,24 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 
 	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
 	defer cancel()
-	dir, err := os.MkdirTemp("", "kustomization-")
+	r.cacheOnce.Do(func() { r.artifacts = newArtifactCache(r.Fetcher, r.ArtifactCacheBytes) })
+	tree, err := r.artifacts.Get(ctx, art.URL, art.Digest)
 	if err != nil {
-		return fail(kustomizev1.DirectoryCreationFailedReason, "failed to create a temporary working directory")
-	}
-	defer os.RemoveAll(dir)
-	if err := r.Fetcher.Fetch(ctx, art.URL, art.Digest, dir); err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
 			f := fail(meta.ArtifactFailedReason, "Source is not ready, artifact not found, retrying in %s", r.RequeueDependency)
 			f.retry = r.RequeueDependency
 			return f
 		}
-		return fail(meta.ArtifactFailedReason, "%s", strings.ReplaceAll(err.Error(), dir, "."))
+		return fail(meta.ArtifactFailedReason, "%s", err)
 	}
 
 	opts, f := r.buildOptions(ctx, obj)
 	if f != nil {
 		return f
 	}
-	res, err := build.Build(dir, opts)
+	res, err := build.Build(tree, opts)
 	if err != nil {
-		return fail(meta.BuildFailedReason, "%s", strings.ReplaceAll(err.Error(), dir+"/", ""))
+		return fail(meta.BuildFailedReason, "%s", err)
 	}
 	for _, u := range res.Objects {
 		labels := u.GetLabels()

@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"container/list"
+	"context"
+	"io"
+	"sync"
+
+	"github.com/eddyops/eddy/kustomize-controller/internal/build"
+	"github.com/eddyops/eddy/pkg/artifact"
+)
+
+// DefaultArtifactCacheBytes bounds the artifact cache: 128 MiB of file
+// content (the most recently used artifact is kept whatever its size).
+const DefaultArtifactCacheBytes = 128 << 20
+
+// artifactCache keeps the file trees of recently used artifacts by digest,
+// so the Kustomizations of one source revision download, verify and read
+// its archive once instead of once per reconcile. Concurrent requests for a
+// digest share one download. Failures are not cached.
+type artifactCache struct {
+	fetcher  *artifact.Fetcher
+	maxBytes int64
+
+	mu      sync.Mutex
+	entries map[string]*cacheEntry
+	lru     *list.List // of *cacheEntry, most recently used first
+	bytes   int64
+}
+
+type cacheEntry struct {
+	digest string
+	done   chan struct{}
+	tree   *build.Tree
+	err    error
+	elem   *list.Element
+}
+
+func newArtifactCache(f *artifact.Fetcher, maxBytes int64) *artifactCache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultArtifactCacheBytes
+	}
+	return &artifactCache{fetcher: f, maxBytes: maxBytes, entries: map[string]*cacheEntry{}, lru: list.New()}
+}
+
+// Get returns the tree of the artifact at url with the given digest,
+// fetching it (see artifact.Fetcher.FetchWith for the errors) unless cached.
+func (c *artifactCache) Get(ctx context.Context, url, digest string) (*build.Tree, error) {
+	c.mu.Lock()
+	e, ok := c.entries[digest]
+	if ok {
+		if e.elem != nil {
+			c.lru.MoveToFront(e.elem)
+		}
+		c.mu.Unlock()
+		select {
+		case <-e.done:
+			if e.err == nil {
+				return e.tree, nil
+			}
+			// The download this call waited for failed: try again.
+			return c.Get(ctx, url, digest)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e = &cacheEntry{digest: digest, done: make(chan struct{})}
+	c.entries[digest] = e
+	c.mu.Unlock()
+
+	e.err = c.fetcher.FetchWith(ctx, url, digest, func(r io.Reader, lim artifact.Limits) error {
+		t, err := build.ReadTree(r, lim)
+		e.tree = t
+		return err
+	})
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.err != nil {
+		delete(c.entries, digest)
+		close(e.done)
+		return nil, e.err
+	}
+	e.elem = c.lru.PushFront(e)
+	c.bytes += e.tree.Size()
+	for c.bytes > c.maxBytes && c.lru.Len() > 1 {
+		old := c.lru.Remove(c.lru.Back()).(*cacheEntry)
+		delete(c.entries, old.digest)
+		c.bytes -= old.tree.Size()
+	}
+	close(e.done)
+	return e.tree, nil
+}
