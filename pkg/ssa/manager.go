@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -79,6 +80,7 @@ type planned struct {
 	action   Action
 	drift    []FieldDrift
 	recreate bool
+	cleanup  []byte // JSON patch of managed fields and stale metadata, written before the apply
 }
 
 // ApplyAll applies objs in Flux's stages: CRDs, Namespaces and ClusterRoles
@@ -221,6 +223,9 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 		p.action = Configured
 		p.drift = Diff(live, dry)
 	}
+	if p.cleanup = m.cleanupPatch(u, live); p.cleanup != nil && p.action == Unchanged {
+		p.action = Configured
+	}
 	return p, nil
 }
 
@@ -233,6 +238,11 @@ func (m *Manager) apply(ctx context.Context, p *planned) (Change, error) {
 	if p.recreate {
 		if err := m.deleteAndWait(ctx, p.live); err != nil {
 			return c, fmt.Errorf("%s recreate failed: %s", c.Meta, reason(err))
+		}
+	}
+	if p.cleanup != nil && !p.recreate {
+		if err := m.Client.Patch(ctx, p.live.DeepCopy(), client.RawPatch(types.JSONPatchType, p.cleanup)); err != nil {
+			return c, fmt.Errorf("%s managed fields cleanup failed: %s", c.Meta, reason(err))
 		}
 	}
 	obj := p.obj.DeepCopy()

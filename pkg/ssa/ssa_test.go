@@ -294,3 +294,55 @@ func TestInventoryIDs(t *testing.T) {
 		}
 	}
 }
+
+// Fields first set with kubectl are handed to the applier, so removing them
+// from the desired object removes them from the cluster; `ssa: Merge`
+// keeps them. Flux compatible managed-fields cleanup.
+func TestManagedFieldsCleanup(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	for _, name := range []string{"adopted", "merged"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+			Data: map[string]string{"FEATURE_X": "1", "LEGACY": "yes"}}
+		if name == "merged" {
+			cm.Annotations[ssa.SSAAnnotation] = "Merge"
+		}
+		if err := env.Client.Create(ctx, cm, client.FieldOwner("kubectl")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := objects(t, configMap(ns, "adopted", "1"), configMap(ns, "merged", "1"))
+	set[1].SetAnnotations(map[string]string{ssa.SSAAnnotation: "Merge"})
+	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := actions(cs); a["ConfigMap/"+ns+"/adopted"] != ssa.Configured || a["ConfigMap/"+ns+"/merged"] != ssa.Unchanged {
+		t.Errorf("actions = %v, want adopted configured (cleanup) and merged unchanged", a)
+	}
+	adopted := get(t, "ConfigMap", "v1", ns, "adopted")
+	for _, e := range adopted.GetManagedFields() {
+		if e.Manager == "kubectl" {
+			t.Errorf("kubectl still manages fields of the adopted object: %+v", e)
+		}
+	}
+	if _, ok := adopted.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+		t.Error("last-applied-configuration kept")
+	}
+	if _, ok, _ := unstructured.NestedString(adopted.Object, "data", "LEGACY"); ok {
+		t.Error("a field set by kubectl and absent from the desired object was kept after cleanup")
+	}
+	merged := get(t, "ConfigMap", "v1", ns, "merged")
+	if v, _, _ := unstructured.NestedString(merged.Object, "data", "LEGACY"); v != "yes" {
+		t.Errorf("ssa: Merge object lost the kubectl field: %v", merged.Object["data"])
+	}
+	// The cleanup happens once: the next apply changes nothing.
+	cs, err = manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := actions(cs)["ConfigMap/"+ns+"/adopted"]; a != ssa.Unchanged {
+		t.Errorf("second apply: %s, want unchanged", a)
+	}
+}

@@ -7,6 +7,7 @@
 package build
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path"
@@ -51,6 +52,9 @@ type Result struct {
 	// Kustomization is the kustomization built: generated or read, with the
 	// spec's overlays merged.
 	Kustomization kustypes.Kustomization
+	// YAML is Objects as a multi-document YAML stream, the input of the
+	// history digest.
+	YAML []byte
 }
 
 // Build builds the Kustomization at opts.Path inside the artifact t. A
@@ -130,6 +134,18 @@ func Build(t *Tree, opts Options) (*Result, error) {
 			u.SetAnnotations(merge(u.GetAnnotations(), m.Annotations))
 		}
 	}
+	var out bytes.Buffer
+	for i, u := range res.Objects {
+		doc, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(doc)
+	}
+	res.YAML = out.Bytes()
 	return res, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
+	digest "github.com/opencontainers/go-digest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -46,7 +47,16 @@ const (
 	// FieldManager is the server-side apply field manager. Flux compatible.
 	FieldManager = "kustomize-controller"
 	sourceIndex  = ".spec.sourceRef"
+	// statusOwner is the field owner of status patches. Flux compatible.
+	statusOwner = "gotk-kustomize-controller"
 )
+
+// snapshot is what status.history records of a reconcile that built: the
+// digest of the built objects and the revisions they came from.
+type snapshot struct {
+	digest   string
+	metadata map[string]string
+}
 
 // KustomizationReconciler builds a source artifact's manifests and applies
 // them. Flux compatible: the pipeline, conditions, messages and events of
@@ -183,12 +193,31 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 
 	base := obj.DeepCopy()
-	f := r.reconcile(ctx, obj)
+	// progress reports a step of a reconcile on the object while it runs.
+	// Flux compatible: Ready=Unknown "Reconciliation in progress" and
+	// Reconciling=True Progressing with the step's message.
+	progress := func(msg string) {
+		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: meta.ReadyCondition, Status: metav1.ConditionUnknown,
+			Reason: meta.ProgressingReason, Message: "Reconciliation in progress", ObservedGeneration: obj.Generation})
+		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: meta.ReconcilingCondition, Status: metav1.ConditionTrue,
+			Reason: meta.ProgressingReason, Message: msg, ObservedGeneration: obj.Generation})
+		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
+			log.Error(err, "patching status")
+			return
+		}
+		base = obj.DeepCopy()
+	}
+	snap := &snapshot{}
+	f := r.reconcile(ctx, obj, progress, snap)
 	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
 		obj.Status.LastHandledReconcileAt = v
 	}
 	r.summarize(obj, f)
-	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner("gotk-kustomize-controller")); err != nil {
+	if snap.digest != "" {
+		obj.Status.History.Upsert(snap.digest, time.Now(), time.Since(start),
+			apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition).Reason, snap.metadata)
+	}
+	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
 	}
 	annotations := r.eventMeta(obj)
@@ -228,7 +257,7 @@ func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[
 
 // reconcile runs source, dependencies, fetch, build, apply, prune and
 // health checks, recording observations in obj.Status.
-func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization) *failure {
+func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization, progress func(string), snap *snapshot) *failure {
 	// Refuse rather than ignore what Eddy does not do yet: applying to this
 	// cluster instead of a remote one, or applying SOPS-encrypted Secrets
 	// undecrypted, would be worse than not applying.
@@ -255,6 +284,10 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return f
 	}
 	obj.Status.LastAttemptedRevision = art.Revision
+	step := func(what string) {
+		progress(fmt.Sprintf("%s for revision %s with a timeout of %s", what, art.Revision, timeout(obj)))
+	}
+	step("Fetching manifests")
 
 	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
 	defer cancel()
@@ -269,6 +302,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return fail(meta.ArtifactFailedReason, "%s", err)
 	}
 
+	step("Building manifests")
 	opts, f := r.buildOptions(ctx, obj)
 	if f != nil {
 		return f
@@ -276,6 +310,12 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	res, err := build.Build(tree, opts)
 	if err != nil {
 		return fail(meta.BuildFailedReason, "%s", err)
+	}
+	// Flux compatible: the history digest is the sha256 of the built YAML.
+	snap.digest = digest.FromBytes(res.YAML).String()
+	snap.metadata = map[string]string{"revision": art.Revision}
+	if origin := art.Metadata["org.opencontainers.image.revision"]; origin != "" {
+		snap.metadata["originRevision"] = origin
 	}
 	for _, u := range res.Objects {
 		labels := u.GetLabels()
@@ -290,6 +330,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		return fail(meta.ReconciliationFailedReason, "%s", err)
 	}
+	step("Detecting drift")
 	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second}
 	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force})
 	r.reportChanges(obj, changes)
@@ -328,6 +369,9 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return fail(meta.PruneFailedReason, "%s", pruneErr)
 	}
 
+	if obj.Spec.Wait || len(obj.Spec.HealthChecks) > 0 {
+		step("Running health checks")
+	}
 	if f := r.checkHealth(ctx, obj, c, changes); f != nil {
 		return f
 	}

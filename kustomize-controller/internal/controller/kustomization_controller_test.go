@@ -68,6 +68,10 @@ func TestPaymentScenario(t *testing.T) {
 	if h := apimeta.FindStatusCondition(k.Status.Conditions, kustomizev1.HealthyCondition); h == nil || !strings.HasPrefix(h.Message, "Health check passed in") {
 		t.Errorf("Healthy condition %+v", h)
 	}
+	if h := k.Status.History; len(h) != 1 || !strings.HasPrefix(h[0].Digest, "sha256:") || h[0].Metadata["revision"] != "main@sha1:"+head ||
+		h[0].LastReconciledStatus != kustomizev1.ReconciliationSucceededReason || h[0].TotalReconciliations != 1 {
+		t.Errorf("history after the first apply: %+v", h)
+	}
 	wantIDs := []string{"_" + appNS + "__Namespace", appNS + "_payment-api__Service", appNS + "_payment-api_apps_Deployment", appNS + "_payment-config__ConfigMap"}
 	var ids []string
 	for _, e := range k.Status.Inventory.Entries {
@@ -97,6 +101,11 @@ func TestPaymentScenario(t *testing.T) {
 		t.Errorf("drift events %q, want %q", evs, want)
 	}
 
+	// The same build again is the same snapshot, reconciled twice.
+	if h := k.Status.History; len(h) != 1 || h[0].TotalReconciliations != 2 {
+		t.Errorf("history after a second reconcile of the same build: %+v", h)
+	}
+
 	// Scale 2 → 4, awaited healthy.
 	rev := push(t, r, src, map[string]string{"apps/payment-api/deployment.yaml": deployment(appNS, 4, "")}, "scale up")
 	waitApplied(t, k, rev)
@@ -108,6 +117,14 @@ func TestPaymentScenario(t *testing.T) {
 	// A Deployment whose pods can never be scheduled never becomes ready.
 	rev = push(t, r, src, map[string]string{"apps/payment-api/deployment.yaml": deployment(appNS, 4,
 		"\n      nodeSelector: {no-such-node: \"true\"}")}, "unschedulable")
+	// While the health checks run, Reconciling says so. Flux compatible.
+	waitFor(t, k, "Reconciling: Running health checks", func() bool {
+		c := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReconcilingCondition)
+		return c != nil && c.Reason == meta.ProgressingReason && c.Message == "Running health checks for revision "+rev+" with a timeout of 30s"
+	})
+	if c := readyCond(k); c.Status != metav1.ConditionUnknown || c.Message != "Reconciliation in progress" {
+		t.Errorf("Ready during the reconcile: %s %q", c.Status, c.Message)
+	}
 	c := waitFailed(t, k, kustomizev1.HealthCheckFailedReason)
 	if !strings.Contains(c.Message, "Deployment/"+appNS+"/payment-api") || k.Status.LastAttemptedRevision != rev {
 		t.Errorf("HealthCheckFailed %q (attempted %s)", c.Message, k.Status.LastAttemptedRevision)
@@ -262,8 +279,12 @@ func TestPostBuildFromCluster(t *testing.T) {
 		StringData: map[string]string{"REGION": "us-2"}}); err != nil {
 		t.Fatal(err)
 	}
-	r := newRepo(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-${ENV}\n  namespace: " + ns +
-		"\ndata:\n  region: ${REGION}\n  tier: ${TIER:=free}\n  cluster: ${CLUSTER}\n"})
+	r := newRepo(t, map[string]string{
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-${ENV}\n  namespace: " + ns +
+			"\ndata:\n  region: ${REGION}\n  tier: ${TIER:=free}\n  cluster: ${CLUSTER}\n  escaped: $${CLUSTER}\n",
+		"raw.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: raw\n  namespace: " + ns +
+			"\n  labels: {kustomize.toolkit.fluxcd.io/substitute: disabled}\ndata:\n  script: echo ${HOME} ${UNDEFINED}\n",
+	})
 	newSource(t, ns, "src", r)
 	k := newKustomization(t, ns, "vars", "src", func(k *kustomizev1.Kustomization) {
 		k.Spec.PostBuild = &kustomizev1.PostBuild{
@@ -278,8 +299,12 @@ func TestPostBuildFromCluster(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app-production"}, cm); err != nil {
 		t.Fatal(err)
 	}
-	if cm.Data["region"] != "us-2" || cm.Data["tier"] != "free" || cm.Data["cluster"] != "eu-west" {
-		t.Errorf("substituted data %v, want region from the Secret, tier defaulted, cluster inline", cm.Data)
+	if cm.Data["region"] != "us-2" || cm.Data["tier"] != "free" || cm.Data["cluster"] != "eu-west" || cm.Data["escaped"] != "${CLUSTER}" {
+		t.Errorf("substituted data %v, want region from the Secret, tier defaulted, cluster inline, $${} escaped", cm.Data)
+	}
+	raw := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "raw"}, raw); err != nil || raw.Data["script"] != "echo ${HOME} ${UNDEFINED}" {
+		t.Errorf("substitute: disabled object changed: %v (%v)", raw.Data, err)
 	}
 
 	strict := newKustomization(t, ns, "strict", "src", func(k *kustomizev1.Kustomization) {

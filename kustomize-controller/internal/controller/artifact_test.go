@@ -1,0 +1,129 @@
+package controller
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	digest "github.com/opencontainers/go-digest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+type tarEntry struct {
+	name, link string
+	typ        byte
+	content    string
+}
+
+func hostileTarGz(t *testing.T, entries ...tarEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o644, Size: int64(len(e.content))}
+		if e.typ != tar.TypeReg {
+			h.Size = 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			if _, err := tw.Write([]byte(e.content)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestHostileArtifact serves artifacts with an entry leaving the root, an
+// absolute entry and a symbolic link to /etc, each with a correct digest:
+// each is refused with ArtifactFailed naming the entry, and nothing is
+// written outside (or inside) the controller's filesystem.
+func TestHostileArtifact(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	escape := filepath.Join(os.TempDir(), "eddy-hostile-"+ns)
+	depth := strings.Repeat("../", 12)
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: " + ns + "}\n"
+	cases := map[string]struct {
+		archive []byte
+		want    string
+	}{
+		"dotdot": {hostileTarGz(t, tarEntry{name: "cm.yaml", typ: tar.TypeReg, content: cm},
+			tarEntry{name: depth + strings.TrimPrefix(escape, "/"), typ: tar.TypeReg, content: "pwned"}),
+			`leaves the extraction directory`},
+		"absolute": {hostileTarGz(t, tarEntry{name: "cm.yaml", typ: tar.TypeReg, content: cm},
+			tarEntry{name: escape, typ: tar.TypeReg, content: "pwned"}),
+			`has an absolute or invalid name`},
+		"symlink": {hostileTarGz(t, tarEntry{name: "etc", typ: tar.TypeSymlink, link: "/etc"},
+			tarEntry{name: "cm.yaml", typ: tar.TypeReg, content: cm}),
+			`entry "etc" is a link or special file`},
+	}
+	files := map[string][]byte{}
+	for name, c := range cases {
+		files["/"+name+".tar.gz"] = c.archive
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b, ok := files[r.URL.Path]; ok {
+			_, _ = w.Write(b)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			// A suspended source keeps the status the test writes.
+			src := &sourcev1.GitRepository{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: sourcev1.GitRepositorySpec{URL: "http://127.0.0.1:1/none.git", Interval: metav1.Duration{Duration: time.Hour},
+					Suspend: true},
+			}
+			if err := env.Client.Create(ctx, src); err != nil {
+				t.Fatal(err)
+			}
+			base := src.DeepCopy()
+			src.Status.Artifact = &meta.Artifact{Path: "gitrepository/x.tar.gz", URL: srv.URL + "/" + name + ".tar.gz",
+				Revision: "main@sha1:0123456789abcdef0123456789abcdef01234567", Digest: digest.FromBytes(c.archive).String(),
+				LastUpdateTime: metav1.Now()}
+			if err := env.Client.Status().Patch(ctx, src, client.MergeFrom(base)); err != nil {
+				t.Fatal(err)
+			}
+			k := newKustomization(t, ns, name, name, nil)
+			cond := waitFailed(t, k, meta.ArtifactFailedReason)
+			t.Logf("Ready=False %s: %s", cond.Reason, cond.Message)
+			if !strings.Contains(cond.Message, "unsafe archive") || !strings.Contains(cond.Message, c.want) {
+				t.Errorf("message %q, want the unsafe entry named (%s)", cond.Message, c.want)
+			}
+			if strings.Contains(cond.Message, os.TempDir()+"/kustomization") {
+				t.Errorf("message reveals a controller path: %q", cond.Message)
+			}
+			if _, err := os.Lstat(escape); !os.IsNotExist(err) {
+				t.Errorf("a file was written outside: %s (%v)", escape, err)
+			}
+			if k.Status.Inventory != nil && len(k.Status.Inventory.Entries) != 0 {
+				t.Errorf("objects applied from a hostile artifact: %v", k.Status.Inventory)
+			}
+		})
+	}
+}

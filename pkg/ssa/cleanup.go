@@ -1,0 +1,121 @@
+package ssa
+
+import (
+	"encoding/json"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Metadata that earlier tools left and the cleanup removes. Flux compatible
+// (contract §4.3): kubectl's client-side apply record and Flux v1's marks.
+var (
+	staleAnnotations = []string{"kubectl.kubernetes.io/last-applied-configuration", "kustomize.toolkit.fluxcd.io/checksum", "fluxcd.io/sync-checksum"}
+	staleLabels      = []string{"fluxcd.io/sync-gc-mark"}
+)
+
+// replacedManager reports whether a managed-fields entry is one whose fields
+// the applier takes over. Flux compatible: `kubectl` (Apply and Update),
+// `before-first-apply` (Update) and the applier's own Update entries.
+func (m *Manager) replacedManager(e metav1.ManagedFieldsEntry) bool {
+	if e.Subresource != "" {
+		return false
+	}
+	switch e.Manager {
+	case "kubectl":
+		return e.Operation == metav1.ManagedFieldsOperationApply || e.Operation == metav1.ManagedFieldsOperationUpdate
+	case "before-first-apply", m.Owner:
+		return e.Operation == metav1.ManagedFieldsOperationUpdate
+	}
+	return false
+}
+
+// cleanupPatch returns the JSON patch that hands the fields of kubectl and
+// before-first-apply to the applier's Apply entry and drops stale metadata
+// from live, or nil when there is nothing to clean or the desired object
+// is annotated `ssa: Merge`. After it, a field removed from Git is removed
+// from the object even if kubectl set it first.
+func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) []byte {
+	if live == nil || flag(desired, SSAAnnotation) == "merge" {
+		return nil
+	}
+	var ops []map[string]any
+	entries := live.GetManagedFields()
+	var kept []metav1.ManagedFieldsEntry
+	taken := map[string]any{}
+	replaced := false
+	for _, e := range entries {
+		if !m.replacedManager(e) {
+			kept = append(kept, e)
+			continue
+		}
+		replaced = true
+		if e.FieldsV1 != nil {
+			var set map[string]any
+			if json.Unmarshal(e.FieldsV1.Raw, &set) == nil {
+				unionFields(taken, set)
+			}
+		}
+	}
+	if replaced {
+		own := -1
+		for i, e := range kept {
+			if e.Manager == m.Owner && e.Operation == metav1.ManagedFieldsOperationApply {
+				own = i
+				break
+			}
+		}
+		if own < 0 {
+			kept = append(kept, metav1.ManagedFieldsEntry{Manager: m.Owner, Operation: metav1.ManagedFieldsOperationApply,
+				APIVersion: live.GetAPIVersion(), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")}})
+			own = len(kept) - 1
+		}
+		var set map[string]any
+		if f := kept[own].FieldsV1; f == nil || json.Unmarshal(f.Raw, &set) != nil || set == nil {
+			set = map[string]any{}
+		}
+		unionFields(set, taken)
+		raw, _ := json.Marshal(set)
+		kept[own].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+		ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/managedFields", "value": kept})
+	}
+	for _, a := range staleAnnotations {
+		if _, ok := live.GetAnnotations()[a]; ok {
+			ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/annotations/" + escapePointer(a)})
+		}
+	}
+	for _, l := range staleLabels {
+		if _, ok := live.GetLabels()[l]; ok {
+			ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/labels/" + escapePointer(l)})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	patch, _ := json.Marshal(ops)
+	return patch
+}
+
+// unionFields adds the field set src to dst (FieldsV1 sets are nested
+// objects whose keys name fields, items and values).
+func unionFields(dst, src map[string]any) {
+	for k, v := range src {
+		sv, ok := v.(map[string]any)
+		if !ok {
+			dst[k] = v
+			continue
+		}
+		dv, ok := dst[k].(map[string]any)
+		if !ok {
+			dv = map[string]any{}
+			dst[k] = dv
+		}
+		unionFields(dv, sv)
+	}
+}
+
+// escapePointer escapes a key for a JSON pointer (RFC 6901).
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
