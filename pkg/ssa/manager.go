@@ -72,6 +72,10 @@ type ApplyOptions struct {
 	// Force recreates objects whose change fails on an immutable field
 	// (spec.force); the force annotation does it per object.
 	Force bool
+	// Ignore leaves fields out of drift detection; an ignored field that
+	// another server-side applier owns is also left out of the apply, so
+	// its value stays theirs.
+	Ignore []IgnoreRule
 }
 
 type planned struct {
@@ -205,6 +209,18 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 		p.action = Skipped
 		return p, nil
 	}
+	ignored := ignoredPaths(opts.Ignore, u)
+	if live != nil && len(ignored) > 0 {
+		for _, path := range ignored {
+			if ownedByOtherApplier(live.GetManagedFields(), m.Owner, path) {
+				if p.obj == u {
+					p.obj = u.DeepCopy()
+				}
+				removePointer(p.obj.Object, path)
+			}
+		}
+		u = p.obj
+	}
 	dry := u.DeepCopy()
 	err := m.Client.Patch(ctx, dry, client.Apply, client.DryRunAll, client.FieldOwner(m.Owner), client.ForceOwnership)
 	if err != nil {
@@ -214,14 +230,18 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 		}
 		return nil, fmt.Errorf("%s dry-run failed: %s", id, reason(err))
 	}
+	cmpLive, cmpDry := live, dry
+	if live != nil && len(ignored) > 0 {
+		cmpLive, cmpDry = withoutPaths(live, ignored), withoutPaths(dry, ignored)
+	}
 	switch {
 	case live == nil:
 		p.action = Created
-	case equalObjects(live, dry):
+	case equalObjects(cmpLive, cmpDry):
 		p.action = Unchanged
 	default:
 		p.action = Configured
-		p.drift = Diff(live, dry)
+		p.drift = Diff(cmpLive, cmpDry)
 	}
 	if p.cleanup = m.cleanupPatch(u, live); p.cleanup != nil && p.action == Unchanged {
 		p.action = Configured

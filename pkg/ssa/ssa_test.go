@@ -346,3 +346,44 @@ func TestManagedFieldsCleanup(t *testing.T) {
 		t.Errorf("second apply: %s, want unchanged", a)
 	}
 }
+
+// Ignored fields do not count as drift, and a value another server-side
+// applier set stays theirs; without the rule the same change is corrected.
+func TestIgnoreRules(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	set := objects(t, configMap(ns, "tuned", "1"), configMap(ns, "plain", "1"))
+	if _, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tuned", "plain"} {
+		other := objects(t, configMap(ns, name, "9"))[0]
+		if err := env.Client.Patch(ctx, other, client.Apply, client.FieldOwner("autotuner"), client.ForceOwnership); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rules := []ssa.IgnoreRule{{Paths: []string{"/data/FEATURE_X"}, Match: func(u *unstructured.Unstructured) bool { return u.GetName() == "tuned" }}}
+	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{Ignore: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := actions(cs); a["ConfigMap/"+ns+"/tuned"] != ssa.Unchanged || a["ConfigMap/"+ns+"/plain"] != ssa.Configured {
+		t.Errorf("actions %v: want the ignored field not to count as drift", a)
+	}
+	if v, _, _ := unstructured.NestedString(get(t, "ConfigMap", "v1", ns, "tuned").Object, "data", "FEATURE_X"); v != "9" {
+		t.Errorf("ignored field = %q, want the other applier's 9", v)
+	}
+	if v, _, _ := unstructured.NestedString(get(t, "ConfigMap", "v1", ns, "plain").Object, "data", "FEATURE_X"); v != "1" {
+		t.Errorf("not ignored field = %q, want corrected to 1", v)
+	}
+	// A change elsewhere in the ignored object is applied without taking
+	// the ignored field back.
+	unstructured.SetNestedField(set[0].Object, "new", "data", "OTHER")
+	if _, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{Ignore: rules}); err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := unstructured.NestedStringMap(get(t, "ConfigMap", "v1", ns, "tuned").Object, "data")
+	if data["FEATURE_X"] != "9" || data["OTHER"] != "new" {
+		t.Errorf("after a change beside the ignored field: %v", data)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -107,4 +108,41 @@ func TestServiceAccountImpersonation(t *testing.T) {
 	}
 	requestReconcile(t, k, func() string { return k.Status.LastHandledReconcileAt })
 	waitApplied(t, k, src.Status.Artifact.Revision)
+}
+
+// TestIgnoreRules leaves a field that another applier owns alone when
+// spec.ignore names it, and stalls on an invalid target expression.
+func TestIgnoreRules(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	cm := func(level string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tuned, namespace: " + ns + "}\ndata: {level: \"" + level + "\"}\n"
+	}
+	r := newRepo(t, map[string]string{"cm.yaml": cm("1")})
+	src := newSource(t, ns, "src", r)
+	k := newKustomization(t, ns, "tuned", "src", func(k *kustomizev1.Kustomization) {
+		k.Spec.Ignore = []kustomizev1.IgnoreRule{{Paths: []string{"/data/level"}, Target: &kustomizev1.Selector{Kind: "ConfigMap", Name: "tun.*"}}}
+	})
+	waitApplied(t, k, src.Status.Artifact.Revision)
+	other := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "tuned", Namespace: ns}, Data: map[string]string{"level": "7"}}
+	if err := env.Client.Patch(ctx, other, client.Apply, client.FieldOwner("autotuner"), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
+	requestReconcile(t, k, func() string { return k.Status.LastHandledReconcileAt })
+	got := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tuned"}, got); err != nil || got.Data["level"] != "7" {
+		t.Errorf("ignored field reset: %v (%v)", got.Data, err)
+	}
+	if evs := kubeEvents(t, ns, "tuned", "DriftCorrected"); len(evs) != 0 {
+		t.Errorf("drift reported for an ignored field: %q", evs)
+	}
+
+	bad := newKustomization(t, ns, "bad", "src", func(k *kustomizev1.Kustomization) {
+		k.Spec.Ignore = []kustomizev1.IgnoreRule{{Paths: []string{"/data"}, Target: &kustomizev1.Selector{Name: "(("}}}
+	})
+	waitFor(t, bad, "Stalled", func() bool { return apimeta.IsStatusConditionTrue(bad.Status.Conditions, meta.StalledCondition) })
+	if c := readyCond(bad); !strings.Contains(c.Message, `spec.ignore[0].target: name: invalid regular expression "(("`) {
+		t.Errorf("message %q", c.Message)
+	}
 }

@@ -331,8 +331,14 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return fail(meta.ReconciliationFailedReason, "%s", err)
 	}
 	step("Detecting drift")
+	ignore, err := ignoreRules(obj.Spec.Ignore)
+	if err != nil {
+		f := fail(meta.ReconciliationFailedReason, "%s", err)
+		f.stalled = true
+		return f
+	}
 	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second}
-	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force})
+	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})
 	r.reportChanges(obj, changes)
 	if err != nil {
 		return fail(meta.ReconciliationFailedReason, "%s", err)

@@ -1,0 +1,116 @@
+package ssa
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// IgnoreRule excludes fields of the matching objects from drift detection
+// and correction. Flux compatible: a Kustomization's spec.ignore.
+type IgnoreRule struct {
+	// Paths are RFC 6901 JSON pointers, e.g. /spec/replicas or
+	// /metadata/annotations/example.com~1owner.
+	Paths []string
+	// Match selects the objects the rule applies to; nil means all.
+	Match func(*unstructured.Unstructured) bool
+}
+
+func ignoredPaths(rules []IgnoreRule, u *unstructured.Unstructured) [][]string {
+	var out [][]string
+	for _, r := range rules {
+		if r.Match != nil && !r.Match(u) {
+			continue
+		}
+		for _, p := range r.Paths {
+			if tokens := pointerTokens(p); len(tokens) > 0 {
+				out = append(out, tokens)
+			}
+		}
+	}
+	return out
+}
+
+// pointerTokens splits and unescapes a JSON pointer; nil for "" or "/".
+func pointerTokens(p string) []string {
+	p = strings.TrimPrefix(p, "/")
+	if p == "" {
+		return nil
+	}
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+	}
+	return parts
+}
+
+// removePointer deletes the value at tokens from obj, if present.
+func removePointer(obj map[string]any, tokens []string) {
+	var cur any = obj
+	for i, t := range tokens {
+		last := i == len(tokens)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			if last {
+				delete(c, t)
+				return
+			}
+			cur = c[t]
+		case []any:
+			idx, err := strconv.Atoi(t)
+			if err != nil || idx < 0 || idx >= len(c) {
+				return
+			}
+			if last {
+				// Lists are compared whole; blank the item rather than
+				// shifting the ones after it.
+				c[idx] = nil
+				return
+			}
+			cur = c[idx]
+		default:
+			return
+		}
+	}
+}
+
+// withoutPaths returns a copy of u without the given fields.
+func withoutPaths(u *unstructured.Unstructured, paths [][]string) *unstructured.Unstructured {
+	c := u.DeepCopy()
+	for _, p := range paths {
+		removePointer(c.Object, p)
+	}
+	return c
+}
+
+// ownedByOtherApplier reports whether a field manager other than owner
+// holds the field at tokens through server-side apply.
+func ownedByOtherApplier(entries []metav1.ManagedFieldsEntry, owner string, tokens []string) bool {
+	path := make([]segment, len(tokens))
+	for i, t := range tokens {
+		path[i] = segment{field: t, index: -1}
+		if n, err := strconv.Atoi(t); err == nil {
+			path[i] = segment{index: n}
+		}
+	}
+	for _, e := range entries {
+		if e.Manager == owner || e.Operation != metav1.ManagedFieldsOperationApply || e.FieldsV1 == nil || e.Subresource != "" {
+			continue
+		}
+		if set := fieldSet(e); set != nil && reach(set, path) == len(path) {
+			return true
+		}
+	}
+	return false
+}
+
+func fieldSet(e metav1.ManagedFieldsEntry) map[string]any {
+	var set map[string]any
+	if json.Unmarshal(e.FieldsV1.Raw, &set) != nil {
+		return nil
+	}
+	return set
+}
