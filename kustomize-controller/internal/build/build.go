@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -36,6 +37,9 @@ type Options struct {
 	// IgnoreMissingComponents drops components whose path does not exist.
 	IgnoreMissingComponents bool
 	CommonMetadata          *kustomizev1.CommonMetadata
+	// BuildMetadata are kustomize's buildMetadata options
+	// (originAnnotations, transformerAnnotations).
+	BuildMetadata []string
 	// PostBuild enables substitution with Vars (the merged substitute and
 	// substituteFrom variables) per Strategy (WithVariables or Always).
 	PostBuild bool
@@ -85,6 +89,11 @@ func Build(t *Tree, opts Options) (*Result, error) {
 			TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
 			Resources: resources,
 		}
+		if len(resources) == 0 {
+			// Flux compatible: an empty directory builds nothing (and so
+			// prunes everything) rather than failing as an empty kustomization.
+			kus.Namespace = "_placeholder"
+		}
 	} else {
 		data, err := fs.ReadFile(kfile)
 		if err != nil {
@@ -92,6 +101,11 @@ func Build(t *Tree, opts Options) (*Result, error) {
 		}
 		if err := yaml.Unmarshal(data, &kus); err != nil {
 			return nil, fmt.Errorf("%s: %w", kfile, err)
+		}
+		if len(kus.Resources) == 0 && !slices.Contains(kus.BuildMetadata, kustypes.OriginAnnotations) {
+			// Flux compatible: a kustomization without resources is not an
+			// "empty kustomization" error.
+			kus.BuildMetadata = append(kus.BuildMetadata, kustypes.OriginAnnotations)
 		}
 	}
 	if err := mergeSpec(fs, &kus, dir, opts); err != nil {
@@ -210,6 +224,11 @@ func mergeSpec(fs *layerFS, kus *kustypes.Kustomization, dir string, opts Option
 	}
 	if opts.NameSuffix != "" {
 		kus.NameSuffix = opts.NameSuffix
+	}
+	for _, m := range opts.BuildMetadata {
+		if !slices.Contains(kus.BuildMetadata, m) {
+			kus.BuildMetadata = append(kus.BuildMetadata, m)
+		}
 	}
 	for _, p := range opts.Patches {
 		kp := kustypes.Patch{Patch: p.Patch}

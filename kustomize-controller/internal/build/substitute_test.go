@@ -145,3 +145,28 @@ type (
 	kustomizeImage = kustomizev1.Image
 	commonMetadata = kustomizev1.CommonMetadata
 )
+
+// An empty directory and a kustomization without resources build nothing,
+// as in Flux, instead of failing; spec.buildMetadata reaches kustomize.
+func TestEmptyBuildsAndBuildMetadata(t *testing.T) {
+	tree := writeFiles(t, map[string]string{
+		"empty/README.md":         "nothing to apply",
+		"bare/kustomization.yaml": "namespace: x\n",
+		"app/cm.yaml":             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n",
+	})
+	for _, p := range []string{"empty", "bare"} {
+		res, err := Build(tree, Options{Path: p})
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+		} else if len(res.Objects) != 0 {
+			t.Errorf("%s: %d objects, want none", p, len(res.Objects))
+		}
+	}
+	res, err := Build(tree, Options{Path: "app", BuildMetadata: []string{"originAnnotations"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Objects[0].GetAnnotations()["config.kubernetes.io/origin"]; !strings.Contains(got, "path: cm.yaml") {
+		t.Errorf("origin annotation %q", got)
+	}
+}

@@ -476,6 +476,9 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 		Patches: s.Patches, Images: s.Images, Components: s.Components, IgnoreMissingComponents: s.IgnoreMissingComponents,
 		CommonMetadata: s.CommonMetadata,
 	}
+	for _, m := range s.BuildMetadata {
+		opts.BuildMetadata = append(opts.BuildMetadata, string(m))
+	}
 	if s.PostBuild == nil {
 		return opts, nil
 	}
