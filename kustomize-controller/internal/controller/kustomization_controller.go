@@ -341,7 +341,14 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})
 	r.reportChanges(obj, changes)
 	if err != nil {
-		return fail(meta.ReconciliationFailedReason, "%s", err)
+		// Flux compatible: a partial apply lists what it changed.
+		msg := err.Error()
+		for _, ch := range changes {
+			if ch.Action != ssa.Unchanged && ch.Action != ssa.Skipped {
+				msg += "\n" + ch.String()
+			}
+		}
+		return fail(meta.ReconciliationFailedReason, "%s", msg)
 	}
 
 	inventory := map[string]kustomizev1.ResourceRef{}
