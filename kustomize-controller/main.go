@@ -34,12 +34,14 @@ func main() {
 		defaultServiceAccount string
 		httpRetry             int
 		artifactCacheMiB      int64
+		concurrentSSA         int
 	)
 	opts.BindFlags(flag.CommandLine, 4)
 	flag.StringVar(&eventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 	flag.DurationVar(&requeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a Kustomization whose source or dependencies are not ready.")
 	flag.StringVar(&defaultServiceAccount, "default-service-account", "", "The service account impersonated when a Kustomization names none.")
 	flag.IntVar(&httpRetry, "http-retry", 9, "The number of retries of an artifact download.")
+	flag.IntVar(&concurrentSSA, "concurrent-ssa", 4, "The number of server-side apply dry-runs in flight per reconcile.")
 	flag.Int64Var(&artifactCacheMiB, "artifact-cache-mib", controller.DefaultArtifactCacheBytes>>20,
 		"The most file content, in MiB, of the source artifacts kept in memory between reconciles (beyond Flux: each revision is downloaded once).")
 	flag.Parse()
@@ -64,6 +66,7 @@ func main() {
 		RequeueDependency:     requeueDependency,
 		JitterPercent:         opts.IntervalJitter,
 		ArtifactCacheBytes:    artifactCacheMiB << 20,
+		ConcurrentSSA:         concurrentSSA,
 	}
 	if err := r.SetupWithManager(mgr, controller.Options{
 		Concurrent: opts.Concurrent, MinRetry: opts.MinRetryDelay, MaxRetry: opts.MaxRetryDelay,

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -65,6 +66,9 @@ type Manager struct {
 	// StageTimeout bounds the wait for CRDs and Namespaces of the first
 	// stage (Flux: 60s); Poll is the wait's interval (Flux: 2s).
 	StageTimeout, Poll time.Duration
+	// Concurrency is the number of dry-runs in flight (Flux's
+	// --concurrent-ssa, 4); 0 means 4. Writes stay sequential.
+	Concurrency int
 }
 
 // ApplyOptions modify ApplyAll.
@@ -124,20 +128,38 @@ func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructure
 	// planWhere dry-runs the selected objects; any failure means nothing
 	// more is written, and the error lists every failed object.
 	planWhere := func(selected func(i int, u *unstructured.Unstructured) bool) error {
-		var errs []string
-		for i, u := range objs {
-			if !selected(i, u) {
-				continue
-			}
-			p, err := m.plan(ctx, u, opts)
-			if err != nil {
-				errs = append(errs, err.Error())
-				continue
-			}
-			plans[i] = p
+		errs := make([]error, len(objs))
+		work := make(chan int)
+		var wg sync.WaitGroup
+		workers := m.Concurrency
+		if workers <= 0 {
+			workers = 4
 		}
-		if len(errs) > 0 {
-			return errors.New(strings.Join(errs, "\n"))
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range work {
+					plans[i], errs[i] = m.plan(ctx, objs[i], opts)
+				}
+			}()
+		}
+		for i, u := range objs {
+			if selected(i, u) {
+				work <- i
+			}
+		}
+		close(work)
+		wg.Wait()
+		// Failures are listed in apply order, whatever order they came in.
+		var msgs []string
+		for _, err := range errs {
+			if err != nil {
+				msgs = append(msgs, err.Error())
+			}
+		}
+		if len(msgs) > 0 {
+			return errors.New(strings.Join(msgs, "\n"))
 		}
 		return nil
 	}

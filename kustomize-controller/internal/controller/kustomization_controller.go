@@ -77,6 +77,9 @@ type KustomizationReconciler struct {
 	// HealthPoll is the interval of health checks (Flux: 5s).
 	HealthPoll    time.Duration
 	JitterPercent float64
+	// ConcurrentSSA is the number of dry-runs in flight per reconcile
+	// (Flux's --concurrent-ssa, 4).
+	ConcurrentSSA int
 	// ArtifactCacheBytes bounds the in-memory artifact cache; 0 means
 	// DefaultArtifactCacheBytes.
 	ArtifactCacheBytes int64
@@ -337,7 +340,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		f.stalled = true
 		return f
 	}
-	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second}
+	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second, Concurrency: r.ConcurrentSSA}
 	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})
 	r.reportChanges(obj, changes)
 	if err != nil {
