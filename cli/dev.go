@@ -251,6 +251,36 @@ func syncSource(ctx context.Context, c client.Client, u *ui, src *dev.Source) er
 	return dev.ApplySync(ctx, c, src)
 }
 
+// resync points the running sync at src: the GitRepository first, and the
+// Kustomization once the GitRepository reconciled its new spec, so the new
+// path is never built from the previous repository's artifact.
+func resync(ctx context.Context, c client.Client, u *ui, src *dev.Source, timeout time.Duration) error {
+	u.Action("syncing %s, branch %s, path %s", src.URL, src.Branch, src.Path)
+	if err := dev.ApplySource(ctx, c, src); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	repo := &sourcev1.GitRepository{}
+	key := client.ObjectKey{Namespace: dev.Namespace, Name: dev.SyncName}
+	stop := u.Spin("waiting for the GitRepository to fetch " + src.URL)
+	err := waitFor(ctx, c, repo, key, func() (bool, error) {
+		ready := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
+		if ready == nil || ready.ObservedGeneration != repo.Generation || repo.Status.ObservedGeneration != repo.Generation {
+			return false, nil
+		}
+		if ready.Status == metav1.ConditionFalse && ready.Reason != meta.ProgressingReason {
+			return false, fmt.Errorf("GitRepository %s: %s: %s", key, ready.Reason, oneLine(ready.Message))
+		}
+		return ready.Status == metav1.ConditionTrue, nil
+	}, "GitRepository "+key.String())
+	stop()
+	if err != nil {
+		return err
+	}
+	return dev.ApplyKustomization(ctx, c, src)
+}
+
 func printExport(w io.Writer, kubeconfig string, src *dev.Source) {
 	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n\n", kubeconfig)
 	if src != nil && src.WorkTree != "" {
@@ -279,7 +309,7 @@ func upRunning(cmd *cobra.Command, g *globalFlags, u *ui, root, dir string, s *d
 	}
 	src.SetServer(s.GitServer)
 	ctx := cmd.Context()
-	if err := syncSource(ctx, c, u, src); err != nil {
+	if err := resync(ctx, c, u, src, g.timeout); err != nil {
 		return err
 	}
 	werr := waitSynced(ctx, c, u, g.timeout)
@@ -620,6 +650,19 @@ func waitSynced(ctx context.Context, c client.Client, u *ui, timeout time.Durati
 			ready, msg := readyOf(o.Status.Conditions)
 			report("GitRepository "+o.Namespace+"/"+o.Name, ready, msg)
 		}
+		artifact := ""
+		for _, o := range repos.Items {
+			if o.Namespace != dev.Namespace || o.Name != dev.SyncName {
+				continue
+			}
+			if o.Status.Artifact != nil {
+				artifact = o.Status.Artifact.Revision
+			} else if r := apimeta.FindStatusCondition(o.Status.Conditions, meta.ReadyCondition); r != nil &&
+				r.Status == metav1.ConditionFalse && r.ObservedGeneration == o.Generation && r.Reason != meta.ProgressingReason {
+				stop()
+				return fmt.Errorf("GitRepository %s/%s cannot fetch the repository: %s: %s", o.Namespace, o.Name, r.Reason, oneLine(r.Message))
+			}
+		}
 		all := true
 		rootDone := false
 		for i := range kss.Items {
@@ -628,7 +671,7 @@ func waitSynced(ctx context.Context, c client.Client, u *ui, timeout time.Durati
 			report("Kustomization "+k.Namespace+"/"+k.Name, ready, msg)
 			if !settled(k) {
 				all = false
-			} else if k.Namespace == dev.Namespace && k.Name == dev.SyncName {
+			} else if k.Namespace == dev.Namespace && k.Name == dev.SyncName && artifact != "" && k.Status.LastAttemptedRevision == artifact {
 				rootDone = true
 			}
 		}

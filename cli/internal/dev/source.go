@@ -231,36 +231,49 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// ApplySync creates or updates the flux-system Namespace, GitRepository and
-// Kustomization for src, as `flux bootstrap` writes them (GitRepository
-// interval 1m, Kustomization interval 10m with prune), and requests a
-// reconcile of both so a changed source is picked up at once.
-func ApplySync(ctx context.Context, c client.Client, src *Source) error {
+// ApplySource creates or updates the flux-system Namespace and GitRepository
+// for src, as `flux bootstrap` writes them (interval 1m), and requests a
+// reconcile so a changed source is fetched at once.
+func ApplySource(ctx context.Context, c client.Client, src *Source) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
 	}
-	now := time.Now().Format(time.RFC3339Nano)
 	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: SyncName, Namespace: Namespace}}
 	if err := createOrUpdate(ctx, c, repo, func() {
 		repo.Spec.URL = src.URL
 		repo.Spec.Interval = metav1.Duration{Duration: time.Minute}
 		repo.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: src.Branch}
-		setAnnotation(repo, "reconcile.fluxcd.io/requestedAt", now)
+		setAnnotation(repo, "reconcile.fluxcd.io/requestedAt", time.Now().Format(time.RFC3339Nano))
 	}); err != nil {
 		return fmt.Errorf("GitRepository %s/%s: %w", Namespace, SyncName, err)
 	}
+	return nil
+}
+
+// ApplyKustomization creates or updates the flux-system Kustomization for
+// src, as `flux bootstrap` writes it (interval 10m, prune), and requests a
+// reconcile.
+func ApplyKustomization(ctx context.Context, c client.Client, src *Source) error {
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: SyncName, Namespace: Namespace}}
 	if err := createOrUpdate(ctx, c, ks, func() {
 		ks.Spec.Interval = metav1.Duration{Duration: 10 * time.Minute}
 		ks.Spec.Path = src.Path
 		ks.Spec.Prune = true
 		ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: SyncName}
-		setAnnotation(ks, "reconcile.fluxcd.io/requestedAt", now)
+		setAnnotation(ks, "reconcile.fluxcd.io/requestedAt", time.Now().Format(time.RFC3339Nano))
 	}); err != nil {
 		return fmt.Errorf("Kustomization %s/%s: %w", Namespace, SyncName, err)
 	}
 	return nil
+}
+
+// ApplySync is ApplySource then ApplyKustomization.
+func ApplySync(ctx context.Context, c client.Client, src *Source) error {
+	if err := ApplySource(ctx, c, src); err != nil {
+		return err
+	}
+	return ApplyKustomization(ctx, c, src)
 }
 
 func setAnnotation(obj client.Object, k, v string) {
