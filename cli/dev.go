@@ -32,6 +32,7 @@ import (
 // devFlags are the flags of `eddy dev up` (and of the hidden `supervise`).
 type devFlags struct {
 	repo, path, branch string
+	targetNamespace    string
 	nodes              int
 	detach             bool
 }
@@ -40,6 +41,7 @@ func (f *devFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.repo, "repo", "", "the GitOps repository: a local directory or a Git URL (default: Eddy's example examples/platform-config)")
 	cmd.Flags().StringVar(&f.path, "path", "", "the directory in the repository that the flux-system Kustomization applies (default ./clusters/dev for the example, else ./)")
 	cmd.Flags().StringVar(&f.branch, "branch", "", "the branch to follow (default: the local repository's current branch, else main)")
+	cmd.Flags().StringVar(&f.targetNamespace, "target-namespace", "", "the namespace of objects that set none (the flux-system Kustomization's spec.targetNamespace)")
 	cmd.Flags().IntVar(&f.nodes, "nodes", 1, "the number of fake (kwok) nodes")
 }
 
@@ -123,7 +125,12 @@ func resolveSource(root, dir string, f *devFlags) (*dev.Source, error) {
 	if p == "" {
 		p = "./"
 	}
-	return dev.PrepareSource(dir, repo, p, f.branch)
+	src, err := dev.PrepareSource(dir, repo, p, f.branch)
+	if err != nil {
+		return nil, err
+	}
+	src.TargetNamespace = f.targetNamespace
+	return src, nil
 }
 
 func newDevCommand(g *globalFlags) *cobra.Command {
@@ -346,7 +353,8 @@ func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFla
 	if repo != "" && !dev.IsURL(repo) {
 		repo, _ = filepath.Abs(repo)
 	}
-	args := []string{"dev", "supervise", "--repo=" + repo, "--path=" + f.path, "--branch=" + f.branch, "--nodes=" + strconv.Itoa(f.nodes)}
+	args := []string{"dev", "supervise", "--repo=" + repo, "--path=" + f.path, "--branch=" + f.branch,
+		"--target-namespace=" + f.targetNamespace, "--nodes=" + strconv.Itoa(f.nodes)}
 	child := exec.Command(exe, args...)
 	child.Stdout, child.Stderr = logFile, logFile
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -608,6 +616,20 @@ func settled(k *kustomizev1.Kustomization) bool {
 	return ready.Status == metav1.ConditionTrue || ready.Reason != meta.ProgressingReason && ready.Reason != meta.ProgressingWithRetryReason
 }
 
+// hint says how to fix the usual causes of a failed first sync, from the
+// Ready message; "" when it knows none.
+func hint(msg string) string {
+	switch {
+	case strings.Contains(msg, "an empty namespace may not be set"):
+		return "objects without metadata.namespace: set it in the repository, or pass --target-namespace"
+	case strings.Contains(msg, "no matches for kind"):
+		return "a kind whose CRD is not installed: eddy dev installs GitRepository and Kustomization only (no helm-controller yet)"
+	case strings.Contains(msg, "kustomize build failed"), strings.Contains(msg, "yaml: "), strings.Contains(msg, "failed to decode"):
+		return "the manifests do not parse: fix the file named in the message and commit"
+	}
+	return ""
+}
+
 // waitSynced prints each change of the sync objects' Ready status until the
 // flux-system Kustomization and every Kustomization it created settled, then
 // prints them. The error says which are not Ready and why.
@@ -687,6 +709,11 @@ func waitSynced(ctx context.Context, c client.Client, u *ui, timeout time.Durati
 			fmt.Fprintln(u.out)
 			printSyncTable(ctx, u.out, c)
 			if len(failed) > 0 {
+				for _, k := range kss.Items {
+					if _, msg := readyOf(k.Status.Conditions); hint(msg) != "" {
+						u.Warning("Kustomization %s/%s: %s", k.Namespace, k.Name, hint(msg))
+					}
+				}
 				return fmt.Errorf("not Ready: Kustomization %s (see the MESSAGE column)", strings.Join(failed, ", "))
 			}
 			return nil

@@ -42,6 +42,9 @@ type Source struct {
 	Snapshot bool
 	// Name is the repository's path on the Git server.
 	Name string
+	// TargetNamespace is the Kustomization's spec.targetNamespace: the
+	// namespace of objects that name none.
+	TargetNamespace string
 }
 
 // SetServer sets URL for a served local repository from the Git server's
@@ -259,6 +262,7 @@ func ApplyKustomization(ctx context.Context, c client.Client, src *Source) error
 	if err := createOrUpdate(ctx, c, ks, func() {
 		ks.Spec.Interval = metav1.Duration{Duration: 10 * time.Minute}
 		ks.Spec.Path = src.Path
+		ks.Spec.TargetNamespace = src.TargetNamespace
 		ks.Spec.Prune = true
 		ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: SyncName}
 		setAnnotation(ks, "reconcile.fluxcd.io/requestedAt", time.Now().Format(time.RFC3339Nano))
