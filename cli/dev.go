@@ -344,6 +344,8 @@ func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFla
 		return err
 	}
 	logPath := filepath.Join(dir, "logs", "supervise.log")
+	errPath := filepath.Join(dir, "logs", "supervise.err")
+	_ = os.Remove(errPath)
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
@@ -373,6 +375,9 @@ func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFla
 		select {
 		case <-exited:
 			stop()
+			if data, err := os.ReadFile(errPath); err == nil {
+				return fmt.Errorf("%s (log: %s)", strings.TrimSpace(string(data)), logPath)
+			}
 			return fmt.Errorf("eddy dev supervise exited: %s", lastLine(logPath))
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -411,8 +416,17 @@ func lastLine(path string) string {
 	return "no output"
 }
 
-// runSupervise owns a detached environment until SIGTERM or SIGINT.
-func runSupervise(cmd *cobra.Command, f *devFlags) error {
+// runSupervise owns a detached environment until SIGTERM or SIGINT. A
+// failure's first line also goes to logs/supervise.err, for `up` to show.
+func runSupervise(cmd *cobra.Command, f *devFlags) (err error) {
+	defer func() {
+		if err != nil {
+			if dir, derr := stateDir(); derr == nil {
+				first, _, _ := strings.Cut(err.Error(), "\n")
+				_ = os.WriteFile(filepath.Join(dir, "logs", "supervise.err"), []byte(first+"\n"), 0o600)
+			}
+		}
+	}()
 	u := newUI(cmd.OutOrStdout())
 	dir, err := stateDir()
 	if err != nil {

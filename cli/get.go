@@ -76,11 +76,12 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 			return printObjects(cmd.OutOrStdout(), c.Scheme(), obj, output, len(args) == 1)
 		}
 		if len(rs) == 0 {
-			where := "namespace " + g.namespace
+			gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
+			where := g.namespace + " namespace"
 			if allNamespaces {
 				where = "any namespace"
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "no objects found in %s\n", where)
+			fmt.Fprintf(cmd.ErrOrStderr(), "no %s objects found in %s\n", strings.TrimSuffix(gvk.Kind, "List"), where)
 			return nil
 		}
 		printTable(cmd.OutOrStdout(), rs, allNamespaces)
