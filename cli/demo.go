@@ -335,7 +335,9 @@ func (d *demo) firstSync() (string, error) {
 	}
 	d.saw("Kustomization apps applied revision %s; inventory:", apps.Status.LastAppliedRevision)
 	for _, e := range apps.Status.Inventory.Entries {
-		d.saw("  %s", e.ID)
+		if f := strings.Split(e.ID, "_"); len(f) == 4 {
+			d.saw("  %s %s/%s", f[3], f[0], f[1])
+		}
 	}
 	var avail []string
 	for _, name := range []string{"payment-api", "cart-api"} {

@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -72,6 +73,7 @@ type Env struct {
 	Scheme *runtime.Scheme
 
 	events   *http.Server
+	lock     *os.File   // flock of <state dir>/lock, held while the environment runs
 	mu       sync.Mutex // guards state
 	state    State
 	stopOnce sync.Once
@@ -116,18 +118,27 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			return nil, err
 		}
 	}
-	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
-	e := &Env{Opts: opts, Sup: &Supervisor{}, Scheme: NewScheme()}
-	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now()}
-	if err := e.save(); err != nil {
+	// One environment per state directory, even when two start at once.
+	lock, err := os.OpenFile(filepath.Join(opts.StateDir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
 		return nil, err
 	}
-	e.Sup.OnChange = func() { _ = e.save() }
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("%w in %s: run `eddy dev down` first", ErrRunning, opts.StateDir)
+	}
+	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
+	e := &Env{Opts: opts, Sup: &Supervisor{}, Scheme: NewScheme(), lock: lock}
+	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now()}
 	defer func() {
 		if err != nil {
 			e.Stop()
 		}
 	}()
+	if err := e.save(); err != nil {
+		return nil, err
+	}
+	e.Sup.OnChange = func() { _ = e.save() }
 
 	e.progress("starting the local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok, %d fake node(s))", opts.Nodes)
 	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{
@@ -315,14 +326,6 @@ func (e *Env) save() error {
 	return writeState(e.Opts.StateDir, &e.state)
 }
 
-// Fail records err in the state file (phase failed).
-func (e *Env) Fail(err error) {
-	e.mu.Lock()
-	e.state.Phase, e.state.Error = PhaseFailed, err.Error()
-	e.mu.Unlock()
-	_ = e.save()
-}
-
 // Stop stops the controllers, the servers and the cluster, removes the
 // cluster's directory, the artifacts and the state file. Safe to call twice.
 func (e *Env) Stop() {
@@ -348,6 +351,7 @@ func (e *Env) Stop() {
 		}
 		_ = os.RemoveAll(filepath.Join(e.Opts.StateDir, "storage"))
 		_ = os.Remove(statePath(e.Opts.StateDir))
+		_ = e.lock.Close() // releases the flock
 	})
 }
 

@@ -16,7 +16,6 @@ import (
 const (
 	PhaseStarting = "starting"
 	PhaseRunning  = "running"
-	PhaseFailed   = "failed"
 	PhaseStopping = "stopping"
 )
 
@@ -27,7 +26,6 @@ type State struct {
 	// or the detached `eddy dev supervise`); SIGTERM to it tears it down.
 	PID       int       `json:"pid"`
 	Phase     string    `json:"phase"`
-	Error     string    `json:"error,omitempty"`
 	StartedAt time.Time `json:"startedAt"`
 	// Kubeconfig is the absolute path of the admin kubeconfig.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
