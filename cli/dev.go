@@ -485,16 +485,16 @@ func runDown(cmd *cobra.Command) error {
 	for _, p := range s.Controllers {
 		pids = append(pids, p.PID)
 	}
-	if dev.Alive(s.PID) {
+	if dev.IsOwner(s.PID) {
 		u.Action("stopping the environment (pid %d)", s.PID)
 		_ = syscall.Kill(s.PID, syscall.SIGTERM)
 		stop := u.Spin("waiting for the controllers, the Git server and the cluster to stop")
 		deadline := time.Now().Add(60 * time.Second)
-		for dev.Alive(s.PID) && time.Now().Before(deadline) {
+		for dev.IsOwner(s.PID) && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		stop()
-		if dev.Alive(s.PID) {
+		if dev.IsOwner(s.PID) {
 			u.Warning("pid %d did not stop within 60s: killing it", s.PID)
 			_ = syscall.Kill(s.PID, syscall.SIGKILL)
 		}
@@ -503,10 +503,10 @@ func runDown(cmd *cobra.Command) error {
 	// and kill any left, e.g. after the owner itself was killed outright.
 	deadline := time.Now().Add(15 * time.Second)
 	for _, pid := range pids {
-		for dev.Alive(pid) && time.Now().Before(deadline) {
+		for dev.Mentions(pid, dir) && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
 		}
-		if dev.Alive(pid) {
+		if dev.Mentions(pid, dir) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
@@ -542,7 +542,7 @@ func runStatus(cmd *cobra.Command) error {
 		return err
 	}
 	s, err := dev.ReadState(dir)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && !dev.Alive(s.PID)) {
+	if errors.Is(err, os.ErrNotExist) || (err == nil && !dev.IsOwner(s.PID)) {
 		return errors.New("no eddy dev environment is running: start one with `eddy dev up`")
 	}
 	if err != nil {

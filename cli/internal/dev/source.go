@@ -132,6 +132,9 @@ func PrepareSource(stateDir, repo, p, branch string) (*Source, error) {
 		}
 	}
 	if _, err := gitserver.Git(src.WorkTree, "rev-parse", "--verify", "-q", "refs/heads/"+src.Branch); err != nil {
+		if branch == "" {
+			return nil, fmt.Errorf("--repo %s: branch %s has no commit yet: commit, or pass --branch", repo, src.Branch)
+		}
 		return nil, fmt.Errorf("--branch %s: no such branch in %s", src.Branch, repo)
 	}
 	if rel := strings.TrimPrefix(src.Path, "./"); rel != "" {

@@ -109,11 +109,41 @@ func Alive(pid int) bool {
 	return true
 }
 
+// cmdline returns the command line of pid with spaces between arguments;
+// ok is false without procfs.
+func cmdline(pid int) (string, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return "", false
+	}
+	return strings.ReplaceAll(string(data), "\x00", " "), true
+}
+
+// IsOwner reports whether pid is alive and is an `eddy dev` process, so a
+// pid reused by another program after a crash or reboot is never signalled.
+func IsOwner(pid int) bool {
+	if !Alive(pid) {
+		return false
+	}
+	cl, ok := cmdline(pid)
+	return !ok || strings.Contains(cl, " dev ")
+}
+
+// Mentions reports whether pid is alive and its command line names dir
+// (every process of an environment gets paths below its state directory).
+func Mentions(pid int, dir string) bool {
+	if !Alive(pid) {
+		return false
+	}
+	cl, ok := cmdline(pid)
+	return !ok || strings.Contains(cl, dir)
+}
+
 // Running returns the state of the environment in dir when its owner
 // process is alive, else nil.
 func Running(dir string) *State {
 	s, err := ReadState(dir)
-	if err != nil || !Alive(s.PID) {
+	if err != nil || !IsOwner(s.PID) {
 		return nil
 	}
 	return s
