@@ -161,7 +161,7 @@ func reconcileObject(ctx context.Context, c client.Client, u *ui, obj client.Obj
 		return notFound(err, r.kind(), key)
 	}
 	if r.suspended() {
-		return fmt.Errorf("%s %s is suspended: run `flux resume` or set spec.suspend to false", r.kind(), key)
+		return fmt.Errorf("%s %s is suspended: set spec.suspend to false first", r.kind(), key)
 	}
 	u.Action("annotating %s %s in %s namespace", r.kind(), key.Name, key.Namespace)
 	token := time.Now().Format(time.RFC3339Nano)

@@ -6,7 +6,7 @@
 //
 // Every component listens on a free loopback port and keeps its state and log
 // in one directory; Stop kills every child process, and so does a SIGINT or
-// SIGTERM to this process.
+// SIGTERM to this process (unless Options.NoSignalHandler).
 package localcluster
 
 import (
