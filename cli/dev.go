@@ -258,11 +258,16 @@ func syncSource(ctx context.Context, c client.Client, u *ui, src *dev.Source) er
 	return dev.ApplySync(ctx, c, src)
 }
 
-// resync points the running sync at src: the GitRepository first, and the
-// Kustomization once the GitRepository reconciled its new spec, so the new
-// path is never built from the previous repository's artifact.
+// resync points the running sync at src: it suspends the Kustomization,
+// points the GitRepository at src, and once that fetched, sets the new path
+// and resumes the Kustomization; so no path is built from the wrong
+// repository's artifact. A source that cannot be fetched leaves the
+// Kustomization suspended, with the error.
 func resync(ctx context.Context, c client.Client, u *ui, src *dev.Source, timeout time.Duration) error {
 	u.Action("syncing %s, branch %s, path %s", src.URL, src.Branch, src.Path)
+	if err := dev.SuspendKustomization(ctx, c); err != nil {
+		return err
+	}
 	if err := dev.ApplySource(ctx, c, src); err != nil {
 		return err
 	}
@@ -277,7 +282,8 @@ func resync(ctx context.Context, c client.Client, u *ui, src *dev.Source, timeou
 			return false, nil
 		}
 		if ready.Status == metav1.ConditionFalse && ready.Reason != meta.ProgressingReason {
-			return false, fmt.Errorf("GitRepository %s: %s: %s", key, ready.Reason, oneLine(ready.Message))
+			return false, fmt.Errorf("GitRepository %s: %s: %s (Kustomization %s stays suspended until a repository is fetched)",
+				key, ready.Reason, oneLine(ready.Message), key)
 		}
 		return ready.Status == metav1.ConditionTrue, nil
 	}, "GitRepository "+key.String())

@@ -266,6 +266,7 @@ func ApplyKustomization(ctx context.Context, c client.Client, src *Source) error
 		ks.Spec.Interval = metav1.Duration{Duration: 10 * time.Minute}
 		ks.Spec.Path = src.Path
 		ks.Spec.TargetNamespace = src.TargetNamespace
+		ks.Spec.Suspend = false
 		ks.Spec.Prune = true
 		ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: SyncName}
 		setAnnotation(ks, "reconcile.fluxcd.io/requestedAt", time.Now().Format(time.RFC3339Nano))
@@ -273,6 +274,19 @@ func ApplyKustomization(ctx context.Context, c client.Client, src *Source) error
 		return fmt.Errorf("Kustomization %s/%s: %w", Namespace, SyncName, err)
 	}
 	return nil
+}
+
+// SuspendKustomization suspends the flux-system Kustomization, if it exists,
+// so it does not build the next repository's artifact at the previous path
+// while the sync is re-pointed; ApplyKustomization resumes it.
+func SuspendKustomization(ctx context.Context, c client.Client) error {
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: SyncName, Namespace: Namespace}}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ks), ks); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return createOrUpdate(ctx, c, ks, func() { ks.Spec.Suspend = true })
 }
 
 // ApplySync is ApplySource then ApplyKustomization.
