@@ -237,11 +237,12 @@ func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
 	return nil
 }
 
-// oneLineErr keeps the first line of a start-up error and points at the logs.
+// oneLineErr puts a start-up error's first line first and the tails of the
+// component logs it carries (localcluster appends them) after it.
 func oneLineErr(err error) error {
 	msg := err.Error()
 	if first, rest, ok := strings.Cut(msg, "\n"); ok && rest != "" {
-		return fmt.Errorf("%s (component logs above are also in the state directory)\n%s", first, rest)
+		return fmt.Errorf("%s\n\ncomponent logs (set EDDY_KEEP_CLUSTER_DIR=1 to keep them):\n%s", first, rest)
 	}
 	return err
 }
