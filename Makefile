@@ -8,7 +8,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := bin/controller-gen
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
 
-.PHONY: all build generate tools test bench lint clean
+.PHONY: all build generate tools test bench lint clean demo
 
 all: build
 
@@ -31,9 +31,15 @@ $(CONTROLLER_GEN): Makefile
 tools:
 	bash tools/build.sh
 
-## test: unit and integration tests (needs `make tools`; starts local clusters)
-test: tools $(CONTROLLER_GEN)
+## test: unit, integration and e2e tests (needs `make tools`; starts local clusters; e2e tests drive bin/eddy)
+test: tools build $(CONTROLLER_GEN)
 	go test $(GO_TEST_FLAGS) -v $(PACKAGES)
+
+## demo: a scripted tour of Eddy on examples/platform-config: first sync, drift, a commit,
+## prune, revert, a killed controller; exits 0 with a summary and stops all it started.
+## The first run builds bin/k8s (about 15 minutes on 2 cores); later runs take under a minute.
+demo: tools build
+	bin/eddy dev demo
 
 ## bench: benchmarks, each reported as a ratio to a baseline measured in the same run
 bench: tools

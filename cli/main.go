@@ -20,6 +20,9 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	g := &globalFlags{}
+	g.bind(root)
+	root.AddCommand(newDevCommand(g), newGetCommand(g), newReconcileCommand(g), newEventsCommand(g))
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the eddy version",

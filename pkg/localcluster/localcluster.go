@@ -6,7 +6,7 @@
 //
 // Every component listens on a free loopback port and keeps its state and log
 // in one directory; Stop kills every child process, and so does a SIGINT or
-// SIGTERM to this process.
+// SIGTERM to this process (unless Options.NoSignalHandler).
 package localcluster
 
 import (
@@ -69,6 +69,11 @@ type Options struct {
 	ServiceCIDR string
 	// Timeout bounds the start-up; default 2 minutes.
 	Timeout time.Duration
+	// NoSignalHandler leaves SIGINT and SIGTERM to the caller, which then
+	// must call Stop itself (e.g. a CLI that tears down more than the
+	// cluster on Ctrl-C). By default a signal stops every running cluster
+	// and the process dies of it.
+	NoSignalHandler bool
 }
 
 // Cluster is a running local control plane.
@@ -174,7 +179,7 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	} else if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	register(c)
+	register(c, !opts.NoSignalHandler)
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w\n%s", err, c.Logs(40))
@@ -459,6 +464,25 @@ func (c *Cluster) Pids() []int {
 // Ports returns the loopback ports the cluster's components listen on.
 func (c *Cluster) Ports() []int { return append([]int(nil), c.ports...) }
 
+// Component is one running process of the cluster.
+type Component struct {
+	// Name is the binary's name, e.g. kube-apiserver.
+	Name string
+	// PID is its process ID.
+	PID int
+	// LogPath is the file its output goes to.
+	LogPath string
+}
+
+// Components returns the cluster's processes in start order.
+func (c *Cluster) Components() []Component {
+	var out []Component
+	for _, p := range c.processes() {
+		out = append(out, Component{Name: p.name, PID: p.pid(), LogPath: p.logPath})
+	}
+	return out
+}
+
 // Logs returns the last n lines of each component's log, headed by its name.
 func (c *Cluster) Logs(n int) string { return formatLogs(c.processes(), n) }
 
@@ -556,10 +580,15 @@ func firstIP(n *net.IPNet) net.IP {
 	return ip
 }
 
-func register(c *Cluster) {
+func register(c *Cluster, handleSignals bool) {
 	registry.Lock()
-	registry.clusters[c] = struct{}{}
+	if handleSignals {
+		registry.clusters[c] = struct{}{}
+	}
 	registry.Unlock()
+	if !handleSignals {
+		return
+	}
 	registry.once.Do(func() {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

@@ -90,6 +90,11 @@ func TestStopLeavesNoProcessOrPort(t *testing.T) {
 	if len(pids) != 2 {
 		t.Fatalf("api profile runs %d processes, want 2 (etcd, kube-apiserver)", len(pids))
 	}
+	comps := c.Components()
+	if len(comps) != 2 || comps[0].Name != "etcd" || comps[1].Name != "kube-apiserver" ||
+		comps[0].PID != pids[0] || comps[1].PID != pids[1] || filepath.Dir(comps[1].LogPath) != dir {
+		t.Errorf("Components() = %+v, want etcd and kube-apiserver with pids %v and logs in %s", comps, pids, dir)
+	}
 	c.Stop()
 	assertGone(t, pids, ports)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {

@@ -1,0 +1,754 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/dev"
+	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// devFlags are the flags of `eddy dev up` (and of the hidden `supervise`).
+type devFlags struct {
+	repo, path, branch string
+	targetNamespace    string
+	nodes              int
+	detach             bool
+}
+
+func (f *devFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.repo, "repo", "", "the GitOps repository: a local directory or a Git URL (default: Eddy's example examples/platform-config)")
+	cmd.Flags().StringVar(&f.path, "path", "", "the directory in the repository that the flux-system Kustomization applies (default ./clusters/dev for the example, else ./)")
+	cmd.Flags().StringVar(&f.branch, "branch", "", "the branch to follow (default: the local repository's current branch, else main)")
+	cmd.Flags().StringVar(&f.targetNamespace, "target-namespace", "", "the namespace of objects that set none (the flux-system Kustomization's spec.targetNamespace)")
+	cmd.Flags().IntVar(&f.nodes, "nodes", 1, "the number of fake (kwok) nodes")
+}
+
+// findRoot returns the Eddy checkout that holds bin/ and config/: $EDDY_ROOT,
+// else the parent of the directory of this executable (bin/eddy), else the
+// nearest directory above the working directory with go.work.
+func findRoot() (string, error) {
+	ok := func(d string) bool { return fileExists(filepath.Join(d, "config", "crd", "bases")) }
+	if d := os.Getenv("EDDY_ROOT"); d != "" {
+		if !ok(d) {
+			return "", fmt.Errorf("EDDY_ROOT=%s has no config/crd/bases", d)
+		}
+		return filepath.Abs(d)
+	}
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			if d := filepath.Dir(filepath.Dir(exe)); ok(d) {
+				return d, nil
+			}
+		}
+	}
+	if d, err := localcluster.WorkspaceRoot(); err == nil && ok(d) {
+		return d, nil
+	}
+	return "", errors.New("cannot find the Eddy checkout (bin/ and config/): run bin/eddy of a checkout, or set EDDY_ROOT")
+}
+
+func k8sBinDir(root string) string {
+	if d := os.Getenv("EDDY_K8S_BIN_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(root, "bin", "k8s")
+}
+
+// ensureBinaries builds what is missing: bin/k8s (once, about 15 minutes)
+// and the controller binaries, with the build's output shown.
+func ensureBinaries(root string, u *ui, out io.Writer) error {
+	k8s := k8sBinDir(root)
+	complete := true
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
+		if !fileExists(filepath.Join(k8s, b)) {
+			complete = false
+		}
+	}
+	if !complete {
+		u.Action("building the local cluster's binaries into %s: this happens once and takes about 15 minutes on 2 cores", k8s)
+		cmd := exec.Command("bash", filepath.Join(root, "tools", "build.sh"))
+		cmd.Dir, cmd.Stdout, cmd.Stderr = root, out, out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building the local cluster's binaries (tools/build.sh): %w", err)
+		}
+	}
+	var missing []string
+	for _, c := range dev.Controllers {
+		if !fileExists(filepath.Join(root, "bin", c)) {
+			missing = append(missing, "./"+c)
+		}
+	}
+	if len(missing) > 0 {
+		u.Action("building %s into bin/", strings.Join(missing, ", "))
+		cmd := exec.Command("go", append([]string{"build", "-o", "bin/"}, missing...)...)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = root, out, out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building the controllers: %w", err)
+		}
+	}
+	return nil
+}
+
+func stateDir() (string, error) { return dev.DefaultStateDir() }
+
+// resolveSource applies the defaults of --repo and --path and checks them.
+func resolveSource(root, dir string, f *devFlags) (*dev.Source, error) {
+	repo, p := f.repo, f.path
+	if repo == "" {
+		repo = filepath.Join(root, "examples", "platform-config")
+		if p == "" {
+			p = "./clusters/dev"
+		}
+	}
+	if p == "" {
+		p = "./"
+	}
+	src, err := dev.PrepareSource(dir, repo, p, f.branch)
+	if err != nil {
+		return nil, err
+	}
+	src.TargetNamespace = f.targetNamespace
+	return src, nil
+}
+
+func newDevCommand(g *globalFlags) *cobra.Command {
+	d := &cobra.Command{
+		Use:   "dev",
+		Short: "Run Eddy on a local cluster on this machine (no Docker, no cloud)",
+		Long: "Run Eddy on a local Kubernetes control plane built from upstream source (bin/k8s), with\n" +
+			"each controller as its own process, syncing a Git repository from a directory or URL.\n" +
+			"State lives in $XDG_STATE_HOME/eddy/dev (default ~/.local/state/eddy/dev).",
+	}
+	var up devFlags
+	upCmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the local cluster and controllers and sync a repository (foreground; --detach to return)",
+		Example: "  eddy dev up\n  eddy dev up --repo ~/src/fleet --path ./clusters/staging --detach\n" +
+			"  eddy dev up --repo https://github.com/stefanprodan/podinfo --path ./kustomize --branch master",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd, g, &up) },
+	}
+	up.bind(upCmd)
+	upCmd.Flags().BoolVar(&up.detach, "detach", false, "return once the repository is synced; `eddy dev down` stops the environment")
+	d.AddCommand(upCmd)
+
+	var sup devFlags
+	supCmd := &cobra.Command{
+		Use:    "supervise",
+		Short:  "Own a detached environment (started by `eddy dev up --detach`)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE:   func(cmd *cobra.Command, _ []string) error { return runSupervise(cmd, &sup) },
+	}
+	sup.bind(supCmd)
+	d.AddCommand(supCmd)
+
+	d.AddCommand(&cobra.Command{
+		Use:   "down",
+		Short: "Stop the environment: controllers, Git server and cluster, and remove its state",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runDown(cmd) },
+	})
+	d.AddCommand(&cobra.Command{
+		Use:   "status",
+		Short: "List the environment's processes, their health and restarts",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runStatus(cmd) },
+	})
+	d.AddCommand(newDemoCommand())
+	return d
+}
+
+func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
+	u := newUI(cmd.OutOrStdout())
+	dir, err := stateDir()
+	if err != nil {
+		return err
+	}
+	root, err := findRoot()
+	if err != nil {
+		return err
+	}
+	if s := dev.Running(dir); s != nil {
+		return upRunning(cmd, g, u, root, dir, s, f)
+	}
+	src, err := resolveSource(root, dir, f)
+	if err != nil {
+		return err
+	}
+	if err := ensureBinaries(root, u, cmd.ErrOrStderr()); err != nil {
+		return err
+	}
+	if f.detach {
+		return upDetached(cmd, g, u, dir, f, src)
+	}
+
+	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	begin := time.Now()
+	env, err := dev.Start(ctx, dev.Options{Root: root, K8sBinDir: k8sBinDir(root), StateDir: dir, Nodes: f.nodes,
+		Progress: func(s string) { u.Action("%s", s) }})
+	if err != nil {
+		return oneLineErr(err)
+	}
+	defer func() {
+		u.Action("stopping the controllers, the Git server and the cluster")
+		env.Stop()
+		u.Success("stopped; nothing of the environment is left running")
+	}()
+	src.SetServer(env.Git.URL)
+	if err := syncSource(ctx, env.Client, u, src); err != nil {
+		return err
+	}
+	if err := env.SetRunning(src.WorkTree); err != nil {
+		return err
+	}
+	werr := waitSynced(ctx, env.Client, u, g.timeout)
+	u.Info("up in %s", time.Since(begin).Round(100*time.Millisecond))
+	printExport(cmd.OutOrStdout(), env.Cluster.KubeconfigPath, src)
+	if werr != nil {
+		u.Warning("%v; the environment keeps running: fix the repository and commit, or press Ctrl-C", werr)
+	}
+	u.Info("running in the foreground: press Ctrl-C to stop (or run `eddy dev down`)")
+	<-ctx.Done()
+	fmt.Fprintln(cmd.OutOrStdout())
+	return nil
+}
+
+// oneLineErr puts a start-up error's first line first and the tails of the
+// component logs it carries (localcluster appends them) after it.
+func oneLineErr(err error) error {
+	msg := err.Error()
+	if first, rest, ok := strings.Cut(msg, "\n"); ok && rest != "" {
+		return fmt.Errorf("%s\n\ncomponent logs (set EDDY_KEEP_CLUSTER_DIR=1 to keep them):\n%s", first, rest)
+	}
+	return err
+}
+
+func syncSource(ctx context.Context, c client.Client, u *ui, src *dev.Source) error {
+	what := src.URL
+	if src.WorkTree != "" {
+		what = src.WorkTree
+		if src.Snapshot {
+			what += " (snapshot: commit there to change what is synced)"
+		}
+	}
+	u.Action("syncing %s, branch %s, path %s", what, src.Branch, src.Path)
+	return dev.ApplySync(ctx, c, src)
+}
+
+// resync points the running sync at src: it suspends the Kustomization,
+// points the GitRepository at src, and once that fetched, sets the new path
+// and resumes the Kustomization; so no path is built from the wrong
+// repository's artifact. A source that cannot be fetched leaves the
+// Kustomization suspended, with the error.
+func resync(ctx context.Context, c client.Client, u *ui, src *dev.Source, timeout time.Duration) error {
+	u.Action("syncing %s, branch %s, path %s", src.URL, src.Branch, src.Path)
+	if err := dev.SuspendKustomization(ctx, c); err != nil {
+		return err
+	}
+	if err := dev.ApplySource(ctx, c, src); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	repo := &sourcev1.GitRepository{}
+	key := client.ObjectKey{Namespace: dev.Namespace, Name: dev.SyncName}
+	stop := u.Spin("waiting for the GitRepository to fetch " + src.URL)
+	err := waitFor(ctx, c, repo, key, func() (bool, error) {
+		ready := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
+		if ready == nil || ready.ObservedGeneration != repo.Generation || repo.Status.ObservedGeneration != repo.Generation {
+			return false, nil
+		}
+		if ready.Status == metav1.ConditionFalse && ready.Reason != meta.ProgressingReason {
+			return false, fmt.Errorf("GitRepository %s: %s: %s (Kustomization %s stays suspended until a repository is fetched)",
+				key, ready.Reason, oneLine(ready.Message), key)
+		}
+		return ready.Status == metav1.ConditionTrue, nil
+	}, "GitRepository "+key.String())
+	stop()
+	if err != nil {
+		return err
+	}
+	return dev.ApplyKustomization(ctx, c, src)
+}
+
+func printExport(w io.Writer, kubeconfig string, src *dev.Source) {
+	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n\n", kubeconfig)
+	if src != nil && src.WorkTree != "" {
+		fmt.Fprintf(w, "Commits to %s (branch %s) are picked up within 1m, or at once with\n  eddy reconcile ks flux-system --with-source\n", src.WorkTree, src.Branch)
+	}
+}
+
+// upRunning re-points a running environment at another repository or path;
+// bad input leaves it as it was.
+func upRunning(cmd *cobra.Command, g *globalFlags, u *ui, root, dir string, s *dev.State, f *devFlags) error {
+	if s.Phase != dev.PhaseRunning {
+		return fmt.Errorf("an eddy dev environment is %s (pid %d): wait for it, or run `eddy dev down`", s.Phase, s.PID)
+	}
+	c, err := clientFor(s.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if f.repo == "" && f.path == "" && f.branch == "" {
+		u.Success("an eddy dev environment is already running (pid %d)", s.PID)
+		printExport(cmd.OutOrStdout(), s.Kubeconfig, nil)
+		return nil
+	}
+	src, err := resolveSource(root, dir, f)
+	if err != nil {
+		return err
+	}
+	src.SetServer(s.GitServer)
+	ctx := cmd.Context()
+	if err := resync(ctx, c, u, src, g.timeout); err != nil {
+		return err
+	}
+	werr := waitSynced(ctx, c, u, g.timeout)
+	printExport(cmd.OutOrStdout(), s.Kubeconfig, src)
+	return werr
+}
+
+func clientFor(kubeconfig string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: dev.NewScheme()})
+}
+
+// upDetached starts `eddy dev supervise` as a daemon (own session, output to
+// logs/supervise.log), waits until it reports the environment running, then
+// shows the sync like the foreground does.
+func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFlags, src *dev.Source) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
+		return err
+	}
+	logPath := filepath.Join(dir, "logs", "supervise.log")
+	errPath := filepath.Join(dir, "logs", "supervise.err")
+	_ = os.Remove(errPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	repo := f.repo
+	if repo != "" && !dev.IsURL(repo) {
+		repo, _ = filepath.Abs(repo)
+	}
+	args := []string{"dev", "supervise", "--repo=" + repo, "--path=" + f.path, "--branch=" + f.branch,
+		"--target-namespace=" + f.targetNamespace, "--nodes=" + strconv.Itoa(f.nodes)}
+	child := exec.Command(exe, args...)
+	child.Stdout, child.Stderr = logFile, logFile
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	begin := time.Now()
+	if err := child.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	stop := u.Spin("starting the local cluster and the controllers (log: " + logPath + ")")
+	for {
+		s, _ := dev.ReadState(dir)
+		if s != nil && s.PID == child.Process.Pid && s.Phase == dev.PhaseRunning {
+			break
+		}
+		select {
+		case <-exited:
+			stop()
+			if data, err := os.ReadFile(errPath); err == nil {
+				return fmt.Errorf("%s (log: %s)", strings.TrimSpace(string(data)), logPath)
+			}
+			return fmt.Errorf("eddy dev supervise exited: %s", lastLine(logPath))
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Since(begin) > g.timeout {
+			stop()
+			_ = child.Process.Signal(syscall.SIGTERM)
+			return fmt.Errorf("the environment did not start within %s: see %s", g.timeout, logPath)
+		}
+	}
+	stop()
+	s, _ := dev.ReadState(dir)
+	u.Success("environment running (supervisor pid %d, started in %s)", s.PID, time.Since(begin).Round(100*time.Millisecond))
+	c, err := clientFor(s.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	src.SetServer(s.GitServer)
+	werr := waitSynced(cmd.Context(), c, u, g.timeout)
+	u.Info("up in %s", time.Since(begin).Round(100*time.Millisecond))
+	printExport(cmd.OutOrStdout(), s.Kubeconfig, src)
+	fmt.Fprintln(cmd.OutOrStdout(), "Run `eddy dev down` to stop it.")
+	if werr != nil {
+		return fmt.Errorf("%w (the environment keeps running)", werr)
+	}
+	return nil
+}
+
+func lastLine(path string) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return strings.TrimPrefix(l, "✗ ")
+		}
+	}
+	return "no output"
+}
+
+// runSupervise owns a detached environment until SIGTERM or SIGINT. A
+// failure's first line also goes to logs/supervise.err, for `up` to show.
+func runSupervise(cmd *cobra.Command, f *devFlags) (err error) {
+	defer func() {
+		if err != nil {
+			if dir, derr := stateDir(); derr == nil {
+				first, _, _ := strings.Cut(err.Error(), "\n")
+				_ = os.WriteFile(filepath.Join(dir, "logs", "supervise.err"), []byte(first+"\n"), 0o600)
+			}
+		}
+	}()
+	u := newUI(cmd.OutOrStdout())
+	dir, err := stateDir()
+	if err != nil {
+		return err
+	}
+	root, err := findRoot()
+	if err != nil {
+		return err
+	}
+	src, err := resolveSource(root, dir, f)
+	if err != nil {
+		return err
+	}
+	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stopSignals()
+	env, err := dev.Start(ctx, dev.Options{Root: root, K8sBinDir: k8sBinDir(root), StateDir: dir, Nodes: f.nodes,
+		Progress: func(s string) { u.Action("%s", s) }})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		u.Action("stopping")
+		env.Stop()
+		u.Success("stopped")
+	}()
+	src.SetServer(env.Git.URL)
+	if err := syncSource(ctx, env.Client, u, src); err != nil {
+		return err
+	}
+	if err := env.SetRunning(src.WorkTree); err != nil {
+		return err
+	}
+	u.Success("running")
+	<-ctx.Done()
+	return nil
+}
+
+func runDown(cmd *cobra.Command) error {
+	u := newUI(cmd.OutOrStdout())
+	dir, err := stateDir()
+	if err != nil {
+		return err
+	}
+	s, err := dev.ReadState(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		u.Success("no eddy dev environment is running")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pids := []int{}
+	for _, p := range s.Cluster {
+		pids = append(pids, p.PID)
+	}
+	for _, p := range s.Controllers {
+		pids = append(pids, p.PID)
+	}
+	if dev.IsOwner(s.PID) {
+		u.Action("stopping the environment (pid %d)", s.PID)
+		_ = syscall.Kill(s.PID, syscall.SIGTERM)
+		stop := u.Spin("waiting for the controllers, the Git server and the cluster to stop")
+		deadline := time.Now().Add(60 * time.Second)
+		for dev.IsOwner(s.PID) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		stop()
+		if dev.IsOwner(s.PID) {
+			u.Warning("pid %d did not stop within 60s: killing it", s.PID)
+			_ = syscall.Kill(s.PID, syscall.SIGKILL)
+		}
+	}
+	// Children die with their owner (parent-death signal); wait for that
+	// and kill any left, e.g. after the owner itself was killed outright.
+	deadline := time.Now().Add(15 * time.Second)
+	for _, pid := range pids {
+		for dev.Mentions(pid, dir) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if dev.Mentions(pid, dir) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	var busy []string
+	for _, port := range s.Ports {
+		if !portFree(port) {
+			busy = append(busy, strconv.Itoa(port))
+		}
+	}
+	for _, sub := range []string{"cluster", "storage", "state.json"} {
+		_ = os.RemoveAll(filepath.Join(dir, sub))
+	}
+	if len(busy) > 0 {
+		return fmt.Errorf("stopped, but ports %s are still in use", strings.Join(busy, ", "))
+	}
+	u.Success("stopped: %d processes ended, %d ports released", len(pids)+1, len(s.Ports))
+	return nil
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+func runStatus(cmd *cobra.Command) error {
+	out := cmd.OutOrStdout()
+	dir, err := stateDir()
+	if err != nil {
+		return err
+	}
+	s, err := dev.ReadState(dir)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && !dev.IsOwner(s.PID)) {
+		return errors.New("no eddy dev environment is running: start one with `eddy dev up`")
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "environment: %s (pid %d), up %s\n", s.Phase, s.PID, time.Since(s.StartedAt).Round(time.Second))
+	fmt.Fprintf(out, "state:       %s\n", dir)
+	if s.Kubeconfig != "" {
+		fmt.Fprintf(out, "kubeconfig:  %s\n", s.Kubeconfig)
+	}
+	if s.WorkTree != "" {
+		fmt.Fprintf(out, "repository:  %s (served at %s)\n", s.WorkTree, s.GitServer)
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
+	fmt.Fprintln(tw, "PROCESS\tPID\tHEALTH\tRESTARTS\tLAST EXIT\tLOG")
+	for _, p := range s.Cluster {
+		health := "running"
+		if !dev.Alive(p.PID) {
+			health = "exited"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t-\t\t%s\n", p.Name, p.PID, health, p.Log)
+	}
+	unhealthy := 0
+	for _, p := range s.Controllers {
+		health := "ready"
+		switch {
+		case !dev.Alive(p.PID):
+			health, unhealthy = "down", unhealthy+1
+		case !dev.Healthy(p.HealthURL):
+			health, unhealthy = "not ready", unhealthy+1
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", p.Name, p.PID, health, p.Restarts, p.LastExit, p.LogPath)
+	}
+	_ = tw.Flush()
+	if s.Kubeconfig != "" && s.Phase == dev.PhaseRunning {
+		if c, err := clientFor(s.Kubeconfig); err == nil {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			fmt.Fprintln(out)
+			printSyncTable(ctx, out, c)
+		}
+	}
+	if unhealthy > 0 {
+		return fmt.Errorf("%d controller(s) not ready", unhealthy)
+	}
+	return nil
+}
+
+// printSyncTable prints every GitRepository and Kustomization as `get -A` does.
+func printSyncTable(ctx context.Context, w io.Writer, c client.Client) {
+	var rs []row
+	repos := &sourcev1.GitRepositoryList{}
+	if err := c.List(ctx, repos); err == nil {
+		for _, o := range repos.Items {
+			r := row{namespace: o.Namespace, name: "gitrepository/" + o.Name, suspended: o.Spec.Suspend}
+			if o.Status.Artifact != nil {
+				r.revision = o.Status.Artifact.Revision
+			}
+			r.ready, r.message = readyOf(o.Status.Conditions)
+			rs = append(rs, r)
+		}
+	}
+	kss := &kustomizev1.KustomizationList{}
+	if err := c.List(ctx, kss); err == nil {
+		for _, o := range kss.Items {
+			r := row{namespace: o.Namespace, name: "kustomization/" + o.Name, suspended: o.Spec.Suspend, revision: o.Status.LastAppliedRevision}
+			r.ready, r.message = readyOf(o.Status.Conditions)
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) > 0 {
+		printTable(w, rs, true)
+	}
+}
+
+// settled reports whether a Kustomization's last reconcile of its current
+// generation has ended: Ready=True, Stalled, or failed with a reason (which
+// includes waiting for a dependency that failed).
+func settled(k *kustomizev1.Kustomization) bool {
+	ready := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
+	if ready == nil || ready.ObservedGeneration != k.Generation || k.Status.LastAttemptedRevision == "" && ready.Reason != meta.DependencyNotReadyReason {
+		return false
+	}
+	return ready.Status == metav1.ConditionTrue || ready.Reason != meta.ProgressingReason && ready.Reason != meta.ProgressingWithRetryReason
+}
+
+// hint says how to fix the usual causes of a failed first sync, from the
+// Ready message; "" when it knows none.
+func hint(msg string) string {
+	switch {
+	case strings.Contains(msg, "an empty namespace may not be set"):
+		return "objects without metadata.namespace: set it in the repository, or pass --target-namespace"
+	case strings.Contains(msg, "no matches for kind"):
+		return "a kind whose CRD is not installed: eddy dev installs GitRepository and Kustomization only (no helm-controller yet)"
+	case strings.Contains(msg, "kustomize build failed"), strings.Contains(msg, "yaml: "), strings.Contains(msg, "failed to decode"):
+		return "the manifests do not parse: fix the file named in the message and commit"
+	}
+	return ""
+}
+
+// waitSynced prints each change of the sync objects' Ready status until the
+// flux-system Kustomization and every Kustomization it created settled, then
+// prints them. The error says which are not Ready and why.
+func waitSynced(ctx context.Context, c client.Client, u *ui, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	seen := map[string]string{}
+	stop := u.Spin("waiting for the GitRepository and the Kustomizations to be Ready")
+	defer stop()
+	for {
+		repos := &sourcev1.GitRepositoryList{}
+		kss := &kustomizev1.KustomizationList{}
+		if err := c.List(ctx, repos); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if err := c.List(ctx, kss); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		report := func(key, ready, msg string) {
+			line := ready + " " + oneLine(msg)
+			if seen[key] != line {
+				seen[key] = line
+				switch ready {
+				case "True":
+					u.Success("%s: %s", key, oneLine(msg))
+				case "False":
+					u.Waiting("%s: %s", key, oneLine(msg))
+				default:
+					u.Waiting("%s: %s", key, oneLine(msg))
+				}
+			}
+		}
+		for _, o := range repos.Items {
+			ready, msg := readyOf(o.Status.Conditions)
+			report("GitRepository "+o.Namespace+"/"+o.Name, ready, msg)
+		}
+		artifact := ""
+		for _, o := range repos.Items {
+			if o.Namespace != dev.Namespace || o.Name != dev.SyncName {
+				continue
+			}
+			if o.Status.Artifact != nil {
+				artifact = o.Status.Artifact.Revision
+			} else if r := apimeta.FindStatusCondition(o.Status.Conditions, meta.ReadyCondition); r != nil &&
+				r.Status == metav1.ConditionFalse && r.ObservedGeneration == o.Generation && r.Reason != meta.ProgressingReason {
+				stop()
+				return fmt.Errorf("GitRepository %s/%s cannot fetch the repository: %s: %s", o.Namespace, o.Name, r.Reason, oneLine(r.Message))
+			}
+		}
+		all := true
+		rootDone := false
+		for i := range kss.Items {
+			k := &kss.Items[i]
+			ready, msg := readyOf(k.Status.Conditions)
+			report("Kustomization "+k.Namespace+"/"+k.Name, ready, msg)
+			if !settled(k) {
+				all = false
+			} else if k.Namespace == dev.Namespace && k.Name == dev.SyncName && artifact != "" && k.Status.LastAttemptedRevision == artifact {
+				rootDone = true
+			}
+		}
+		if rootDone && all {
+			stop()
+			var failed []string
+			sort.Slice(kss.Items, func(i, j int) bool { return kss.Items[i].Name < kss.Items[j].Name })
+			for _, k := range kss.Items {
+				if ready, _ := readyOf(k.Status.Conditions); ready != "True" {
+					failed = append(failed, k.Namespace+"/"+k.Name)
+				}
+			}
+			fmt.Fprintln(u.out)
+			printSyncTable(ctx, u.out, c)
+			if len(failed) > 0 {
+				for _, k := range kss.Items {
+					if _, msg := readyOf(k.Status.Conditions); hint(msg) != "" {
+						u.Warning("Kustomization %s/%s: %s", k.Namespace, k.Name, hint(msg))
+					}
+				}
+				return fmt.Errorf("not Ready: Kustomization %s (see the MESSAGE column)", strings.Join(failed, ", "))
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	stop()
+	fmt.Fprintln(u.out)
+	printSyncTable(context.Background(), u.out, c)
+	return fmt.Errorf("not all Kustomizations settled within %s (see the MESSAGE column)", timeout)
+}

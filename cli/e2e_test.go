@@ -1,0 +1,560 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/cli/internal/dev"
+	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/fluxcd/pkg/apis/meta"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The e2e tests drive the built bin/eddy as a user would, each with its own
+// state directory (XDG_STATE_HOME), against the full local cluster and the
+// controller binaries of bin/.
+
+var buildOnce struct {
+	sync.Once
+	root, eddy string
+	err        error
+}
+
+// built builds the controllers and eddy into bin/ of the checkout, as `make
+// build` does, once per test binary.
+func built(t *testing.T) (root, eddy string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := localcluster.WorkspaceRoot()
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		for _, args := range [][]string{
+			append([]string{"build", "-o", "bin/"}, prefixed("./", dev.Controllers)...),
+			{"build", "-o", "bin/eddy", "./cli"},
+		} {
+			cmd := exec.Command("go", args...)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildOnce.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+				return
+			}
+		}
+		buildOnce.root, buildOnce.eddy = root, filepath.Join(root, "bin", "eddy")
+	})
+	if buildOnce.err != nil {
+		t.Fatal(buildOnce.err)
+	}
+	if !fileExists(filepath.Join(buildOnce.root, "bin", "k8s", "kube-apiserver")) && os.Getenv("EDDY_K8S_BIN_DIR") == "" {
+		t.Fatal("bin/k8s is missing: run `make tools`")
+	}
+	return buildOnce.root, buildOnce.eddy
+}
+
+func prefixed(p string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = p + n
+	}
+	return out
+}
+
+// user runs eddy with its own state directory.
+type user struct {
+	t     *testing.T
+	eddy  string
+	state string // XDG_STATE_HOME
+}
+
+func newUser(t *testing.T) *user {
+	_, eddy := built(t)
+	u := &user{t: t, eddy: eddy, state: t.TempDir()}
+	t.Cleanup(func() {
+		if s := dev.Running(u.dir()); s != nil {
+			out, _ := u.run("dev", "down")
+			t.Logf("cleanup: eddy dev down:\n%s", out)
+		}
+	})
+	return u
+}
+
+func (u *user) dir() string { return filepath.Join(u.state, "eddy", "dev") }
+
+func (u *user) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(u.eddy, args...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+u.state, "KUBECONFIG="+filepath.Join(u.dir(), "cluster", "kubeconfig"))
+	return cmd
+}
+
+// run runs eddy and returns its combined output, logged.
+func (u *user) run(args ...string) (string, error) {
+	u.t.Helper()
+	start := time.Now()
+	out, err := u.command(args...).CombinedOutput()
+	u.t.Logf("$ eddy %s   (%s, err=%v)\n%s", strings.Join(args, " "), time.Since(start).Round(100*time.Millisecond), err, out)
+	return string(out), err
+}
+
+func (u *user) must(args ...string) string {
+	u.t.Helper()
+	out, err := u.run(args...)
+	if err != nil {
+		u.t.Fatalf("eddy %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// fails runs eddy, expects a non-zero exit and returns the output.
+func (u *user) fails(args ...string) string {
+	u.t.Helper()
+	out, err := u.run(args...)
+	if err == nil {
+		u.t.Fatalf("eddy %s succeeded; want a failure", strings.Join(args, " "))
+	}
+	return out
+}
+
+func (u *user) client() client.Client {
+	u.t.Helper()
+	s, err := dev.ReadState(u.dir())
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	c, err := clientFor(s.Kubeconfig)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	return c
+}
+
+// kustomization returns a Kustomization as `eddy get ks NAME -o json` prints it.
+func (u *user) kustomization(name string) *kustomizev1.Kustomization {
+	u.t.Helper()
+	k := &kustomizev1.Kustomization{}
+	if err := json.Unmarshal([]byte(u.must("get", "ks", name, "-o", "json")), k); err != nil {
+		u.t.Fatal(err)
+	}
+	return k
+}
+
+// repoFrom copies testdata/repos/<name> into a new Git repository (branch main).
+func repoFrom(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := copyDir(filepath.Join(testenv.TestdataDir(t), "repos", name), dir); err != nil {
+		t.Fatal(err)
+	}
+	return gitInit(t, dir)
+}
+
+func gitInit(t *testing.T, dir string) string {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q", "--initial-branch=main"}, {"add", "-A"}, {"commit", "-q", "-m", "initial"}} {
+		if _, err := gitserver.Git(dir, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func copyDir(src, dst string) error {
+	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if fi.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
+
+// inventoryLines returns a Kustomization's inventory in the format of
+// expected-objects.txt (`<apiVersion> <Kind> <namespace>/<name>`), sorted.
+func inventoryLines(k *kustomizev1.Kustomization) []string {
+	var out []string
+	if k.Status.Inventory == nil {
+		return nil
+	}
+	for _, e := range k.Status.Inventory.Entries {
+		parts := strings.Split(e.ID, "_")
+		ns, name, group, kind := parts[0], parts[1], parts[2], parts[3]
+		av := e.Version
+		if group != "" {
+			av = group + "/" + e.Version
+		}
+		out = append(out, fmt.Sprintf("%s %s %s/%s", av, kind, ns, name))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// expectedLines reads an expected-objects.txt, sets the namespace of
+// namespaced objects that have none to ns, and sorts it.
+func expectedLines(t *testing.T, rel, ns string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.TestdataDir(t), "expected", rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if ns != "" && strings.Contains(l, " /") && !strings.Contains(l, " Namespace ") {
+			l = strings.Replace(l, " /", " "+ns+"/", 1)
+		}
+		out = append(out, l)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func ready(k *kustomizev1.Kustomization) (string, string, string) {
+	c := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
+	if c == nil {
+		return "", "", ""
+	}
+	return string(c.Status), c.Reason, c.Message
+}
+
+// oneLineError checks a CLI failure is one line naming what to fix.
+func oneLineError(t *testing.T, out string, want ...string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "✗ ") {
+		t.Errorf("want a one-line error, got:\n%s", out)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("error %q does not mention %q", out, w)
+		}
+	}
+}
+
+// processesOf returns the pids of every process whose command line
+// mentions dir (the controllers and cluster components name their state dir).
+func processesOf(dir string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(data), dir) {
+			out = append(out, strings.ReplaceAll(string(data), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// checkAllGone asserts that nothing of the environment runs or listens.
+func checkAllGone(t *testing.T, s *dev.State, dir string) {
+	t.Helper()
+	pids := []int{s.PID}
+	for _, p := range s.Cluster {
+		pids = append(pids, p.PID)
+	}
+	for _, p := range s.Controllers {
+		pids = append(pids, p.PID)
+	}
+	for _, pid := range pids {
+		if dev.Alive(pid) {
+			t.Errorf("pid %d still runs", pid)
+		}
+	}
+	for _, port := range s.Ports {
+		if !portFree(port) {
+			t.Errorf("port %d still in use", port)
+		}
+	}
+	if left := processesOf(dir); len(left) > 0 {
+		t.Errorf("processes of %s left: %v", dir, left)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); err == nil {
+		t.Error("state.json left behind")
+	}
+}
+
+// TestDevE2E covers #5's acceptance on one detached environment, in order:
+// bad --repo before start; podinfo ./kustomize up --detach, objects equal
+// kustomize's, Deployment Available on a kwok node; a commit applied by
+// `reconcile ks --with-source`; get/events; a killed controller restarted
+// (status shows it); bad path and invalid manifests on the running
+// environment; flux2-kustomize-helm-example-v2.6 ./clusters/staging; down
+// leaves no process or port.
+func TestDevE2E(t *testing.T) {
+	u := newUser(t)
+
+	// Bad input before anything runs: one line, nothing started.
+	oneLineError(t, u.fails("dev", "up", "--detach", "--repo", filepath.Join(t.TempDir(), "missing")), "--repo", "no such directory")
+	if s, err := dev.ReadState(u.dir()); err == nil {
+		t.Fatalf("a failed start left a state file: %+v", s)
+	}
+
+	podinfo := repoFrom(t, "podinfo")
+	start := time.Now()
+	out := u.must("dev", "up", "--detach", "--repo", podinfo, "--path", "./kustomize", "--target-namespace", "default")
+	t.Logf("eddy dev up --detach: Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	state, err := dev.ReadState(u.dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "export KUBECONFIG="+state.Kubeconfig) || !filepath.IsAbs(state.Kubeconfig) {
+		t.Errorf("up did not print `export KUBECONFIG=<absolute path>` (%s)", state.Kubeconfig)
+	}
+	k := u.kustomization("flux-system")
+	if st, reason, msg := ready(k); st != "True" {
+		t.Fatalf("Kustomization flux-system not Ready: %s %s", reason, msg)
+	}
+	want := expectedLines(t, "podinfo/kustomize-build/kustomize/expected-objects.txt", "default")
+	if got := inventoryLines(k); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("applied objects:\n%s\nwant (kustomize build, namespace default):\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	c := u.client()
+	ctx := context.Background()
+	waitUntil(t, "Deployment default/podinfo Available on a kwok node", 2*time.Minute, func() (bool, string) {
+		dep := &appsv1.Deployment{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "podinfo"}, dep); err != nil {
+			return false, err.Error()
+		}
+		avail := false
+		for _, cond := range dep.Status.Conditions {
+			if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue {
+				avail = true
+			}
+		}
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels{"app": "podinfo"}); err != nil || len(pods.Items) == 0 {
+			return false, "no pods"
+		}
+		for _, p := range pods.Items {
+			node := &corev1.Node{}
+			if p.Spec.NodeName == "" || c.Get(ctx, types.NamespacedName{Name: p.Spec.NodeName}, node) != nil ||
+				node.Annotations["kwok.x-k8s.io/node"] != "fake" || p.Status.Phase != corev1.PodRunning {
+				return false, "pod " + p.Name + " not running on a kwok node"
+			}
+		}
+		return avail && dep.Status.AvailableReplicas >= 1, fmt.Sprintf("available %d", dep.Status.AvailableReplicas)
+	})
+
+	// A commit in the user's repository, applied by reconcile --with-source.
+	extra := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: podinfo-extra\ndata:\n  greeting: hello\n"
+	if err := os.WriteFile(filepath.Join(podinfo, "kustomize", "extra.yaml"), []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kz, _ := os.ReadFile(filepath.Join(podinfo, "kustomize", "kustomization.yaml"))
+	kzs := strings.Replace(string(kz), "resources:\n", "resources:\n  - extra.yaml\n", 1)
+	if kzs == string(kz) {
+		t.Fatalf("no resources: list in podinfo's kustomize/kustomization.yaml:\n%s", kz)
+	}
+	if err := os.WriteFile(filepath.Join(podinfo, "kustomize", "kustomization.yaml"), []byte(kzs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "add a ConfigMap"}} {
+		if _, err := gitserver.Git(podinfo, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, _ := gitserver.Git(podinfo, "rev-parse", "HEAD")
+	out = u.must("reconcile", "ks", "flux-system", "--with-source")
+	if !strings.Contains(out, "applied revision main@sha1:"+head) {
+		t.Errorf("reconcile did not print the applied revision main@sha1:%s", head)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "podinfo-extra"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the committed ConfigMap was not applied: %v", err)
+	}
+	if out := u.must("get", "sources", "git"); !strings.Contains(out, "main@sha1:"+head) || !strings.Contains(out, "NAME") {
+		t.Errorf("get sources git does not show revision %s", head)
+	}
+	if out := u.must("get", "ks"); !strings.Contains(out, "REVISION") || !strings.Contains(out, "True") {
+		t.Error("get ks does not show a Ready table")
+	}
+	if out := u.must("events", "--for", "Kustomization/flux-system"); !strings.Contains(out, "ConfigMap/default/podinfo-extra created") {
+		t.Error("events do not show the ConfigMap's creation")
+	}
+	oneLineError(t, u.fails("get", "ks", "-o", "xml"), "--output")
+	oneLineError(t, u.fails("reconcile", "ks", "missing"), "Kustomization missing not found")
+
+	// A controller that dies is restarted, and status says so.
+	for _, p := range state.Controllers {
+		if p.Name == "kustomize-controller" {
+			if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitUntil(t, "kustomize-controller restarted and ready", time.Minute, func() (bool, string) {
+		out, err := u.command("dev", "status").CombinedOutput()
+		for _, l := range strings.Split(string(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) >= 4 && f[0] == "kustomize-controller" {
+				return err == nil && f[2] == "ready" && f[3] == "1", l
+			}
+		}
+		return false, string(out)
+	})
+	u.must("dev", "status")
+
+	// Bad input on the running environment: one line or Ready=False, and it keeps running.
+	oneLineError(t, u.fails("dev", "up", "--repo", podinfo, "--path", "./missing"), "--path ./missing", "no such directory")
+	oneLineError(t, u.fails("dev", "up", "--repo", filepath.Join(t.TempDir(), "missing")), "no such directory")
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := os.MkdirAll(bad, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "broken.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  key: [unclosed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = u.fails("dev", "up", "--repo", gitInit(t, bad))
+	k = u.kustomization("flux-system")
+	if st, reason, msg := ready(k); st != "False" || reason != "BuildFailed" || !strings.Contains(msg, "broken.yaml") || !strings.Contains(msg, "line 5") {
+		t.Errorf("invalid manifests: Ready %s %s %q; want False BuildFailed naming broken.yaml and the line", st, reason, msg)
+	}
+	if !strings.Contains(out, "fix the file named in the message") {
+		t.Error("up does not say how to fix invalid manifests")
+	}
+	u.must("dev", "status")
+
+	// flux2-kustomize-helm-example-v2.6, ./clusters/staging: the root applies
+	// its three Kustomizations; infra-controllers holds HelmReleases and
+	// HelmRepositories, whose CRDs eddy dev does not install (no
+	// helm-controller yet), so it fails and infra-configs and apps wait for it.
+	out = u.fails("dev", "up", "--repo", repoFrom(t, "flux2-kustomize-helm-example-v2.6"), "--path", "./clusters/staging")
+	root := u.kustomization("flux-system")
+	if st, reason, msg := ready(root); st != "True" {
+		t.Errorf("helm example: root not Ready: %s %s", reason, msg)
+	}
+	want = expectedLines(t, "flux2-kustomize-helm-example-v2.6/flux/staging/flux-system.flux-system/expected-objects.txt", "")
+	if got := inventoryLines(root); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("helm example root objects:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if st, reason, msg := ready(u.kustomization("infra-controllers")); st != "False" || !strings.Contains(msg, `no matches for kind "Helm`) {
+		t.Errorf("infra-controllers: Ready %s %s %q; want False for the missing Helm kinds", st, reason, msg)
+	}
+	for _, name := range []string{"infra-configs", "apps"} {
+		if st, reason, msg := ready(u.kustomization(name)); st != "False" || reason != "DependencyNotReady" {
+			t.Errorf("%s: Ready %s %s %q; want False DependencyNotReady", name, st, reason, msg)
+		}
+	}
+	if !strings.Contains(out, "no helm-controller yet") {
+		t.Error("up does not say that the Helm kinds are not installed")
+	}
+	if _, err := os.Stat(filepath.Join(podinfo, ".git")); err != nil {
+		t.Error("the user's repository lost its .git")
+	}
+
+	// down leaves nothing behind.
+	state, err = dev.ReadState(u.dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.must("dev", "down")
+	checkAllGone(t, state, u.dir())
+	u.must("dev", "down") // idempotent
+}
+
+// TestDevForegroundCtrlC: `eddy dev up` in the foreground (the default
+// example repository) runs until Ctrl-C, then tears everything down.
+func TestDevForegroundCtrlC(t *testing.T) {
+	u := newUser(t)
+	cmd := u.command("dev", "up")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1000)
+	var log strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	timeout := time.After(4 * time.Minute)
+	sawReady := false
+wait:
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("eddy dev up exited early:\n%s", log.String())
+			}
+			log.WriteString(l + "\n")
+			if strings.Contains(l, "Kustomization flux-system/apps: Applied revision") {
+				sawReady = true
+			}
+			if strings.Contains(l, "press Ctrl-C") {
+				break wait
+			}
+		case <-timeout:
+			_ = cmd.Process.Kill()
+			t.Fatalf("eddy dev up did not come up in 4m:\n%s", log.String())
+		}
+	}
+	t.Logf("foreground eddy dev up (example repository): Ready in %s", time.Since(start).Round(100*time.Millisecond))
+	if !sawReady {
+		t.Errorf("the example's Kustomization apps was not shown Ready:\n%s", log.String())
+	}
+	state, err := dev.ReadState(u.dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(state.Controllers) != len(dev.Controllers) {
+		t.Errorf("state lists %d controllers, want %d", len(state.Controllers), len(dev.Controllers))
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for l := range lines {
+		log.WriteString(l + "\n")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("eddy dev up after Ctrl-C: %v", err)
+	}
+	t.Logf("output:\n%s", log.String())
+	checkAllGone(t, state, u.dir())
+}
+
+func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	start := time.Now()
+	last := ""
+	for time.Since(start) < timeout {
+		ok, msg := cond()
+		if ok {
+			t.Logf("%s after %s", what, time.Since(start).Round(100*time.Millisecond))
+			return
+		}
+		last = msg
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s (last: %s)", what, timeout, last)
+}

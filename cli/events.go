@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func newEventsCommand(g *globalFlags) *cobra.Command {
+	var forObj string
+	var allNamespaces bool
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "Show the Kubernetes Events of Eddy's objects, oldest first",
+		Long: "Show the Kubernetes Events of a namespace, or with --for those of one object;\n" +
+			"for a Kustomization also those of its source, as flux does.",
+		Args:    cobra.NoArgs,
+		Example: "  eddy events\n  eddy events --for Kustomization/flux-system",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := g.ctx(cmd)
+			defer cancel()
+			type target struct{ kind, namespace, name string }
+			var targets []target
+			if forObj != "" {
+				kind, name, ok := strings.Cut(forObj, "/")
+				if !ok || kind == "" || name == "" || strings.Contains(name, "/") {
+					return fmt.Errorf("--for %q: want Kind/name, e.g. Kustomization/flux-system", forObj)
+				}
+				targets = append(targets, target{kind, g.namespace, name})
+				if kind == "Kustomization" {
+					k := &kustomizev1.Kustomization{}
+					if err := c.Get(ctx, types.NamespacedName{Namespace: g.namespace, Name: name}, k); err == nil {
+						ns := k.Spec.SourceRef.Namespace
+						if ns == "" {
+							ns = k.Namespace
+						}
+						targets = append(targets, target{k.Spec.SourceRef.Kind, ns, k.Spec.SourceRef.Name})
+					}
+				}
+			} else {
+				ns := g.namespace
+				if allNamespaces {
+					ns = ""
+				}
+				targets = append(targets, target{namespace: ns})
+			}
+			var evs []corev1.Event
+			for _, t := range targets {
+				sel := fields.Set{}
+				if t.kind != "" {
+					sel["involvedObject.kind"], sel["involvedObject.name"] = t.kind, t.name
+				}
+				l := &corev1.EventList{}
+				opts := []client.ListOption{client.MatchingFieldsSelector{Selector: fields.SelectorFromSet(sel)}}
+				if t.namespace != "" {
+					opts = append(opts, client.InNamespace(t.namespace))
+				}
+				if err := c.List(ctx, l, opts...); err != nil {
+					return err
+				}
+				evs = append(evs, l.Items...)
+			}
+			sort.SliceStable(evs, func(i, j int) bool { return lastSeen(evs[i]).Before(lastSeen(evs[j])) })
+			if len(evs) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no events found")
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 3, ' ', 0)
+			if allNamespaces {
+				fmt.Fprint(tw, "NAMESPACE\t")
+			}
+			fmt.Fprintln(tw, "LAST SEEN\tTYPE\tREASON\tOBJECT\tMESSAGE")
+			for _, e := range evs {
+				if allNamespaces {
+					fmt.Fprintf(tw, "%s\t", e.Namespace)
+				}
+				age := duration.HumanDuration(time.Since(lastSeen(e)))
+				msg := strings.ReplaceAll(strings.TrimSpace(e.Message), "\n", "\n\t\t\t\t")
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\n", age, e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, msg)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&forObj, "for", "", "show only the events of this object, as Kind/name")
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "show the events of all namespaces")
+	return cmd
+}
+
+// lastSeen is when the event last happened, whichever field the reporter set.
+func lastSeen(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}

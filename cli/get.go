@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
+)
+
+// row is one line of flux's `get` table.
+type row struct {
+	namespace, name, revision string
+	suspended                 bool
+	ready, message            string
+}
+
+// readyOf returns the Ready status and message as flux prints them: "False"
+// and "waiting to be reconciled" while there is no Ready condition.
+func readyOf(conds []metav1.Condition) (string, string) {
+	c := apimeta.FindStatusCondition(conds, meta.ReadyCondition)
+	if c == nil {
+		return "False", "waiting to be reconciled"
+	}
+	return string(c.Status), c.Message
+}
+
+func newGetCommand(g *globalFlags) *cobra.Command {
+	var allNamespaces bool
+	var output string
+	get := &cobra.Command{
+		Use:   "get",
+		Short: "Show the status of sources and Kustomizations",
+	}
+	get.PersistentFlags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the objects of all namespaces")
+	get.PersistentFlags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
+
+	list := func(cmd *cobra.Command, args []string, obj client.ObjectList, rows func() []row) error {
+		if output != "table" && output != "yaml" && output != "json" {
+			return fmt.Errorf("--output %q: use table, yaml or json", output)
+		}
+		c, err := g.client()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := g.ctx(cmd)
+		defer cancel()
+		var opts []client.ListOption
+		if !allNamespaces {
+			opts = append(opts, client.InNamespace(g.namespace))
+		}
+		if len(args) == 1 {
+			opts = append(opts, client.MatchingFields{"metadata.name": args[0]})
+		}
+		if err := c.List(ctx, obj, opts...); err != nil {
+			return err
+		}
+		rs := rows()
+		if len(args) == 1 && len(rs) == 0 {
+			gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
+			return fmt.Errorf("%s %q not found in namespace %s", strings.TrimSuffix(gvk.Kind, "List"), args[0], g.namespace)
+		}
+		if output != "table" {
+			return printObjects(cmd.OutOrStdout(), c.Scheme(), obj, output, len(args) == 1)
+		}
+		if len(rs) == 0 {
+			gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
+			where := g.namespace + " namespace"
+			if allNamespaces {
+				where = "any namespace"
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "no %s objects found in %s\n", strings.TrimSuffix(gvk.Kind, "List"), where)
+			return nil
+		}
+		printTable(cmd.OutOrStdout(), rs, allNamespaces)
+		return nil
+	}
+
+	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show the status of sources"}
+	sources.AddCommand(&cobra.Command{
+		Use:     "git [NAME]",
+		Short:   "Show the status of GitRepositories",
+		Args:    cobra.MaximumNArgs(1),
+		Example: "  eddy get sources git\n  eddy get sources git flux-system -o yaml",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l := &sourcev1.GitRepositoryList{}
+			return list(cmd, args, l, func() []row {
+				var rs []row
+				for _, o := range l.Items {
+					r := row{namespace: o.Namespace, name: o.Name, suspended: o.Spec.Suspend}
+					if o.Status.Artifact != nil {
+						r.revision = o.Status.Artifact.Revision
+					}
+					r.ready, r.message = readyOf(o.Status.Conditions)
+					rs = append(rs, r)
+				}
+				return rs
+			})
+		},
+	})
+	get.AddCommand(sources)
+	get.AddCommand(&cobra.Command{
+		Use:     "kustomizations [NAME]",
+		Aliases: []string{"kustomization", "ks"},
+		Short:   "Show the status of Kustomizations",
+		Args:    cobra.MaximumNArgs(1),
+		Example: "  eddy get kustomizations\n  eddy get ks -A\n  eddy get ks flux-system -o json",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l := &kustomizev1.KustomizationList{}
+			return list(cmd, args, l, func() []row {
+				var rs []row
+				for _, o := range l.Items {
+					r := row{namespace: o.Namespace, name: o.Name, suspended: o.Spec.Suspend, revision: o.Status.LastAppliedRevision}
+					r.ready, r.message = readyOf(o.Status.Conditions)
+					rs = append(rs, r)
+				}
+				return rs
+			})
+		},
+	})
+	return get
+}
+
+func printTable(w io.Writer, rs []row, withNamespace bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	if withNamespace {
+		fmt.Fprint(tw, "NAMESPACE\t")
+	}
+	fmt.Fprintln(tw, "NAME\tREVISION\tSUSPENDED\tREADY\tMESSAGE")
+	for _, r := range rs {
+		if withNamespace {
+			fmt.Fprintf(tw, "%s\t", r.namespace)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.name, r.revision, strconv.FormatBool(r.suspended), r.ready, oneLine(r.message))
+	}
+	tw.Flush()
+}
+
+// printObjects writes list as YAML or JSON: the one object when single, else
+// a kubectl-style `kind: List`. Objects carry apiVersion and kind.
+func printObjects(w io.Writer, scheme *runtime.Scheme, list client.ObjectList, format string, single bool) error {
+	objs, err := apimeta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	var items []any
+	for _, o := range objs {
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		if err != nil {
+			return err
+		}
+		o.GetObjectKind().SetGroupVersionKind(gvk)
+		if m, ok := o.(metav1.Object); ok {
+			m.SetManagedFields(nil) // as kubectl, without --show-managed-fields
+		}
+		items = append(items, o)
+	}
+	var doc any = map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
+	if single && len(items) == 1 {
+		doc = items[0]
+	}
+	var data []byte
+	if format == "json" {
+		data, err = json.MarshalIndent(doc, "", "    ")
+		data = append(data, '\n')
+	} else {
+		data, err = yaml.Marshal(doc)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}

@@ -1,0 +1,325 @@
+package dev
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/gitserver"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Names of the objects `eddy dev up` creates, as `flux bootstrap` names them.
+const (
+	Namespace = "flux-system"
+	SyncName  = "flux-system"
+)
+
+// Source is the repository the dev environment syncs from.
+type Source struct {
+	// URL is the GitRepository's spec.url.
+	URL string
+	// Branch is spec.ref.branch; Path the Kustomization's spec.path (./x).
+	Branch, Path string
+	// WorkTree is the local work tree whose commits are served; empty for a
+	// remote URL.
+	WorkTree string
+	// Snapshot is true when WorkTree is a copy of a plain directory.
+	Snapshot bool
+	// Name is the repository's path on the Git server.
+	Name string
+	// TargetNamespace is the Kustomization's spec.targetNamespace: the
+	// namespace of objects that name none.
+	TargetNamespace string
+}
+
+// SetServer sets URL for a served local repository from the Git server's
+// base URL; a remote URL is left alone.
+func (s *Source) SetServer(gitURL string) {
+	if s.WorkTree != "" {
+		s.URL = strings.TrimRight(gitURL, "/") + "/" + s.Name
+	}
+}
+
+// IsURL reports whether repo names a remote repository rather than a directory.
+func IsURL(repo string) bool {
+	for _, p := range []string{"http://", "https://", "ssh://", "git@"} {
+		if strings.HasPrefix(repo, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizePath returns p as Flux writes Kustomization paths: "./x/y".
+func NormalizePath(p string) string {
+	c := path.Clean("/" + filepath.ToSlash(p))
+	if c == "/" {
+		return "./"
+	}
+	return "." + c
+}
+
+// PrepareSource checks repo, path and branch and makes a local repository
+// servable below <stateDir>/git: a Git work tree (its top level) is served as
+// it is, through a symlink, so new commits in it are picked up; any other
+// directory is copied into a repository there and committed (a snapshot,
+// refreshed on each call). Call SetServer to set the URL. Errors are one
+// line and say what to fix.
+func PrepareSource(stateDir, repo, p, branch string) (*Source, error) {
+	src := &Source{Path: NormalizePath(p), Branch: branch}
+	if IsURL(repo) {
+		src.URL = repo
+		if src.Branch == "" {
+			src.Branch = "main"
+		}
+		return src, nil
+	}
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("--repo %s: no such directory", repo)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("--repo %s: not a directory", repo)
+	}
+	root := filepath.Join(stateDir, "git")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	name := filepath.Base(abs) + "-" + hex.EncodeToString(sum[:4])
+	served := filepath.Join(root, name)
+
+	top, gerr := gitserver.Git(abs, "rev-parse", "--show-toplevel")
+	if gerr == nil && sameDir(top, abs) {
+		_ = os.Remove(served)
+		if err := os.Symlink(abs, served); err != nil {
+			return nil, err
+		}
+		src.WorkTree = abs
+		if src.Branch == "" {
+			b, err := gitserver.Git(abs, "symbolic-ref", "--short", "HEAD")
+			if err != nil {
+				return nil, fmt.Errorf("--repo %s is on a detached HEAD: pass --branch", repo)
+			}
+			src.Branch = b
+		}
+	} else {
+		if err := snapshot(abs, served); err != nil {
+			return nil, fmt.Errorf("copying %s into a Git repository: %w", repo, err)
+		}
+		src.WorkTree, src.Snapshot = served, true
+		if src.Branch == "" {
+			src.Branch = "main"
+		}
+	}
+	if _, err := gitserver.Git(src.WorkTree, "rev-parse", "--verify", "-q", "refs/heads/"+src.Branch); err != nil {
+		if branch == "" {
+			return nil, fmt.Errorf("--repo %s: branch %s has no commit yet: commit, or pass --branch", repo, src.Branch)
+		}
+		return nil, fmt.Errorf("--branch %s: no such branch in %s", src.Branch, repo)
+	}
+	if rel := strings.TrimPrefix(src.Path, "./"); rel != "" {
+		if _, err := gitserver.Git(src.WorkTree, "cat-file", "-e", src.Branch+":"+rel); err != nil {
+			return nil, fmt.Errorf("--path %s: no such directory in %s at branch %s (committed files only)", src.Path, repo, src.Branch)
+		}
+	}
+	src.Name = name
+	return src, nil
+}
+
+func sameDir(a, b string) bool {
+	ea, err1 := filepath.EvalSymlinks(a)
+	eb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ea == eb
+}
+
+// snapshot makes dst a Git repository on branch main whose last commit holds
+// exactly the files of src (a .git inside src is skipped).
+func snapshot(src, dst string) error {
+	if fi, err := os.Lstat(dst); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if err := os.Remove(dst); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dst, ".git")); err != nil {
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+		if _, err := gitserver.Git(dst, "init", "-q", "--initial-branch=main"); err != nil {
+			return err
+		}
+	}
+	entries, err := os.ReadDir(dst)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != ".git" {
+			if err := os.RemoveAll(filepath.Join(dst, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := copyTree(src, dst); err != nil {
+		return err
+	}
+	if _, err := gitserver.Git(dst, "add", "-A"); err != nil {
+		return err
+	}
+	if out, _ := gitserver.Git(dst, "status", "--porcelain"); out == "" {
+		if _, err := gitserver.Git(dst, "rev-parse", "-q", "--verify", "HEAD"); err == nil {
+			return nil // unchanged
+		}
+	}
+	_, err = gitserver.Git(dst, "commit", "-q", "--allow-empty", "-m", "Snapshot of "+filepath.Base(src))
+	return err
+}
+
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, 0o755)
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case d.Type().IsRegular():
+			return copyFile(p, target)
+		}
+		return nil
+	})
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// ApplySource creates or updates the flux-system Namespace and GitRepository
+// for src, as `flux bootstrap` writes them (interval 1m), and requests a
+// reconcile so a changed source is fetched at once.
+func ApplySource(ctx context.Context, c client.Client, src *Source) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: SyncName, Namespace: Namespace}}
+	if err := createOrUpdate(ctx, c, repo, func() {
+		repo.Spec.URL = src.URL
+		repo.Spec.Interval = metav1.Duration{Duration: time.Minute}
+		repo.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: src.Branch}
+		setAnnotation(repo, "reconcile.fluxcd.io/requestedAt", time.Now().Format(time.RFC3339Nano))
+	}); err != nil {
+		return fmt.Errorf("GitRepository %s/%s: %w", Namespace, SyncName, err)
+	}
+	return nil
+}
+
+// ApplyKustomization creates or updates the flux-system Kustomization for
+// src, as `flux bootstrap` writes it (interval 10m, prune), and requests a
+// reconcile.
+func ApplyKustomization(ctx context.Context, c client.Client, src *Source) error {
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: SyncName, Namespace: Namespace}}
+	if err := createOrUpdate(ctx, c, ks, func() {
+		ks.Spec.Interval = metav1.Duration{Duration: 10 * time.Minute}
+		ks.Spec.Path = src.Path
+		ks.Spec.TargetNamespace = src.TargetNamespace
+		ks.Spec.Suspend = false
+		ks.Spec.Prune = true
+		ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: SyncName}
+		setAnnotation(ks, "reconcile.fluxcd.io/requestedAt", time.Now().Format(time.RFC3339Nano))
+	}); err != nil {
+		return fmt.Errorf("Kustomization %s/%s: %w", Namespace, SyncName, err)
+	}
+	return nil
+}
+
+// SuspendKustomization suspends the flux-system Kustomization, if it exists,
+// so it does not build the next repository's artifact at the previous path
+// while the sync is re-pointed; ApplyKustomization resumes it.
+func SuspendKustomization(ctx context.Context, c client.Client) error {
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: SyncName, Namespace: Namespace}}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ks), ks); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return createOrUpdate(ctx, c, ks, func() { ks.Spec.Suspend = true })
+}
+
+// ApplySync is ApplySource then ApplyKustomization.
+func ApplySync(ctx context.Context, c client.Client, src *Source) error {
+	if err := ApplySource(ctx, c, src); err != nil {
+		return err
+	}
+	return ApplyKustomization(ctx, c, src)
+}
+
+func setAnnotation(obj client.Object, k, v string) {
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[k] = v
+	obj.SetAnnotations(a)
+}
+
+func createOrUpdate(ctx context.Context, c client.Client, obj client.Object, mutate func()) error {
+	for range 5 {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			mutate()
+			err = c.Create(ctx, obj)
+		case err == nil:
+			mutate()
+			err = c.Update(ctx, obj)
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return errors.New("conflicting updates")
+}

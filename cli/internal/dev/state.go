@@ -1,0 +1,150 @@
+package dev
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Phases of a dev environment, as written in its state file.
+const (
+	PhaseStarting = "starting"
+	PhaseRunning  = "running"
+	PhaseStopping = "stopping"
+)
+
+// State is what `eddy dev` writes to <state dir>/state.json while an
+// environment runs; status and down read it.
+type State struct {
+	// PID is the process that owns the environment (foreground `eddy dev up`
+	// or the detached `eddy dev supervise`); SIGTERM to it tears it down.
+	PID       int       `json:"pid"`
+	Phase     string    `json:"phase"`
+	StartedAt time.Time `json:"startedAt"`
+	// Kubeconfig is the absolute path of the admin kubeconfig.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// GitServer is the base URL of the local Git server; EventsAddr the
+	// event endpoint the controllers post to.
+	GitServer  string `json:"gitServer,omitempty"`
+	EventsAddr string `json:"eventsAddr,omitempty"`
+	// WorkTree is where commits are picked up from (the user's repository or
+	// the snapshot of a plain directory).
+	WorkTree string `json:"workTree,omitempty"`
+	// Ports are every loopback port the environment listens on.
+	Ports []int `json:"ports,omitempty"`
+	// Cluster are the local cluster's processes; Controllers the supervised ones.
+	Cluster     []ClusterProc `json:"cluster,omitempty"`
+	Controllers []ProcStatus  `json:"controllers,omitempty"`
+}
+
+// ClusterProc is one process of the local cluster.
+type ClusterProc struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	Log  string `json:"log"`
+}
+
+// DefaultStateDir is $XDG_STATE_HOME/eddy/dev, else ~/.local/state/eddy/dev.
+func DefaultStateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "eddy", "dev"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no state directory: set XDG_STATE_HOME (%v)", err)
+	}
+	return filepath.Join(home, ".local", "state", "eddy", "dev"), nil
+}
+
+func statePath(dir string) string { return filepath.Join(dir, "state.json") }
+
+// ReadState reads the state file of dir; os.ErrNotExist when none.
+func ReadState(dir string) (*State, error) {
+	data, err := os.ReadFile(statePath(dir))
+	if err != nil {
+		return nil, err
+	}
+	s := &State{}
+	if err := json.Unmarshal(data, s); err != nil {
+		return nil, fmt.Errorf("state file %s: %w", statePath(dir), err)
+	}
+	return s, nil
+}
+
+// writeState replaces the state file atomically.
+func writeState(dir string, s *State) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := statePath(dir) + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, statePath(dir))
+}
+
+// Alive reports whether pid is a running process (not a zombie).
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true // no procfs: trust kill(0)
+	}
+	// Field 3, after the parenthesised command name, is the state.
+	if i := strings.LastIndexByte(string(data), ')'); i > 0 && len(data) > i+2 {
+		return data[i+2] != 'Z'
+	}
+	return true
+}
+
+// cmdline returns the command line of pid with spaces between arguments;
+// ok is false without procfs.
+func cmdline(pid int) (string, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return "", false
+	}
+	return strings.ReplaceAll(string(data), "\x00", " "), true
+}
+
+// IsOwner reports whether pid is alive and is an `eddy dev` process, so a
+// pid reused by another program after a crash or reboot is never signalled.
+func IsOwner(pid int) bool {
+	if !Alive(pid) {
+		return false
+	}
+	cl, ok := cmdline(pid)
+	return !ok || strings.Contains(cl, " dev ")
+}
+
+// Mentions reports whether pid is alive and its command line names dir
+// (every process of an environment gets paths below its state directory).
+func Mentions(pid int, dir string) bool {
+	if !Alive(pid) {
+		return false
+	}
+	cl, ok := cmdline(pid)
+	return !ok || strings.Contains(cl, dir)
+}
+
+// Running returns the state of the environment in dir when its owner
+// process is alive, else nil.
+func Running(dir string) *State {
+	s, err := ReadState(dir)
+	if err != nil || !IsOwner(s.PID) {
+		return nil
+	}
+	return s
+}
