@@ -72,3 +72,8 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+replace (
+	github.com/eddyops/eddy/api => ../api
+	github.com/eddyops/eddy/pkg => ../pkg
+)
