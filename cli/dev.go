@@ -641,7 +641,7 @@ func settled(k *kustomizev1.Kustomization) bool {
 // Ready message; "" when it knows none.
 func hint(msg string) string {
 	switch {
-	case strings.Contains(msg, "an empty namespace may not be set"):
+	case strings.Contains(msg, "namespace not specified"):
 		return "objects without metadata.namespace: set it in the repository, or pass --target-namespace"
 	case strings.Contains(msg, "no matches for kind"):
 		return "a kind whose CRD is not installed: eddy dev installs GitRepository and Kustomization only (no helm-controller yet)"

@@ -206,10 +206,15 @@ func flag(u *unstructured.Unstructured, key string) string {
 func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts ApplyOptions) (*planned, error) {
 	// kustomize sets namespaces on kinds it does not know; a cluster-scoped
 	// object keeps none, so its inventory id and messages are right.
-	if u.GetNamespace() != "" {
-		gvk := u.GroupVersionKind()
-		if mapping, err := m.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil && mapping.Scope.Name() == apimeta.RESTScopeNameRoot {
+	gvk := u.GroupVersionKind()
+	if mapping, err := m.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		switch namespaced := mapping.Scope.Name() == apimeta.RESTScopeNameNamespace; {
+		case !namespaced && u.GetNamespace() != "":
 			u.SetNamespace("")
+		case namespaced && u.GetNamespace() == "":
+			// Flux compatible: no default namespace is guessed; the
+			// Kustomization's targetNamespace or the manifest must set one.
+			return nil, fmt.Errorf("%s namespace not specified", MetaOf(u))
 		}
 	}
 	id := MetaOf(u).String()

@@ -387,3 +387,13 @@ func TestIgnoreRules(t *testing.T) {
 		t.Errorf("after a change beside the ignored field: %v", data)
 	}
 }
+
+// A namespaced object without a namespace is refused by name before any
+// write, as Flux does; no default namespace is guessed.
+func TestNamespaceNotSpecified(t *testing.T) {
+	set := objects(t, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: homeless}\n")
+	_, err := manager().ApplyAll(context.Background(), set, ssa.ApplyOptions{})
+	if err == nil || err.Error() != "ConfigMap/homeless namespace not specified" {
+		t.Errorf("error %v, want ConfigMap/homeless namespace not specified", err)
+	}
+}
