@@ -16,16 +16,20 @@ var (
 )
 
 // replacedManager reports whether a managed-fields entry is one whose fields
-// the applier takes over. Flux compatible: `kubectl` (Apply and Update),
-// `before-first-apply` (Update) and the applier's own Update entries.
+// the applier takes over. Flux compatible: managers named `kubectl*`
+// (kubectl, kubectl-edit, kubectl-patch, kubectl-client-side-apply; Apply
+// and Update), `before-first-apply*` (Update) and exactly the applier's own
+// Update entries.
 func (m *Manager) replacedManager(e metav1.ManagedFieldsEntry) bool {
 	if e.Subresource != "" {
 		return false
 	}
-	switch e.Manager {
-	case "kubectl":
+	switch {
+	case e.Manager == m.Owner:
+		return e.Operation == metav1.ManagedFieldsOperationUpdate
+	case strings.HasPrefix(e.Manager, "kubectl"):
 		return e.Operation == metav1.ManagedFieldsOperationApply || e.Operation == metav1.ManagedFieldsOperationUpdate
-	case "before-first-apply", m.Owner:
+	case strings.HasPrefix(e.Manager, "before-first-apply"):
 		return e.Operation == metav1.ManagedFieldsOperationUpdate
 	}
 	return false
@@ -40,7 +44,9 @@ func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) []byte 
 	if live == nil || flag(desired, SSAAnnotation) == "merge" {
 		return nil
 	}
-	var ops []map[string]any
+	// The patch applies only to the object as planned: a write in between
+	// fails the test rather than losing another manager's entry.
+	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()}}
 	entries := live.GetManagedFields()
 	var kept []metav1.ManagedFieldsEntry
 	taken := map[string]any{}
@@ -90,7 +96,7 @@ func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) []byte 
 			ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/labels/" + escapePointer(l)})
 		}
 	}
-	if len(ops) == 0 {
+	if len(ops) == 1 {
 		return nil
 	}
 	patch, _ := json.Marshal(ops)

@@ -86,9 +86,9 @@ func withoutPaths(u *unstructured.Unstructured, paths [][]string) *unstructured.
 	return c
 }
 
-// ownedByOtherApplier reports whether a field manager other than owner
-// holds the field at tokens through server-side apply.
-func ownedByOtherApplier(entries []metav1.ManagedFieldsEntry, owner string, tokens []string) bool {
+// ownedByOther reports whether a field manager other than owner holds the
+// field at tokens, through any operation or subresource.
+func ownedByOther(entries []metav1.ManagedFieldsEntry, owner string, tokens []string) bool {
 	path := make([]segment, len(tokens))
 	for i, t := range tokens {
 		path[i] = segment{field: t, index: -1}
@@ -97,7 +97,7 @@ func ownedByOtherApplier(entries []metav1.ManagedFieldsEntry, owner string, toke
 		}
 	}
 	for _, e := range entries {
-		if e.Manager == owner || e.Operation != metav1.ManagedFieldsOperationApply || e.FieldsV1 == nil || e.Subresource != "" {
+		if e.Manager == owner || e.FieldsV1 == nil {
 			continue
 		}
 		if set := fieldSet(e); set != nil && reach(set, path) == len(path) {

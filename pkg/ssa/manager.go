@@ -6,6 +6,7 @@ package ssa
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sort"
@@ -51,7 +52,8 @@ type Change struct {
 	Version string
 	Action  Action
 	// Drift lists, for an existing object that was configured, the fields
-	// in which the live object differed from the desired one.
+	// in which the live object differed from the desired one because
+	// another field manager changed them (a change in Git is not drift).
 	Drift []FieldDrift
 }
 
@@ -77,8 +79,9 @@ type ApplyOptions struct {
 	// (spec.force); the force annotation does it per object.
 	Force bool
 	// Ignore leaves fields out of drift detection; an ignored field that
-	// another server-side applier owns is also left out of the apply, so
-	// its value stays theirs.
+	// another field manager owns (an HPA through the scale subresource, an
+	// operator, kubectl) is also left out of the apply, so its value stays
+	// theirs.
 	Ignore []IgnoreRule
 }
 
@@ -232,14 +235,18 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 		return nil, fmt.Errorf("%s dry-run failed: %s", id, reason(err))
 	}
 	p.live = live
-	if live != nil && flag(u, SSAAnnotation) == "ifnotpresent" {
+	// Flux compatible: the flags count on the live object too, so an
+	// object can be paused in the cluster during an incident.
+	if live != nil && (flag(u, SSAAnnotation) == "ifnotpresent" ||
+		flag(live, ReconcileAnnotation) == "disabled" || flag(live, SSAAnnotation) == "ignore") {
 		p.action = Skipped
 		return p, nil
 	}
+	normalizeSecret(u)
 	ignored := ignoredPaths(opts.Ignore, u)
 	if live != nil && len(ignored) > 0 {
 		for _, path := range ignored {
-			if ownedByOtherApplier(live.GetManagedFields(), m.Owner, path) {
+			if ownedByOther(live.GetManagedFields(), m.Owner, path) {
 				if p.obj == u {
 					p.obj = u.DeepCopy()
 				}
@@ -268,7 +275,13 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 		p.action = Unchanged
 	default:
 		p.action = Configured
-		p.drift = Diff(cmpLive, cmpDry)
+		// Drift is what another field manager wrote; the applier's own
+		// values differ only because Git changed.
+		for _, d := range Diff(cmpLive, cmpDry) {
+			if d.Manager != "" && d.Manager != m.Owner {
+				p.drift = append(p.drift, d)
+			}
+		}
 	}
 	if p.cleanup = m.cleanupPatch(u, live); p.cleanup != nil && p.action == Unchanged {
 		p.action = Configured
@@ -289,6 +302,11 @@ func (m *Manager) apply(ctx context.Context, p *planned) (Change, error) {
 	}
 	if p.cleanup != nil && !p.recreate {
 		if err := m.Client.Patch(ctx, p.live.DeepCopy(), client.RawPatch(types.JSONPatchType, p.cleanup)); err != nil {
+			if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
+				// The object changed since it was planned (the patch tests
+				// its resourceVersion): the next reconcile cleans it.
+				return c, fmt.Errorf("%s changed while being applied, retrying", c.Meta)
+			}
 			return c, fmt.Errorf("%s managed fields cleanup failed: %s", c.Meta, reason(err))
 		}
 	}
@@ -490,4 +508,28 @@ func reason(err error) string {
 // SortChanges orders a change set by object for stable messages.
 func SortChanges(cs []Change) {
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Meta.String() < cs[j].Meta.String() })
+}
+
+// normalizeSecret moves a core Secret's stringData into data (base64), so
+// that a key removed from stringData in Git is removed from the Secret: the
+// API server keeps stringData out of managed fields. Flux compatible.
+func normalizeSecret(u *unstructured.Unstructured) {
+	if u.GetKind() != "Secret" || u.GroupVersionKind().Group != "" {
+		return
+	}
+	sd, ok := u.Object["stringData"].(map[string]any)
+	if !ok {
+		return
+	}
+	data, _ := u.Object["data"].(map[string]any)
+	if data == nil {
+		data = map[string]any{}
+	}
+	for k, v := range sd {
+		if s, ok := v.(string); ok {
+			data[k] = base64.StdEncoding.EncodeToString([]byte(s))
+		}
+	}
+	u.Object["data"] = data
+	delete(u.Object, "stringData")
 }

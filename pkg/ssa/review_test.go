@@ -1,0 +1,153 @@
+package ssa_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/eddyops/eddy/pkg/ssa"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// An object annotated `reconcile: disabled` in the cluster is skipped even
+// though Git does not say so: the way to pause one object in an incident.
+func TestLiveReconcileDisabledIsSkipped(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if _, err := manager().ApplyAll(ctx, objects(t, configMap(ns, "paused", "1")), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	live := get(t, "ConfigMap", "v1", ns, "paused")
+	live.SetAnnotations(map[string]string{ssa.ReconcileAnnotation: "disabled"})
+	unstructured.SetNestedField(live.Object, "hotfix", "data", "FEATURE_X")
+	if err := env.Client.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := manager().ApplyAll(ctx, objects(t, configMap(ns, "paused", "1")), ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := actions(cs)["ConfigMap/"+ns+"/paused"]; a != ssa.Skipped {
+		t.Errorf("action %s, want skipped", a)
+	}
+	if v, _, _ := unstructured.NestedString(get(t, "ConfigMap", "v1", ns, "paused").Object, "data", "FEATURE_X"); v != "hotfix" {
+		t.Errorf("paused object reverted: FEATURE_X=%q", v)
+	}
+}
+
+// A key removed from a Secret's stringData in Git leaves the Secret.
+func TestSecretStringDataKeyRemoval(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	sec := func(sd string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\nstringData: %s\n", ns, sd)
+	}
+	if _, err := manager().ApplyAll(ctx, objects(t, sec(`{a: "1", b: "2"}`)), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := manager().ApplyAll(ctx, objects(t, sec(`{a: "1"}`)), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := unstructured.NestedStringMap(get(t, "Secret", "v1", ns, "s").Object, "data")
+	if _, ok := data["b"]; ok || data["a"] != "MQ==" {
+		t.Errorf("data after removing key b: %v", data)
+	}
+	cs, err := manager().ApplyAll(ctx, objects(t, sec(`{a: "1"}`)), ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := actions(cs)["Secret/"+ns+"/s"]; a != ssa.Unchanged {
+		t.Errorf("same stringData again: %s, want unchanged", a)
+	}
+}
+
+// An ignored /spec/replicas that an autoscaler sets through the scale
+// subresource survives a change elsewhere in the Deployment.
+func TestIgnoredReplicasSetThroughScale(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	dep := func(image string) string {
+		return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\nspec: {replicas: 2, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: %s}]}}}\n", ns, image)
+	}
+	rules := []ssa.IgnoreRule{{Paths: []string{"/spec/replicas"}}}
+	if _, err := manager().ApplyAll(ctx, objects(t, dep("nginx:1")), ssa.ApplyOptions{Ignore: rules}); err != nil {
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+	if err := env.Client.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale), client.FieldOwner("horizontal-pod-autoscaler")); err != nil {
+		t.Fatal(err)
+	}
+	for _, image := range []string{"nginx:1", "nginx:2"} {
+		cs, err := manager().ApplyAll(ctx, objects(t, dep(image)), ssa.ApplyOptions{Ignore: rules})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
+			t.Fatal(err)
+		}
+		if *d.Spec.Replicas != 5 || d.Spec.Template.Spec.Containers[0].Image != image {
+			t.Errorf("%s (%v): replicas %d image %s, want the autoscaler's 5 and %s", image, actions(cs), *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Image, image)
+		}
+	}
+}
+
+// Keys added with kubectl edit, patch or client-side apply are handed to
+// the applier by the cleanup and so removed, as Flux does.
+func TestKubectlManagersAreCleanedUp(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	for _, mgr := range []string{"kubectl-edit", "kubectl-client-side-apply", "kubectl-patch"} {
+		name := "cm-" + strings.TrimPrefix(mgr, "kubectl-")
+		if _, err := manager().ApplyAll(ctx, objects(t, configMap(ns, name, "1")), ssa.ApplyOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		live := get(t, "ConfigMap", "v1", ns, name)
+		unstructured.SetNestedField(live.Object, "true", "data", "DEBUG")
+		if err := env.Client.Update(ctx, live, client.FieldOwner(mgr)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := manager().ApplyAll(ctx, objects(t, configMap(ns, name, "1")), ssa.ApplyOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if data, _, _ := unstructured.NestedStringMap(get(t, "ConfigMap", "v1", ns, name).Object, "data"); data["DEBUG"] != "" {
+			t.Errorf("%s: key added by %s kept: %v", name, mgr, data)
+		}
+	}
+}
+
+// A value changed in Git is configured, not reported as drift; a value
+// changed by another manager is drift naming that manager.
+func TestGitChangeIsNotDrift(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	if _, err := manager().ApplyAll(ctx, objects(t, configMap(ns, "cfg", "1")), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := manager().ApplyAll(ctx, objects(t, configMap(ns, "cfg", "2")), ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Action != ssa.Configured || len(cs[0].Drift) != 0 {
+		t.Errorf("Git change: %+v, want configured without drift", cs)
+	}
+	live := get(t, "ConfigMap", "v1", ns, "cfg")
+	unstructured.SetNestedField(live.Object, "3", "data", "FEATURE_X")
+	if err := env.Client.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	cs, err = manager().ApplyAll(ctx, objects(t, configMap(ns, "cfg", "2")), ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || len(cs[0].Drift) != 1 || cs[0].Drift[0].String() != `.data.FEATURE_X "2" → "3" (by kubectl-edit)` {
+		t.Errorf("edit by kubectl-edit: %+v", cs)
+	}
+}
