@@ -8,7 +8,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := bin/controller-gen
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
 
-.PHONY: all build generate tools test bench lint clean
+.PHONY: all build generate tools test fuzz bench lint clean
 
 all: build
 
@@ -31,9 +31,19 @@ $(CONTROLLER_GEN): Makefile
 tools:
 	bash tools/build.sh
 
-## test: unit and integration tests (needs `make tools`; starts local clusters)
+## test: unit and integration tests (needs `make tools`; starts local clusters), then a short fuzz run
 test: tools $(CONTROLLER_GEN)
 	go test $(GO_TEST_FLAGS) -v $(PACKAGES)
+	$(MAKE) fuzz
+
+## fuzz: each fuzz test for FUZZTIME (default 2s) beyond its seed corpus
+FUZZTIME ?= 2s
+FUZZ_TARGETS := FuzzEventHandler:./notification-controller/internal/server/ FuzzReceiverHandler:./notification-controller/internal/server/
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "go test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZTIME) $${t#*:}"; \
+		go test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} || exit 1; \
+	done
 
 ## bench: benchmarks, each reported as a ratio to a baseline measured in the same run
 bench: tools
