@@ -69,7 +69,7 @@ func GitHubPush(ref, before, after, fullName, cloneURL string, commits ...Commit
 			ID: github.Ptr(c.ID), TreeID: github.Ptr(c.ID), Message: github.Ptr(c.Message), Distinct: github.Ptr(true),
 			Timestamp: &github.Timestamp{Time: c.Timestamp}, URL: github.Ptr(fmt.Sprintf("%s/commit/%s", cloneURL, c.ID)),
 			Author: &github.CommitAuthor{Name: github.Ptr("eddy"), Email: github.Ptr("eddy@localhost")},
-			Added: []string{}, Removed: []string{}, Modified: []string{},
+			Added:  []string{}, Removed: []string{}, Modified: []string{},
 		}
 		ev.Commits = append(ev.Commits, hc)
 		ev.HeadCommit = hc

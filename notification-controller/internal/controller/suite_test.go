@@ -151,7 +151,10 @@ func startNotificationController(e *testenv.Environment) (func(), error) {
 		ectx, c := context.WithCancel(ctx)
 		evCancel, evDone = c, make(chan struct{})
 		d := evDone
-		go func() { defer close(d); _ = server.Serve(ectx, fmt.Sprintf("127.0.0.1:%d", evPort), eventStats.wrap(evs)) }()
+		go func() {
+			defer close(d)
+			_ = server.Serve(ectx, fmt.Sprintf("127.0.0.1:%d", evPort), eventStats.wrap(evs))
+		}()
 		return waitListening(evPort)
 	}
 	stopEvents = func() { evCancel(); <-evDone }

@@ -66,7 +66,7 @@ func FuzzEventHandler(f *testing.F) {
 			Spec: notificationv1beta3.ProviderSpec{Type: "generic", Address: sink.URL}},
 		&notificationv1beta3.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "all"},
 			Spec: notificationv1beta3.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: "sink"},
-				EventSources: []notificationv1.CrossNamespaceObjectReference{{Kind: "Kustomization", Name: "*"}},
+				EventSources:  []notificationv1.CrossNamespaceObjectReference{{Kind: "Kustomization", Name: "*"}},
 				ExclusionList: []string{"^never$"}}},
 	).Build()
 	s := NewEventServer(c, c, nil, time.Minute, logr.Discard())
