@@ -297,3 +297,30 @@ func TestInvalidRegexpReportedOnAlert(t *testing.T) {
 		t.Errorf("the provider got %d events, want 1 (only the valid Alert)", n)
 	}
 }
+
+// TestGitHubCommitStatusFromKustomization: a github Provider whose address
+// is a repository on a local server gets a commit status for the applied
+// commit from "Reconciliation finished", and nothing for the change set.
+func TestGitHubCommitStatusFromKustomization(t *testing.T) {
+	ns := newNamespace(t)
+	api := newSink(t, http.StatusCreated)
+	r := newRepo(t, map[string]string{"apps/cm.yaml": configMap(ns, "cm")})
+	head, _ := r.Git("rev-parse", "HEAD")
+	p := provider(ns, "github", notificationv1beta3.GitHubProvider, "gh", func(p *notificationv1beta3.Provider) { p.Spec.Address = api.URL + "/acme/platform" })
+	create(t, secret(ns, "gh", map[string]string{"token": "ghp_" + ns}), p, alert(ns, "status", "github", "", ksSource("apps")),
+		gitRepository(ns, "platform", r), kustomization(ns, "apps", "platform", "./apps"))
+	got := api.waitRequest(t, "a commit status", func(sinkRequest) bool { return true })
+	uid := strings.SplitN(string(p.UID), "-", 2)[0]
+	var status map[string]string
+	if err := json.Unmarshal(got.Body, &status); err != nil {
+		t.Fatal(err)
+	}
+	if got.Path != "/api/v3/repos/acme/platform/statuses/"+head || got.Header.Get("Authorization") != "Bearer ghp_"+ns ||
+		status["state"] != "success" || status["context"] != "kustomization/apps/"+uid || status["description"] != "reconciliation succeeded" {
+		t.Errorf("commit status %s %s (auth %q)", got.Path, got.Body, got.Header.Get("Authorization"))
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := len(api.requests()); n != 1 {
+		t.Errorf("the GitHub API got %d requests, want 1 (change-set events are not commit statuses)", n)
+	}
+}
