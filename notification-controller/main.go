@@ -5,7 +5,20 @@
 //
 // It takes Flux's flag names and defaults (contract §9), so Flux's
 // deployment manifests carry over; --kubeconfig or KUBECONFIG selects the
-// cluster outside one.
+// cluster outside one. Its own flags:
+//
+//	--events-addr=:9090          event server; other controllers' --events-addr is http://<this>/
+//	--receiverAddr=:9292         webhook receivers (alias --receiver-addr); a Receiver's URL is
+//	                             http://<this><status.webhookPath>, see package webhook
+//	--rate-limit-interval=5m     repeats of an event within it are dropped (429)
+//
+// To run it beside the other controllers on one machine (as `eddy dev`
+// does), bind both servers to loopback ports and pass the event server's URL
+// to source- and kustomize-controller, e.g.
+//
+//	notification-controller --kubeconfig=$KUBECONFIG --events-addr=127.0.0.1:9690 \
+//	  --receiverAddr=127.0.0.1:9692 --health-addr=127.0.0.1:9693 --metrics-addr=0
+//	kustomize-controller ... --events-addr=http://127.0.0.1:9690/
 package main
 
 import (
