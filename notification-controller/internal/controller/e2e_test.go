@@ -142,9 +142,15 @@ func TestControllersKeepReconcilingWithoutNotificationController(t *testing.T) {
 	r := newRepo(t, map[string]string{"apps/cm.yaml": cmData(ns, 0)})
 	src := gitRepository(ns, "platform", r)
 	k := kustomization(ns, "apps", "platform", "./apps")
+	s := newSink(t, 0)
+	create(t, provider(ns, "sink", notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) { p.Spec.Address = s.URL }),
+		alert(ns, "apps", "sink", "", ksSource("apps")))
+	waitAlertsSynced(t, ns)
 	create(t, src, k)
 	head, _ := r.Git("rev-parse", "HEAD")
 	waitFor(t, k, "applied", func() bool { return k.Status.LastAppliedRevision == "main@sha1:"+head })
+	// The first apply's events are delivered before the event server stops.
+	s.waitRequest(t, "Reconciliation finished", func(r sinkRequest) bool { return strings.Contains(string(r.Body), "Reconciliation finished") })
 	eventsOf := func() int {
 		list := &corev1.EventList{}
 		if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
@@ -167,8 +173,6 @@ func TestControllersKeepReconcilingWithoutNotificationController(t *testing.T) {
 		}
 		return n
 	}
-	// Let the events of the first apply be delivered before the stop.
-	time.Sleep(time.Second)
 	stopEvents()
 	defer func() {
 		if err := startEvents(); err != nil {
