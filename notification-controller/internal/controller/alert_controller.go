@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 
@@ -73,7 +72,7 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	case err != nil:
 		return ctrl.Result{}, err
 	default:
-		if _, err := notifier.New(notifier.Options{Type: p.Spec.Type, Address: "http://check.invalid/o/r", Token: "x"}); errors.Is(err, notifier.ErrUnsupported) {
+		if !notifier.Supported(p.Spec.Type) {
 			r.Recorder.Event(obj, corev1.EventTypeWarning, server.InvalidConfigReason, fmt.Sprintf("provider %s: type %s is not supported by Eddy", p.Name, p.Spec.Type))
 		}
 	}

@@ -49,6 +49,9 @@ var ErrUnsupported = errors.New("provider type not supported by Eddy")
 // New returns the Notifier of opts.Type. Errors name the field at fault,
 // never its value.
 func New(opts Options) (Notifier, error) {
+	if !Supported(opts.Type) {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, opts.Type)
+	}
 	if opts.Client == nil {
 		opts.Client = NewClient(DefaultRetry, nil)
 	}
@@ -69,6 +72,17 @@ func New(opts Options) (Notifier, error) {
 		return newGitLab(opts)
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnsupported, opts.Type)
+}
+
+// Supported reports whether New implements provider type t.
+func Supported(t string) bool {
+	switch t {
+	case notificationv1beta3.SlackProvider, notificationv1beta3.DiscordProvider, notificationv1beta3.MSTeamsProvider,
+		notificationv1beta3.GenericProvider, notificationv1beta3.GenericHMACProvider,
+		notificationv1beta3.GitHubProvider, notificationv1beta3.GitLabProvider:
+		return true
+	}
+	return false
 }
 
 // IsGit reports whether t is a commit-status provider. Flux compatible: such
