@@ -250,3 +250,39 @@ func TestReceiverTypes(t *testing.T) {
 		}
 	})
 }
+
+// TestUnsupportedTypesReported: types the enum admits but Eddy does not
+// implement are reported, not silently ignored: a Receiver is
+// Ready=False ValidationFailed without a path, an Alert whose Provider has
+// such a type gets an InvalidConfig event.
+func TestUnsupportedTypesReported(t *testing.T) {
+	ns := newNamespace(t)
+	r := receiver(ns, "quay", notificationv1.QuayReceiver, "tok",
+		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "platform"})
+	cel := receiver(ns, "cel", notificationv1.GenericReceiver, "tok",
+		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "platform"})
+	cel.Spec.ResourceFilter = `res.metadata.name == "platform"`
+	create(t, secret(ns, "tok", map[string]string{"token": "x"}), r, cel,
+		provider(ns, "tg", "telegram", "tok"), alert(ns, "tg", "tg", "", ksSource("apps")))
+	for _, rcv := range []*notificationv1.Receiver{r, cel} {
+		waitFor(t, rcv, "Ready=False ValidationFailed", func() bool {
+			c := apimeta.FindStatusCondition(rcv.Status.Conditions, meta.ReadyCondition)
+			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == notificationv1.ValidationFailedReason &&
+				strings.Contains(c.Message, "not supported by Eddy") && rcv.Status.WebhookPath == ""
+		})
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		evs := kubeEvents(t, ns, "tg", "InvalidConfig")
+		if len(evs) > 0 {
+			if evs[0] != "provider tg: type telegram is not supported by Eddy" {
+				t.Errorf("event %q", evs[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no InvalidConfig event on the Alert")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
