@@ -8,7 +8,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := bin/controller-gen
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
 
-.PHONY: all build generate tools test bench lint clean demo
+.PHONY: all build generate tools test fuzz bench lint clean demo
 
 all: build
 
@@ -31,9 +31,20 @@ $(CONTROLLER_GEN): Makefile
 tools:
 	bash tools/build.sh
 
-## test: unit, integration and e2e tests (needs `make tools`; starts local clusters; e2e tests drive bin/eddy)
+## test: unit, integration and e2e tests (needs `make tools`; starts local clusters; e2e tests
+## drive bin/eddy), then a short fuzz run
 test: tools build $(CONTROLLER_GEN)
 	go test $(GO_TEST_FLAGS) -v $(PACKAGES)
+	$(MAKE) fuzz
+
+## fuzz: each fuzz test for FUZZTIME (default 2s) beyond its seed corpus
+FUZZTIME ?= 2s
+FUZZ_TARGETS := FuzzEventHandler:./notification-controller/internal/server/ FuzzReceiverHandler:./notification-controller/internal/server/
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "go test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZTIME) $${t#*:}"; \
+		go test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} || exit 1; \
+	done
 
 ## demo: a scripted tour of Eddy on examples/platform-config: first sync, drift, a commit,
 ## prune, revert, a killed controller; exits 0 with a summary and stops all it started.
@@ -46,6 +57,7 @@ bench: tools
 	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/
 	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./kustomize-controller/internal/controller/
+	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/
 
 ## lint: gofmt and go vet
 lint:

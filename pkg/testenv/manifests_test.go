@@ -62,7 +62,10 @@ func TestInstallManifests(t *testing.T) {
 	for _, want := range []string{"Deployment/source-controller", "Service/source-controller", "ServiceAccount/source-controller",
 		"ClusterRole/eddy-source-controller", "ClusterRoleBinding/eddy-source-controller",
 		"CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io", "CustomResourceDefinition/kustomizations.kustomize.toolkit.fluxcd.io",
-		"Deployment/kustomize-controller", "ServiceAccount/kustomize-controller", "ClusterRoleBinding/eddy-kustomize-controller"} {
+		"Deployment/kustomize-controller", "ServiceAccount/kustomize-controller", "ClusterRoleBinding/eddy-kustomize-controller",
+		"Deployment/notification-controller", "ServiceAccount/notification-controller", "ClusterRoleBinding/eddy-notification-controller",
+		"CustomResourceDefinition/alerts.notification.toolkit.fluxcd.io", "CustomResourceDefinition/providers.notification.toolkit.fluxcd.io",
+		"CustomResourceDefinition/receivers.notification.toolkit.fluxcd.io"} {
 		if !found[want] {
 			t.Errorf("config/default lacks %s", want)
 		}
@@ -129,7 +132,52 @@ func TestInstallManifests(t *testing.T) {
 		kc[0].Resources.Limits.Cpu().Cmp(resource.MustParse("1")) != 0 || kc[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
 		t.Errorf("kustomize-controller container %+v, want manager with requests 100m/64Mi and limits 1000m/1Gi", kc)
 	}
+	checkNotificationController(t, objs)
 	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "flux-system" {
 		t.Errorf("ClusterRoleBinding subjects %+v, want the flux-system ServiceAccount", crb.Subjects)
+	}
+}
+
+// checkNotificationController checks Flux's notification-controller shape:
+// requests 100m/64Mi, limits 1000m/1Gi, ports http 9090 and http-webhook
+// 9292, Services notification-controller (80 → 9090) and webhook-receiver
+// (80 → 9292).
+func checkNotificationController(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var dep appsv1.Deployment
+	svcs := map[string]*corev1.Service{}
+	for _, u := range objs {
+		switch {
+		case u.GetKind() == "Deployment" && u.GetName() == "notification-controller":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &dep); err != nil {
+				t.Fatal(err)
+			}
+		case u.GetKind() == "Service":
+			svc := &corev1.Service{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, svc); err != nil {
+				t.Fatal(err)
+			}
+			svcs[u.GetName()] = svc
+		}
+	}
+	c := dep.Spec.Template.Spec.Containers
+	if len(c) != 1 || c[0].Name != "manager" ||
+		c[0].Resources.Requests.Cpu().Cmp(resource.MustParse("100m")) != 0 || c[0].Resources.Requests.Memory().Cmp(resource.MustParse("64Mi")) != 0 ||
+		c[0].Resources.Limits.Cpu().Cmp(resource.MustParse("1")) != 0 || c[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Fatalf("notification-controller container %+v, want manager with requests 100m/64Mi and limits 1000m/1Gi", c)
+	}
+	ports := map[string]int32{}
+	for _, p := range c[0].Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	for svc, want := range map[string]struct {
+		port string
+		num  int32
+	}{"notification-controller": {"http", 9090}, "webhook-receiver": {"http-webhook", 9292}} {
+		s := svcs[svc]
+		if s == nil || len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 80 || s.Spec.Ports[0].TargetPort.String() != want.port ||
+			ports[want.port] != want.num || s.Spec.Selector["app"] != "notification-controller" {
+			t.Errorf("Service %s %+v with container ports %v, want 80 → %s (%d)", svc, s, ports, want.port, want.num)
+		}
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/go-logr/logr"
@@ -60,6 +62,8 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(sourcev1.AddToScheme(s))
 	utilruntime.Must(kustomizev1.AddToScheme(s))
+	utilruntime.Must(notificationv1.AddToScheme(s))
+	utilruntime.Must(notificationv1beta3.AddToScheme(s))
 	return s
 }
 

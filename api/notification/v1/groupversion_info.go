@@ -1,0 +1,31 @@
+// Package v1 holds the Go types of the notification.toolkit.fluxcd.io/v1 API
+// group: Receiver, with the same group, kind and JSON fields as Flux's
+// notification-controller, so existing manifests and the flux CLI work
+// against Eddy unchanged. The types carry no logic.
+//
+// +kubebuilder:object:generate=true
+// +groupName=notification.toolkit.fluxcd.io
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var (
+	// GroupVersion is notification.toolkit.fluxcd.io/v1.
+	GroupVersion = schema.GroupVersion{Group: "notification.toolkit.fluxcd.io", Version: "v1"}
+
+	// SchemeBuilder registers this group's kinds with a runtime.Scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
+	// AddToScheme adds this group's kinds to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Receiver{}, &ReceiverList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

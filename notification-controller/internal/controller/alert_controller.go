@@ -1,0 +1,106 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	"github.com/eddyops/eddy/notification-controller/internal/notifier"
+	"github.com/eddyops/eddy/notification-controller/internal/server"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// legacyFinalizer is the finalizer older Flux versions put on Alerts,
+// Providers and Receivers; v1beta3 controllers remove it. Flux compatible.
+const legacyFinalizer = "finalizers.fluxcd.io"
+
+func controllerutilRemoveFinalizer(obj client.Object) bool {
+	return controllerutil.RemoveFinalizer(obj, legacyFinalizer)
+}
+
+// AlertReconciler checks an Alert when it changes: its regexps compile and
+// its Provider exists and is of a type Eddy delivers to. Problems become
+// Warning events (reason InvalidConfig) on the Alert; the event server
+// reports them again when an event would use the Alert.
+type AlertReconciler struct {
+	client.Client
+	Recorder record.EventRecorder
+}
+
+// SetupWithManager registers the reconciler.
+func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&notificationv1beta3.Alert{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(opts.controller()).
+		Complete(r)
+}
+
+// Reconcile checks one Alert.
+func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &notificationv1beta3.Alert{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if controllerutilRemoveFinalizer(obj) {
+		if err := r.Update(ctx, obj); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if !obj.DeletionTimestamp.IsZero() || obj.Spec.Suspend {
+		return ctrl.Result{}, nil
+	}
+	for field, list := range map[string][]string{"inclusionList": obj.Spec.InclusionList, "exclusionList": obj.Spec.ExclusionList} {
+		for _, expr := range list {
+			if _, err := regexp.Compile(expr); err != nil {
+				r.Recorder.Event(obj, corev1.EventTypeWarning, server.InvalidConfigReason, fmt.Sprintf("%s: invalid regexp %q: %v", field, expr, err))
+			}
+		}
+	}
+	p := &notificationv1beta3.Provider{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.Spec.ProviderRef.Name}, p)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.Recorder.Event(obj, corev1.EventTypeWarning, server.InvalidConfigReason, fmt.Sprintf("provider %s not found", obj.Spec.ProviderRef.Name))
+	case err != nil:
+		return ctrl.Result{}, err
+	default:
+		if !notifier.Supported(p.Spec.Type) {
+			r.Recorder.Event(obj, corev1.EventTypeWarning, server.InvalidConfigReason, fmt.Sprintf("provider %s: type %s is not supported by Eddy", p.Name, p.Spec.Type))
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// ProviderReconciler removes the legacy finalizer from Providers; a
+// Provider has no status. Flux compatible.
+type ProviderReconciler struct {
+	client.Client
+}
+
+// SetupWithManager registers the reconciler.
+func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&notificationv1beta3.Provider{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(opts.controller()).
+		Complete(r)
+}
+
+// Reconcile strips the legacy finalizer.
+func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := &notificationv1beta3.Provider{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if controllerutilRemoveFinalizer(obj) {
+		return ctrl.Result{}, r.Update(ctx, obj)
+	}
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,529 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/notification-controller/internal/notifier"
+	"github.com/eddyops/eddy/notification-controller/internal/server"
+	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// The suite runs on the api profile: source-controller and
+// kustomize-controller as their own processes, built from this workspace,
+// POSTing events to the notification-controller under test, which runs
+// in-process (reconcilers, event server, receiver server).
+var (
+	env         *testenv.Environment
+	gitRoot     string
+	gitSrv      *gitserver.Server
+	eventsURL   string // http://127.0.0.1:<port>/
+	receiverURL string // http://127.0.0.1:<port>
+	eventStats  = &codeCounter{codes: map[int]int{}}
+	kcLog       *lockedFile
+	stopEvents  func()
+	startEvents func() error
+	repoCount   int
+)
+
+// testRetry keeps provider retries short; the policy's shape is Flux's.
+var testRetry = notifier.Retry{Max: 3, Min: 50 * time.Millisecond, Cap: 200 * time.Millisecond}
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, startGit, startNotificationController, startControllers)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startGit(*testenv.Environment) (func(), error) {
+	var err error
+	if gitRoot, err = os.MkdirTemp("", "eddy-nc-git-"); err != nil {
+		return nil, err
+	}
+	if gitSrv, err = gitserver.Start(gitserver.Options{Root: gitRoot}); err != nil {
+		return nil, err
+	}
+	return func() { gitSrv.Close(); os.RemoveAll(gitRoot) }, nil
+}
+
+// codeCounter counts the event server's answers by status code.
+type codeCounter struct {
+	mu    sync.Mutex
+	codes map[int]int
+}
+
+func (c *codeCounter) get(code int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.codes[code]
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *countingWriter) WriteHeader(code int) { w.code = code; w.ResponseWriter.WriteHeader(code) }
+
+func (c *codeCounter) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cw := &countingWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(cw, r)
+		c.mu.Lock()
+		c.codes[cw.code]++
+		c.mu.Unlock()
+	})
+}
+
+func startNotificationController(e *testenv.Environment) (func(), error) {
+	ctrl.SetLogger(logr.Discard())
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return nil, err
+	}
+	rec := mgr.GetEventRecorderFor("notification-controller")
+	opts := Options{Concurrent: 4, MinRetry: 200 * time.Millisecond, MaxRetry: 2 * time.Second}
+	if err := (&ReceiverReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader()}).SetupWithManager(mgr, opts); err != nil {
+		return nil, err
+	}
+	if err := (&AlertReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr, opts); err != nil {
+		return nil, err
+	}
+	if err := (&ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, opts); err != nil {
+		return nil, err
+	}
+	evs := server.NewEventServer(mgr.GetClient(), mgr.GetAPIReader(), rec, 5*time.Minute, ctrl.Log.WithName("events"))
+	evs.Retry = &testRetry
+	rcv := &server.ReceiverServer{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Log: ctrl.Log.WithName("receivers")}
+	evPort, _ := freePort()
+	rcvPort, _ := freePort()
+	eventsURL = fmt.Sprintf("http://127.0.0.1:%d/", evPort)
+	receiverURL = fmt.Sprintf("http://127.0.0.1:%d", rcvPort)
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return server.Serve(ctx, fmt.Sprintf("127.0.0.1:%d", rcvPort), rcv)
+	})); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	// The event server runs beside the manager so a test can stop and
+	// restart it, as if notification-controller went away.
+	var evCancel context.CancelFunc
+	var evDone chan struct{}
+	startEvents = func() error {
+		ectx, c := context.WithCancel(ctx)
+		evCancel, evDone = c, make(chan struct{})
+		d := evDone
+		go func() {
+			defer close(d)
+			_ = server.Serve(ectx, fmt.Sprintf("127.0.0.1:%d", evPort), eventStats.wrap(evs))
+		}()
+		return waitListening(evPort)
+	}
+	stopEvents = func() { evCancel(); <-evDone }
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return nil, fmt.Errorf("cache not synced")
+	}
+	if err := startEvents(); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := waitListening(rcvPort); err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() { cancel(); <-done }, nil
+}
+
+func waitListening(port int) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens on port %d", port)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lockedFile is a log file the test reads while a process writes it.
+type lockedFile struct{ path string }
+
+func (f *lockedFile) String() string {
+	b, _ := os.ReadFile(f.path)
+	return string(b)
+}
+
+// startControllers builds source- and kustomize-controller and runs them
+// with --events-addr pointing at the event server.
+func startControllers(e *testenv.Environment) (func(), error) {
+	root, err := localcluster.WorkspaceRoot()
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "eddy-nc-test-")
+	if err != nil {
+		return nil, err
+	}
+	var stops []func()
+	stopAll := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+		os.RemoveAll(work)
+	}
+	for _, name := range []string{"source-controller", "kustomize-controller"} {
+		exe := filepath.Join(work, name)
+		build := exec.Command("go", "build", "-o", exe, "./"+name)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			stopAll()
+			return nil, fmt.Errorf("building %s: %v\n%s", name, err, out)
+		}
+		healthPort, _ := freePort()
+		args := []string{"--kubeconfig=" + e.KubeconfigPath, "--events-addr=" + eventsURL,
+			fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort), "--metrics-addr=0",
+			"--min-retry-delay=200ms", "--max-retry-delay=2s", "--log-level=debug"}
+		if name == "source-controller" {
+			storagePort, _ := freePort()
+			args = append(args, "--storage-path="+filepath.Join(work, "data"),
+				fmt.Sprintf("--storage-addr=127.0.0.1:%d", storagePort), fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storagePort))
+		} else {
+			args = append(args, "--requeue-dependency=1s")
+		}
+		logPath := filepath.Join(work, name+".log")
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+		if name == "kustomize-controller" {
+			kcLog = &lockedFile{path: logPath}
+		}
+		cmd := exec.Command(exe, args...)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			stopAll()
+			return nil, err
+		}
+		stops = append(stops, func() {
+			_ = cmd.Process.Signal(os.Interrupt)
+			_ = cmd.Wait()
+			logFile.Close()
+			if os.Getenv("EDDY_TEST_LOGS") != "" {
+				b, _ := os.ReadFile(logPath)
+				fmt.Fprintf(os.Stderr, "--- %s log:\n%s\n", name, b)
+			}
+		})
+		if err := waitReady(healthPort); err != nil {
+			b, _ := os.ReadFile(logPath)
+			stopAll()
+			return nil, fmt.Errorf("%s: %v\n%s", name, err, b)
+		}
+	}
+	return stopAll, nil
+}
+
+func waitReady(port int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after 30s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sink is a local HTTP endpoint that records what it receives.
+type sink struct {
+	*http.Server
+	URL    string
+	mu     sync.Mutex
+	reqs   []sinkRequest
+	status int // answer; 0 means 200
+}
+
+type sinkRequest struct {
+	Header http.Header
+	Body   []byte
+	Path   string
+}
+
+func newSink(t *testing.T, status int) *sink { return newSinkStatus(t, status) }
+
+func newSinkTB(t testing.TB) *sink { return newSinkStatus(t, 0) }
+
+func newSinkStatus(t testing.TB, status int) *sink {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sink{URL: "http://" + l.Addr().String(), status: status}
+	s.Server = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.reqs = append(s.reqs, sinkRequest{Header: r.Header.Clone(), Body: b, Path: r.URL.Path})
+		s.mu.Unlock()
+		if s.status != 0 {
+			w.WriteHeader(s.status)
+		}
+	})}
+	go s.Serve(l)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func (s *sink) requests() []sinkRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]sinkRequest(nil), s.reqs...)
+}
+
+// waitRequest waits until a request satisfies pred and returns it.
+func (s *sink) waitRequest(t *testing.T, what string, pred func(sinkRequest) bool) sinkRequest {
+	t.Helper()
+	return s.waitRequestTB(t, what, pred)
+}
+
+func (s *sink) waitRequestTB(t testing.TB, what string, pred func(sinkRequest) bool) sinkRequest {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		for _, r := range s.requests() {
+			if pred(r) {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			var got []string
+			for _, r := range s.requests() {
+				got = append(got, string(r.Body))
+			}
+			t.Fatalf("sink: %s not received in 60s; got %d requests: %s", what, len(got), strings.Join(got, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// genericEvents decodes the sink's requests as Flux events.
+func (s *sink) events(t *testing.T) []eventJSON {
+	t.Helper()
+	var out []eventJSON
+	for _, r := range s.requests() {
+		var ev eventJSON
+		if err := json.Unmarshal(r.Body, &ev); err != nil {
+			t.Fatalf("sink got a body that is not an event: %v: %s", err, r.Body)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// eventJSON is the event shape as a receiving webhook sees it.
+type eventJSON struct {
+	InvolvedObject      corev1.ObjectReference `json:"involvedObject"`
+	Severity            string                 `json:"severity"`
+	Message             string                 `json:"message"`
+	Reason              string                 `json:"reason"`
+	Metadata            map[string]string      `json:"metadata"`
+	ReportingController string                 `json:"reportingController"`
+}
+
+func newNamespace(t testing.TB) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "nc-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func create(t testing.TB, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+func secret(ns, name string, data map[string]string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: data}
+}
+
+func provider(ns, name, typ, secretName string, mutate ...func(*notificationv1beta3.Provider)) *notificationv1beta3.Provider {
+	p := &notificationv1beta3.Provider{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       notificationv1beta3.ProviderSpec{Type: typ},
+	}
+	if secretName != "" {
+		p.Spec.SecretRef = &meta.LocalObjectReference{Name: secretName}
+	}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func alert(ns, name, providerName, severity string, sources ...notificationv1.CrossNamespaceObjectReference) *notificationv1beta3.Alert {
+	return &notificationv1beta3.Alert{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: notificationv1beta3.AlertSpec{
+			ProviderRef: meta.LocalObjectReference{Name: providerName}, EventSeverity: severity, EventSources: sources,
+		},
+	}
+}
+
+func ksSource(name string) notificationv1.CrossNamespaceObjectReference {
+	return notificationv1.CrossNamespaceObjectReference{Kind: kustomizev1.KustomizationKind, Name: name}
+}
+
+// repo is a bare repository served by the Git server and its work tree.
+func newRepo(t testing.TB, files map[string]string) *gitserver.Repo {
+	t.Helper()
+	repoCount++
+	name := fmt.Sprintf("%s-%d.git", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), repoCount)
+	r, err := gitserver.NewRepo(gitRoot, name, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Commit(files, "initial commit"); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func gitRepository(ns, name string, r *gitserver.Repo) *sourcev1.GitRepository {
+	return &sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: sourcev1.GitRepositorySpec{URL: gitSrv.URL + "/" + r.Name, Interval: metav1.Duration{Duration: time.Hour},
+			Reference: &sourcev1.GitRepositoryRef{Branch: "main"}},
+	}
+}
+
+func kustomization(ns, name, source, path string, mutate ...func(*kustomizev1.Kustomization)) *kustomizev1.Kustomization {
+	k := &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: kustomizev1.KustomizationSpec{
+			Interval: metav1.Duration{Duration: time.Hour}, Path: path, Prune: true,
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: source},
+		},
+	}
+	for _, m := range mutate {
+		m(k)
+	}
+	return k
+}
+
+// waitFor re-reads obj until cond holds (60s at most).
+func waitFor(t testing.TB, obj client.Object, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err == nil && cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			b, _ := json.Marshal(obj)
+			t.Fatalf("%s/%s: %s not reached in 60s: %s", obj.GetNamespace(), obj.GetName(), what, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// postEvent POSTs a Flux event JSON to the event server and returns the code.
+func postEvent(t testing.TB, ev map[string]any) int {
+	t.Helper()
+	b, _ := json.Marshal(ev)
+	resp, err := http.Post(eventsURL, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// kubeEvents returns the messages of Kubernetes Events about name with reason.
+func kubeEvents(t testing.TB, ns, name, reason string) []string {
+	t.Helper()
+	list := &corev1.EventList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && (reason == "" || e.Reason == reason) {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+// waitAlertsSynced waits until the event server sees the Alerts and
+// Providers created so far in ns: it creates a probe Provider and Alert
+// last and posts probe events until one is delivered. Watch events of one
+// kind arrive in order, so everything created before is cached too.
+func waitAlertsSynced(t *testing.T, ns string) {
+	t.Helper()
+	s := newSink(t, 0)
+	create(t, provider(ns, "probe", "generic", "", func(p *notificationv1beta3.Provider) { p.Spec.Address = s.URL }),
+		alert(ns, "probe", "probe", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "probe"}))
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; len(s.requests()) == 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("the event server did not see the probe Alert in 30s")
+		}
+		postEvent(t, fluxEvent(ns, "GitRepository", "probe", "info", fmt.Sprintf("probe %d", i), nil))
+		time.Sleep(50 * time.Millisecond)
+	}
+}

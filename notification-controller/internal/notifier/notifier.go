@@ -1,0 +1,125 @@
+// Package notifier delivers Flux events to external services. Each provider
+// type of a Provider object is one Notifier, in its own file; New picks it.
+//
+// Flux compatible: the payloads of notification-controller's
+// internal/notifier (contract §6.3). Errors never carry secret values: no
+// webhook URL, token or header value appears in an error message.
+package notifier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	"github.com/eddyops/eddy/pkg/events"
+)
+
+// Notifier sends one event to one destination. Post returns when the
+// destination accepted the event, or with an error after the retries of
+// the HTTP client are spent or ctx ends.
+type Notifier interface {
+	Post(ctx context.Context, ev *events.Event) error
+}
+
+// Options are a Provider's settings after its secrets are resolved.
+type Options struct {
+	// Type is spec.type, e.g. "slack".
+	Type string
+	// Address is the secret's `address`, else spec.address.
+	Address string
+	// Token is the secret's `token`.
+	Token string
+	// Headers are the secret's `headers` (generic, generic-hmac).
+	Headers map[string]string
+	// Channel and Username are spec.channel and spec.username.
+	Channel, Username string
+	// ProviderUID is the Provider's UID: its first segment ends the default
+	// commit status id of git providers.
+	ProviderUID string
+	// Client sends the requests: proxy, TLS and retries.
+	Client *Client
+}
+
+// ErrUnsupported is returned by New for provider types Eddy does not implement.
+var ErrUnsupported = errors.New("provider type not supported by Eddy")
+
+// New returns the Notifier of opts.Type. Errors name the field at fault,
+// never its value.
+func New(opts Options) (Notifier, error) {
+	if !Supported(opts.Type) {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, opts.Type)
+	}
+	if opts.Client == nil {
+		opts.Client = NewClient(DefaultRetry, nil)
+	}
+	switch opts.Type {
+	case notificationv1beta3.SlackProvider:
+		return newSlack(opts)
+	case notificationv1beta3.DiscordProvider:
+		return newDiscord(opts)
+	case notificationv1beta3.MSTeamsProvider:
+		return newMSTeams(opts)
+	case notificationv1beta3.GenericProvider:
+		return newGeneric(opts, false)
+	case notificationv1beta3.GenericHMACProvider:
+		return newGeneric(opts, true)
+	case notificationv1beta3.GitHubProvider:
+		return newGitHub(opts)
+	case notificationv1beta3.GitLabProvider:
+		return newGitLab(opts)
+	}
+	return nil, fmt.Errorf("%w: %s", ErrUnsupported, opts.Type)
+}
+
+// Supported reports whether New implements provider type t.
+func Supported(t string) bool {
+	switch t {
+	case notificationv1beta3.SlackProvider, notificationv1beta3.DiscordProvider, notificationv1beta3.MSTeamsProvider,
+		notificationv1beta3.GenericProvider, notificationv1beta3.GenericHMACProvider,
+		notificationv1beta3.GitHubProvider, notificationv1beta3.GitLabProvider:
+		return true
+	}
+	return false
+}
+
+// IsGit reports whether t is a commit-status provider. Flux compatible: such
+// providers only receive commit-status updates, events carrying
+// `event.toolkit.fluxcd.io/commit`, and errors.
+func IsGit(t string) bool {
+	switch t {
+	case notificationv1beta3.GitHubProvider, notificationv1beta3.GitLabProvider, notificationv1beta3.GiteaProvider,
+		notificationv1beta3.BitbucketServerProvider, notificationv1beta3.BitbucketProvider, notificationv1beta3.AzureDevOpsProvider:
+		return true
+	}
+	return false
+}
+
+// IsGeneric reports whether t forwards the event JSON as is.
+func IsGeneric(t string) bool {
+	return t == notificationv1beta3.GenericProvider || t == notificationv1beta3.GenericHMACProvider
+}
+
+// objectID is `<kind lowercased>/<name>.<namespace>`, Flux's author line.
+func objectID(ev *events.Event) string {
+	return strings.ToLower(ev.InvolvedObject.Kind) + "/" + ev.InvolvedObject.Name + "." + ev.InvolvedObject.Namespace
+}
+
+// sortedKeys returns m's keys in order, so payloads are deterministic.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func requireAddress(opts Options) error {
+	if opts.Address == "" {
+		return fmt.Errorf("%s provider: no address (spec.address or the secret's address key)", opts.Type)
+	}
+	return nil
+}

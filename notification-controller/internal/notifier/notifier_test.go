@@ -1,0 +1,229 @@
+package notifier
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eddyops/eddy/pkg/events"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// recorder is a local HTTP server standing in for GitHub's, GitLab's,
+// Slack's, Discord's or Teams' API; it records requests and answers
+// with answer (or 201 and "{}").
+type recorder struct {
+	*httptest.Server
+	mu     sync.Mutex
+	reqs   []*http.Request
+	bodies [][]byte
+	answer func(n int) (int, string)
+}
+
+func newRecorder(t *testing.T, answer func(n int) (int, string)) *recorder {
+	r := &recorder{answer: answer}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.reqs = append(r.reqs, req)
+		r.bodies = append(r.bodies, b)
+		n := len(r.reqs)
+		r.mu.Unlock()
+		code, body := http.StatusCreated, "{}"
+		if r.answer != nil {
+			code, body = r.answer(n)
+		}
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+var fastRetry = Retry{Max: 2, Min: time.Millisecond, Cap: 5 * time.Millisecond}
+
+func testEvent(severity, reason string, md map[string]string) *events.Event {
+	return &events.Event{
+		InvolvedObject: corev1.ObjectReference{Kind: "Kustomization", Namespace: "flux-system", Name: "apps",
+			APIVersion: "kustomize.toolkit.fluxcd.io/v1"},
+		Severity: severity, Reason: reason, Message: "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line",
+		Metadata: md, ReportingController: "kustomize-controller",
+	}
+}
+
+const sha = "0123456789abcdef0123456789abcdef01234567"
+
+// TestGitHubCommitStatus: a GitHub provider whose address is a repository
+// on a local server posts the status to <host>/api/v3/repos/<owner>/<repo>/statuses/<sha>.
+func TestGitHubCommitStatus(t *testing.T) {
+	srv := newRecorder(t, nil)
+	n, err := New(Options{Type: "github", Address: srv.URL + "/acme/platform.git", Token: "ghp_secret", ProviderUID: "4e8a9c1d-aaaa-bbbb",
+		Client: NewClient(fastRetry, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Post(context.Background(), testEvent("info", "ReconciliationSucceeded", map[string]string{"revision": "main@sha1:" + sha})); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Post(context.Background(), testEvent("error", "HealthCheckFailed", map[string]string{"revision": "main@sha1:" + sha})); err != nil {
+		t.Fatal(err)
+	}
+	if len(srv.reqs) != 2 {
+		t.Fatalf("%d requests", len(srv.reqs))
+	}
+	for i, want := range []map[string]string{
+		{"state": "success", "context": "kustomization/apps/4e8a9c1d", "description": "reconciliation succeeded"},
+		{"state": "failure", "context": "kustomization/apps/4e8a9c1d", "description": "health check failed"},
+	} {
+		r := srv.reqs[i]
+		if r.Method != http.MethodPost || r.URL.Path != "/api/v3/repos/acme/platform/statuses/"+sha || r.Header.Get("Authorization") != "Bearer ghp_secret" {
+			t.Errorf("request %s %s auth %q", r.Method, r.URL.Path, r.Header.Get("Authorization"))
+		}
+		var got map[string]string
+		if err := json.Unmarshal(srv.bodies[i], &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 || got["state"] != want["state"] || got["context"] != want["context"] || got["description"] != want["description"] {
+			t.Errorf("status %v, want %v", got, want)
+		}
+	}
+	// A revision that is not a commit is an error, not a guess.
+	err = n.Post(context.Background(), testEvent("info", "Succeeded", map[string]string{"revision": "v1.0.0@sha256:abc"}))
+	if err == nil || !strings.Contains(err.Error(), "not a Git commit") {
+		t.Errorf("OCI revision: %v", err)
+	}
+}
+
+// TestGitLabCommitStatus: the project path is URL-encoded, the token goes
+// in PRIVATE-TOKEN, the commit comes from originRevision before revision.
+func TestGitLabCommitStatus(t *testing.T) {
+	srv := newRecorder(t, nil)
+	n, err := New(Options{Type: "gitlab", Address: srv.URL + "/group/sub/project", Token: "glpat-secret", ProviderUID: "77aa-1",
+		Client: NewClient(fastRetry, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Repeat("f", 40)
+	if err := n.Post(context.Background(), testEvent("error", "BuildFailed", map[string]string{"revision": "main@sha1:" + other, "originRevision": "sha1:" + sha})); err != nil {
+		t.Fatal(err)
+	}
+	r := srv.reqs[0]
+	if r.URL.EscapedPath() != "/api/v4/projects/group%2Fsub%2Fproject/statuses/"+sha || r.Header.Get("PRIVATE-TOKEN") != "glpat-secret" {
+		t.Errorf("request %s token %q", r.URL.EscapedPath(), r.Header.Get("PRIVATE-TOKEN"))
+	}
+	var got map[string]string
+	_ = json.Unmarshal(srv.bodies[0], &got)
+	if got["state"] != "failed" || got["name"] != "kustomization/apps/77aa" || got["description"] != "build failed" {
+		t.Errorf("status %v", got)
+	}
+}
+
+// TestSlackToken: with a token the request carries a bearer token and the
+// answer must be {"ok":true}; errors never contain the token or address.
+func TestSlackToken(t *testing.T) {
+	srv := newRecorder(t, func(n int) (int, string) {
+		if n == 1 {
+			return 200, `{"ok":true}`
+		}
+		return 200, `{"ok":false,"error":"channel_not_found"}`
+	})
+	n, err := New(Options{Type: "slack", Address: srv.URL + "/api/chat.postMessage", Token: "xoxb-secret", Channel: "C123", Username: "flux",
+		Client: NewClient(fastRetry, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := testEvent("info", "ReconciliationSucceeded", map[string]string{"revision": "main@sha1:" + sha, "summary": "prod"})
+	if err := n.Post(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if srv.reqs[0].Header.Get("Authorization") != "Bearer xoxb-secret" {
+		t.Errorf("Authorization %q", srv.reqs[0].Header.Get("Authorization"))
+	}
+	var msg struct {
+		Channel, Username string
+		Attachments       []struct {
+			Color      string
+			AuthorName string `json:"author_name"`
+			Fields     []struct{ Title, Value string }
+		}
+	}
+	_ = json.Unmarshal(srv.bodies[0], &msg)
+	if msg.Channel != "C123" || msg.Username != "flux" || len(msg.Attachments) != 1 || len(msg.Attachments[0].Fields) != 2 ||
+		msg.Attachments[0].Fields[0].Title != "revision" || msg.Attachments[0].Fields[1].Title != "summary" {
+		t.Errorf("payload %s", srv.bodies[0])
+	}
+	err = n.Post(context.Background(), ev)
+	if err == nil || !strings.Contains(err.Error(), "channel_not_found") || strings.Contains(err.Error(), "xoxb") || strings.Contains(err.Error(), srv.URL) {
+		t.Errorf("not-ok answer: %v", err)
+	}
+	if _, err := New(Options{Type: "slack", Token: "xoxb"}); err != nil {
+		t.Errorf("a token without address must default to chat.postMessage: %v", err)
+	}
+}
+
+// TestDiscordAndTeams: Discord gets the Slack payload on <webhook>/slack;
+// Teams gets an Adaptive Card with the metadata as facts.
+func TestDiscordAndTeams(t *testing.T) {
+	srv := newRecorder(t, func(int) (int, string) { return 204, "" })
+	ev := testEvent("error", "BuildFailed", map[string]string{"revision": "main@sha1:" + sha})
+	d, err := New(Options{Type: "discord", Address: srv.URL + "/api/webhooks/1/tok", Client: NewClient(fastRetry, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Post(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if srv.reqs[0].URL.Path != "/api/webhooks/1/tok/slack" || !strings.Contains(string(srv.bodies[0]), `"color":"danger"`) {
+		t.Errorf("discord %s %s", srv.reqs[0].URL.Path, srv.bodies[0])
+	}
+	m, _ := New(Options{Type: "msteams", Address: srv.URL + "/workflows/x", Client: NewClient(fastRetry, nil)})
+	if err := m.Post(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	var card struct {
+		Type        string
+		Attachments []struct {
+			ContentType string
+			Content     struct {
+				Type string
+				Body []map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal(srv.bodies[1], &card); err != nil || card.Type != "message" || len(card.Attachments) != 1 ||
+		card.Attachments[0].ContentType != "application/vnd.microsoft.card.adaptive" || card.Attachments[0].Content.Type != "AdaptiveCard" ||
+		len(card.Attachments[0].Content.Body) != 3 || card.Attachments[0].Content.Body[0]["text"] != "kustomization/apps.flux-system" {
+		t.Errorf("teams card %s (%v)", srv.bodies[1], err)
+	}
+}
+
+// TestRetries: 500 and 429 are retried up to Max times; 400 is not; the
+// error does not reveal the address.
+func TestRetries(t *testing.T) {
+	srv := newRecorder(t, func(n int) (int, string) {
+		if n <= 2 {
+			return http.StatusInternalServerError, "boom"
+		}
+		return http.StatusTooManyRequests, ""
+	})
+	c := NewClient(fastRetry, nil)
+	_, err := c.PostJSON(context.Background(), srv.URL+"/secret-token-path", []byte("{}"), nil)
+	if len(srv.reqs) != 1+fastRetry.Max || err == nil || strings.Contains(err.Error(), "secret-token-path") {
+		t.Errorf("%d requests, err %v", len(srv.reqs), err)
+	}
+	bad := newRecorder(t, func(int) (int, string) { return http.StatusBadRequest, "invalid payload" })
+	if _, err := c.PostJSON(context.Background(), bad.URL, []byte("{}"), nil); len(bad.reqs) != 1 || err == nil || !strings.Contains(err.Error(), "answered 400: invalid payload") {
+		t.Errorf("%d requests, err %v", len(bad.reqs), err)
+	}
+	// A refused connection is retried and its error carries no URL.
+	_, err = c.PostJSON(context.Background(), "http://127.0.0.1:1/hooks/secret", []byte("{}"), nil)
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("connection error %v", err)
+	}
+}

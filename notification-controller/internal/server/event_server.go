@@ -1,0 +1,355 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	"github.com/eddyops/eddy/notification-controller/internal/notifier"
+	"github.com/eddyops/eddy/pkg/events"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Reasons of the Warning events recorded on Alerts.
+const (
+	// DispatchFailedReason: a provider did not accept an event.
+	DispatchFailedReason = "NotificationDispatchFailed"
+	// InvalidConfigReason: the Alert or its Provider cannot be used
+	// (bad regexp, missing provider or secret, unsupported type).
+	InvalidConfigReason = "InvalidConfig"
+)
+
+// DefaultDedupKeys bounds the dedup memory: 2^16 keys.
+const DefaultDedupKeys = 1 << 16
+
+// EventServer routes Flux events to the Providers of matching Alerts.
+//
+// Flux compatible (contract §6.1, §6.2): any path and method; 413 over
+// MaxBodyBytes; 400 for a body that is not an event; metadata cleaned to
+// `event.toolkit.fluxcd.io/*` and `<group>/*` keys; 429 for a repeat of the
+// same (object, message, revision, origin revision, token) within the rate
+// limit interval; otherwise 202, with delivery in the background.
+type EventServer struct {
+	// Client reads Alerts, Providers and involved objects' labels.
+	Client client.Client
+	// Secrets reads the Providers' Secrets (uncached).
+	Secrets client.Reader
+	// Recorder records Warning events on Alerts.
+	Recorder record.EventRecorder
+	// NoCrossNamespaceRefs: an Alert only sees events of its own namespace.
+	NoCrossNamespaceRefs bool
+	// Retry is the providers' retry policy; zero value: notifier.DefaultRetry.
+	Retry *notifier.Retry
+	Log   logr.Logger
+
+	dedup *dedup
+}
+
+// NewEventServer returns an EventServer that drops repeats within
+// rateLimit (0 disables the dedup).
+func NewEventServer(c client.Client, secrets client.Reader, rec record.EventRecorder, rateLimit time.Duration, log logr.Logger) *EventServer {
+	return &EventServer{Client: c, Secrets: secrets, Recorder: rec, Log: log, dedup: newDedup(rateLimit, DefaultDedupKeys)}
+}
+
+// ServeHTTP handles one event.
+func (s *EventServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ev, code, err := readEvent(w, r)
+	if err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	cleanupMetadata(ev)
+	if !s.dedup.allow(dedupKey(ev), time.Now()) {
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	delete(ev.Metadata, group(ev)+"/token")
+
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	targets, err := s.match(ctx, ev)
+	if err != nil {
+		s.Log.Error(err, "cannot match the event against Alerts", "object", objRef(ev))
+		http.Error(w, "cannot list Alerts", http.StatusInternalServerError)
+		return
+	}
+	for _, t := range targets {
+		go s.dispatch(t)
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// readEvent decodes and checks the body; on error it returns the HTTP code.
+func readEvent(w http.ResponseWriter, r *http.Request) (*events.Event, int, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("the event is larger than %d bytes", MaxBodyBytes)
+		}
+		return nil, http.StatusBadRequest, errors.New("cannot read the body")
+	}
+	ev := &events.Event{}
+	if err := json.Unmarshal(body, ev); err != nil {
+		return nil, http.StatusBadRequest, errors.New("the body is not a Flux event")
+	}
+	o := ev.InvolvedObject
+	if o.Kind == "" || o.Name == "" || o.Namespace == "" {
+		return nil, http.StatusBadRequest, errors.New("involvedObject needs kind, name and namespace")
+	}
+	return ev, 0, nil
+}
+
+// group is the API group of the involved object, e.g. kustomize.toolkit.fluxcd.io.
+func group(ev *events.Event) string {
+	g, _, ok := strings.Cut(ev.InvolvedObject.APIVersion, "/")
+	if !ok {
+		return ""
+	}
+	return g
+}
+
+// cleanupMetadata keeps `event.toolkit.fluxcd.io/*` and `<group>/*` keys,
+// without `<group>/checksum` and `<group>/digest`. Flux compatible.
+func cleanupMetadata(ev *events.Event) {
+	g := group(ev) + "/"
+	out := map[string]string{}
+	for k, v := range ev.Metadata {
+		switch {
+		case strings.HasPrefix(k, events.MetadataPrefix):
+		case g != "/" && strings.HasPrefix(k, g) && k != g+"checksum" && k != g+"digest":
+		default:
+			continue
+		}
+		out[k] = v
+	}
+	ev.Metadata = out
+}
+
+// dedupKey hashes what makes an event the same one. Flux compatible.
+func dedupKey(ev *events.Event) [32]byte {
+	g := group(ev)
+	parts := []string{ev.InvolvedObject.Name, ev.InvolvedObject.Namespace, ev.InvolvedObject.Kind, ev.Message}
+	for _, k := range []string{"originRevision", "revision", "token"} {
+		if v, ok := ev.Metadata[g+"/"+k]; ok {
+			parts = append(parts, v)
+		}
+	}
+	// A separator that cannot occur in names keeps ("ab","c") ≠ ("a","bc").
+	return sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+}
+
+func objRef(ev *events.Event) string {
+	o := ev.InvolvedObject
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// target is one delivery: an event as presented to one Alert's provider.
+type target struct {
+	alert    *notificationv1beta3.Alert
+	provider *notificationv1beta3.Provider
+	event    *events.Event
+}
+
+// match lists all Alerts and returns the deliveries ev causes.
+func (s *EventServer) match(ctx context.Context, ev *events.Event) ([]target, error) {
+	var alerts notificationv1beta3.AlertList
+	if err := s.Client.List(ctx, &alerts); err != nil {
+		return nil, err
+	}
+	var out []target
+	for i := range alerts.Items {
+		a := &alerts.Items[i]
+		if a.Spec.Suspend || (s.NoCrossNamespaceRefs && a.Namespace != ev.InvolvedObject.Namespace) {
+			continue
+		}
+		if a.Spec.EventSeverity == notificationv1beta3.SeverityError && ev.Severity != events.SeverityError {
+			continue
+		}
+		if !s.sourceMatches(ctx, a, ev) {
+			continue
+		}
+		ok, err := messageMatches(a, ev.Message)
+		if err != nil {
+			s.warn(a, InvalidConfigReason, err.Error())
+			continue
+		}
+		if !ok {
+			continue
+		}
+		p := &notificationv1beta3.Provider{}
+		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.ProviderRef.Name}, p); err != nil {
+			if apierrors.IsNotFound(err) {
+				s.warn(a, InvalidConfigReason, fmt.Sprintf("provider %s not found", a.Spec.ProviderRef.Name))
+				continue
+			}
+			return nil, err
+		}
+		if p.Spec.Suspend || !routes(p.Spec.Type, ev) {
+			continue
+		}
+		out = append(out, target{alert: a, provider: p, event: presented(ev, a)})
+	}
+	return out, nil
+}
+
+// sourceMatches reports whether one of a's eventSources selects ev's
+// object: same kind, same namespace (default the Alert's), same name or `*`
+// with matchLabels on the object's labels. Flux compatible.
+func (s *EventServer) sourceMatches(ctx context.Context, a *notificationv1beta3.Alert, ev *events.Event) bool {
+	o := ev.InvolvedObject
+	for _, src := range a.Spec.EventSources {
+		ns := src.Namespace
+		if ns == "" {
+			ns = a.Namespace
+		}
+		if src.Kind != o.Kind || ns != o.Namespace {
+			continue
+		}
+		if src.Name != "*" {
+			if src.Name == o.Name {
+				return true
+			}
+			continue
+		}
+		if len(src.MatchLabels) == 0 {
+			return true
+		}
+		if s.labelsMatch(ctx, o, src.MatchLabels) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *EventServer) labelsMatch(ctx context.Context, o corev1.ObjectReference, want map[string]string) bool {
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil || o.APIVersion == "" {
+		return false
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gv.WithKind(o.Kind))
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, obj); err != nil {
+		s.Log.V(1).Info("cannot read the involved object's labels", "object", o.Kind+"/"+o.Namespace+"/"+o.Name, "error", err.Error())
+		return false
+	}
+	return labels.SelectorFromSet(want).Matches(labels.Set(obj.GetLabels()))
+}
+
+// messageMatches applies inclusionList then exclusionList; an invalid
+// regexp is an error naming it.
+func messageMatches(a *notificationv1beta3.Alert, msg string) (bool, error) {
+	if len(a.Spec.InclusionList) > 0 {
+		included := false
+		for _, expr := range a.Spec.InclusionList {
+			re, err := regexp.Compile(expr)
+			if err != nil {
+				return false, fmt.Errorf("inclusionList: invalid regexp %q: %v", expr, err)
+			}
+			if re.MatchString(msg) {
+				included = true
+				break
+			}
+		}
+		if !included {
+			return false, nil
+		}
+	}
+	for _, expr := range a.Spec.ExclusionList {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return false, fmt.Errorf("exclusionList: invalid regexp %q: %v", expr, err)
+		}
+		if re.MatchString(msg) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// routes applies Flux's commit-status routing: commit-status updates (e.g.
+// "Reconciliation finished") go only to git and generic providers; git
+// providers get only those, events with an explicit commit, and errors.
+func routes(providerType string, ev *events.Event) bool {
+	update := ev.Metadata[group(ev)+"/commit_status"] == "update"
+	if notifier.IsGit(providerType) {
+		_, commit := ev.Metadata[notifier.CommitMetadataKey]
+		return update || commit || ev.Severity == events.SeverityError
+	}
+	return !update || notifier.IsGeneric(providerType)
+}
+
+// presented is ev as a provider sees it: metadata keys without their
+// prefixes, by precedence (low to high) `event.toolkit.fluxcd.io/*`, the
+// Alert's eventMetadata, its summary, `<group>/*`. Flux compatible (RFC-0008).
+func presented(ev *events.Event, a *notificationv1beta3.Alert) *events.Event {
+	out := *ev
+	g := group(ev) + "/"
+	md := map[string]string{}
+	for k, v := range ev.Metadata {
+		if strings.HasPrefix(k, events.MetadataPrefix) {
+			md[strings.TrimPrefix(k, events.MetadataPrefix)] = v
+		}
+	}
+	for k, v := range a.Spec.EventMetadata {
+		md[k] = v
+	}
+	if a.Spec.Summary != "" {
+		md["summary"] = a.Spec.Summary
+	}
+	for k, v := range ev.Metadata {
+		if g != "/" && strings.HasPrefix(k, g) {
+			md[strings.TrimPrefix(k, g)] = v
+		}
+	}
+	if len(md) == 0 {
+		md = nil
+	}
+	out.Metadata = md
+	return &out
+}
+
+// dispatch delivers one event within the provider's timeout (default 15s)
+// and records a failure as a Warning event on the Alert.
+func (s *EventServer) dispatch(t target) {
+	timeout := time.Duration(notificationv1beta3.DefaultProviderTimeoutSeconds) * time.Second
+	if t.provider.Spec.Timeout != nil {
+		timeout = t.provider.Spec.Timeout.Duration
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	log := s.Log.WithValues("alert", t.alert.Namespace+"/"+t.alert.Name, "provider", t.provider.Name, "object", objRef(t.event))
+	n, err := s.notifier(ctx, t.provider)
+	if err != nil {
+		log.Error(err, "cannot use the provider")
+		s.warn(t.alert, InvalidConfigReason, err.Error())
+		return
+	}
+	if err := n.Post(ctx, t.event); err != nil {
+		log.Error(err, "cannot send the notification")
+		s.warn(t.alert, DispatchFailedReason, fmt.Sprintf("failed to send notification for %s: %v", objRef(t.event), err))
+		return
+	}
+	log.V(1).Info("notification sent")
+}
+
+func (s *EventServer) warn(a *notificationv1beta3.Alert, reason, msg string) {
+	if s.Recorder != nil {
+		s.Recorder.Event(a, corev1.EventTypeWarning, reason, msg)
+	}
+}

@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	"github.com/eddyops/eddy/notification-controller/webhook"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// WebhookPathIndex is the field index of Receivers by status.webhookPath;
+// the manager's cache must have it (see IndexWebhookPath).
+const WebhookPathIndex = ".status.webhookPath"
+
+// IndexWebhookPath is the index function of WebhookPathIndex.
+func IndexWebhookPath(o client.Object) []string {
+	r, ok := o.(*notificationv1.Receiver)
+	if !ok || r.Status.WebhookPath == "" {
+		return nil
+	}
+	return []string{r.Status.WebhookPath}
+}
+
+// ReceiverServer serves /hook/<digest>. Flux compatible answers (contract
+// §6.4): 404 unknown path, 503 suspended or not Ready, 413 body over
+// MaxBodyBytes, 400 failed verification or an event type not allowed, 500
+// when a resource could not be annotated, else 200. Each resource gets
+// `reconcile.fluxcd.io/requestedAt` merge-patched.
+type ReceiverServer struct {
+	// Client reads Receivers (through the WebhookPathIndex) and patches resources.
+	Client client.Client
+	// Secrets reads the Receivers' token Secrets (uncached).
+	Secrets client.Reader
+	// NoCrossNamespaceRefs refuses resources outside the Receiver's namespace.
+	NoCrossNamespaceRefs bool
+	Log                  logr.Logger
+}
+
+// errVerify is a request that fails verification: answered 400.
+type errVerify struct{ msg string }
+
+func (e errVerify) Error() string { return e.msg }
+
+// ServeHTTP handles one webhook.
+func (s *ReceiverServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, notificationv1.ReceiverWebhookPath) {
+		http.NotFound(w, r)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	var list notificationv1.ReceiverList
+	if err := s.Client.List(ctx, &list, client.MatchingFields{WebhookPathIndex: r.URL.Path}); err != nil {
+		s.Log.Error(err, "cannot list Receivers")
+		http.Error(w, "cannot list receivers", http.StatusInternalServerError)
+		return
+	}
+	if len(list.Items) == 0 {
+		http.NotFound(w, r)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "cannot read the body", http.StatusBadRequest)
+		return
+	}
+	for i := range list.Items {
+		rcv := &list.Items[i]
+		log := s.Log.WithValues("receiver", rcv.Namespace+"/"+rcv.Name)
+		code, msg := s.handle(ctx, rcv, r, body)
+		if code != http.StatusOK {
+			log.Info("webhook refused", "code", code, "reason", msg)
+			http.Error(w, msg, code)
+			return
+		}
+		log.Info("webhook handled", "result", msg)
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// handle verifies the request for rcv and requests the reconciles; it
+// returns the HTTP code and a message safe to log and answer.
+func (s *ReceiverServer) handle(ctx context.Context, rcv *notificationv1.Receiver, r *http.Request, body []byte) (int, string) {
+	if rcv.Spec.Suspend {
+		return http.StatusServiceUnavailable, "the receiver is suspended"
+	}
+	if c := apimeta.FindStatusCondition(rcv.Status.Conditions, meta.ReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
+		return http.StatusServiceUnavailable, "the receiver is not ready"
+	}
+	if rcv.Spec.SecretRef == nil {
+		return http.StatusServiceUnavailable, "the receiver has no secretRef"
+	}
+	sec := &corev1.Secret{}
+	if err := s.Secrets.Get(ctx, client.ObjectKey{Namespace: rcv.Namespace, Name: rcv.Spec.SecretRef.Name}, sec); err != nil {
+		return http.StatusInternalServerError, "cannot read the receiver's secret: " + reasonOf(err)
+	}
+	token := sec.Data["token"]
+	// A rotated token changes the path: the old one stops working at once.
+	if subtle.ConstantTimeCompare([]byte(webhook.Path(string(token), rcv.Name, rcv.Namespace)), []byte(r.URL.Path)) != 1 {
+		return http.StatusNotFound, "404 page not found"
+	}
+	act, err := Verify(rcv.Spec.Type, rcv.Spec.Events, token, r.Header, body)
+	if err != nil {
+		var ve errVerify
+		if errors.As(err, &ve) {
+			return http.StatusBadRequest, ve.msg
+		}
+		return http.StatusServiceUnavailable, err.Error()
+	}
+	if act == ActionIgnore {
+		return http.StatusOK, "event acknowledged, nothing requested"
+	}
+	n, err := s.requestReconciles(ctx, rcv)
+	if err != nil {
+		return http.StatusInternalServerError, err.Error()
+	}
+	return http.StatusOK, fmt.Sprintf("reconcile requested for %d resources", n)
+}
+
+// sourceAPIVersions are the kinds whose apiVersion may be left out.
+// Flux compatible: Kustomization and HelmRelease need an explicit one.
+var sourceAPIVersions = map[string]string{
+	"Bucket": "source.toolkit.fluxcd.io/v1", "GitRepository": "source.toolkit.fluxcd.io/v1",
+	"HelmChart": "source.toolkit.fluxcd.io/v1", "HelmRepository": "source.toolkit.fluxcd.io/v1",
+	"OCIRepository": "source.toolkit.fluxcd.io/v1", "ImageRepository": "image.toolkit.fluxcd.io/v1",
+	"ArtifactGenerator": "source.extensions.fluxcd.io/v1beta1",
+}
+
+// requestReconciles merge-patches `reconcile.fluxcd.io/requestedAt` on
+// every resource of rcv and returns how many it patched.
+func (s *ReceiverServer) requestReconciles(ctx context.Context, rcv *notificationv1.Receiver) (int, error) {
+	now := metav1.Now().String()
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, now)
+	n := 0
+	for _, res := range rcv.Spec.Resources {
+		ref := res.CrossNamespaceObjectReference
+		ns := ref.Namespace
+		if ns == "" {
+			ns = rcv.Namespace
+		}
+		if s.NoCrossNamespaceRefs && ns != rcv.Namespace {
+			return n, fmt.Errorf("%s/%s/%s: cross-namespace references are not allowed", ref.Kind, ns, ref.Name)
+		}
+		apiVersion := ref.APIVersion
+		if apiVersion == "" {
+			apiVersion = sourceAPIVersions[ref.Kind]
+		}
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if err != nil || apiVersion == "" {
+			return n, fmt.Errorf("%s/%s/%s: apiVersion is required for this kind", ref.Kind, ns, ref.Name)
+		}
+		gvk := gv.WithKind(ref.Kind)
+		var targets []client.ObjectKey
+		if ref.Name == "*" {
+			if len(ref.MatchLabels) == 0 {
+				return n, fmt.Errorf("%s/%s/*: name '*' requires matchLabels", ref.Kind, ns)
+			}
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(gv.WithKind(ref.Kind + "List"))
+			if err := s.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(ref.MatchLabels)); err != nil {
+				return n, fmt.Errorf("listing %s in %s: %s", ref.Kind, ns, reasonOf(err))
+			}
+			for _, it := range list.Items {
+				targets = append(targets, client.ObjectKey{Namespace: ns, Name: it.Name})
+			}
+		} else {
+			targets = append(targets, client.ObjectKey{Namespace: ns, Name: ref.Name})
+		}
+		for _, key := range targets {
+			obj := &metav1.PartialObjectMetadata{}
+			obj.SetGroupVersionKind(gvk)
+			obj.SetNamespace(key.Namespace)
+			obj.SetName(key.Name)
+			if err := s.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				return n, fmt.Errorf("annotating %s/%s/%s: %s", ref.Kind, key.Namespace, key.Name, reasonOf(err))
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// reasonOf is a stable, secret-free description of an API error.
+func reasonOf(err error) string {
+	switch {
+	case apierrors.IsNotFound(err):
+		return "not found"
+	case apierrors.IsForbidden(err):
+		return "forbidden"
+	case apierrors.IsUnauthorized(err):
+		return "unauthorized"
+	}
+	if r := apierrors.ReasonForError(err); r != metav1.StatusReasonUnknown {
+		return string(r)
+	}
+	return err.Error()
+}
