@@ -10,6 +10,11 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 )
 
+// MaxArtifactBytes bounds the file content of one artifact held in memory:
+// 100 MiB, Flux's limit on an extracted artifact. With --concurrent reads in
+// flight this keeps a compressed "zip bomb" from exhausting the memory limit.
+const MaxArtifactBytes = 100 << 20
+
 // DefaultArtifactCacheBytes bounds the artifact cache: 128 MiB of file
 // content (the most recently used artifact is kept whatever its size).
 const DefaultArtifactCacheBytes = 128 << 20
@@ -69,6 +74,7 @@ func (c *artifactCache) Get(ctx context.Context, url, digest string) (*build.Tre
 	c.mu.Unlock()
 
 	e.err = c.fetcher.FetchWith(ctx, url, digest, func(r io.Reader, lim artifact.Limits) error {
+		lim.MaxBytes = min(lim.MaxBytes, MaxArtifactBytes)
 		t, err := build.ReadTree(r, lim)
 		e.tree = t
 		return err

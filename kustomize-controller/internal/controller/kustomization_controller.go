@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
@@ -537,13 +539,19 @@ func notFoundOr(err error) string {
 	return err.Error()
 }
 
+// serviceAccount is the account impersonated for obj: spec.serviceAccountName,
+// else --default-service-account; "" for the controller's own.
+func (r *KustomizationReconciler) serviceAccount(obj *kustomizev1.Kustomization) string {
+	if sa := obj.Spec.ServiceAccountName; sa != "" {
+		return sa
+	}
+	return r.DefaultServiceAccount
+}
+
 // clientFor returns the client that applies: impersonating
 // spec.serviceAccountName (or the default) when set. Flux compatible.
 func (r *KustomizationReconciler) clientFor(obj *kustomizev1.Kustomization) (client.Client, error) {
-	sa := obj.Spec.ServiceAccountName
-	if sa == "" {
-		sa = r.DefaultServiceAccount
-	}
+	sa := r.serviceAccount(obj)
 	if sa == "" || r.Config == nil {
 		return r.Client, nil
 	}
@@ -599,6 +607,12 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 		apimeta.RemoveStatusCondition(&obj.Status.Conditions, kustomizev1.HealthyCondition)
 		return nil
 	}
+	// A Kustomization that applies itself would wait for its own
+	// reconcile to end. Flux compatible: it is left out.
+	self := schema.GroupKind{Group: kustomizev1.GroupVersion.Group, Kind: kustomizev1.KustomizationKind}
+	targets = slices.DeleteFunc(targets, func(t ssa.Change) bool {
+		return t.Meta.GroupKind == self && t.Meta.Namespace == obj.Namespace && t.Meta.Name == obj.Name
+	})
 	start := time.Now()
 	poll := r.HealthPoll
 	if poll <= 0 {
@@ -629,9 +643,15 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 		}
 		if len(pending) == 0 {
 			msg := fmt.Sprintf("Health check passed in %s", time.Since(start).Round(time.Millisecond))
+			// Flux compatible: the event marks a recovery or a new
+			// revision or a change, not every periodic reconcile.
+			notify := !apimeta.IsStatusConditionTrue(obj.Status.Conditions, kustomizev1.HealthyCondition) ||
+				obj.Status.LastAppliedRevision != obj.Status.LastAttemptedRevision || changed(changes)
 			apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: kustomizev1.HealthyCondition,
 				Status: metav1.ConditionTrue, Reason: meta.SucceededReason, Message: msg, ObservedGeneration: obj.Generation})
-			r.Events.Event(obj, corev1.EventTypeNormal, meta.SucceededReason, msg, r.eventMeta(obj))
+			if notify {
+				r.Events.Event(obj, corev1.EventTypeNormal, meta.SucceededReason, msg, r.eventMeta(obj))
+			}
 			return nil
 		}
 		select {
@@ -642,6 +662,16 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 		case <-time.After(poll):
 		}
 	}
+}
+
+// changed reports whether a change set wrote anything.
+func changed(changes []ssa.Change) bool {
+	for _, c := range changes {
+		if c.Action != ssa.Unchanged && c.Action != ssa.Skipped {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *KustomizationReconciler) unhealthy(obj *kustomizev1.Kustomization, msg string) *failure {
@@ -691,6 +721,16 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 				stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
 			}
 		}
+		if sa := r.serviceAccount(obj); sa != "" {
+			// Flux compatible: without the account nothing can be deleted
+			// in its name; keeping the finalizer would block the namespace.
+			err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &corev1.ServiceAccount{})
+			if apierrors.IsNotFound(err) {
+				r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, fmt.Sprintf(
+					"Skipping pruning: ServiceAccount '%s/%s' not found; the objects of the inventory are left in place", obj.Namespace, sa), nil)
+				return r.release(ctx, obj)
+			}
+		}
 		c, err := r.clientFor(obj)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -702,7 +742,46 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 			r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
 			return ctrl.Result{}, err
 		}
+		if policy == kustomizev1.DeletionPolicyWaitForTermination {
+			if err := r.waitForTermination(ctx, obj, c, deleted); err != nil {
+				r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
+				return ctrl.Result{}, err
+			}
+		}
 	}
+	return r.release(ctx, obj)
+}
+
+// waitForTermination polls every 2s, up to the Kustomization's timeout,
+// until the deleted objects are gone. Flux compatible (WaitForTermination).
+func (r *KustomizationReconciler) waitForTermination(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, deleted []ssa.Change) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
+	defer cancel()
+	for {
+		var pending []string
+		for _, d := range deleted {
+			if d.Action != ssa.Deleted {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(d.Meta.GroupKind.WithVersion(d.Version))
+			if err := c.Get(ctx, client.ObjectKey{Namespace: d.Meta.Namespace, Name: d.Meta.Name}, u); !apierrors.IsNotFound(err) {
+				pending = append(pending, d.Meta.String())
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timeout waiting for the termination of: [%s]", strings.Join(pending, ", "))
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// release removes the finalizer.
+func (r *KustomizationReconciler) release(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
 	base := obj.DeepCopy()
 	if controllerutil.RemoveFinalizer(obj, kustomizev1.KustomizationFinalizer) {
 		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {

@@ -1,0 +1,108 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// waitGone waits up to 30s for obj to be deleted; it reports whether it was.
+func waitGone(t *testing.T, obj client.Object) bool {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); apierrors.IsNotFound(err) {
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return false
+}
+
+// A tenant's Kustomization deleted after its ServiceAccount (a namespace
+// teardown) skips pruning with a warning and is released, as in Flux.
+func TestDeleteAfterServiceAccountGone(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tenant, namespace: " + ns + "}\ndata: {a: b}\n"})
+	src := newSource(t, ns, "src", r)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: ns}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "admin"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "deployer", Namespace: ns}}}
+	for _, o := range []client.Object{sa, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := newKustomization(t, ns, "tenant", "src", func(k *kustomizev1.Kustomization) { k.Spec.ServiceAccountName = "deployer" })
+	waitApplied(t, k, src.Status.Artifact.Revision)
+	for _, o := range []client.Object{binding, sa, k} {
+		if err := env.Client.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !waitGone(t, k) {
+		t.Fatalf("Kustomization kept after its ServiceAccount was deleted (finalizers %v)", k.Finalizers)
+	}
+	want := "Skipping pruning: ServiceAccount '" + ns + "/deployer' not found; the objects of the inventory are left in place"
+	if evs := kubeEvents(t, ns, "tenant", meta.PruneFailedReason); len(evs) != 1 || evs[0] != want {
+		t.Errorf("events %q, want %q", evs, want)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the ConfigMap should be left in place: %v", err)
+	}
+}
+
+// deletionPolicy WaitForTermination keeps the Kustomization until its
+// objects are gone.
+func TestWaitForTermination(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, namespace: " + ns + ", finalizers: [example.com/hold]}\ndata: {a: b}\n"})
+	src := newSource(t, ns, "src", r)
+	k := newKustomization(t, ns, "wft", "src", func(k *kustomizev1.Kustomization) {
+		k.Spec.DeletionPolicy = kustomizev1.DeletionPolicyWaitForTermination
+		k.Spec.Timeout = &metav1.Duration{Duration: 40 * time.Second}
+	})
+	waitApplied(t, k, src.Status.Artifact.Revision)
+	if err := env.Client.Delete(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns}}
+	waitFor(t, cm, "held terminating", func() bool { return cm.DeletionTimestamp != nil })
+	time.Sleep(3 * time.Second) // more than one 2s poll
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(k), k); err != nil {
+		t.Fatalf("the Kustomization was released while its ConfigMap is terminating: %v", err)
+	}
+	cm.Finalizers = nil
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if !waitGone(t, k) {
+		t.Error("the Kustomization was kept after its objects were gone")
+	}
+}
+
+// A Kustomization that applies itself (the bootstrap pattern) with wait:
+// true leaves itself out of its health checks.
+func TestSelfHealthCheck(t *testing.T) {
+	ns := newNamespace(t)
+	self := "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: self, namespace: " + ns + "}\n" +
+		"spec: {interval: 1h, prune: true, wait: true, timeout: 30s, sourceRef: {kind: GitRepository, name: src}}\n"
+	r := newRepo(t, map[string]string{"self.yaml": self, "cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: " + ns + "}\n"})
+	src := newSource(t, ns, "src", r)
+	k := newKustomization(t, ns, "self", "src", func(k *kustomizev1.Kustomization) {
+		k.Spec.Wait = true
+		k.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Second}
+	})
+	waitApplied(t, k, src.Status.Artifact.Revision)
+}
