@@ -106,13 +106,13 @@ type planned struct {
 func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Change, error) {
 	objs = append([]*unstructured.Unstructured(nil), objs...)
 	sortObjects(objs)
-	crdKinds := map[schema.GroupKind]bool{}
+	crdKinds := map[schema.GroupKind]int{} // kind → index of its CRD in objs
 	newNamespaces := map[string]bool{}
-	for _, u := range objs {
+	for i, u := range objs {
 		if u.GetKind() == "CustomResourceDefinition" {
 			g, _, _ := unstructured.NestedString(u.Object, "spec", "group")
 			k, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
-			crdKinds[schema.GroupKind{Group: g, Kind: k}] = true
+			crdKinds[schema.GroupKind{Group: g, Kind: k}] = i
 		}
 		if u.GetKind() == "Namespace" && u.GroupVersionKind().Group == "" {
 			ns := &unstructured.Unstructured{}
@@ -122,11 +122,38 @@ func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructure
 			}
 		}
 	}
-	deferred := func(u *unstructured.Unstructured) bool {
-		return stage(u) > 0 && (crdKinds[u.GroupVersionKind().GroupKind()] || newNamespaces[u.GetNamespace()])
+	served := func(u *unstructured.Unstructured) bool {
+		gvk := u.GroupVersionKind()
+		_, err := m.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil
+	}
+	// Custom resources whose CRD is in the set wait for it, unless the API
+	// server serves their kind already: then they are dry-run at once
+	// (tentatively, as the set may change the CRD), so that an invalid one
+	// stops the set before anything is written.
+	plans := make([]*planned, len(objs))
+	tentative := make([]bool, len(objs))
+	crdUnchanged := func(u *unstructured.Unstructured) bool {
+		p := plans[crdKinds[u.GroupVersionKind().GroupKind()]]
+		return p != nil && p.action == Unchanged
+	}
+	deferred := func(i int, u *unstructured.Unstructured) bool {
+		if stage(u) == 0 {
+			return false
+		}
+		if newNamespaces[u.GetNamespace()] {
+			return true
+		}
+		if _, ok := crdKinds[u.GroupVersionKind().GroupKind()]; ok {
+			if served(u) {
+				tentative[i] = true
+				return false
+			}
+			return true
+		}
+		return false
 	}
 
-	plans := make([]*planned, len(objs))
 	var changes []Change
 	// planWhere dry-runs the selected objects; any failure means nothing
 	// more is written, and the error lists every failed object.
@@ -155,9 +182,15 @@ func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructure
 		close(work)
 		wg.Wait()
 		// Failures are listed in apply order, whatever order they came in.
+		// A tentative plan that failed is tried again after the first
+		// stage, unless the set leaves its CRD unchanged.
 		var msgs []string
-		for _, err := range errs {
-			if err != nil {
+		for i, err := range errs {
+			switch {
+			case err == nil:
+			case tentative[i] && !crdUnchanged(objs[i]):
+				tentative[i], plans[i] = false, nil
+			default:
 				msgs = append(msgs, err.Error())
 			}
 		}
@@ -180,7 +213,7 @@ func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructure
 		return nil
 	}
 
-	if err := planWhere(func(_ int, u *unstructured.Unstructured) bool { return !deferred(u) }); err != nil {
+	if err := planWhere(func(i int, u *unstructured.Unstructured) bool { return !deferred(i, u) }); err != nil {
 		return nil, err
 	}
 	if err := applyWhere(func(u *unstructured.Unstructured) bool { return stage(u) == 0 }); err != nil {

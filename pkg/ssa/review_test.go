@@ -151,3 +151,43 @@ func TestGitChangeIsNotDrift(t *testing.T) {
 		t.Errorf("edit by kubectl-edit: %+v", cs)
 	}
 }
+
+// With its CRD already served and unchanged, an invalid custom resource
+// stops the set before the first stage writes anything.
+func TestInvalidCustomResourceOfServedCRD(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: sprockets.review.example.com}
+spec:
+  group: review.example.com
+  names: {kind: Sprocket, plural: sprockets}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+`
+	role := func(verb string) string {
+		return "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: review-sprocket-" + ns + "}\nrules: [{apiGroups: [review.example.com], resources: [sprockets], verbs: [" + verb + "]}]\n"
+	}
+	sprocket := func(size string) string {
+		return fmt.Sprintf("apiVersion: review.example.com/v1\nkind: Sprocket\nmetadata: {name: s, namespace: %s}\nspec: {size: %s}\n", ns, size)
+	}
+	if _, err := manager().ApplyAll(ctx, objects(t, crd, role("get"), sprocket("1")), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := manager().ApplyAll(ctx, objects(t, crd, role("delete"), sprocket("not-a-number")), ssa.ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "Sprocket/"+ns+"/s dry-run failed") {
+		t.Errorf("error %v, want the Sprocket named", err)
+	}
+	if got := get(t, "ClusterRole", "rbac.authorization.k8s.io/v1", "", "review-sprocket-"+ns); strings.Contains(fmt.Sprint(got.Object["rules"]), "delete") {
+		t.Error("the ClusterRole was written although the set holds an invalid object")
+	}
+}
