@@ -193,10 +193,26 @@ func TestTestdataDirectoriesApplied(t *testing.T) {
 				k.Spec.TargetNamespace = target
 				k.Spec.Prune = false // directories share objects; deletion orphans them
 			})
+			// home-ops' alertmanager Alert watches kind FluxInstance, which
+			// upstream Flux's Alert CRD (and so Eddy's) does not accept; only
+			// flux-operator's patched CRD does. Flux refuses the whole set.
+			refused := func(c *metav1.Condition) bool {
+				return c.Status == metav1.ConditionFalse && strings.Contains(c.Message, `Alert.notification.toolkit.fluxcd.io "alertmanager" is invalid: spec.eventSources[0].kind: Unsupported value: "FluxInstance"`)
+			}
 			waitFor(t, k, "Ready", func() bool {
 				c := readyCond(k)
-				return c != nil && c.ObservedGeneration == k.Generation && c.Status == metav1.ConditionTrue
+				return c != nil && c.ObservedGeneration == k.Generation && (c.Status == metav1.ConditionTrue || refused(c))
 			})
+			if c := readyCond(k); refused(c) {
+				if k.Status.Inventory != nil {
+					t.Errorf("a refused set left an inventory: %v", k.Status.Inventory.Entries)
+				}
+				t.Logf("refused as upstream Flux refuses it: %s", c.Message)
+				if err := env.Client.Delete(context.Background(), k); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
 			var got, want []string
 			for _, e := range k.Status.Inventory.Entries {
 				got = append(got, e.ID)
