@@ -14,13 +14,16 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/provider"
+	"sigs.k8s.io/kustomize/api/resmap"
 	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/yaml"
 )
 
@@ -120,9 +123,7 @@ func Build(t *Tree, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	kopts := krusty.MakeDefaultOptions()
-	kopts.LoadRestrictions = kustypes.LoadRestrictionsNone // Flux builds without load restrictions; only the artifact is reachable
-	resMap, err := krusty.MakeKustomizer(kopts).Run(fs, dir)
+	resMap, err := runKustomize(fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build failed: %s", err)
 	}
@@ -161,6 +162,31 @@ func Build(t *Tree, opts Options) (*Result, error) {
 	}
 	res.YAML = out.Bytes()
 	return res, nil
+}
+
+// kustomizeMu serialises krusty runs: kustomize keeps process-wide state
+// (kyaml's OpenAPI schema, set by a kustomization's openapi field) that one
+// build would otherwise leak into another. Flux compatible: fluxcd/pkg's
+// kustomize.Build holds a package mutex for the same reason.
+var kustomizeMu sync.Mutex
+
+// runKustomize runs krusty on dir in fs, one build at a time, and resets
+// kyaml's global OpenAPI schema afterwards so a custom schema applies only
+// to the kustomization that declared it. A panic inside kustomize is
+// returned as an error ("recovered from kustomize build panic: ..."), as
+// Flux does.
+func runKustomize(fs *layerFS, dir string) (res resmap.ResMap, err error) {
+	kustomizeMu.Lock()
+	defer kustomizeMu.Unlock()
+	defer openapi.ResetOpenAPI()
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("recovered from kustomize build panic: %v", r)
+		}
+	}()
+	kopts := krusty.MakeDefaultOptions()
+	kopts.LoadRestrictions = kustypes.LoadRestrictionsNone // Flux builds without load restrictions; only the artifact is reachable
+	return krusty.MakeKustomizer(kopts).Run(fs, dir)
 }
 
 func findKustomizationFile(fs *layerFS, dir string) string {
