@@ -8,6 +8,7 @@ package build
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -64,18 +65,30 @@ type Result struct {
 	YAML []byte
 }
 
+// ErrPathNotFound is wrapped by Build's error when spec.path is not a
+// directory of the artifact; its text starts the message ("kustomization
+// path not found: '<path>' is not a directory in the artifact"). Flux
+// compatible: the controller reports it with reason ArtifactFailed.
+var ErrPathNotFound = errors.New("kustomization path not found")
+
 // Build builds the Kustomization at opts.Path inside the artifact t. A
 // generated or merged kustomization.yaml is written to a layer private to
 // this build, so t can be shared. Errors name paths inside the artifact,
 // from its root "/".
+//
+// opts.Path is taken under the artifact root, as Flux's SecureJoin takes
+// it: "/apps" and "./apps" both mean apps. A relative path that climbs out
+// of the root ("../x", "a/../../x") is refused with "spec.path '<path>'
+// points outside the artifact"; a path that is not a directory fails with
+// ErrPathNotFound.
 func Build(t *Tree, opts Options) (*Result, error) {
-	if p := path.Clean(filepath.ToSlash(opts.Path)); strings.HasPrefix(p, "../") || p == ".." || path.IsAbs(opts.Path) && opts.Path != "/" {
+	if p := path.Clean(filepath.ToSlash(opts.Path)); p == ".." || strings.HasPrefix(p, "../") {
 		return nil, fmt.Errorf("spec.path '%s' points outside the artifact", opts.Path)
 	}
 	fs := newLayerFS(t)
 	dir := clean(opts.Path)
 	if !fs.IsDir(dir) {
-		return nil, fmt.Errorf("kustomization path not found: '%s' is not a directory in the artifact", opts.Path)
+		return nil, fmt.Errorf("%w: '%s' is not a directory in the artifact", ErrPathNotFound, opts.Path)
 	}
 
 	res := &Result{}

@@ -1,6 +1,8 @@
 package build
 
 import (
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -82,4 +84,37 @@ func openAPITree(t *testing.T) *Tree {
 		// merge patch replaces the containers list.
 		"custom/schema.json": `{"definitions": {"io.k8s.api.apps.v1.Deployment": {"type": "object", "x-kubernetes-group-version-kind": [{"group": "apps", "kind": "Deployment", "version": "v1"}], "properties": {"spec": {"type": "object"}}}}}`,
 	})
+}
+
+// Flux compatible: spec.path is joined under the artifact root (SecureJoin),
+// so an absolute path names a directory of the artifact; only a relative
+// path climbing out of the root is refused, and a missing directory is
+// ErrPathNotFound.
+func TestSpecPathIsTakenUnderTheArtifactRoot(t *testing.T) {
+	root := writeFiles(t, map[string]string{
+		"apps/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n",
+		"file.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: default}\n",
+	})
+	for _, p := range []string{"apps", "./apps", "/apps", "/apps/", "/../apps", "apps/../apps"} {
+		res, err := Build(root, Options{Path: p})
+		if err != nil {
+			t.Errorf("spec.path %q: %v", p, err)
+			continue
+		}
+		if len(res.Objects) != 1 || res.Objects[0].GetName() != "a" {
+			t.Errorf("spec.path %q built %d objects, want ConfigMap a", p, len(res.Objects))
+		}
+	}
+	for _, p := range []string{"..", "../apps", "apps/../../apps"} {
+		_, err := Build(root, Options{Path: p})
+		if want := "spec.path '" + p + "' points outside the artifact"; err == nil || err.Error() != want {
+			t.Errorf("spec.path %q: got %v, want %q", p, err, want)
+		}
+	}
+	for _, p := range []string{"missing", "/missing", "file.yaml"} {
+		_, err := Build(root, Options{Path: p})
+		if !errors.Is(err, ErrPathNotFound) || !strings.HasPrefix(err.Error(), "kustomization path not found: '"+p+"'") {
+			t.Errorf("spec.path %q: got %v, want ErrPathNotFound naming the path", p, err)
+		}
+	}
 }
