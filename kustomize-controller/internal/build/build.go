@@ -80,7 +80,9 @@ var ErrPathNotFound = errors.New("kustomization path not found")
 // it: "/apps" and "./apps" both mean apps. A relative path that climbs out
 // of the root ("../x", "a/../../x") is refused with "spec.path '<path>'
 // points outside the artifact"; a path that is not a directory fails with
-// ErrPathNotFound.
+// ErrPathNotFound. A kustomization reaching a remote base or URL is refused
+// before kustomize runs (see refuseRemote): unlike Flux, Eddy does not
+// support remote bases yet.
 func Build(t *Tree, opts Options) (*Result, error) {
 	if p := path.Clean(filepath.ToSlash(opts.Path)); p == ".." || strings.HasPrefix(p, "../") {
 		return nil, fmt.Errorf("spec.path '%s' points outside the artifact", opts.Path)
@@ -136,6 +138,9 @@ func Build(t *Tree, opts Options) (*Result, error) {
 		return nil, err
 	}
 
+	if err := refuseRemote(fs, dir); err != nil {
+		return nil, err
+	}
 	resMap, err := runKustomize(fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build failed: %s", err)
