@@ -68,7 +68,8 @@ type Result struct {
 // ErrPathNotFound is wrapped by Build's error when spec.path is not a
 // directory of the artifact; its text starts the message ("kustomization
 // path not found: '<path>' is not a directory in the artifact"). Flux
-// compatible: the controller reports it with reason ArtifactFailed.
+// compatible: Flux reports this case with reason ArtifactFailed, not
+// BuildFailed, so callers tell it apart with errors.Is.
 var ErrPathNotFound = errors.New("kustomization path not found")
 
 // Build builds the Kustomization at opts.Path inside the artifact t. A
@@ -183,9 +184,10 @@ func Build(t *Tree, opts Options) (*Result, error) {
 }
 
 // kustomizeMu serialises krusty runs: kustomize keeps process-wide state
-// (kyaml's OpenAPI schema, set by a kustomization's openapi field) that one
-// build would otherwise leak into another. Flux compatible: fluxcd/pkg's
-// kustomize.Build holds a package mutex for the same reason.
+// (kyaml's OpenAPI schema, set by a kustomization's openapi field; maps
+// not safe for concurrent builds) that one build would otherwise change
+// under another. Flux compatible: fluxcd/pkg's kustomize.Build holds a
+// package mutex too.
 var kustomizeMu sync.Mutex
 
 // runKustomize runs krusty on dir in fs, one build at a time, and resets
