@@ -8,19 +8,23 @@ package build
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/provider"
+	"sigs.k8s.io/kustomize/api/resmap"
 	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/yaml"
 )
 
@@ -61,18 +65,33 @@ type Result struct {
 	YAML []byte
 }
 
+// ErrPathNotFound is wrapped by Build's error when spec.path is not a
+// directory of the artifact; its text starts the message ("kustomization
+// path not found: '<path>' is not a directory in the artifact"). Flux
+// compatible: Flux reports this case with reason ArtifactFailed, not
+// BuildFailed, so callers tell it apart with errors.Is.
+var ErrPathNotFound = errors.New("kustomization path not found")
+
 // Build builds the Kustomization at opts.Path inside the artifact t. A
 // generated or merged kustomization.yaml is written to a layer private to
 // this build, so t can be shared. Errors name paths inside the artifact,
 // from its root "/".
+//
+// opts.Path is taken under the artifact root, as Flux's SecureJoin takes
+// it: "/apps" and "./apps" both mean apps. A relative path that climbs out
+// of the root ("../x", "a/../../x") is refused with "spec.path '<path>'
+// points outside the artifact"; a path that is not a directory fails with
+// ErrPathNotFound. A kustomization reaching a remote base or URL is refused
+// before kustomize runs (see refuseRemote): unlike Flux, Eddy does not
+// support remote bases yet.
 func Build(t *Tree, opts Options) (*Result, error) {
-	if p := path.Clean(filepath.ToSlash(opts.Path)); strings.HasPrefix(p, "../") || p == ".." || path.IsAbs(opts.Path) && opts.Path != "/" {
+	if p := path.Clean(filepath.ToSlash(opts.Path)); p == ".." || strings.HasPrefix(p, "../") {
 		return nil, fmt.Errorf("spec.path '%s' points outside the artifact", opts.Path)
 	}
 	fs := newLayerFS(t)
 	dir := clean(opts.Path)
 	if !fs.IsDir(dir) {
-		return nil, fmt.Errorf("kustomization path not found: '%s' is not a directory in the artifact", opts.Path)
+		return nil, fmt.Errorf("%w: '%s' is not a directory in the artifact", ErrPathNotFound, opts.Path)
 	}
 
 	res := &Result{}
@@ -120,9 +139,10 @@ func Build(t *Tree, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	kopts := krusty.MakeDefaultOptions()
-	kopts.LoadRestrictions = kustypes.LoadRestrictionsNone // Flux builds without load restrictions; only the artifact is reachable
-	resMap, err := krusty.MakeKustomizer(kopts).Run(fs, dir)
+	if err := refuseRemote(fs, dir); err != nil {
+		return nil, err
+	}
+	resMap, err := runKustomize(fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build failed: %s", err)
 	}
@@ -161,6 +181,32 @@ func Build(t *Tree, opts Options) (*Result, error) {
 	}
 	res.YAML = out.Bytes()
 	return res, nil
+}
+
+// kustomizeMu serialises krusty runs: kustomize keeps process-wide state
+// (kyaml's OpenAPI schema, set by a kustomization's openapi field; maps
+// not safe for concurrent builds) that one build would otherwise change
+// under another. Flux compatible: fluxcd/pkg's kustomize.Build holds a
+// package mutex too.
+var kustomizeMu sync.Mutex
+
+// runKustomize runs krusty on dir in fs, one build at a time, and resets
+// kyaml's global OpenAPI schema afterwards so a custom schema applies only
+// to the kustomization that declared it. A panic inside kustomize is
+// returned as an error ("recovered from kustomize build panic: ..."), as
+// Flux does.
+func runKustomize(fs *layerFS, dir string) (res resmap.ResMap, err error) {
+	kustomizeMu.Lock()
+	defer kustomizeMu.Unlock()
+	defer openapi.ResetOpenAPI()
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("recovered from kustomize build panic: %v", r)
+		}
+	}()
+	kopts := krusty.MakeDefaultOptions()
+	kopts.LoadRestrictions = kustypes.LoadRestrictionsNone // Flux builds without load restrictions; only the artifact is reachable
+	return krusty.MakeKustomizer(kopts).Run(fs, dir)
 }
 
 func findKustomizationFile(fs *layerFS, dir string) string {

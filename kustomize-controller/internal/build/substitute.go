@@ -1,12 +1,17 @@
 package build
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/drone/envsubst"
 	"github.com/drone/envsubst/parse"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -14,43 +19,73 @@ import (
 // object out of postBuild substitution. Flux compatible.
 const SubstituteAnnotation = "kustomize.toolkit.fluxcd.io/substitute"
 
-// defaultFuncs are the bash forms that carry a fallback, e.g. ${var:=x}, ${var:-x}.
-var defaultFuncs = map[string]bool{"=": true, ":=": true, ":-": true, "-": true, "+": true, ":+": true, ":?": true}
+// defaultFuncs are the operators that handle an unset variable themselves,
+// e.g. ${var:=x}, ${var:-x}. Flux compatible (fluxcd/pkg/envsubst
+// isDefaultOp): strict mode does not fail on them, and like Flux (and
+// drone/envsubst) each yields the variable's value, or the word when it is
+// empty or unset, so ${var:+x} and ${var:?x} act as ${var:-x}.
+var defaultFuncs = map[string]bool{"=": true, ":=": true, ":-": true, "-": true, "+": true, ":+": true, "?": true, ":?": true}
+
+// varNamePattern is what a variable's name must match. Flux compatible
+// (fluxcd/pkg/kustomize varsubRegex).
+const varNamePattern = "^[_[:alpha:]][_[:alpha:][:digit:]]*$"
+
+var varName = regexp.MustCompile(varNamePattern)
 
 // substitute replaces ${var} references in every object not opted out.
 // Flux compatible: bash-like syntax (${var}, ${var:=default}, ${var:-default},
 // substrings, replacements), `$${var}` for a literal ${var}, strict mode (a
 // reference to an undefined variable without a default is an error naming
-// it); with strategy WithVariables (the default) nothing is substituted when
-// no variable is defined.
+// it: `postBuild substitution of <Kind/ns/name> failed: variable not set
+// (strict mode): "<name>"`); newlines are removed from values, so a value
+// cannot add YAML lines; a name not matching varNamePattern fails the build
+// (`postBuild substitution failed: '<name>' var name is invalid, must match
+// '<pattern>'`) once there is an object to substitute. With strategy
+// WithVariables (the default) nothing is substituted when no variable is
+// defined. An object without a `$` is left as it is; one with is
+// substituted in its YAML form and read back with integers kept as int64.
 func substitute(objs []*unstructured.Unstructured, vars map[string]string, strategy string) error {
 	if strategy != "Always" && len(vars) == 0 {
 		return nil
 	}
-	mapping := func(name string) string { return vars[name] }
+	values := make(map[string]string, len(vars))
+	for k, v := range vars {
+		values[k] = strings.ReplaceAll(v, "\n", "")
+	}
+	mapping := func(name string) string { return values[name] }
+	checked := false
 	for _, u := range objs {
 		if strings.EqualFold(u.GetLabels()[SubstituteAnnotation], "disabled") ||
 			strings.EqualFold(u.GetAnnotations()[SubstituteAnnotation], "disabled") {
 			continue
 		}
+		if !checked {
+			if err := checkNames(values); err != nil {
+				return err
+			}
+			checked = true
+		}
 		data, err := yaml.Marshal(u.Object)
 		if err != nil {
 			return err
+		}
+		if !bytes.Contains(data, []byte("$")) {
+			continue
 		}
 		id := objectID(u)
 		tree, err := parse.Parse(string(data))
 		if err != nil {
 			return fmt.Errorf("postBuild substitution of %s failed: %v", id, err)
 		}
-		if name := firstUndefined(tree.Root, vars); name != "" {
+		if name := firstUndefined(tree.Root, values); name != "" {
 			return fmt.Errorf("postBuild substitution of %s failed: variable not set (strict mode): %q", id, name)
 		}
 		out, err := envsubst.Eval(string(data), mapping)
 		if err != nil {
 			return fmt.Errorf("postBuild substitution of %s failed: %v", id, err)
 		}
-		obj := map[string]any{}
-		if err := yaml.Unmarshal([]byte(out), &obj); err != nil {
+		obj, err := decodeObject([]byte(out))
+		if err != nil {
 			return fmt.Errorf("postBuild substitution of %s produced invalid YAML: %v", id, err)
 		}
 		u.Object = obj
@@ -58,8 +93,38 @@ func substitute(objs []*unstructured.Unstructured, vars map[string]string, strat
 	return nil
 }
 
-// firstUndefined returns the first variable referenced without a default
-// that vars does not define.
+// checkNames fails on the first (in sorted order, so the message is
+// stable) variable name that does not match varNamePattern.
+func checkNames(vars map[string]string) error {
+	names := slices.Sorted(maps.Keys(vars))
+	for _, n := range names {
+		if !varName.MatchString(n) {
+			return fmt.Errorf("postBuild substitution failed: '%s' var name is invalid, must match '%s'", n, varNamePattern)
+		}
+	}
+	return nil
+}
+
+// decodeObject reads one YAML object the way the built objects were read
+// (JSON into unstructured content): integers stay int64 rather than
+// passing through float64.
+func decodeObject(doc []byte) (map[string]any, error) {
+	js, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := utiljson.Unmarshal(js, &obj); err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("not an object")
+	}
+	return obj, nil
+}
+
+// firstUndefined returns the first variable, in Flux's evaluation order,
+// referenced without a default that vars does not define.
 func firstUndefined(n parse.Node, vars map[string]string) string {
 	switch n := n.(type) {
 	case *parse.ListNode:
@@ -69,13 +134,14 @@ func firstUndefined(n parse.Node, vars map[string]string) string {
 			}
 		}
 	case *parse.FuncNode:
-		if _, ok := vars[n.Param]; !ok && !defaultFuncs[n.Name] {
-			return n.Param
-		}
+		// Flux evaluates the arguments before the variable itself.
 		for _, a := range n.Args {
 			if name := firstUndefined(a, vars); name != "" {
 				return name
 			}
+		}
+		if _, ok := vars[n.Param]; !ok && !defaultFuncs[n.Name] {
+			return n.Param
 		}
 	}
 	return ""

@@ -170,3 +170,100 @@ func TestEmptyBuildsAndBuildMetadata(t *testing.T) {
 		t.Errorf("origin annotation %q", got)
 	}
 }
+
+// Flux compatible: newlines are removed from variable values, so a value
+// cannot add lines (and keys) to the YAML it is substituted into.
+func TestPostBuildStripsNewlinesFromValues(t *testing.T) {
+	const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\ndata:\n  quoted: \"${PASS}\"\n  plain: ${TWO_LINES}\n"
+	root := writeFiles(t, map[string]string{"cm.yaml": cm})
+	res, err := Build(root, Options{PostBuild: true, Vars: map[string]string{"PASS": "s3cret\n", "TWO_LINES": "one\ntwo"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := res.Objects[0].Object["data"].(map[string]any)
+	if data["quoted"] != "s3cret" || data["plain"] != "onetwo" || len(data) != 2 {
+		t.Errorf("data = %q, want quoted=s3cret plain=onetwo", data)
+	}
+
+	// Without the newline this value is "v  injected: yes", which is not
+	// valid YAML after "plain: ", so the build fails as in Flux.
+	_, err = Build(root, Options{PostBuild: true, Vars: map[string]string{"PASS": "x", "TWO_LINES": "v\n  injected: yes"}})
+	if err == nil || !strings.Contains(err.Error(), "postBuild substitution of ConfigMap/default/a produced invalid YAML") {
+		t.Errorf("got %v, want the substituted YAML refused rather than a key injected", err)
+	}
+}
+
+// Flux compatible: variable names must match
+// ^[_[:alpha:]][_[:alpha:][:digit:]]*$; the first invalid one, in sorted
+// order, is named.
+func TestPostBuildRefusesInvalidVariableNames(t *testing.T) {
+	root := writeFiles(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\ndata: {x: \"${OK}\"}\n"})
+	for i := range 3 {
+		_, err := Build(root, Options{PostBuild: true, Vars: map[string]string{"OK": "1", "app.name": "x", "z-name": "y", "_ok2": "z"}})
+		const want = "postBuild substitution failed: 'app.name' var name is invalid, must match '^[_[:alpha:]][_[:alpha:][:digit:]]*$'"
+		if err == nil || err.Error() != want {
+			t.Fatalf("build %d: got %v, want %q", i, err, want)
+		}
+	}
+	for _, name := range []string{"OK", "_x", "a1", "A_B2"} {
+		if _, err := Build(root, Options{PostBuild: true, Vars: map[string]string{"OK": "1", name: "v"}}); err != nil {
+			t.Errorf("valid name %q refused: %v", name, err)
+		}
+	}
+	// [:alpha:] is ASCII in Go's regexp, as in Flux.
+	if _, err := Build(root, Options{PostBuild: true, Vars: map[string]string{"OK": "1", "ÄB": "v"}}); err == nil || !strings.Contains(err.Error(), "'ÄB' var name is invalid") {
+		t.Errorf("name ÄB: got %v, want it refused", err)
+	}
+}
+
+// Substitution does not round-trip numbers through float64: integers
+// beyond 2^53 keep their value, and an object without a `$` is untouched.
+func TestPostBuildKeepsIntegerPrecision(t *testing.T) {
+	root := writeFiles(t, map[string]string{
+		"foo.yaml": "apiVersion: example.com/v1\nkind: Foo\nmetadata: {name: a, namespace: default}\nspec:\n  max: 9223372036854775807\n  id: 9007199254740993\n  ratio: 0.5\n  label: ${X}\n",
+		"bar.yaml": "apiVersion: example.com/v1\nkind: Bar\nmetadata: {name: b, namespace: default}\nspec:\n  max: 9223372036854775807\n",
+	})
+	res, err := Build(root, Options{PostBuild: true, Vars: map[string]string{"X": "10"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range res.Objects {
+		spec := u.Object["spec"].(map[string]any)
+		if spec["max"] != int64(9223372036854775807) {
+			t.Errorf("%s: max = %v (%T), want int64 9223372036854775807", u.GetKind(), spec["max"], spec["max"])
+		}
+		if u.GetKind() != "Foo" {
+			continue
+		}
+		if spec["id"] != int64(9007199254740993) || spec["ratio"] != 0.5 || spec["label"] != int64(10) {
+			t.Errorf("Foo spec = %#v, want id int64 9007199254740993, ratio 0.5, label int64 10", spec)
+		}
+	}
+}
+
+// Flux compatible (fluxcd/pkg/envsubst): in strict mode an unset variable
+// fails the build when read bare or transformed; the default-providing
+// operators do not, and Flux evaluates ${U:+x} and ${U:?x} as ${U:-x} (the
+// word when U is unset or empty, else U), not as bash does.
+func TestPostBuildOperatorsOnUnsetVariables(t *testing.T) {
+	for _, c := range []struct{ expr, want string }{
+		{"${U:=d}", "d"}, {"${U:-d}", "d"}, {"${U:+x}", "x"}, {"${U:?msg}", "msg"},
+		{"${S:+x}", "set"}, {"${S:?msg}", "set"}, {"${E:+x}", "x"}, {"$${U}", "${U}"},
+		{"${U:-${S}}", "set"},
+		{"${U}", `error: "U"`}, {"${#U}", `error: "U"`}, {"${U^^}", `error: "U"`}, {"${U,}", `error: "U"`},
+		{"${U:1}", `error: "U"`}, {"${U/a/b}", `error: "U"`}, {"${U%%.*}", `error: "U"`}, {"${U#x}", `error: "U"`},
+		{"${S:-${V}}", `error: "V"`}, {"${U/${V}/b}", `error: "V"`},
+	} {
+		root := writeFiles(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\ndata: {x: \"" + c.expr + "\"}\n"})
+		res, err := Build(root, Options{PostBuild: true, Vars: map[string]string{"S": "set", "E": ""}})
+		got := ""
+		if err != nil {
+			got = "error: " + strings.TrimPrefix(err.Error(), "postBuild substitution of ConfigMap/default/a failed: variable not set (strict mode): ")
+		} else {
+			got, _ = res.Objects[0].Object["data"].(map[string]any)["x"].(string)
+		}
+		if got != c.want {
+			t.Errorf("%s: got %q, want %q", c.expr, got, c.want)
+		}
+	}
+}
