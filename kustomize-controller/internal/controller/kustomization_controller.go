@@ -314,6 +314,9 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	}
 	res, err := build.Build(tree, opts)
 	if err != nil {
+		if errors.Is(err, build.ErrPathNotFound) {
+			return fail(meta.ArtifactFailedReason, "%s", err) // Flux compatible reason
+		}
 		return fail(meta.BuildFailedReason, "%s", err)
 	}
 	// Flux compatible: the history digest is the sha256 of the built YAML.
