@@ -234,7 +234,8 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration), annotations)
 		return ctrl.Result{RequeueAfter: next}, nil
 	case f.reason == meta.DependencyNotReadyReason:
-		r.Events.Event(obj, corev1.EventTypeNormal, f.reason, f.message, annotations)
+		r.Events.Event(obj, corev1.EventTypeNormal, f.reason,
+			fmt.Sprintf("Dependencies do not meet ready condition, retrying in %s", f.retry), annotations)
 	default:
 		r.Events.Event(obj, corev1.EventTypeWarning, f.reason, f.message, annotations)
 	}
@@ -454,8 +455,9 @@ func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *ku
 			ns = obj.Namespace
 		}
 		dep := &kustomizev1.Kustomization{}
+		// Flux compatible messages.
 		notReady := func(why string) *failure {
-			f := fail(meta.DependencyNotReadyReason, "dependency '%s/%s' is not ready: %s", ns, d.Name, why)
+			f := fail(meta.DependencyNotReadyReason, "dependency '%s/%s' %s", ns, d.Name, why)
 			f.retry = r.RequeueDependency
 			return f
 		}
@@ -463,12 +465,12 @@ func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *ku
 			return notReady("not found")
 		}
 		if dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition) {
-			return notReady("not Ready")
+			return notReady("is not ready")
 		}
 		same := dep.Spec.SourceRef.Kind == obj.Spec.SourceRef.Kind && dep.Spec.SourceRef.Name == obj.Spec.SourceRef.Name &&
 			nsOr(dep.Spec.SourceRef.Namespace, dep.Namespace) == nsOr(obj.Spec.SourceRef.Namespace, obj.Namespace)
 		if same && dep.Status.LastAppliedRevision != revision {
-			return notReady("revision " + revision + " not applied yet")
+			return notReady("revision is not up to date")
 		}
 	}
 	return nil
