@@ -462,7 +462,9 @@ func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *ku
 			return f
 		}
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.Name}, dep); err != nil {
-			return notReady("not found")
+			f := fail(meta.DependencyNotReadyReason, "unable to get '%s/%s' dependency: %s", ns, d.Name, err)
+			f.retry = r.RequeueDependency
+			return f
 		}
 		if dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition) {
 			return notReady("is not ready")

@@ -257,10 +257,24 @@ func TestDependsOn(t *testing.T) {
 		k.Spec.DependsOn = []meta.DependencyReference{{Name: "infra"}}
 	})
 	c := waitFailed(t, apps, meta.DependencyNotReadyReason)
-	if !strings.Contains(c.Message, "dependency '"+ns+"/infra' is not ready") {
-		t.Errorf("message %q", c.Message)
+	if want := "unable to get '" + ns + "/infra' dependency: kustomizations.kustomize.toolkit.fluxcd.io \"infra\" not found"; c.Message != want {
+		t.Errorf("message %q, want %q", c.Message, want)
 	}
-	infra := newKustomization(t, ns, "infra", "src", func(k *kustomizev1.Kustomization) { k.Spec.Path = "./infra" })
+	infra := newKustomization(t, ns, "infra", "src", func(k *kustomizev1.Kustomization) {
+		k.Spec.Path = "./infra"
+		k.Spec.Suspend = true
+	})
+	waitFor(t, apps, "dependency not ready", func() bool {
+		return readyCond(apps).Message == "dependency '"+ns+"/infra' is not ready"
+	})
+	if evs := kubeEvents(t, ns, "apps", meta.DependencyNotReadyReason); len(evs) == 0 || evs[0] != "Dependencies do not meet ready condition, retrying in 1s" {
+		t.Errorf("events %q", evs)
+	}
+	patch := client.MergeFrom(infra.DeepCopy())
+	infra.Spec.Suspend = false
+	if err := env.Client.Patch(context.Background(), infra, patch); err != nil {
+		t.Fatal(err)
+	}
 	rev := "main@sha1:" + r.git(t, "rev-parse", "HEAD")
 	waitApplied(t, infra, rev)
 	waitApplied(t, apps, rev)
