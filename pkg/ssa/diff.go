@@ -45,7 +45,7 @@ func Diff(live, desired *unstructured.Unstructured) []FieldDrift {
 		if secret && (strings.HasPrefix(out[i].Path, ".data") || strings.HasPrefix(out[i].Path, ".stringData")) {
 			out[i].Desired, out[i].Live = mask(out[i].Desired), mask(out[i].Live)
 		}
-		out[i].Manager = managerOf(managers, out[i].segments)
+		out[i].Manager = managerOf(managers, out[i].segments, live.Object)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out

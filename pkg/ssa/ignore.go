@@ -88,7 +88,7 @@ func withoutPaths(u *unstructured.Unstructured, paths [][]string) *unstructured.
 
 // ownedByOther reports whether a field manager other than owner holds the
 // field at tokens, through any operation or subresource.
-func ownedByOther(entries []metav1.ManagedFieldsEntry, owner string, tokens []string) bool {
+func ownedByOther(entries []metav1.ManagedFieldsEntry, owner string, tokens []string, live map[string]any) bool {
 	path := make([]segment, len(tokens))
 	for i, t := range tokens {
 		path[i] = segment{field: t, index: -1}
@@ -100,7 +100,7 @@ func ownedByOther(entries []metav1.ManagedFieldsEntry, owner string, tokens []st
 		if e.Manager == owner || e.FieldsV1 == nil {
 			continue
 		}
-		if set := fieldSet(e); set != nil && reach(set, path) == len(path) {
+		if set := fieldSet(e); set != nil && reachLive(set, path, live) == len(path) {
 			return true
 		}
 	}

@@ -279,7 +279,7 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 	ignored := ignoredPaths(opts.Ignore, u)
 	if live != nil && len(ignored) > 0 {
 		for _, path := range ignored {
-			if ownedByOther(live.GetManagedFields(), m.Owner, path) {
+			if ownedByOther(live.GetManagedFields(), m.Owner, path, live.Object) {
 				if p.obj == u {
 					p.obj = u.DeepCopy()
 				}

@@ -2,16 +2,17 @@ package ssa
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // managerOf returns the manager whose managed fields reach deepest along
-// path, the most recent on ties. List items are matched by position only
-// when the set names them by index; keyed items (k:{...}) match any item, so
-// attribution inside lists is best effort.
-func managerOf(entries []metav1.ManagedFieldsEntry, path []segment) string {
+// path in the live object, the most recent on ties. A list item is found in
+// a field set by its key (k:{...}), value (v:...) or index (i:N), read from
+// the live item at the path's position.
+func managerOf(entries []metav1.ManagedFieldsEntry, path []segment, live map[string]any) string {
 	best, bestDepth := "", 0
 	var bestTime int64
 	for _, e := range entries {
@@ -22,7 +23,7 @@ func managerOf(entries []metav1.ManagedFieldsEntry, path []segment) string {
 		if json.Unmarshal(e.FieldsV1.Raw, &set) != nil {
 			continue
 		}
-		depth := reach(set, path)
+		depth := reachLive(set, path, live)
 		var t int64
 		if e.Time != nil {
 			t = e.Time.Unix()
@@ -34,23 +35,27 @@ func managerOf(entries []metav1.ManagedFieldsEntry, path []segment) string {
 	return best
 }
 
-// reach counts how many segments of path the field set contains.
-func reach(set map[string]any, path []segment) int {
+// reachLive counts how many segments of path the field set contains,
+// following list items by their identity in the live object.
+func reachLive(set map[string]any, path []segment, live any) int {
 	depth := 0
 	cur := set
 	for _, s := range path {
 		var next any
 		if s.index < 0 {
 			next = cur["f:"+s.field]
-		} else {
-			// Items of associative lists are keyed (k:{...}); plain lists have
-			// no per-item entries. Accept the first keyed item.
-			for k, v := range cur {
-				if strings.HasPrefix(k, "k:") || strings.HasPrefix(k, "i:") {
-					next = v
-					break
-				}
+			if m, ok := live.(map[string]any); ok {
+				live = m[s.field]
+			} else {
+				live = nil
 			}
+		} else {
+			var item any
+			if l, ok := live.([]any); ok && s.index < len(l) {
+				item = l[s.index]
+			}
+			next = cur[itemKey(cur, item, s.index)]
+			live = item
 		}
 		m, ok := next.(map[string]any)
 		if !ok {
@@ -60,4 +65,45 @@ func reach(set map[string]any, path []segment) int {
 		cur = m
 	}
 	return depth
+}
+
+// itemKey returns the field-set key among set's keys that names the live
+// list item at index: k:{"name":"web"} when the item's fields match, v:<json>
+// when it equals the value, i:<index>; "" when none does.
+func itemKey(set map[string]any, item any, index int) string {
+	for k := range set {
+		switch {
+		case strings.HasPrefix(k, "k:"):
+			var key map[string]any
+			obj, ok := item.(map[string]any)
+			if !ok || json.Unmarshal([]byte(k[2:]), &key) != nil {
+				continue
+			}
+			match := true
+			for f, v := range key {
+				if !sameJSON(obj[f], v) {
+					match = false
+					break
+				}
+			}
+			if match {
+				return k
+			}
+		case strings.HasPrefix(k, "v:"):
+			var v any
+			if json.Unmarshal([]byte(k[2:]), &v) == nil && sameJSON(item, v) {
+				return k
+			}
+		case k == fmt.Sprintf("i:%d", index):
+			return k
+		}
+	}
+	return ""
+}
+
+// sameJSON compares values as JSON, so int64 and float64 numbers agree.
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eddyops/eddy/pkg/ssa"
 	appsv1 "k8s.io/api/apps/v1"
@@ -189,5 +190,44 @@ spec:
 	}
 	if got := get(t, "ClusterRole", "rbac.authorization.k8s.io/v1", "", "review-sprocket-"+ns); strings.Contains(fmt.Sprint(got.Object["rules"]), "delete") {
 		t.Error("the ClusterRole was written although the set holds an invalid object")
+	}
+}
+
+// Each drifted container field names the manager that changed that
+// container, even when another manager edited a sibling item later.
+func TestDriftNamesTheManagerOfEachListItem(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	doc := fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\nspec: {replicas: 1, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: a, image: nginx:1}, {name: b, image: redis:1}]}}}\n", ns)
+	if _, err := manager().ApplyAll(ctx, objects(t, doc), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, who := range []string{"alice-edit", "bob-edit"} {
+		if i > 0 {
+			time.Sleep(1100 * time.Millisecond) // managedFields times have one-second resolution
+		}
+		d := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Template.Spec.Containers[i].Image += "-" + who
+		if err := env.Client.Update(ctx, d, client.FieldOwner(who)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := manager().ApplyAll(ctx, objects(t, doc), ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range cs[0].Drift {
+		got = append(got, d.String())
+	}
+	want := []string{
+		`.spec.template.spec.containers[0].image "nginx:1" → "nginx:1-alice-edit" (by alice-edit)`,
+		`.spec.template.spec.containers[1].image "redis:1" → "redis:1-bob-edit" (by bob-edit)`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("drift:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
