@@ -86,8 +86,10 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	pollInterval = 250 * time.Millisecond
 
 	fmt.Fprintln(out, u.paint("1", "Eddy demo: the example repository examples/platform-config on a local cluster"))
+	// The alerts sink gives the example's Provider an address; its lines go
+	// to the demo's logs/alerts.log only, not between the steps' output.
 	env, err := dev.Start(ctx, dev.Options{Root: root, K8sBinDir: k8sBinDir(root), StateDir: dir, Nodes: 1, Fast: true,
-		Progress: func(s string) { u.Action("%s", s) }})
+		Progress: func(s string) { u.Action("%s", s) }, AlertsSink: true})
 	if err != nil {
 		return oneLineErr(err)
 	}

@@ -242,7 +242,7 @@ func hookTarget(dir string, src *dev.Source, running *dev.State) (string, error)
 		return "", errors.New("--install-hook needs --repo to be a local Git work tree, not a URL")
 	}
 	if snapshot {
-		return "", errors.New("--install-hook needs --repo to be a Git work tree (the top of one); this directory is synced as a snapshot")
+		return "", errors.New("--install-hook needs --repo to be the top of a Git work tree; a plain directory (such as the default example) is synced as a snapshot")
 	}
 	if _, err := dev.CheckHook(workTree); err != nil {
 		return "", fmt.Errorf("--install-hook: %w", err)
