@@ -698,7 +698,7 @@ func TestDevWebhookAlertsE2E(t *testing.T) {
 
 	// No secret in what eddy printed or wrote outside the state directory's token file.
 	for name, text := range map[string]string{"up": out, "status": status, "hook": string(hook), "hook output": hookOut,
-		"supervise.log": readFile(filepath.Join(u.dir(), "logs", "supervise.log")),
+		"supervise.log":               readFile(filepath.Join(u.dir(), "logs", "supervise.log")),
 		"notification-controller.log": readFile(filepath.Join(u.dir(), "logs", "notification-controller.log"))} {
 		if strings.Contains(text, tok) {
 			t.Errorf("%s contains the webhook token", name)
