@@ -122,7 +122,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		if len(alive) > 0 || len(busy) > 0 {
 			return "", fmt.Errorf("left behind: processes %v, ports %v", alive, busy)
 		}
-		return fmt.Sprintf("%d processes stopped, %d ports free, Git server and event endpoint closed", n, len(st.Ports)), nil
+		return fmt.Sprintf("%d processes stopped, %d ports free, Git server, event recorder and alerts sink closed", n, len(st.Ports)), nil
 	}
 	defer func() {
 		if !stopped {
