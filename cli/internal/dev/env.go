@@ -189,20 +189,27 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if e.Git, err = gitserver.Start(gitserver.Options{Root: filepath.Join(opts.StateDir, "git")}); err != nil {
 		return nil, err
 	}
+	// The recorder and the sink listen first, so the ports picked for
+	// notification-controller cannot be theirs.
+	eventsPort, err := e.startEventRecorder()
+	if err != nil {
+		return nil, err
+	}
+	sinkPort := 0
+	if opts.AlertsSink {
+		if sinkPort, err = e.startAlertsSink(); err != nil {
+			return nil, err
+		}
+	}
 	ncPorts, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	e.ncEvents, e.ncReceiver = ncPorts[0], ncPorts[1]
-	ncEventsURL := fmt.Sprintf("http://127.0.0.1:%d/", e.ncEvents)
-	eventsPort, err := e.startEventRecorder(ncEventsURL)
-	if err != nil {
-		return nil, err
-	}
 	e.mu.Lock()
+	e.ncEvents, e.ncReceiver = ncPorts[0], ncPorts[1]
 	e.state.GitServer = e.Git.URL
 	e.state.EventsAddr = fmt.Sprintf("http://127.0.0.1:%d/", eventsPort)
-	e.state.NotificationAddr = ncEventsURL
+	e.state.NotificationAddr = fmt.Sprintf("http://127.0.0.1:%d/", e.ncEvents)
 	e.state.ReceiverURL = fmt.Sprintf("http://127.0.0.1:%d", e.ncReceiver)
 	e.state.Ports = append(e.state.Ports, portOf(e.Git.URL), eventsPort, e.ncEvents, e.ncReceiver)
 	e.mu.Unlock()
@@ -215,10 +222,6 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	if opts.AlertsSink {
-		sinkPort, err := e.startAlertsSink()
-		if err != nil {
-			return nil, err
-		}
 		sinkURL := fmt.Sprintf("http://127.0.0.1:%d/", sinkPort)
 		if err := applySecret(ctx, e.Client, AlertsSinkSecret, map[string]string{"address": sinkURL}); err != nil {
 			return nil, err

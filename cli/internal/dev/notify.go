@@ -34,6 +34,9 @@ const (
 	AlertsSinkSecret = "alerts-sink"
 )
 
+// maxEventBytes bounds an event's body, as notification-controller does.
+const maxEventBytes = 3 << 20
+
 // tokenFile is where the Receivers' token is kept (mode 0600).
 func tokenFile(stateDir string) string { return filepath.Join(stateDir, "webhook-token") }
 
@@ -78,10 +81,10 @@ func applySecret(ctx context.Context, c client.Client, name string, data map[str
 
 // startEventRecorder serves the controllers' --events-addr: it appends
 // each event, one JSON document a line, to logs/events.log and forwards it
-// unchanged to notification-controller's event server at forward,
-// answering with its status (502 when it is down, so the controllers retry
-// as they would against it).
-func (e *Env) startEventRecorder(forward string) (int, error) {
+// unchanged to notification-controller's event server (State
+// NotificationAddr), answering with its status (502 when it is down, so the
+// controllers retry as they would against it).
+func (e *Env) startEventRecorder() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -98,14 +101,25 @@ func (e *Env) startEventRecorder(forward string) (int, error) {
 			http.Error(w, "POST an event", http.StatusMethodNotAllowed)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 3<<20+1))
-		if err != nil || len(body) > 3<<20 || !json.Valid(body) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxEventBytes+1))
+		if len(body) > maxEventBytes {
+			http.Error(w, "the event is larger than 3 MiB", http.StatusRequestEntityTooLarge)
+			return
+		}
+		if err != nil || !json.Valid(body) {
 			http.Error(w, "invalid event", http.StatusBadRequest)
 			return
 		}
 		mu.Lock()
 		_, _ = f.Write(append(bytes.TrimSpace(body), '\n'))
 		mu.Unlock()
+		e.mu.Lock()
+		forward := e.state.NotificationAddr
+		e.mu.Unlock()
+		if forward == "" {
+			http.Error(w, "notification-controller not started", http.StatusServiceUnavailable)
+			return
+		}
 		req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, forward, bytes.NewReader(body))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -39,7 +39,8 @@ func TestEventRecorderRecordsAndForwards(t *testing.T) {
 		w.WriteHeader(code)
 	}))
 	e := &Env{Opts: Options{StateDir: dir}}
-	port, err := e.startEventRecorder(nc.URL + "/")
+	e.state.NotificationAddr = nc.URL + "/"
+	port, err := e.startEventRecorder()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +66,9 @@ func TestEventRecorderRecordsAndForwards(t *testing.T) {
 	}
 	if code := post("not json"); code != http.StatusBadRequest {
 		t.Errorf("invalid body: %d, want 400", code)
+	}
+	if code := post(`"` + strings.Repeat("x", maxEventBytes) + `"`); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over 3 MiB: %d, want 413", code)
 	}
 	nc.Close()
 	if code := post(ev); code != http.StatusBadGateway {
