@@ -86,8 +86,10 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	pollInterval = 250 * time.Millisecond
 
 	fmt.Fprintln(out, u.paint("1", "Eddy demo: the example repository examples/platform-config on a local cluster"))
+	// The alerts sink gives the example's Provider an address; its lines go
+	// to the demo's logs/alerts.log only, not between the steps' output.
 	env, err := dev.Start(ctx, dev.Options{Root: root, K8sBinDir: k8sBinDir(root), StateDir: dir, Nodes: 1, Fast: true,
-		Progress: func(s string) { u.Action("%s", s) }})
+		Progress: func(s string) { u.Action("%s", s) }, AlertsSink: true})
 	if err != nil {
 		return oneLineErr(err)
 	}
@@ -120,7 +122,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		if len(alive) > 0 || len(busy) > 0 {
 			return "", fmt.Errorf("left behind: processes %v, ports %v", alive, busy)
 		}
-		return fmt.Sprintf("%d processes stopped, %d ports free, Git server and event endpoint closed", n, len(st.Ports)), nil
+		return fmt.Sprintf("%d processes stopped, %d ports free, Git server, event recorder and alerts sink closed", n, len(st.Ports)), nil
 	}
 	defer func() {
 		if !stopped {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/pkg/localcluster"
@@ -35,6 +36,8 @@ type devFlags struct {
 	targetNamespace    string
 	nodes              int
 	detach             bool
+	alertsSink         bool
+	installHook        bool
 }
 
 func (f *devFlags) bind(cmd *cobra.Command) {
@@ -43,6 +46,8 @@ func (f *devFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.branch, "branch", "", "the branch to follow (default: the local repository's current branch, else main)")
 	cmd.Flags().StringVar(&f.targetNamespace, "target-namespace", "", "the namespace of objects that set none (the flux-system Kustomization's spec.targetNamespace)")
 	cmd.Flags().IntVar(&f.nodes, "nodes", 1, "the number of fake (kwok) nodes")
+	cmd.Flags().BoolVar(&f.alertsSink, "alerts-sink", false, "start a local sink for alerts and point the Secret "+dev.AlertsSinkSecret+
+		" (key address) at it: each alert a generic Provider sends there is printed as one line")
 }
 
 // findRoot returns the Eddy checkout that holds bin/ and config/: $EDDY_ROOT,
@@ -152,6 +157,8 @@ func newDevCommand(g *globalFlags) *cobra.Command {
 	}
 	up.bind(upCmd)
 	upCmd.Flags().BoolVar(&up.detach, "detach", false, "return once the repository is synced; `eddy dev down` stops the environment")
+	upCmd.Flags().BoolVar(&up.installHook, "install-hook", false, "install a Git post-commit hook into --repo (a local Git work tree) that sends each commit "+
+		"to the GitHub Receiver, so it is applied at once; an existing hook is left alone")
 	d.AddCommand(upCmd)
 
 	var sup devFlags
@@ -178,7 +185,83 @@ func newDevCommand(g *globalFlags) *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runStatus(cmd) },
 	})
 	d.AddCommand(newDemoCommand())
+	d.AddCommand(newHookCommand())
 	return d
+}
+
+// newHookCommand is `eddy dev hook post-commit`, what the hook installed by
+// `eddy dev up --install-hook` runs. It prints one line and exits 0 whatever
+// happens, so a commit never fails because of it.
+func newHookCommand() *cobra.Command {
+	h := &cobra.Command{
+		Use:    "hook",
+		Short:  "Git hooks of eddy dev (installed by `eddy dev up --install-hook`)",
+		Hidden: true,
+	}
+	var dir string
+	pc := &cobra.Command{
+		Use:   "post-commit",
+		Short: "Send the commit at HEAD of the current work tree to the environment's GitHub Receiver",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				d, err := stateDir()
+				if err != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "eddy dev: %v: commit not sent\n", err)
+					return nil
+				}
+				dir = d
+			}
+			wd, err := os.Getwd()
+			if err != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "eddy dev: %v: commit not sent\n", err)
+				return nil
+			}
+			dev.PostCommit(cmd.Context(), dir, wd, cmd.OutOrStdout())
+			return nil
+		},
+	}
+	pc.Flags().StringVar(&dir, "state-dir", "", "the environment's state directory (default: eddy dev's)")
+	h.AddCommand(pc)
+	return h
+}
+
+// hookTarget returns the Git work tree that --install-hook installs into:
+// the repository of src, or the running environment's when src is nil. A
+// remote repository or a snapshot of a plain directory has none (error).
+func hookTarget(dir string, src *dev.Source, running *dev.State) (string, error) {
+	workTree, snapshot := "", false
+	switch {
+	case src != nil:
+		workTree, snapshot = src.WorkTree, src.Snapshot
+	case running != nil:
+		workTree = running.WorkTree
+		snapshot = workTree != "" && strings.HasPrefix(workTree, filepath.Join(dir, "git")+string(filepath.Separator))
+	}
+	if workTree == "" {
+		return "", errors.New("--install-hook needs --repo to be a local Git work tree, not a URL")
+	}
+	if snapshot {
+		return "", errors.New("--install-hook needs --repo to be the top of a Git work tree; a plain directory (such as the default example) is synced as a snapshot")
+	}
+	if _, err := dev.CheckHook(workTree); err != nil {
+		return "", fmt.Errorf("--install-hook: %w", err)
+	}
+	return workTree, nil
+}
+
+// installHook installs the post-commit hook into workTree and says so.
+func installHook(u *ui, workTree, dir string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	path, err := dev.InstallHook(workTree, exe, dir)
+	if err != nil {
+		return fmt.Errorf("--install-hook: %w", err)
+	}
+	u.Success("installed the post-commit hook %s: each commit is sent to the GitHub Receiver", path)
+	return nil
 }
 
 func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
@@ -198,18 +281,23 @@ func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
 	if err != nil {
 		return err
 	}
+	hookTree := ""
+	if f.installHook {
+		if hookTree, err = hookTarget(dir, src, nil); err != nil {
+			return err
+		}
+	}
 	if err := ensureBinaries(root, u, cmd.ErrOrStderr()); err != nil {
 		return err
 	}
 	if f.detach {
-		return upDetached(cmd, g, u, dir, f, src)
+		return upDetached(cmd, g, u, dir, f, src, hookTree)
 	}
 
 	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	begin := time.Now()
-	env, err := dev.Start(ctx, dev.Options{Root: root, K8sBinDir: k8sBinDir(root), StateDir: dir, Nodes: f.nodes,
-		Progress: func(s string) { u.Action("%s", s) }})
+	env, err := dev.Start(ctx, devOptions(root, dir, f, u))
 	if err != nil {
 		return oneLineErr(err)
 	}
@@ -225,9 +313,16 @@ func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
 	if err := env.SetRunning(src.WorkTree); err != nil {
 		return err
 	}
+	if hookTree != "" {
+		if err := installHook(u, hookTree, dir); err != nil {
+			return err
+		}
+	}
 	werr := waitSynced(ctx, env.Client, u, g.timeout)
 	u.Info("up in %s", time.Since(begin).Round(100*time.Millisecond))
-	printExport(cmd.OutOrStdout(), env.Cluster.KubeconfigPath, src)
+	st := env.State()
+	printExport(cmd.OutOrStdout(), env.Cluster.KubeconfigPath, src, hookTree != "")
+	printNotification(ctx, cmd.OutOrStdout(), env.Client, &st, dir, "here")
 	if werr != nil {
 		u.Warning("%v; the environment keeps running: fix the repository and commit, or press Ctrl-C", werr)
 	}
@@ -235,6 +330,13 @@ func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
 	<-ctx.Done()
 	fmt.Fprintln(cmd.OutOrStdout())
 	return nil
+}
+
+// devOptions are the options of dev.Start for the flags f; alerts go to u.
+func devOptions(root, dir string, f *devFlags, u *ui) dev.Options {
+	return dev.Options{Root: root, K8sBinDir: k8sBinDir(root), StateDir: dir, Nodes: f.nodes,
+		Progress: func(s string) { u.Action("%s", s) }, AlertsSink: f.alertsSink,
+		OnAlert: func(line string) { u.Alert("%s", line) }}
 }
 
 // oneLineErr puts a start-up error's first line first and the tails of the
@@ -295,10 +397,39 @@ func resync(ctx context.Context, c client.Client, u *ui, src *dev.Source, timeou
 	return dev.ApplyKustomization(ctx, c, src)
 }
 
-func printExport(w io.Writer, kubeconfig string, src *dev.Source) {
+func printExport(w io.Writer, kubeconfig string, src *dev.Source, hook bool) {
 	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n\n", kubeconfig)
-	if src != nil && src.WorkTree != "" {
+	switch {
+	case src != nil && src.WorkTree != "" && hook:
+		fmt.Fprintf(w, "Commits to %s (branch %s) are applied at once: its post-commit hook sends them to the GitHub Receiver.\n", src.WorkTree, src.Branch)
+	case src != nil && src.WorkTree != "":
 		fmt.Fprintf(w, "Commits to %s (branch %s) are picked up within 1m, or at once with\n  eddy reconcile ks flux-system --with-source\n", src.WorkTree, src.Branch)
+	}
+}
+
+// printNotification prints notification-controller's webhook receiver base
+// URL, the URL of each Receiver that has a path, and the alerts sink, whose
+// lines are printed where alertsTo says.
+func printNotification(ctx context.Context, w io.Writer, c client.Client, s *dev.State, dir, alertsTo string) {
+	if s.ReceiverURL == "" {
+		return
+	}
+	fmt.Fprintf(w, "Webhook receiver (notification-controller): %s\n", s.ReceiverURL)
+	if c != nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		rs := &notificationv1.ReceiverList{}
+		if err := c.List(ctx, rs); err == nil {
+			for _, r := range rs.Items {
+				if r.Status.WebhookPath != "" {
+					fmt.Fprintf(w, "  Receiver %s/%s (%s): %s%s\n", r.Namespace, r.Name, r.Spec.Type, s.ReceiverURL, r.Status.WebhookPath)
+				}
+			}
+		}
+	}
+	if s.AlertsSink != "" {
+		fmt.Fprintf(w, "Alerts sink: %s (Secret %s/%s); alerts are printed %s and in %s\n", s.AlertsSink, dev.Namespace, dev.AlertsSinkSecret,
+			alertsTo, filepath.Join(dir, "logs", "alerts.log"))
 	}
 }
 
@@ -308,26 +439,51 @@ func upRunning(cmd *cobra.Command, g *globalFlags, u *ui, root, dir string, s *d
 	if s.Phase != dev.PhaseRunning {
 		return fmt.Errorf("an eddy dev environment is %s (pid %d): wait for it, or run `eddy dev down`", s.Phase, s.PID)
 	}
+	if f.alertsSink && s.AlertsSink == "" {
+		return errors.New("--alerts-sink: the running environment was started without it: run `eddy dev down`, then `eddy dev up --alerts-sink`")
+	}
 	c, err := clientFor(s.Kubeconfig)
 	if err != nil {
 		return err
 	}
+	ctx := cmd.Context()
 	if f.repo == "" && f.path == "" && f.branch == "" {
+		if f.installHook {
+			tree, err := hookTarget(dir, nil, s)
+			if err != nil {
+				return err
+			}
+			if err := installHook(u, tree, dir); err != nil {
+				return err
+			}
+		}
 		u.Success("an eddy dev environment is already running (pid %d)", s.PID)
-		printExport(cmd.OutOrStdout(), s.Kubeconfig, nil)
+		printExport(cmd.OutOrStdout(), s.Kubeconfig, nil, false)
+		printNotification(ctx, cmd.OutOrStdout(), c, s, dir, "by the environment (see `eddy dev status`)")
 		return nil
 	}
 	src, err := resolveSource(root, dir, f)
 	if err != nil {
 		return err
 	}
+	hookTree := ""
+	if f.installHook {
+		if hookTree, err = hookTarget(dir, src, nil); err != nil {
+			return err
+		}
+	}
 	src.SetServer(s.GitServer)
-	ctx := cmd.Context()
 	if err := resync(ctx, c, u, src, g.timeout); err != nil {
 		return err
 	}
+	if hookTree != "" {
+		if err := installHook(u, hookTree, dir); err != nil {
+			return err
+		}
+	}
 	werr := waitSynced(ctx, c, u, g.timeout)
-	printExport(cmd.OutOrStdout(), s.Kubeconfig, src)
+	printExport(cmd.OutOrStdout(), s.Kubeconfig, src, hookTree != "")
+	printNotification(ctx, cmd.OutOrStdout(), c, s, dir, "by the environment (see `eddy dev status`)")
 	return werr
 }
 
@@ -342,7 +498,7 @@ func clientFor(kubeconfig string) (client.Client, error) {
 // upDetached starts `eddy dev supervise` as a daemon (own session, output to
 // logs/supervise.log), waits until it reports the environment running, then
 // shows the sync like the foreground does.
-func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFlags, src *dev.Source) error {
+func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFlags, src *dev.Source, hookTree string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -363,7 +519,7 @@ func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFla
 		repo, _ = filepath.Abs(repo)
 	}
 	args := []string{"dev", "supervise", "--repo=" + repo, "--path=" + f.path, "--branch=" + f.branch,
-		"--target-namespace=" + f.targetNamespace, "--nodes=" + strconv.Itoa(f.nodes)}
+		"--target-namespace=" + f.targetNamespace, "--nodes=" + strconv.Itoa(f.nodes), "--alerts-sink=" + strconv.FormatBool(f.alertsSink)}
 	child := exec.Command(exe, args...)
 	child.Stdout, child.Stderr = logFile, logFile
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -402,9 +558,15 @@ func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFla
 		return err
 	}
 	src.SetServer(s.GitServer)
+	if hookTree != "" {
+		if err := installHook(u, hookTree, dir); err != nil {
+			return err
+		}
+	}
 	werr := waitSynced(cmd.Context(), c, u, g.timeout)
 	u.Info("up in %s", time.Since(begin).Round(100*time.Millisecond))
-	printExport(cmd.OutOrStdout(), s.Kubeconfig, src)
+	printExport(cmd.OutOrStdout(), s.Kubeconfig, src, hookTree != "")
+	printNotification(cmd.Context(), cmd.OutOrStdout(), c, s, dir, "in "+logPath)
 	fmt.Fprintln(cmd.OutOrStdout(), "Run `eddy dev down` to stop it.")
 	if werr != nil {
 		return fmt.Errorf("%w (the environment keeps running)", werr)
@@ -449,8 +611,7 @@ func runSupervise(cmd *cobra.Command, f *devFlags) (err error) {
 	}
 	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stopSignals()
-	env, err := dev.Start(ctx, dev.Options{Root: root, K8sBinDir: k8sBinDir(root), StateDir: dir, Nodes: f.nodes,
-		Progress: func(s string) { u.Action("%s", s) }})
+	env, err := dev.Start(ctx, devOptions(root, dir, f, u))
 	if err != nil {
 		return err
 	}
@@ -562,6 +723,18 @@ func runStatus(cmd *cobra.Command) error {
 	}
 	if s.WorkTree != "" {
 		fmt.Fprintf(out, "repository:  %s (served at %s)\n", s.WorkTree, s.GitServer)
+		if p, err := dev.HookPath(s.WorkTree); err == nil && dev.IsEddyHook(p) {
+			fmt.Fprintf(out, "hook:        %s (commits are sent to the GitHub Receiver)\n", p)
+		}
+	}
+	if s.NotificationAddr != "" {
+		fmt.Fprintf(out, "events:      %s (recorded in %s, forwarded to notification-controller at %s)\n",
+			s.EventsAddr, filepath.Join(dir, "logs", "events.log"), s.NotificationAddr)
+		fmt.Fprintf(out, "receiver:    %s (webhook receivers; a Receiver's URL adds its status.webhookPath)\n", s.ReceiverURL)
+	}
+	if s.AlertsSink != "" {
+		fmt.Fprintf(out, "alerts sink: %s (Secret %s/%s; alerts in %s)\n", s.AlertsSink, dev.Namespace, dev.AlertsSinkSecret,
+			filepath.Join(dir, "logs", "alerts.log"))
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
@@ -557,4 +558,162 @@ func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() (bo
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Fatalf("%s: not within %s (last: %s)", what, timeout, last)
+}
+
+// TestDevWebhookAlertsE2E: `eddy dev up --alerts-sink --install-hook` on a
+// Git copy of examples/platform-config (its Provider, Alert and GitHub
+// Receiver): a plain `git commit` is applied through the hook and the
+// Receiver, with no `eddy reconcile`, and the sink prints the alerts of
+// that revision. Secrets never appear in the output or the hook; with the
+// environment down, a commit still succeeds and the hook says why it sent
+// nothing.
+func TestDevWebhookAlertsE2E(t *testing.T) {
+	root, _ := built(t)
+	u := newUser(t)
+	repo := filepath.Join(t.TempDir(), "platform-config")
+	if err := copyDir(filepath.Join(root, "examples", "platform-config"), repo); err != nil {
+		t.Fatal(err)
+	}
+	gitInit(t, repo)
+
+	out := u.must("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev", "--alerts-sink", "--install-hook")
+	state, err := dev.ReadState(u.dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.ReceiverURL == "" || state.AlertsSink == "" || state.NotificationAddr == "" {
+		t.Fatalf("state has no receiver, sink or notification-controller address: %+v", state)
+	}
+	names := map[string]bool{}
+	for _, p := range state.Controllers {
+		names[p.Name] = true
+	}
+	if !names["notification-controller"] {
+		t.Errorf("notification-controller is not a supervised process: %+v", state.Controllers)
+	}
+	if !strings.Contains(out, "Receiver flux-system/github (github): "+state.ReceiverURL+"/hook/") {
+		t.Errorf("up does not print the Receiver's URL under %s", state.ReceiverURL)
+	}
+	status := u.must("dev", "status")
+	for _, want := range []string{"receiver:    " + state.ReceiverURL, "alerts sink: " + state.AlertsSink, "hook:        ", "notification-controller"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("dev status does not show %q", want)
+		}
+	}
+	token, err := os.ReadFile(filepath.Join(u.dir(), "webhook-token"))
+	if err != nil || len(strings.TrimSpace(string(token))) != 64 {
+		t.Fatalf("webhook token in the state directory: %q %v", token, err)
+	}
+	tok := strings.TrimSpace(string(token))
+	hook, err := os.ReadFile(filepath.Join(repo, ".git", "hooks", "post-commit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(hook), "dev hook post-commit") {
+		t.Errorf("the hook does not run `eddy dev hook post-commit`:\n%s", hook)
+	}
+
+	c := u.client()
+	ctx := context.Background()
+	gitRepo := &sourcev1.GitRepository{}
+	repoKey := types.NamespacedName{Namespace: dev.Namespace, Name: dev.SyncName}
+	if err := c.Get(ctx, repoKey, gitRepo); err != nil {
+		t.Fatal(err)
+	}
+	requestedBefore := gitRepo.Annotations[meta.ReconcileRequestAnnotation]
+
+	// A plain commit: the hook sends it, nobody runs eddy reconcile.
+	cm, err := os.ReadFile(filepath.Join(repo, "apps", "payment-api", "configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(cm), "CURRENCY: EUR", "CURRENCY: USD", 1)
+	if changed == string(cm) {
+		t.Fatal("the example's payment-config has no CURRENCY: EUR")
+	}
+	if err := os.WriteFile(filepath.Join(repo, "apps", "payment-api", "configmap.yaml"), []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(msg string) string {
+		t.Helper()
+		cmd := exec.Command("git", "commit", "-q", "-a", "--allow-empty", "-m", msg)
+		cmd.Dir = repo
+		// No XDG_STATE_HOME: the hook finds the environment by the state directory written into it.
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		t.Logf("$ git commit -m %q\n%s", msg, out)
+		if err != nil {
+			t.Fatalf("git commit: %v", err)
+		}
+		return string(out)
+	}
+	start := time.Now()
+	hookOut := commit("payment-api: currency USD")
+	head, _ := gitserver.Git(repo, "rev-parse", "HEAD")
+	rev := "main@sha1:" + head
+	if !strings.Contains(hookOut, "sent to Receiver flux-system/github: 200 OK") {
+		t.Errorf("the hook did not report a 200 from the Receiver: %q", hookOut)
+	}
+	// Well inside the GitRepository's 1m interval; that the Receiver caused
+	// the fetch is checked below, not inferred from the time.
+	var appliedAfter time.Duration
+	waitUntil(t, "Kustomization apps applies "+rev, 40*time.Second, func() (bool, string) {
+		k := &kustomizev1.Kustomization{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: dev.Namespace, Name: "apps"}, k); err != nil {
+			return false, err.Error()
+		}
+		if k.Status.LastAppliedRevision == rev {
+			appliedAfter = time.Since(start)
+			return true, ""
+		}
+		return false, "at " + k.Status.LastAppliedRevision
+	})
+	t.Logf("commit → Kustomization apps applied %s: %.2fs, from the start of `git commit` (its hook included; polled every 250ms)",
+		rev, appliedAfter.Seconds())
+	cfg := &corev1.ConfigMap{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "production", Name: "payment-config"}, cfg); err != nil || cfg.Data["CURRENCY"] != "USD" {
+		t.Errorf("payment-config CURRENCY %q (%v), want USD", cfg.Data["CURRENCY"], err)
+	}
+	if err := c.Get(ctx, repoKey, gitRepo); err != nil {
+		t.Fatal(err)
+	}
+	requested := gitRepo.Annotations[meta.ReconcileRequestAnnotation]
+	if requested == "" || requested == requestedBefore || gitRepo.Status.LastHandledReconcileAt != requested {
+		t.Errorf("GitRepository: requestedAt %q (before %q), lastHandledReconcileAt %q: want a new request from the Receiver, handled",
+			requested, requestedBefore, gitRepo.Status.LastHandledReconcileAt)
+	}
+
+	// The sink printed the alerts of that revision, one line each.
+	alertsLog := filepath.Join(u.dir(), "logs", "alerts.log")
+	want := "alert info Kustomization/flux-system/apps " + rev + ": ConfigMap/production/payment-config configured"
+	waitUntil(t, "the sink prints the alert of "+rev, 30*time.Second, func() (bool, string) {
+		data, _ := os.ReadFile(alertsLog)
+		sup, _ := os.ReadFile(filepath.Join(u.dir(), "logs", "supervise.log"))
+		return strings.Contains(string(data), want) && strings.Contains(string(sup), want), tail(alertsLog, 3)
+	})
+	events, _ := os.ReadFile(filepath.Join(u.dir(), "logs", "events.log"))
+	if !strings.Contains(string(events), head) {
+		t.Error("logs/events.log does not record the events of the new revision")
+	}
+
+	// No secret in what eddy printed or wrote outside the state directory's token file.
+	for name, text := range map[string]string{"up": out, "status": status, "hook": string(hook), "hook output": hookOut,
+		"supervise.log":               readFile(filepath.Join(u.dir(), "logs", "supervise.log")),
+		"notification-controller.log": readFile(filepath.Join(u.dir(), "logs", "notification-controller.log"))} {
+		if strings.Contains(text, tok) {
+			t.Errorf("%s contains the webhook token", name)
+		}
+	}
+
+	u.must("dev", "down")
+	checkAllGone(t, state, u.dir())
+	// With the environment down, a commit succeeds and the hook says one line.
+	if out := commit("while down"); strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, "no environment running") {
+		t.Errorf("commit with the environment down: %q; want one line saying nothing runs", out)
+	}
+}
+
+func readFile(path string) string {
+	data, _ := os.ReadFile(path)
+	return string(data)
 }

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/eddyops/eddy/api v0.0.0-00010101000000-000000000000
+	github.com/eddyops/eddy/notification-controller v0.0.0-00010101000000-000000000000
 	github.com/eddyops/eddy/pkg v0.0.0-00010101000000-000000000000
 	github.com/fluxcd/pkg/apis/meta v1.33.0
 	github.com/spf13/cobra v1.10.2
@@ -41,6 +42,8 @@ require (
 	github.com/go-openapi/swag/typeutils v0.27.1 // indirect
 	github.com/go-openapi/swag/yamlutils v0.27.1 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
+	github.com/google/go-github/v84 v84.0.0 // indirect
+	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
@@ -75,5 +78,6 @@ require (
 
 replace (
 	github.com/eddyops/eddy/api => ../api
+	github.com/eddyops/eddy/notification-controller => ../notification-controller
 	github.com/eddyops/eddy/pkg => ../pkg
 )

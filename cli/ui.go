@@ -56,6 +56,7 @@ func (u *ui) Success(format string, args ...any) { u.line("✔", "32", format, a
 func (u *ui) Failure(format string, args ...any) { u.line("✗", "31", format, args...) }
 func (u *ui) Warning(format string, args ...any) { u.line("⚠", "33", format, args...) }
 func (u *ui) Info(format string, args ...any)    { u.line(" ", "0", format, args...) }
+func (u *ui) Alert(format string, args ...any)   { u.line("◆", "35", format, args...) }
 
 // Spin shows msg with a spinner and the elapsed time until the returned
 // function is called. Off a terminal it prints msg once as a waiting line.

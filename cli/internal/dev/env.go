@@ -1,7 +1,9 @@
 // Package dev runs Eddy on this machine for `eddy dev`: the full local
-// cluster, Eddy's CRDs, each controller as its own supervised process from
-// bin/, a Git HTTP server for local repositories and an event endpoint, with
-// the environment's state in a per-user directory.
+// cluster, Eddy's CRDs, each controller (notification-controller included)
+// as its own supervised process from bin/, a Git HTTP server for local
+// repositories, an event recorder in front of notification-controller and,
+// on request, a sink for alerts, with the environment's state in a per-user
+// directory.
 //
 // Layout of the state directory:
 //
@@ -9,15 +11,15 @@
 //	cluster/     the local cluster: certificates, etcd data, kubeconfig, component logs
 //	git/         the Git server's root: symlinks to served work trees, snapshots of plain directories
 //	storage/     source-controller's artifacts
-//	logs/        controller logs, events.log (events posted to --events-addr), supervise.log
+//	logs/        controller logs, events.log (events posted to --events-addr), alerts.log
+//	             (alerts received by the sink), supervise.log
+//	webhook-token the Receivers' token (kept across restarts; never printed)
 package dev
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +30,8 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
@@ -42,8 +46,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Controllers are the controller binaries `eddy dev` runs, in start order.
-var Controllers = []string{"source-controller", "kustomize-controller"}
+// Controllers are the controller binaries `eddy dev` runs, in start order:
+// notification-controller first, so the others' first events reach it.
+var Controllers = []string{"notification-controller", "source-controller", "kustomize-controller"}
 
 // Options configure Start.
 type Options struct {
@@ -60,6 +65,12 @@ type Options struct {
 	// Fast shortens controller retry delays and leader-election leases, so a
 	// killed controller's successor takes over in seconds (demo and tests).
 	Fast bool
+	// AlertsSink starts a local HTTP endpoint that takes the alerts of
+	// generic Providers (the Secret AlertsSinkSecret points at it), writes
+	// each as one line to logs/alerts.log and gives it to OnAlert.
+	AlertsSink bool
+	// OnAlert receives each alert line of the sink; may be nil.
+	OnAlert func(line string)
 }
 
 // Env is a running dev environment.
@@ -72,18 +83,22 @@ type Env struct {
 	Client client.Client
 	Scheme *runtime.Scheme
 
-	events   *http.Server
-	lock     *os.File   // flock of <state dir>/lock, held while the environment runs
-	mu       sync.Mutex // guards state
+	events   *http.Server   // the event recorder in front of notification-controller
+	servers  []*http.Server // every HTTP server of the environment
+	lock     *os.File       // flock of <state dir>/lock, held while the environment runs
+	mu       sync.Mutex     // guards state
 	state    State
 	stopOnce sync.Once
+
+	// notification-controller's event server and webhook receiver ports.
+	ncEvents, ncReceiver int
 }
 
 // NewScheme returns a scheme with Kubernetes' kinds, CRDs and Eddy's kinds.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
-		sourcev1.AddToScheme, kustomizev1.AddToScheme} {
+		sourcev1.AddToScheme, kustomizev1.AddToScheme, notificationv1.AddToScheme, notificationv1beta3.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -100,8 +115,9 @@ func (e *Env) progress(format string, args ...any) {
 	}
 }
 
-// Start starts the cluster, installs the CRDs and the flux-system namespace,
-// and starts the Git server, the event endpoint and the controllers; the
+// Start starts the cluster, installs the CRDs, the flux-system namespace and
+// the Secrets of WebhookSecret (and AlertsSinkSecret), and starts the Git
+// server, the event recorder, the alerts sink and the controllers; the
 // caller then points it at a repository with PrepareSource and ApplySync.
 // The state file records the environment from the first step, so `eddy dev
 // down` can stop one that is starting. On error everything started is
@@ -173,15 +189,50 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if e.Git, err = gitserver.Start(gitserver.Options{Root: filepath.Join(opts.StateDir, "git")}); err != nil {
 		return nil, err
 	}
-	eventsPort, err := e.startEventSink()
+	// The recorder and the sink listen first, so the ports picked for
+	// notification-controller cannot be theirs.
+	eventsPort, err := e.startEventRecorder()
+	if err != nil {
+		return nil, err
+	}
+	sinkPort := 0
+	if opts.AlertsSink {
+		if sinkPort, err = e.startAlertsSink(); err != nil {
+			return nil, err
+		}
+	}
+	ncPorts, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	e.mu.Lock()
+	e.ncEvents, e.ncReceiver = ncPorts[0], ncPorts[1]
 	e.state.GitServer = e.Git.URL
 	e.state.EventsAddr = fmt.Sprintf("http://127.0.0.1:%d/", eventsPort)
-	e.state.Ports = append(e.state.Ports, portOf(e.Git.URL), eventsPort)
+	e.state.NotificationAddr = fmt.Sprintf("http://127.0.0.1:%d/", e.ncEvents)
+	e.state.ReceiverURL = fmt.Sprintf("http://127.0.0.1:%d", e.ncReceiver)
+	e.state.Ports = append(e.state.Ports, portOf(e.Git.URL), eventsPort, e.ncEvents, e.ncReceiver)
 	e.mu.Unlock()
+
+	token, err := WebhookToken(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := applySecret(ctx, e.Client, WebhookSecret, map[string]string{"token": token}); err != nil {
+		return nil, err
+	}
+	if opts.AlertsSink {
+		sinkURL := fmt.Sprintf("http://127.0.0.1:%d/", sinkPort)
+		if err := applySecret(ctx, e.Client, AlertsSinkSecret, map[string]string{"address": sinkURL}); err != nil {
+			return nil, err
+		}
+		e.mu.Lock()
+		e.state.AlertsSink = sinkURL
+		e.state.Ports = append(e.state.Ports, sinkPort)
+		e.mu.Unlock()
+		e.progress("alerts sink listening at %s (Secret %s/%s; log %s)", sinkURL, Namespace, AlertsSinkSecret,
+			filepath.Join(opts.StateDir, "logs", "alerts.log"))
+	}
 
 	for _, name := range Controllers {
 		spec, ports, err := e.controllerSpec(name)
@@ -220,6 +271,8 @@ func (e *Env) State() State {
 
 // controllerSpec returns the process of a controller with the flags it gets
 // in a cluster (contract §9) and loopback ports picked free.
+// notification-controller serves events and webhooks on the ports Start
+// picked; the others POST their events to the recorder, which forwards them.
 func (e *Env) controllerSpec(name string) (ProcSpec, []int, error) {
 	ports, err := freePorts(3)
 	if err != nil {
@@ -231,9 +284,15 @@ func (e *Env) controllerSpec(name string) (ProcSpec, []int, error) {
 		"--watch-all-namespaces",
 		"--log-level=info", "--log-encoding=json",
 		"--enable-leader-election",
-		"--events-addr=" + e.state.EventsAddr,
 		fmt.Sprintf("--health-addr=127.0.0.1:%d", health),
 		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", metrics),
+	}
+	if name == "notification-controller" {
+		// Its --events-addr is the address it serves events on (Flux's :9090).
+		args = append(args, fmt.Sprintf("--events-addr=127.0.0.1:%d", e.ncEvents),
+			fmt.Sprintf("--receiverAddr=127.0.0.1:%d", e.ncReceiver))
+	} else {
+		args = append(args, "--events-addr="+e.state.EventsAddr)
 	}
 	// Shorter leases than Flux's 35s: a restarted controller of a local
 	// environment takes over within seconds, not half a minute.
@@ -269,6 +328,11 @@ func (e *Env) waitControllersReady(ctx context.Context, timeout time.Duration) e
 				ready = false
 			}
 		}
+		for _, port := range []int{e.ncEvents, e.ncReceiver} {
+			if port != 0 && !listening(port) {
+				ready = false
+			}
+		}
 		if ready {
 			return nil
 		}
@@ -281,40 +345,6 @@ func (e *Env) waitControllersReady(ctx context.Context, timeout time.Duration) e
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// startEventSink serves the controllers' --events-addr until
-// notification-controller runs in `eddy dev`: it accepts each event and
-// appends it, one JSON document a line, to logs/events.log.
-func (e *Env) startEventSink() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.OpenFile(filepath.Join(e.Opts.StateDir, "logs", "events.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		l.Close()
-		return 0, err
-	}
-	var mu sync.Mutex
-	e.events = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.Error(w, "POST an event", http.StatusMethodNotAllowed)
-			return
-		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 3<<20))
-		if err != nil || !json.Valid(body) {
-			http.Error(w, "invalid event", http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		_, _ = f.Write(append(body, '\n'))
-		mu.Unlock()
-		w.WriteHeader(http.StatusAccepted)
-	})}
-	e.events.RegisterOnShutdown(func() { f.Close() })
-	go func() { _ = e.events.Serve(l) }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (e *Env) save() error {
@@ -335,9 +365,9 @@ func (e *Env) Stop() {
 		e.mu.Unlock()
 		_ = e.save()
 		e.Sup.Stop(10 * time.Second)
-		if e.events != nil {
+		for _, srv := range e.servers {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_ = e.events.Shutdown(ctx)
+			_ = srv.Shutdown(ctx)
 			cancel()
 		}
 		if e.Git != nil {
@@ -427,6 +457,16 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// listening reports whether a loopback port accepts connections.
+func listening(port int) bool {
+	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 func portOf(url string) int {

@@ -33,6 +33,13 @@ type State struct {
 	// event endpoint the controllers post to.
 	GitServer  string `json:"gitServer,omitempty"`
 	EventsAddr string `json:"eventsAddr,omitempty"`
+	// NotificationAddr is notification-controller's event server, where the
+	// recorder at EventsAddr forwards every event; ReceiverURL the base URL
+	// of its webhook receivers (a Receiver's URL is ReceiverURL +
+	// status.webhookPath); AlertsSink the alerts sink's URL, if started.
+	NotificationAddr string `json:"notificationAddr,omitempty"`
+	ReceiverURL      string `json:"receiverURL,omitempty"`
+	AlertsSink       string `json:"alertsSink,omitempty"`
 	// WorkTree is where commits are picked up from (the user's repository or
 	// the snapshot of a plain directory).
 	WorkTree string `json:"workTree,omitempty"`

@@ -1,0 +1,210 @@
+package dev
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/notification-controller/webhook"
+	"github.com/eddyops/eddy/pkg/gitserver"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// hookMarker is the line that marks a post-commit hook as Eddy's: only such
+// a hook is ever replaced.
+const hookMarker = "# eddy dev post-commit hook"
+
+// HookPath returns the post-commit hook of the Git work tree dir, honouring
+// core.hooksPath and linked work trees.
+func HookPath(dir string) (string, error) {
+	hooks, err := gitserver.Git(dir, "rev-parse", "--git-path", "hooks")
+	if err != nil {
+		return "", fmt.Errorf("%s is not a Git work tree", dir)
+	}
+	if !filepath.IsAbs(hooks) {
+		hooks = filepath.Join(dir, hooks)
+	}
+	return filepath.Join(hooks, "post-commit"), nil
+}
+
+// IsEddyHook reports whether the hook file at path was written by InstallHook.
+func IsEddyHook(path string) bool {
+	data, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(data, []byte(hookMarker))
+}
+
+// CheckHook returns an error when the post-commit hook of dir exists and is
+// not Eddy's: InstallHook would refuse it.
+func CheckHook(dir string) (string, error) {
+	path, err := HookPath(dir)
+	if err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return path, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !bytes.Contains(data, []byte(hookMarker)) {
+		return "", fmt.Errorf("%s exists and is not Eddy's: remove it, or add the line `eddy dev hook post-commit` to it yourself", path)
+	}
+	return path, nil
+}
+
+// InstallHook writes the post-commit hook of the work tree dir: a small
+// script that runs `<eddy> dev hook post-commit --state-dir <stateDir>`
+// and always exits 0, so it never fails or holds up a commit. It holds no
+// secret: the command reads the token from the state directory. A hook
+// that is not Eddy's is left alone (error). It returns the hook's path.
+func InstallHook(dir, eddy, stateDir string) (string, error) {
+	path, err := CheckHook(dir)
+	if err != nil {
+		return "", err
+	}
+	script := fmt.Sprintf(`#!/bin/sh
+%s (installed by eddy dev up --install-hook).
+# Tells the local eddy dev environment about each commit, through its GitHub
+# Receiver, so the commit is applied at once. It never fails a commit; it
+# holds no secret. Remove this file to stop.
+eddy=%s
+if [ -x "$eddy" ]; then
+	"$eddy" dev hook post-commit --state-dir %s || true
+else
+	echo "eddy dev: $eddy not found: commit not sent (remove $0 to silence this)"
+fi
+exit 0
+`, hookMarker, shellQuote(eddy), shellQuote(stateDir))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	tmp := path + ".eddy-tmp"
+	if err := os.WriteFile(tmp, []byte(script), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return path, nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// PostCommit tells the environment of stateDir about the commit at HEAD of
+// the work tree dir: it POSTs a signed GitHub `push` payload to every GitHub
+// Receiver in flux-system whose secretRef is WebhookSecret. It prints one
+// line saying what it did or why it did not, and returns no error: a hook
+// must not fail a commit. It gives up after about 5 seconds.
+func PostCommit(ctx context.Context, stateDir, dir string, out io.Writer) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	msg, err := postCommit(ctx, stateDir, dir)
+	if err != nil {
+		msg = err.Error() + ": commit not sent"
+	}
+	fmt.Fprintln(out, "eddy dev: "+msg)
+}
+
+func postCommit(ctx context.Context, stateDir, dir string) (string, error) {
+	s := Running(stateDir)
+	if s == nil || s.Phase != PhaseRunning || s.ReceiverURL == "" {
+		return "", fmt.Errorf("no environment running (state %s)", stateDir)
+	}
+	top, err := gitserver.Git(dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", fmt.Errorf("%s is not a Git work tree", dir)
+	}
+	if !sameDir(top, s.WorkTree) {
+		return "", fmt.Errorf("the environment syncs another repository (%s)", s.WorkTree)
+	}
+	branch, err := gitserver.Git(top, "symbolic-ref", "--short", "HEAD")
+	if err != nil {
+		return "", errors.New("detached HEAD")
+	}
+	after, err := gitserver.Git(top, "rev-parse", "HEAD")
+	if err != nil {
+		return "", errors.New("no commit at HEAD")
+	}
+	before, err := gitserver.Git(top, "rev-parse", "-q", "--verify", "HEAD~1")
+	if err != nil {
+		before = strings.Repeat("0", len(after))
+	}
+	subject, _ := gitserver.Git(top, "log", "-1", "--format=%B")
+	when := time.Now()
+	if ts, err := gitserver.Git(top, "log", "-1", "--format=%cI"); err == nil {
+		if t, err := time.Parse(time.RFC3339, ts); err == nil {
+			when = t
+		}
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		return "", errors.New("cannot read the environment's kubeconfig")
+	}
+	cfg.Timeout = 3 * time.Second
+	c, err := client.New(cfg, client.Options{Scheme: NewScheme()})
+	if err != nil {
+		return "", fmt.Errorf("cannot reach the cluster: %v", err)
+	}
+	repo := &sourcev1.GitRepository{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: SyncName}, repo); err != nil {
+		return "", fmt.Errorf("GitRepository %s/%s: %v", Namespace, SyncName, err)
+	}
+	if ref := repo.Spec.Reference; ref != nil && ref.Branch != "" && ref.Branch != branch {
+		return "", fmt.Errorf("branch %s is not the synced branch %s", branch, ref.Branch)
+	}
+	receivers := &notificationv1.ReceiverList{}
+	if err := c.List(ctx, receivers, client.InNamespace(Namespace)); err != nil {
+		return "", fmt.Errorf("cannot list Receivers: %v", err)
+	}
+	token, err := os.ReadFile(tokenFile(stateDir))
+	if err != nil {
+		return "", errors.New("no webhook token in the state directory")
+	}
+	tok := strings.TrimSpace(string(token))
+	body, err := webhook.GitHubPush("refs/heads/"+branch, before, after, "eddy-dev/"+filepath.Base(top), repo.Spec.URL,
+		webhook.Commit{ID: after, Message: subject, Timestamp: when})
+	if err != nil {
+		return "", err
+	}
+	hc := &http.Client{}
+	var sent []string
+	for _, r := range receivers.Items {
+		if r.Spec.Type != notificationv1.GitHubReceiver || r.Spec.SecretRef == nil || r.Spec.SecretRef.Name != WebhookSecret {
+			continue
+		}
+		url := strings.TrimRight(s.ReceiverURL, "/") + webhook.Path(tok, r.Name, r.Namespace)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("eddy-dev-%d", time.Now().UnixNano()))
+		req.Header.Set("X-Hub-Signature-256", webhook.GitHubSignature(body, tok))
+		req.Header.Set("User-Agent", "eddy-dev-hook")
+		resp, err := hc.Do(req)
+		if err != nil {
+			sent = append(sent, fmt.Sprintf("Receiver %s/%s: notification-controller unreachable", r.Namespace, r.Name))
+			continue
+		}
+		resp.Body.Close()
+		sent = append(sent, fmt.Sprintf("Receiver %s/%s: %s", r.Namespace, r.Name, resp.Status))
+	}
+	if len(sent) == 0 {
+		return "", fmt.Errorf("no GitHub Receiver in %s with secretRef %s", Namespace, WebhookSecret)
+	}
+	return fmt.Sprintf("push of %s %.7s sent to %s", branch, after, strings.Join(sent, ", ")), nil
+}
