@@ -710,7 +710,13 @@ func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, f *f
 		return
 	}
 	apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
-	set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, f.message)
+	// Flux compatible: Reconciling keeps the step it failed in, with the
+	// reason ProgressingWithRetry; the failure itself is Ready's message.
+	msg := f.message
+	if c := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReconcilingCondition); c != nil && c.Reason == meta.ProgressingReason {
+		msg = c.Message
+	}
+	set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, msg)
 }
 
 // finalize prunes the inventory per spec.deletionPolicy and releases the object.
