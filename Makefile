@@ -7,6 +7,7 @@ PACKAGES := $(foreach m,$(MODULES),./$(m)/...)
 CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := bin/controller-gen
 GO_TEST_FLAGS ?= -count=1 -timeout 25m
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
 
 .PHONY: all build generate tools test fuzz bench lint clean demo
 
@@ -16,7 +17,7 @@ all: build
 build:
 	@mkdir -p bin
 	go build -o bin/ $(foreach c,$(CONTROLLERS),./$(c))
-	go build -o bin/eddy ./cli
+	go build -ldflags "-X main.version=$(VERSION)" -o bin/eddy ./cli
 
 ## generate: deepcopy functions and CRD YAML (config/crd/bases) with controller-gen
 generate: $(CONTROLLER_GEN)
@@ -37,8 +38,8 @@ test: tools build $(CONTROLLER_GEN)
 	go test $(GO_TEST_FLAGS) -v $(PACKAGES)
 	$(MAKE) fuzz
 
-## fuzz: each fuzz test for FUZZTIME (default 2s) beyond its seed corpus
-FUZZTIME ?= 2s
+## fuzz: each fuzz test for FUZZTIME (default 10s: replaying the corpus takes a few seconds)
+FUZZTIME ?= 10s
 FUZZ_TARGETS := FuzzEventHandler:./notification-controller/internal/server/ FuzzReceiverHandler:./notification-controller/internal/server/
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
