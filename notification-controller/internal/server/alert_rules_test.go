@@ -1,0 +1,75 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// TestInvalidRegexpSkipped: an invalid regexp in inclusionList or
+// exclusionList is reported and skipped; the valid ones still decide
+// (Flux's messageIsIncluded/messageIsExcluded).
+func TestInvalidRegexpSkipped(t *testing.T) {
+	const msg = "Reconciliation finished in 1s"
+	for _, tc := range []struct {
+		name               string
+		inclusion, exclude []string
+		want               bool
+		invalid            int
+	}{
+		{"exclusion: invalid, no match", nil, []string{"(unclosed", "^never$"}, true, 1},
+		{"exclusion: invalid, then a match", nil, []string{"(unclosed", "finished"}, false, 1},
+		{"inclusion: invalid, then a match", []string{"(unclosed", "finished"}, nil, true, 1},
+		{"inclusion: invalid, no match", []string{"(unclosed", "^never$"}, nil, false, 1},
+		{"inclusion: only invalid ones", []string{"(unclosed", "[z-a]"}, nil, false, 2},
+		{"both valid", []string{"finished"}, []string{"^never$"}, true, 0},
+	} {
+		a := &notificationv1beta3.Alert{Spec: notificationv1beta3.AlertSpec{InclusionList: tc.inclusion, ExclusionList: tc.exclude}}
+		ok, invalid := messageMatches(a, msg)
+		if ok != tc.want || len(invalid) != tc.invalid {
+			t.Errorf("%s: deliver %v with %d invalid (%q), want %v with %d", tc.name, ok, len(invalid), invalid, tc.want, tc.invalid)
+		}
+		for _, m := range invalid {
+			if !strings.Contains(m, "invalid regexp") {
+				t.Errorf("%s: report %q does not say the regexp is invalid", tc.name, m)
+			}
+		}
+	}
+}
+
+// TestInvalidRegexpReportedAndDelivered: through the event server, an
+// Alert with one invalid exclusion regexp still matches the event and
+// gets an InvalidConfig Warning naming the regexp.
+func TestInvalidRegexpReportedAndDelivered(t *testing.T) {
+	a := &notificationv1beta3.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "al"},
+		Spec: notificationv1beta3.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: "p"}, ExclusionList: []string{"(unclosed", "^never$"},
+			EventSources: []notificationv1.CrossNamespaceObjectReference{{Kind: "Kustomization", Name: "x"}}}}
+	p := &notificationv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p"},
+		Spec: notificationv1beta3.ProviderSpec{Type: "generic", Address: "http://127.0.0.1:1"}}
+	c := fake.NewClientBuilder().WithScheme(fuzzScheme(t)).WithObjects(a, p).Build()
+	rec := record.NewFakeRecorder(10)
+	s := NewEventServer(c, c, rec, 0, logr.Discard())
+	ts, err := s.match(context.Background(), ksEvent("a", "x", "info", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 1 {
+		t.Errorf("%d deliveries, want 1", len(ts))
+	}
+	select {
+	case e := <-rec.Events:
+		if !strings.HasPrefix(e, "Warning "+InvalidConfigReason) || !strings.Contains(e, `"(unclosed"`) {
+			t.Errorf("event %q", e)
+		}
+	default:
+		t.Error("no InvalidConfig event")
+	}
+}
