@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/eddyops/eddy/pkg/events"
@@ -15,8 +16,8 @@ import (
 const SlackPostMessageURL = "https://slack.com/api/chat.postMessage"
 
 // Slack posts Flux's attachment message to an incoming-webhook URL or, with
-// a token, to chat.postMessage (`Authorization: Bearer <token>`, answer
-// must be `{"ok":true}`).
+// a token, to chat.postMessage (`Authorization: Bearer <token>` whenever a
+// token is set; chat.postMessage's answer must be `{"ok":true}`).
 //
 // Flux compatible payload (slack.go): one attachment, colour `good` (info)
 // or `danger` (error), author `<kind>/<name>.<namespace>`, the message as
@@ -75,7 +76,9 @@ func (s *Slack) Post(ctx context.Context, ev *events.Event) error {
 	if err != nil {
 		return fmt.Errorf("slack: %w", err)
 	}
-	if s.token != "" {
+	// Flux validates the answer of chat.postMessage only; an incoming
+	// webhook answers plain "ok", with or without a token.
+	if isPostMessage(s.address) {
 		var ans struct {
 			OK    bool   `json:"ok"`
 			Error string `json:"error"`
@@ -85,4 +88,11 @@ func (s *Slack) Post(ctx context.Context, ev *events.Event) error {
 		}
 	}
 	return nil
+}
+
+// isPostMessage reports whether address is Slack's chat.postMessage API
+// (by its path, so a test server or a proxying gateway counts too).
+func isPostMessage(address string) bool {
+	u, err := url.Parse(address)
+	return err == nil && u.Path == "/api/chat.postMessage"
 }

@@ -2,13 +2,20 @@ package server
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -71,5 +78,49 @@ func TestInvalidRegexpReportedAndDelivered(t *testing.T) {
 		}
 	default:
 		t.Error("no InvalidConfig event")
+	}
+}
+
+// TestProviderSecretTrimmed: `address` and `token` with a trailing newline
+// (kubectl create secret --from-file) are trimmed, as in Flux: the request
+// reaches the address and carries the token without the newline.
+func TestProviderSecretTrimmed(t *testing.T) {
+	var mu sync.Mutex
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Header.Get("Authorization"), r.Header.Get("X-Signature"))
+		mu.Unlock()
+		if r.URL.Path != "/hook" {
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "s"},
+		Data: map[string][]byte{"address": []byte(" " + srv.URL + "/hook\n"), "token": []byte("tok\n")}}
+	c := fake.NewClientBuilder().WithScheme(fuzzScheme(t)).WithObjects(sec).Build()
+	s := NewEventServer(c, c, nil, time.Minute, logr.Discard())
+	s.Retry = &notifier.Retry{Max: 0}
+	for _, typ := range []string{"generic", "slack", "generic-hmac"} {
+		p := &notificationv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p"},
+			Spec: notificationv1beta3.ProviderSpec{Type: typ, SecretRef: &meta.LocalObjectReference{Name: "s"}}}
+		n, err := s.notifier(context.Background(), p)
+		if err != nil {
+			t.Errorf("%s: %v", typ, err)
+			continue
+		}
+		if err := n.Post(context.Background(), ksEvent("a", "x", "info", nil)); err != nil {
+			t.Errorf("%s: %v", typ, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(auth, "Bearer tok") {
+		t.Errorf("slack Authorization headers %q, want one to be %q", auth, "Bearer tok")
+	}
+	for _, h := range auth {
+		if strings.Contains(h, "\n") {
+			t.Errorf("header %q carries the newline", h)
+		}
 	}
 }
