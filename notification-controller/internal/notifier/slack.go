@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/slack-go/slack"
 )
 
 // SlackPostMessageURL is Slack's chat.postMessage API, the address used when
@@ -37,9 +36,37 @@ func newSlack(opts Options) (*Slack, error) {
 	return &Slack{address: opts.Address, token: opts.Token, channel: opts.Channel, username: opts.Username, client: opts.Client}, nil
 }
 
+// SlackPayload is Flux's Slack message (notifier/slack.go), the same keys
+// always present: channel, username, icon_url, icon_emoji, attachments.
+type SlackPayload struct {
+	Channel     string            `json:"channel"`
+	Username    string            `json:"username"`
+	IconURL     string            `json:"icon_url"`
+	IconEmoji   string            `json:"icon_emoji"`
+	Attachments []SlackAttachment `json:"attachments"`
+}
+
+// SlackAttachment is one attachment: fallback, color, author_name, text,
+// mrkdwn_in and fields ([] when the event has no metadata).
+type SlackAttachment struct {
+	Fallback   string       `json:"fallback"`
+	Color      string       `json:"color"`
+	AuthorName string       `json:"author_name"`
+	Text       string       `json:"text"`
+	MrkdwnIn   []string     `json:"mrkdwn_in"`
+	Fields     []SlackField `json:"fields"`
+}
+
+// SlackField is one metadata entry: title, value, short (always false).
+type SlackField struct {
+	Title string `json:"title"`
+	Value string `json:"value"`
+	Short bool   `json:"short"`
+}
+
 // SlackMessage builds the payload for ev; username defaults to the
 // reporting controller.
-func SlackMessage(ev *events.Event, channel, username string) *slack.WebhookMessage {
+func SlackMessage(ev *events.Event, channel, username string) *SlackPayload {
 	if username == "" {
 		username = ev.ReportingController
 	}
@@ -49,17 +76,18 @@ func SlackMessage(ev *events.Event, channel, username string) *slack.WebhookMess
 	}
 	author := objectID(ev)
 	first, _, _ := strings.Cut(ev.Message, "\n")
-	att := slack.Attachment{
+	att := SlackAttachment{
 		Color:      color,
 		Fallback:   author + ": " + first,
 		AuthorName: author,
 		Text:       ev.Message,
-		MarkdownIn: []string{"text"},
+		MrkdwnIn:   []string{"text"},
+		Fields:     []SlackField{},
 	}
 	for _, k := range sortedKeys(ev.Metadata) {
-		att.Fields = append(att.Fields, slack.AttachmentField{Title: k, Value: ev.Metadata[k], Short: false})
+		att.Fields = append(att.Fields, SlackField{Title: k, Value: ev.Metadata[k]})
 	}
-	return &slack.WebhookMessage{Channel: channel, Username: username, Attachments: []slack.Attachment{att}}
+	return &SlackPayload{Channel: channel, Username: username, Attachments: []SlackAttachment{att}}
 }
 
 // Post sends ev.
