@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
@@ -121,6 +122,33 @@ func TestProviderSecretTrimmed(t *testing.T) {
 	for _, h := range auth {
 		if strings.Contains(h, "\n") {
 			t.Errorf("header %q carries the newline", h)
+		}
+	}
+}
+
+// TestNamedSourceWithMatchLabels: an eventSource with a fixed name and
+// matchLabels needs both to match (Flux's eventMatchesAlertSource).
+func TestNamedSourceWithMatchLabels(t *testing.T) {
+	sch := fuzzScheme(t)
+	if err := kustomizev1.AddToScheme(sch); err != nil {
+		t.Fatal(err)
+	}
+	ks := func(name string, labels map[string]string) *kustomizev1.Kustomization {
+		return &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, Labels: labels},
+			Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Minute}}}
+	}
+	a := &notificationv1beta3.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "al"},
+		Spec: notificationv1beta3.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: "p"},
+			EventSources: []notificationv1.CrossNamespaceObjectReference{
+				{Kind: "Kustomization", Name: "web", MatchLabels: map[string]string{"team": "web"}},
+				{Kind: "Kustomization", Name: "db", MatchLabels: map[string]string{"team": "web"}},
+			}}}
+	c := fake.NewClientBuilder().WithScheme(sch).WithObjects(
+		ks("web", map[string]string{"team": "web"}), ks("db", map[string]string{"team": "db"}), ks("other", map[string]string{"team": "web"})).Build()
+	s := NewEventServer(c, c, nil, 0, logr.Discard())
+	for name, want := range map[string]bool{"web": true, "db": false, "other": false} {
+		if got := s.sourceMatches(context.Background(), a, ksEvent("a", name, "info", nil)); got != want {
+			t.Errorf("Kustomization %s: matches %v, want %v", name, got, want)
 		}
 	}
 }

@@ -208,8 +208,9 @@ func (s *EventServer) match(ctx context.Context, ev *events.Event) ([]target, er
 }
 
 // sourceMatches reports whether one of a's eventSources selects ev's
-// object: same kind, same namespace (default the Alert's), same name or `*`
-// with matchLabels on the object's labels. Flux compatible.
+// object: same kind, same namespace (default the Alert's), same name or
+// `*`, and, when matchLabels is set (with a name or `*`), the object's
+// labels. Flux compatible (eventMatchesAlertSource).
 func (s *EventServer) sourceMatches(ctx context.Context, a *notificationv1beta3.Alert, ev *events.Event) bool {
 	o := ev.InvolvedObject
 	for _, src := range a.Spec.EventSources {
@@ -220,10 +221,7 @@ func (s *EventServer) sourceMatches(ctx context.Context, a *notificationv1beta3.
 		if src.Kind != o.Kind || ns != o.Namespace {
 			continue
 		}
-		if src.Name != "*" {
-			if src.Name == o.Name {
-				return true
-			}
+		if src.Name != "*" && src.Name != o.Name {
 			continue
 		}
 		if len(src.MatchLabels) == 0 {
