@@ -74,8 +74,11 @@ func run(opts runtime.Options, flags Flags) error {
 	}
 	rec := mgr.GetEventRecorderFor(controllerName)
 	copts := controller.Options{Concurrent: opts.Concurrent, MinRetry: opts.MinRetryDelay, MaxRetry: opts.MaxRetryDelay}
-	if err := (&controller.ReceiverReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), JitterPercent: opts.IntervalJitter}).
-		SetupWithManager(mgr, copts); err != nil {
+	rr := &controller.ReceiverReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), JitterPercent: opts.IntervalJitter}
+	if !opts.WatchAllNamespaces {
+		rr.SecretsNamespace = os.Getenv("RUNTIME_NAMESPACE") // as NewManager's cache
+	}
+	if err := rr.SetupWithManager(mgr, copts); err != nil {
 		return err
 	}
 	if err := (&controller.AlertReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr, copts); err != nil {

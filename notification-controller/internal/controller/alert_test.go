@@ -24,9 +24,23 @@ func configMap(ns, name string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s}\ndata: {k: v}\n", name, ns)
 }
 
-// slackKeys are the top-level keys of Slack's incoming-webhook message
-// that Flux's payload may carry.
-var slackKeys = []string{"channel", "username", "icon_url", "icon_emoji", "text", "attachments", "replace_original", "delete_original"}
+// slackKeys, slackAttachmentKeys and slackFieldKeys are exactly the keys
+// of Flux's Slack payload (contract §6.3, Flux's notifier/slack.go).
+var (
+	slackKeys           = []string{"attachments", "channel", "icon_emoji", "icon_url", "username"}
+	slackAttachmentKeys = []string{"author_name", "color", "fallback", "fields", "mrkdwn_in", "text"}
+	slackFieldKeys      = []string{"short", "title", "value"}
+)
+
+// sortedKeys returns m's keys in order.
+func sortedKeys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // TestSlackFailingKustomizationOnce: a Kustomization that fails on every
 // retry produces exactly one Slack payload, in Flux's attachment format;
@@ -69,10 +83,8 @@ func TestSlackFailingKustomizationOnce(t *testing.T) {
 	if err := json.Unmarshal(got.Body, &msg); err != nil {
 		t.Fatalf("payload is not JSON: %v: %s", err, got.Body)
 	}
-	for key := range msg {
-		if !slices.Contains(slackKeys, key) {
-			t.Errorf("unexpected top-level key %q in %s", key, got.Body)
-		}
+	if keys := sortedKeys(msg); !slices.Equal(keys, slackKeys) {
+		t.Errorf("top-level keys %v, want %v: %s", keys, slackKeys, got.Body)
 	}
 	if msg["channel"] != "general" || msg["username"] != "kustomize-controller" {
 		t.Errorf("channel %v, username %v; want general, kustomize-controller", msg["channel"], msg["username"])
@@ -82,6 +94,9 @@ func TestSlackFailingKustomizationOnce(t *testing.T) {
 		t.Fatalf("attachments %v, want exactly one", msg["attachments"])
 	}
 	att := atts[0].(map[string]any)
+	if keys := sortedKeys(att); !slices.Equal(keys, slackAttachmentKeys) {
+		t.Errorf("attachment keys %v, want %v: %s", keys, slackAttachmentKeys, got.Body)
+	}
 	author := "kustomization/broken." + ns
 	warnings := kubeEvents(t, ns, "broken", "")
 	text, _ := att["text"].(string)
@@ -98,8 +113,8 @@ func TestSlackFailingKustomizationOnce(t *testing.T) {
 	found := false
 	for _, f := range fields {
 		fm := f.(map[string]any)
-		if len(fm) != 3 {
-			t.Errorf("field %v, want exactly title, value, short", fm)
+		if keys := sortedKeys(fm); !slices.Equal(keys, slackFieldKeys) {
+			t.Errorf("field keys %v, want %v", keys, slackFieldKeys)
 		}
 		if fm["title"] == want["title"] {
 			found = fm["value"] == want["value"] && fm["short"] == false

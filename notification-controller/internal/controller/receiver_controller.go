@@ -6,6 +6,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,9 +22,12 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Options tune the controllers' work queues.
@@ -43,24 +47,87 @@ func (o Options) controller() controller.Options {
 // its secret's token, Ready, observedGeneration and lastHandledReconcileAt.
 // Flux compatible: Ready=True reason Succeeded with message `Receiver
 // initialized for path: <path>`; Ready=False TokenNotFound when the secret
-// or its `token` key is missing; requeued every spec.interval (10m).
+// or its `token` key is missing, retried with the work queue's backoff
+// (the error is returned, as Flux does); requeued every spec.interval
+// (10m). A change of a token Secret (created, updated, deleted)
+// reconciles the Receivers referring to it at once.
 type ReceiverReconciler struct {
 	client.Client
 	// Secrets reads the token Secrets (uncached).
 	Secrets       client.Reader
 	JitterPercent float64
+	// SecretsNamespace limits the Secret watch to one namespace, as
+	// --watch-all-namespaces=false does for the manager; empty: all.
+	SecretsNamespace string
 }
 
-// SetupWithManager registers the reconciler and the webhookPath index the
-// receiver server needs.
+// SecretRefIndex is the field index of Receivers by spec.secretRef.name.
+const SecretRefIndex = ".spec.secretRef.name"
+
+func indexSecretRef(o client.Object) []string {
+	r, ok := o.(*notificationv1.Receiver)
+	if !ok || r.Spec.SecretRef == nil || r.Spec.SecretRef.Name == "" {
+		return nil
+	}
+	return []string{r.Spec.SecretRef.Name}
+}
+
+// SetupWithManager registers the reconciler, the webhookPath index the
+// receiver server needs, and a watch of Secrets. The watch has its own
+// cache that keeps only each Secret's name, namespace and resourceVersion:
+// no data, labels or annotations (a last-applied annotation can hold the
+// data) are held in memory.
 func (r *ReceiverReconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &notificationv1.Receiver{}, server.WebhookPathIndex, server.IndexWebhookPath); err != nil {
+	ctx := context.Background()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &notificationv1.Receiver{}, server.WebhookPathIndex, server.IndexWebhookPath); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &notificationv1.Receiver{}, SecretRefIndex, indexSecretRef); err != nil {
+		return err
+	}
+	copts := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultTransform: secretIdentity}
+	if r.SecretsNamespace != "" {
+		copts.DefaultNamespaces = map[string]cache.Config{r.SecretsNamespace: {}}
+	}
+	secrets, err := cache.New(mgr.GetConfig(), copts)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(secrets); err != nil {
+		return err
+	}
+	secretMeta := &metav1.PartialObjectMetadata{}
+	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&notificationv1.Receiver{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		WatchesRawSource(source.Kind(secrets, client.Object(secretMeta), handler.EnqueueRequestsFromMapFunc(r.receiversOfSecret))).
 		WithOptions(opts.controller()).
 		Complete(r)
+}
+
+// secretIdentity keeps only what the Secret watch needs.
+func secretIdentity(o any) (any, error) {
+	m, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return o, nil
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+	}}, nil
+}
+
+// receiversOfSecret lists the Receivers whose spec.secretRef names s.
+func (r *ReceiverReconciler) receiversOfSecret(ctx context.Context, s client.Object) []reconcile.Request {
+	var list notificationv1.ReceiverList
+	if err := r.List(ctx, &list, client.InNamespace(s.GetNamespace()), client.MatchingFields{SecretRefIndex: s.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "cannot list the Receivers of a Secret", "secret", s.GetNamespace()+"/"+s.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, it := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&it)})
+	}
+	return out
 }
 
 // Reconcile computes the receiver's path and status.
@@ -96,6 +163,11 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner("notification-controller")); err != nil {
 		return ctrl.Result{}, err
+	}
+	if reason == notificationv1.TokenNotFoundReason {
+		// Flux returns the error: retried with backoff. msg names the
+		// Secret and key, never a value.
+		return ctrl.Result{}, errors.New(msg)
 	}
 	interval := 10 * time.Minute
 	if obj.Spec.Interval != nil {

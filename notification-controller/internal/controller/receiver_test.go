@@ -286,3 +286,63 @@ func TestUnsupportedTypesReported(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestReceiverReadyOnceSecretExists: a Receiver created before its token
+// Secret (apply order, SOPS, external-secrets) is Ready=False
+// TokenNotFound, then Ready with its path once the Secret appears, long
+// before its 1h interval.
+func TestReceiverReadyOnceSecretExists(t *testing.T) {
+	ns := newNamespace(t)
+	rcv := receiver(ns, "late", notificationv1.GenericReceiver, "late-token",
+		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "missing"})
+	rcv.Spec.Interval = &metav1.Duration{Duration: time.Hour}
+	create(t, rcv)
+	waitFor(t, rcv, "Ready=False TokenNotFound", func() bool {
+		c := apimeta.FindStatusCondition(rcv.Status.Conditions, meta.ReadyCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == notificationv1.TokenNotFoundReason
+	})
+	tok := "late-" + ns
+	create(t, secret(ns, "late-token", map[string]string{"token": tok}))
+	path := waitReceiverReady(t, rcv, tok)
+	// The path is served: the missing GitRepository makes it a 500, not a 404.
+	if code := post(t, path, []byte("{}"), nil); code != http.StatusInternalServerError {
+		t.Errorf("the new receiver's path answered %d, want 500 (its resource does not exist)", code)
+	}
+}
+
+// TestReceiverTokenRotation: updating the token Secret of a Ready Receiver
+// (interval 1h) moves status.webhookPath to the new token's path, which
+// the server then serves while the old path answers 404; deleting the
+// Secret makes the Receiver Ready=False TokenNotFound without a path.
+func TestReceiverTokenRotation(t *testing.T) {
+	ns := newNamespace(t)
+	rcv := receiver(ns, "rot", notificationv1.GenericReceiver, "rot-token",
+		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "missing"})
+	rcv.Spec.Interval = &metav1.Duration{Duration: time.Hour}
+	sec := secret(ns, "rot-token", map[string]string{"token": "old-" + ns})
+	create(t, sec, rcv)
+	oldPath := waitReceiverReady(t, rcv, "old-"+ns)
+
+	sec.StringData = map[string]string{"token": "new-" + ns}
+	if err := env.Client.Update(context.Background(), sec); err != nil {
+		t.Fatal(err)
+	}
+	newPath := webhook.Path("new-"+ns, rcv.Name, rcv.Namespace)
+	waitFor(t, rcv, "status.webhookPath of the new token", func() bool { return rcv.Status.WebhookPath == newPath })
+	waitReceiverReady(t, rcv, "new-"+ns)
+	deadline := time.Now().Add(30 * time.Second)
+	for probe(t, oldPath) != http.StatusNotFound {
+		if time.Now().After(deadline) {
+			t.Fatal("the old path is still served 30s after the new one")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	if err := env.Client.Delete(context.Background(), sec); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, rcv, "Ready=False TokenNotFound without a path", func() bool {
+		c := apimeta.FindStatusCondition(rcv.Status.Conditions, meta.ReadyCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == notificationv1.TokenNotFoundReason && rcv.Status.WebhookPath == ""
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -225,5 +226,49 @@ func TestRetries(t *testing.T) {
 	_, err = c.PostJSON(context.Background(), "http://127.0.0.1:1/hooks/secret", []byte("{}"), nil)
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("connection error %v", err)
+	}
+}
+
+// TestSlackPayloadKeys: the Slack payload has exactly Flux's keys at each
+// level (no blocks, replace_original or delete_original), and `fields`
+// is present, empty, when the event has no metadata.
+func TestSlackPayloadKeys(t *testing.T) {
+	keys := func(m map[string]any) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, md := range []map[string]string{{"revision": "main@sha1:" + sha}, nil} {
+		b, err := json.Marshal(SlackMessage(testEvent("error", "BuildFailed", md), "", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg map[string]any
+		if err := json.Unmarshal(b, &msg); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := keys(msg), []string{"attachments", "channel", "icon_emoji", "icon_url", "username"}; !slices.Equal(got, want) {
+			t.Errorf("top-level keys %v, want %v: %s", got, want, b)
+		}
+		atts, _ := msg["attachments"].([]any)
+		if len(atts) != 1 {
+			t.Fatalf("attachments %s", b)
+		}
+		att := atts[0].(map[string]any)
+		if got, want := keys(att), []string{"author_name", "color", "fallback", "fields", "mrkdwn_in", "text"}; !slices.Equal(got, want) {
+			t.Errorf("attachment keys %v, want %v: %s", got, want, b)
+		}
+		fields, ok := att["fields"].([]any)
+		if !ok || len(fields) != len(md) {
+			t.Errorf("fields %v for metadata %v", att["fields"], md)
+		}
+		for _, f := range fields {
+			if got, want := keys(f.(map[string]any)), []string{"short", "title", "value"}; !slices.Equal(got, want) {
+				t.Errorf("field keys %v, want %v", got, want)
+			}
+		}
 	}
 }

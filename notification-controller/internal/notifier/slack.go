@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/slack-go/slack"
 )
 
 // SlackPostMessageURL is Slack's chat.postMessage API, the address used when
@@ -15,8 +15,8 @@ import (
 const SlackPostMessageURL = "https://slack.com/api/chat.postMessage"
 
 // Slack posts Flux's attachment message to an incoming-webhook URL or, with
-// a token, to chat.postMessage (`Authorization: Bearer <token>`, answer
-// must be `{"ok":true}`).
+// a token, to chat.postMessage (`Authorization: Bearer <token>` whenever a
+// token is set; chat.postMessage's answer must be `{"ok":true}`).
 //
 // Flux compatible payload (slack.go): one attachment, colour `good` (info)
 // or `danger` (error), author `<kind>/<name>.<namespace>`, the message as
@@ -36,9 +36,37 @@ func newSlack(opts Options) (*Slack, error) {
 	return &Slack{address: opts.Address, token: opts.Token, channel: opts.Channel, username: opts.Username, client: opts.Client}, nil
 }
 
+// SlackPayload is Flux's Slack message (notifier/slack.go), the same keys
+// always present: channel, username, icon_url, icon_emoji, attachments.
+type SlackPayload struct {
+	Channel     string            `json:"channel"`
+	Username    string            `json:"username"`
+	IconURL     string            `json:"icon_url"`
+	IconEmoji   string            `json:"icon_emoji"`
+	Attachments []SlackAttachment `json:"attachments"`
+}
+
+// SlackAttachment is one attachment: fallback, color, author_name, text,
+// mrkdwn_in and fields ([] when the event has no metadata).
+type SlackAttachment struct {
+	Fallback   string       `json:"fallback"`
+	Color      string       `json:"color"`
+	AuthorName string       `json:"author_name"`
+	Text       string       `json:"text"`
+	MrkdwnIn   []string     `json:"mrkdwn_in"`
+	Fields     []SlackField `json:"fields"`
+}
+
+// SlackField is one metadata entry: title, value, short (always false).
+type SlackField struct {
+	Title string `json:"title"`
+	Value string `json:"value"`
+	Short bool   `json:"short"`
+}
+
 // SlackMessage builds the payload for ev; username defaults to the
 // reporting controller.
-func SlackMessage(ev *events.Event, channel, username string) *slack.WebhookMessage {
+func SlackMessage(ev *events.Event, channel, username string) *SlackPayload {
 	if username == "" {
 		username = ev.ReportingController
 	}
@@ -48,17 +76,18 @@ func SlackMessage(ev *events.Event, channel, username string) *slack.WebhookMess
 	}
 	author := objectID(ev)
 	first, _, _ := strings.Cut(ev.Message, "\n")
-	att := slack.Attachment{
+	att := SlackAttachment{
 		Color:      color,
 		Fallback:   author + ": " + first,
 		AuthorName: author,
 		Text:       ev.Message,
-		MarkdownIn: []string{"text"},
+		MrkdwnIn:   []string{"text"},
+		Fields:     []SlackField{},
 	}
 	for _, k := range sortedKeys(ev.Metadata) {
-		att.Fields = append(att.Fields, slack.AttachmentField{Title: k, Value: ev.Metadata[k], Short: false})
+		att.Fields = append(att.Fields, SlackField{Title: k, Value: ev.Metadata[k]})
 	}
-	return &slack.WebhookMessage{Channel: channel, Username: username, Attachments: []slack.Attachment{att}}
+	return &SlackPayload{Channel: channel, Username: username, Attachments: []SlackAttachment{att}}
 }
 
 // Post sends ev.
@@ -75,7 +104,9 @@ func (s *Slack) Post(ctx context.Context, ev *events.Event) error {
 	if err != nil {
 		return fmt.Errorf("slack: %w", err)
 	}
-	if s.token != "" {
+	// Flux validates the answer of chat.postMessage only; an incoming
+	// webhook answers plain "ok", with or without a token.
+	if isPostMessage(s.address) {
 		var ans struct {
 			OK    bool   `json:"ok"`
 			Error string `json:"error"`
@@ -85,4 +116,11 @@ func (s *Slack) Post(ctx context.Context, ev *events.Event) error {
 		}
 	}
 	return nil
+}
+
+// isPostMessage reports whether address is Slack's chat.postMessage API
+// (by its path, so a test server or a proxying gateway counts too).
+func isPostMessage(address string) bool {
+	u, err := url.Parse(address)
+	return err == nil && u.Path == "/api/chat.postMessage"
 }

@@ -184,10 +184,9 @@ func (s *EventServer) match(ctx context.Context, ev *events.Event) ([]target, er
 		if !s.sourceMatches(ctx, a, ev) {
 			continue
 		}
-		ok, err := messageMatches(a, ev.Message)
-		if err != nil {
-			s.warn(a, InvalidConfigReason, err.Error())
-			continue
+		ok, invalid := messageMatches(a, ev.Message)
+		for _, msg := range invalid {
+			s.warn(a, InvalidConfigReason, msg)
 		}
 		if !ok {
 			continue
@@ -209,8 +208,9 @@ func (s *EventServer) match(ctx context.Context, ev *events.Event) ([]target, er
 }
 
 // sourceMatches reports whether one of a's eventSources selects ev's
-// object: same kind, same namespace (default the Alert's), same name or `*`
-// with matchLabels on the object's labels. Flux compatible.
+// object: same kind, same namespace (default the Alert's), same name or
+// `*`, and, when matchLabels is set (with a name or `*`), the object's
+// labels. Flux compatible (eventMatchesAlertSource).
 func (s *EventServer) sourceMatches(ctx context.Context, a *notificationv1beta3.Alert, ev *events.Event) bool {
 	o := ev.InvolvedObject
 	for _, src := range a.Spec.EventSources {
@@ -221,10 +221,7 @@ func (s *EventServer) sourceMatches(ctx context.Context, a *notificationv1beta3.
 		if src.Kind != o.Kind || ns != o.Namespace {
 			continue
 		}
-		if src.Name != "*" {
-			if src.Name == o.Name {
-				return true
-			}
+		if src.Name != "*" && src.Name != o.Name {
 			continue
 		}
 		if len(src.MatchLabels) == 0 {
@@ -251,35 +248,35 @@ func (s *EventServer) labelsMatch(ctx context.Context, o corev1.ObjectReference,
 	return labels.SelectorFromSet(want).Matches(labels.Set(obj.GetLabels()))
 }
 
-// messageMatches applies inclusionList then exclusionList; an invalid
-// regexp is an error naming it.
-func messageMatches(a *notificationv1beta3.Alert, msg string) (bool, error) {
-	if len(a.Spec.InclusionList) > 0 {
-		included := false
-		for _, expr := range a.Spec.InclusionList {
-			re, err := regexp.Compile(expr)
-			if err != nil {
-				return false, fmt.Errorf("inclusionList: invalid regexp %q: %v", expr, err)
-			}
-			if re.MatchString(msg) {
-				included = true
-				break
-			}
-		}
-		if !included {
-			return false, nil
-		}
-	}
-	for _, expr := range a.Spec.ExclusionList {
+// messageMatches applies inclusionList (if set, one regexp must match)
+// then exclusionList (any match drops). Flux compatible
+// (messageIsIncluded, messageIsExcluded): an invalid regexp is skipped and
+// the others still apply; invalid lists one message per such regexp.
+func messageMatches(a *notificationv1beta3.Alert, msg string) (ok bool, invalid []string) {
+	match := func(list, expr string) bool {
 		re, err := regexp.Compile(expr)
 		if err != nil {
-			return false, fmt.Errorf("exclusionList: invalid regexp %q: %v", expr, err)
+			invalid = append(invalid, fmt.Sprintf("%s: invalid regexp %q: %v", list, expr, err))
+			return false
 		}
-		if re.MatchString(msg) {
-			return false, nil
+		return re.MatchString(msg)
+	}
+	included := len(a.Spec.InclusionList) == 0
+	for _, expr := range a.Spec.InclusionList {
+		if match("inclusionList", expr) {
+			included = true
+			break
 		}
 	}
-	return true, nil
+	if !included {
+		return false, invalid
+	}
+	for _, expr := range a.Spec.ExclusionList {
+		if match("exclusionList", expr) {
+			return false, invalid
+		}
+	}
+	return true, invalid
 }
 
 // routes applies Flux's commit-status routing: commit-status updates (e.g.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
@@ -18,7 +19,10 @@ import (
 // notifier builds p's Notifier. Flux compatible secret keys: `address`
 // (overrides spec.address), `token`, `headers` (YAML map), `proxy`
 // (legacy); proxySecretRef `address`/`username`/`password`; certSecretRef
-// `ca.crt`/`tls.crt`/`tls.key`. Errors name Secrets and keys, never values.
+// `ca.crt`/`tls.crt`/`tls.key`. As in Flux, surrounding whitespace is
+// trimmed from `address`, `token` and the proxy addresses (a Secret made
+// with --from-file ends in a newline). Errors name Secrets and keys, never
+// values.
 func (s *EventServer) notifier(ctx context.Context, p *notificationv1beta3.Provider) (notifier.Notifier, error) {
 	opts := notifier.Options{
 		Type: p.Spec.Type, Address: p.Spec.Address, Channel: p.Spec.Channel, Username: p.Spec.Username,
@@ -31,11 +35,11 @@ func (s *EventServer) notifier(ctx context.Context, p *notificationv1beta3.Provi
 			return nil, err
 		}
 		if v, ok := sec.Data["address"]; ok {
-			opts.Address = string(v)
+			opts.Address = strings.TrimSpace(string(v))
 		}
-		opts.Token = string(sec.Data["token"])
+		opts.Token = strings.TrimSpace(string(sec.Data["token"]))
 		if v, ok := sec.Data["proxy"]; ok {
-			proxy = string(v)
+			proxy = strings.TrimSpace(string(v))
 		}
 		if v, ok := sec.Data["headers"]; ok {
 			if err := yaml.Unmarshal(v, &opts.Headers); err != nil {
@@ -49,7 +53,7 @@ func (s *EventServer) notifier(ctx context.Context, p *notificationv1beta3.Provi
 		if err != nil {
 			return nil, err
 		}
-		u, err := url.Parse(string(sec.Data["address"]))
+		u, err := url.Parse(strings.TrimSpace(string(sec.Data["address"])))
 		if err != nil || u.Host == "" {
 			return nil, fmt.Errorf("secret %s: key address is not a proxy URL", p.Spec.ProxySecretRef.Name)
 		}

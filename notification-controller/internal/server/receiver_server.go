@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	"github.com/eddyops/eddy/notification-controller/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -39,8 +37,10 @@ func IndexWebhookPath(o client.Object) []string {
 // ReceiverServer serves /hook/<digest>. Flux compatible answers (contract
 // §6.4): 404 unknown path, 503 suspended or not Ready, 413 body over
 // MaxBodyBytes, 400 failed verification or an event type not allowed, 500
-// when a resource could not be annotated, else 200. Each resource gets
-// `reconcile.fluxcd.io/requestedAt` merge-patched.
+// when any resource could not be annotated (the others still are; the
+// answer names the failed ones), else 200. Each resource gets
+// `reconcile.fluxcd.io/requestedAt` merge-patched. A Receiver is found by
+// status.webhookPath alone, as in Flux.
 type ReceiverServer struct {
 	// Client reads Receivers (through the WebhookPathIndex) and patches resources.
 	Client client.Client
@@ -114,11 +114,10 @@ func (s *ReceiverServer) handle(ctx context.Context, rcv *notificationv1.Receive
 	if err := s.Secrets.Get(ctx, client.ObjectKey{Namespace: rcv.Namespace, Name: rcv.Spec.SecretRef.Name}, sec); err != nil {
 		return http.StatusInternalServerError, "cannot read the receiver's secret: " + reasonOf(err)
 	}
+	// The path was matched against status.webhookPath (Flux compatible):
+	// after a token rotation the old path works until the reconciler
+	// writes the new one, so no moment leaves the Receiver without a path.
 	token := sec.Data["token"]
-	// A rotated token changes the path: the old one stops working at once.
-	if subtle.ConstantTimeCompare([]byte(webhook.Path(string(token), rcv.Name, rcv.Namespace)), []byte(r.URL.Path)) != 1 {
-		return http.StatusNotFound, "404 page not found"
-	}
 	act, err := Verify(rcv.Spec.Type, rcv.Spec.Events, token, r.Header, body)
 	if err != nil {
 		var ve errVerify
@@ -130,9 +129,10 @@ func (s *ReceiverServer) handle(ctx context.Context, rcv *notificationv1.Receive
 	if act == ActionIgnore {
 		return http.StatusOK, "event acknowledged, nothing requested"
 	}
-	n, err := s.requestReconciles(ctx, rcv)
-	if err != nil {
-		return http.StatusInternalServerError, err.Error()
+	n, failed := s.requestReconciles(ctx, rcv)
+	if len(failed) > 0 {
+		return http.StatusInternalServerError, fmt.Sprintf("reconcile requested for %d resources; failed for %d: %s",
+			n, len(failed), strings.Join(failed, "; "))
 	}
 	return http.StatusOK, fmt.Sprintf("reconcile requested for %d resources", n)
 }
@@ -147,19 +147,27 @@ var sourceAPIVersions = map[string]string{
 }
 
 // requestReconciles merge-patches `reconcile.fluxcd.io/requestedAt` on
-// every resource of rcv and returns how many it patched.
-func (s *ReceiverServer) requestReconciles(ctx context.Context, rcv *notificationv1.Receiver) (int, error) {
+// every resource of rcv. Flux compatible: a failing entry (not found,
+// forbidden, cross-namespace refused, no apiVersion) does not stop the
+// others. It returns how many objects it patched and one line per failure,
+// `<kind>/<namespace>/<name>: <reason>`, free of secrets.
+func (s *ReceiverServer) requestReconciles(ctx context.Context, rcv *notificationv1.Receiver) (int, []string) {
 	now := metav1.Now().String()
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, now)
 	n := 0
+	var failed []string
 	for _, res := range rcv.Spec.Resources {
 		ref := res.CrossNamespaceObjectReference
 		ns := ref.Namespace
 		if ns == "" {
 			ns = rcv.Namespace
 		}
+		fail := func(name, reason string) {
+			failed = append(failed, fmt.Sprintf("%s/%s/%s: %s", ref.Kind, ns, name, reason))
+		}
 		if s.NoCrossNamespaceRefs && ns != rcv.Namespace {
-			return n, fmt.Errorf("%s/%s/%s: cross-namespace references are not allowed", ref.Kind, ns, ref.Name)
+			fail(ref.Name, "cross-namespace references are not allowed")
+			continue
 		}
 		apiVersion := ref.APIVersion
 		if apiVersion == "" {
@@ -167,37 +175,41 @@ func (s *ReceiverServer) requestReconciles(ctx context.Context, rcv *notificatio
 		}
 		gv, err := schema.ParseGroupVersion(apiVersion)
 		if err != nil || apiVersion == "" {
-			return n, fmt.Errorf("%s/%s/%s: apiVersion is required for this kind", ref.Kind, ns, ref.Name)
+			fail(ref.Name, "apiVersion is required for this kind")
+			continue
 		}
 		gvk := gv.WithKind(ref.Kind)
-		var targets []client.ObjectKey
+		var targets []string
 		if ref.Name == "*" {
 			if len(ref.MatchLabels) == 0 {
-				return n, fmt.Errorf("%s/%s/*: name '*' requires matchLabels", ref.Kind, ns)
+				fail("*", "name '*' requires matchLabels")
+				continue
 			}
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(gv.WithKind(ref.Kind + "List"))
 			if err := s.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(ref.MatchLabels)); err != nil {
-				return n, fmt.Errorf("listing %s in %s: %s", ref.Kind, ns, reasonOf(err))
+				fail("*", "listing: "+reasonOf(err))
+				continue
 			}
 			for _, it := range list.Items {
-				targets = append(targets, client.ObjectKey{Namespace: ns, Name: it.Name})
+				targets = append(targets, it.Name)
 			}
 		} else {
-			targets = append(targets, client.ObjectKey{Namespace: ns, Name: ref.Name})
+			targets = append(targets, ref.Name)
 		}
-		for _, key := range targets {
+		for _, name := range targets {
 			obj := &metav1.PartialObjectMetadata{}
 			obj.SetGroupVersionKind(gvk)
-			obj.SetNamespace(key.Namespace)
-			obj.SetName(key.Name)
+			obj.SetNamespace(ns)
+			obj.SetName(name)
 			if err := s.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-				return n, fmt.Errorf("annotating %s/%s/%s: %s", ref.Kind, key.Namespace, key.Name, reasonOf(err))
+				fail(name, reasonOf(err))
+				continue
 			}
 			n++
 		}
 	}
-	return n, nil
+	return n, failed
 }
 
 // reasonOf is a stable, secret-free description of an API error.
