@@ -230,16 +230,20 @@ func newHookCommand() *cobra.Command {
 // the repository of src, or the running environment's when src is nil. A
 // remote repository or a snapshot of a plain directory has none (error).
 func hookTarget(dir string, src *dev.Source, running *dev.State) (string, error) {
-	workTree, snapshot := "", false
+	workTree, snapshot, bare := "", false, false
 	switch {
 	case src != nil:
-		workTree, snapshot = src.WorkTree, src.Snapshot
+		workTree, snapshot, bare = src.WorkTree, src.Snapshot, src.Bare
 	case running != nil:
 		workTree = running.WorkTree
 		snapshot = workTree != "" && strings.HasPrefix(workTree, filepath.Join(dir, "git")+string(filepath.Separator))
+		bare = workTree != "" && dev.IsBare(workTree)
 	}
 	if workTree == "" {
 		return "", errors.New("--install-hook needs --repo to be a local Git work tree, not a URL")
+	}
+	if bare {
+		return "", errors.New("--install-hook needs --repo to be a Git work tree: a bare repository gets pushes, not commits (pushes to it are picked up within 1m)")
 	}
 	if snapshot {
 		return "", errors.New("--install-hook needs --repo to be the top of a Git work tree; a plain directory (such as the default example) is synced as a snapshot")
@@ -402,6 +406,8 @@ func printExport(w io.Writer, kubeconfig string, src *dev.Source, hook bool) {
 	switch {
 	case src != nil && src.WorkTree != "" && hook:
 		fmt.Fprintf(w, "Commits to %s (branch %s) are applied at once: its post-commit hook sends them to the GitHub Receiver.\n", src.WorkTree, src.Branch)
+	case src != nil && src.Bare:
+		fmt.Fprintf(w, "Pushes to %s (branch %s) are picked up within 1m, or at once with\n  eddy reconcile ks flux-system --with-source\n", src.WorkTree, src.Branch)
 	case src != nil && src.WorkTree != "":
 		fmt.Fprintf(w, "Commits to %s (branch %s) are picked up within 1m, or at once with\n  eddy reconcile ks flux-system --with-source\n", src.WorkTree, src.Branch)
 	}
@@ -687,6 +693,7 @@ func runDown(cmd *cobra.Command) error {
 	for _, sub := range []string{"cluster", "storage", "state.json"} {
 		_ = os.RemoveAll(filepath.Join(dir, sub))
 	}
+	_ = dev.RemoveServed(dir)
 	if len(busy) > 0 {
 		return fmt.Errorf("stopped, but ports %s are still in use", strings.Join(busy, ", "))
 	}

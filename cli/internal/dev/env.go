@@ -9,7 +9,7 @@
 //
 //	state.json   the running environment (State)
 //	cluster/     the local cluster: certificates, etcd data, kubeconfig, component logs
-//	git/         the Git server's root: symlinks to served work trees, snapshots of plain directories
+//	git/         the Git server's root: symlinks to served repositories, snapshots of plain directories
 //	storage/     source-controller's artifacts
 //	logs/        controller logs, events.log (events posted to --events-addr), alerts.log
 //	             (alerts received by the sink), supervise.log
@@ -357,7 +357,8 @@ func (e *Env) save() error {
 }
 
 // Stop stops the controllers, the servers and the cluster, removes the
-// cluster's directory, the artifacts and the state file. Safe to call twice.
+// cluster's directory, the artifacts, the served entries of git/ and the
+// state file. Safe to call twice.
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
@@ -380,6 +381,7 @@ func (e *Env) Stop() {
 			_ = os.RemoveAll(filepath.Join(e.Opts.StateDir, "cluster"))
 		}
 		_ = os.RemoveAll(filepath.Join(e.Opts.StateDir, "storage"))
+		_ = RemoveServed(e.Opts.StateDir)
 		_ = os.Remove(statePath(e.Opts.StateDir))
 		_ = e.lock.Close() // releases the flock
 	})
