@@ -370,12 +370,16 @@ func syncSource(ctx context.Context, c client.Client, u *ui, src *dev.Source) er
 // and resumes the Kustomization; so no path is built from the wrong
 // repository's artifact. A source that cannot be fetched leaves the
 // Kustomization suspended, with the error.
-func resync(ctx context.Context, c client.Client, u *ui, src *dev.Source, timeout time.Duration) error {
+func resync(ctx context.Context, c client.Client, u *ui, dir string, src *dev.Source, timeout time.Duration) error {
 	u.Action("syncing %s, branch %s, path %s", src.URL, src.Branch, src.Path)
 	if err := dev.SuspendKustomization(ctx, c); err != nil {
 		return err
 	}
 	if err := dev.ApplySource(ctx, c, src); err != nil {
+		return err
+	}
+	// From here the GitRepository follows src: status and the hook say so.
+	if err := dev.SetWorkTree(dir, src.WorkTree); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -384,15 +388,19 @@ func resync(ctx context.Context, c client.Client, u *ui, src *dev.Source, timeou
 	key := client.ObjectKey{Namespace: dev.Namespace, Name: dev.SyncName}
 	stop := u.Spin("waiting for the GitRepository to fetch " + src.URL)
 	err := waitFor(ctx, c, repo, key, func() (bool, error) {
+		// source-controller handled the request ApplySource made, for this
+		// generation: a failed fetch leaves status.observedGeneration behind,
+		// so that is not waited for unless the fetch succeeded.
 		ready := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
-		if ready == nil || ready.ObservedGeneration != repo.Generation || repo.Status.ObservedGeneration != repo.Generation {
+		requested := repo.Annotations[meta.ReconcileRequestAnnotation]
+		if ready == nil || ready.ObservedGeneration != repo.Generation || requested == "" || repo.Status.LastHandledReconcileAt != requested {
 			return false, nil
 		}
-		if ready.Status == metav1.ConditionFalse && ready.Reason != meta.ProgressingReason {
-			return false, fmt.Errorf("GitRepository %s: %s: %s (Kustomization %s stays suspended until a repository is fetched)",
+		if ready.Status == metav1.ConditionFalse && ready.Reason != meta.ProgressingReason && ready.Reason != meta.ProgressingWithRetryReason {
+			return false, fmt.Errorf("GitRepository %s cannot fetch the repository: %s: %s (Kustomization %s stays suspended until a repository is fetched)",
 				key, ready.Reason, oneLine(ready.Message), key)
 		}
-		return ready.Status == metav1.ConditionTrue, nil
+		return ready.Status == metav1.ConditionTrue && repo.Status.ObservedGeneration == repo.Generation, nil
 	}, "GitRepository "+key.String())
 	stop()
 	if err != nil {
@@ -479,7 +487,7 @@ func upRunning(cmd *cobra.Command, g *globalFlags, u *ui, root, dir string, s *d
 		}
 	}
 	src.SetServer(s.GitServer)
-	if err := resync(ctx, c, u, src, g.timeout); err != nil {
+	if err := resync(ctx, c, u, dir, src, g.timeout); err != nil {
 		return err
 	}
 	if hookTree != "" {
@@ -690,7 +698,7 @@ func runDown(cmd *cobra.Command) error {
 			busy = append(busy, strconv.Itoa(port))
 		}
 	}
-	for _, sub := range []string{"cluster", "storage", "state.json"} {
+	for _, sub := range []string{"cluster", "storage", "sync.json", "state.json"} {
 		_ = os.RemoveAll(filepath.Join(dir, sub))
 	}
 	_ = dev.RemoveServed(dir)

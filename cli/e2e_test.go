@@ -436,7 +436,10 @@ func TestDevE2E(t *testing.T) {
 	if !strings.Contains(out, "fix the file named in the message") {
 		t.Error("up does not say how to fix invalid manifests")
 	}
-	u.must("dev", "status")
+	// status (and the post-commit hook) follow the re-pointed environment.
+	if status := u.must("dev", "status"); !strings.Contains(status, "repository:  "+bad+" ") {
+		t.Errorf("dev status after `up --repo %s` does not show that repository", bad)
+	}
 
 	// flux2-kustomize-helm-example-v2.6, ./clusters/staging: the root applies
 	// its three Kustomizations; infra-controllers holds HelmReleases and
@@ -464,6 +467,16 @@ func TestDevE2E(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(podinfo, ".git")); err != nil {
 		t.Error("the user's repository lost its .git")
+	}
+
+	// A URL nothing answers: up fails on the GitRepository's fetch failure
+	// (not at --timeout), and status no longer names a local repository.
+	out = u.fails("dev", "up", "--repo", "http://127.0.0.1:1/nothing.git", "--timeout", "4m")
+	if !strings.Contains(out, "cannot fetch the repository: GitOperationFailed") || strings.Contains(out, "timed out") {
+		t.Errorf("up on an unreachable URL: want the fetch failure, got:\n%s", out)
+	}
+	if status := u.must("dev", "status"); strings.Contains(status, "repository:  ") {
+		t.Errorf("dev status still names a local repository after `up --repo <URL>`:\n%s", status)
 	}
 
 	// down leaves nothing behind.

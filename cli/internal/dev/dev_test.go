@@ -296,3 +296,28 @@ func TestRemoveServedKeepsTheUsersRepositories(t *testing.T) {
 		t.Errorf("the plain directory lost its file: %v", err)
 	}
 }
+
+// The work tree recorded by SetWorkTree (`eddy dev up --repo B` on a
+// running environment) is the one ReadState returns, even after the owner
+// rewrote state.json with the work tree it started with.
+func TestSetWorkTreeOutlivesTheOwnersStateWrites(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeState(dir, &State{PID: 1, Phase: PhaseRunning, WorkTree: "/src/a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetWorkTree(dir, "/src/b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeState(dir, &State{PID: 1, Phase: PhaseRunning, WorkTree: "/src/a"}); err != nil { // a controller restarted
+		t.Fatal(err)
+	}
+	if s, err := ReadState(dir); err != nil || s.WorkTree != "/src/b" {
+		t.Fatalf("ReadState: %+v, %v; want work tree /src/b", s, err)
+	}
+	if err := SetWorkTree(dir, ""); err != nil { // re-pointed at a URL
+		t.Fatal(err)
+	}
+	if s, _ := ReadState(dir); s.WorkTree != "" {
+		t.Errorf("after re-pointing at a URL: work tree %q, want none", s.WorkTree)
+	}
+}

@@ -8,6 +8,7 @@
 // Layout of the state directory:
 //
 //	state.json   the running environment (State)
+//	sync.json    the work tree the environment syncs (see SetWorkTree)
 //	cluster/     the local cluster: certificates, etcd data, kubeconfig, component logs
 //	git/         the Git server's root: symlinks to served repositories, snapshots of plain directories
 //	storage/     source-controller's artifacts
@@ -144,6 +145,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, fmt.Errorf("%w in %s: run `eddy dev down` first", ErrRunning, opts.StateDir)
 	}
 	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
+	_ = os.Remove(syncPath(opts.StateDir))
 	e := &Env{Opts: opts, Sup: &Supervisor{}, Scheme: NewScheme(), lock: lock}
 	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now()}
 	defer func() {
@@ -259,6 +261,9 @@ func (e *Env) SetRunning(workTree string) error {
 	e.mu.Lock()
 	e.state.Phase, e.state.WorkTree = PhaseRunning, workTree
 	e.mu.Unlock()
+	if err := SetWorkTree(e.Opts.StateDir, workTree); err != nil {
+		return err
+	}
 	return e.save()
 }
 
@@ -382,6 +387,7 @@ func (e *Env) Stop() {
 		}
 		_ = os.RemoveAll(filepath.Join(e.Opts.StateDir, "storage"))
 		_ = RemoveServed(e.Opts.StateDir)
+		_ = os.Remove(syncPath(e.Opts.StateDir))
 		_ = os.Remove(statePath(e.Opts.StateDir))
 		_ = e.lock.Close() // releases the flock
 	})
