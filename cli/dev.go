@@ -156,9 +156,9 @@ func newDevCommand(g *globalFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd, g, &up) },
 	}
 	up.bind(upCmd)
-	upCmd.Flags().BoolVar(&up.detach, "detach", false, "return once the repository is synced; `eddy dev down` stops the environment")
+	upCmd.Flags().BoolVar(&up.detach, "detach", false, "return once the repository is synced; eddy dev down stops the environment")
 	upCmd.Flags().BoolVar(&up.installHook, "install-hook", false, "install a Git post-commit hook into --repo (a local Git work tree) that sends each commit "+
-		"to the GitHub Receiver, so it is applied at once; an existing hook is left alone")
+		"to the GitHub Receiver "+dev.Namespace+"/"+dev.HookReceiver+" (eddy dev creates it), so it is applied at once; an existing hook is left alone")
 	d.AddCommand(upCmd)
 
 	var sup devFlags
@@ -264,7 +264,8 @@ func installHook(u *ui, workTree, dir string) error {
 	if err != nil {
 		return fmt.Errorf("--install-hook: %w", err)
 	}
-	u.Success("installed the post-commit hook %s: each commit is sent to the GitHub Receiver", path)
+	u.Success("installed the post-commit hook %s: each commit is sent to Receiver %s/%s (created by eddy dev for GitRepository %s/%s)",
+		path, dev.Namespace, dev.HookReceiver, dev.Namespace, dev.SyncName)
 	return nil
 }
 
@@ -410,15 +411,31 @@ func resync(ctx context.Context, c client.Client, u *ui, dir string, src *dev.So
 }
 
 func printExport(w io.Writer, kubeconfig string, src *dev.Source, hook bool) {
-	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n\n", kubeconfig)
+	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n\n", shellWord(kubeconfig))
 	switch {
 	case src != nil && src.WorkTree != "" && hook:
-		fmt.Fprintf(w, "Commits to %s (branch %s) are applied at once: its post-commit hook sends them to the GitHub Receiver.\n", src.WorkTree, src.Branch)
+		fmt.Fprintf(w, "Commits to %s (branch %s) are applied at once: its post-commit hook sends them to Receiver %s/%s.\n", src.WorkTree, src.Branch, dev.Namespace, dev.HookReceiver)
 	case src != nil && src.Bare:
 		fmt.Fprintf(w, "Pushes to %s (branch %s) are picked up within 1m, or at once with\n  eddy reconcile ks flux-system --with-source\n", src.WorkTree, src.Branch)
 	case src != nil && src.WorkTree != "":
 		fmt.Fprintf(w, "Commits to %s (branch %s) are picked up within 1m, or at once with\n  eddy reconcile ks flux-system --with-source\n", src.WorkTree, src.Branch)
 	}
+}
+
+// shellWord returns s as one word for a POSIX shell: as it is when it has
+// no character the shell treats specially, else in single quotes.
+func shellWord(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // printNotification prints notification-controller's webhook receiver base
@@ -739,7 +756,7 @@ func runStatus(cmd *cobra.Command) error {
 	if s.WorkTree != "" {
 		fmt.Fprintf(out, "repository:  %s (served at %s)\n", s.WorkTree, s.GitServer)
 		if p, err := dev.HookPath(s.WorkTree); err == nil && dev.IsEddyHook(p) {
-			fmt.Fprintf(out, "hook:        %s (commits are sent to the GitHub Receiver)\n", p)
+			fmt.Fprintf(out, "hook:        %s (commits are sent to Receiver %s/%s)\n", p, dev.Namespace, dev.HookReceiver)
 		}
 	}
 	if s.NotificationAddr != "" {

@@ -373,10 +373,22 @@ func TestDevE2E(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(podinfo, "kustomize", "kustomization.yaml"), []byte(kzs), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "add a ConfigMap"}} {
-		if _, err := gitserver.Git(podinfo, args...); err != nil {
-			t.Fatal(err)
-		}
+	// podinfo defines no Receiver: the hook sends to the one eddy dev made.
+	if out := u.must("dev", "up", "--install-hook"); !strings.Contains(out, "Receiver flux-system/"+dev.HookReceiver) {
+		t.Errorf("up --install-hook does not name the Receiver the hook sends to")
+	}
+	if _, err := gitserver.Git(podinfo, "add", "-A"); err != nil {
+		t.Fatal(err)
+	}
+	commit := exec.Command("git", "commit", "-q", "-m", "add a ConfigMap")
+	commit.Dir = podinfo
+	commit.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	hookOut, err := commit.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git commit: %v\n%s", err, hookOut)
+	}
+	if !strings.Contains(string(hookOut), "sent to Receiver flux-system/"+dev.HookReceiver+": 200 OK") {
+		t.Errorf("the hook in a repository without a Receiver: %q; want a 200 from Receiver flux-system/%s", hookOut, dev.HookReceiver)
 	}
 	head, _ := gitserver.Git(podinfo, "rev-parse", "HEAD")
 	out = u.must("reconcile", "ks", "flux-system", "--with-source")
@@ -664,7 +676,7 @@ func TestDevWebhookAlertsE2E(t *testing.T) {
 	hookOut := commit("payment-api: currency USD")
 	head, _ := gitserver.Git(repo, "rev-parse", "HEAD")
 	rev := "main@sha1:" + head
-	if !strings.Contains(hookOut, "sent to Receiver flux-system/github: 200 OK") {
+	if !strings.Contains(hookOut, "sent to Receiver flux-system/"+dev.HookReceiver+": 200 OK") {
 		t.Errorf("the hook did not report a 200 from the Receiver: %q", hookOut)
 	}
 	// Well inside the GitRepository's 1m interval; that the Receiver caused

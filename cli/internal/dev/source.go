@@ -324,7 +324,8 @@ func copyFile(src, dst string) error {
 
 // ApplySource creates or updates the flux-system Namespace and GitRepository
 // for src, as `flux bootstrap` writes them (interval 1m), and requests a
-// reconcile so a changed source is fetched at once.
+// reconcile so a changed source is fetched at once; and the Receiver
+// HookReceiver the post-commit hook sends commits to.
 func ApplySource(ctx context.Context, c client.Client, src *Source) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -339,7 +340,7 @@ func ApplySource(ctx context.Context, c client.Client, src *Source) error {
 	}); err != nil {
 		return fmt.Errorf("GitRepository %s/%s: %w", Namespace, SyncName, err)
 	}
-	return nil
+	return ApplyHookReceiver(ctx, c)
 }
 
 // ApplyKustomization creates or updates the flux-system Kustomization for
