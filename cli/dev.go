@@ -38,6 +38,7 @@ type devFlags struct {
 	detach             bool
 	alertsSink         bool
 	installHook        bool
+	lockFD             int // supervise: the inherited lock's file descriptor
 }
 
 func (f *devFlags) bind(cmd *cobra.Command) {
@@ -170,6 +171,7 @@ func newDevCommand(g *globalFlags) *cobra.Command {
 		RunE:   func(cmd *cobra.Command, _ []string) error { return runSupervise(cmd, &sup) },
 	}
 	sup.bind(supCmd)
+	supCmd.Flags().IntVar(&sup.lockFD, "lock-fd", 0, "the file descriptor of the state directory's lock, taken by eddy dev up --detach")
 	d.AddCommand(supCmd)
 
 	d.AddCommand(&cobra.Command{
@@ -282,6 +284,13 @@ func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
 	if s := dev.Running(dir); s != nil {
 		return upRunning(cmd, g, u, root, dir, s, f)
 	}
+	// The lock first: a second `up` at the same time stops here, before it
+	// touches the state directory (snapshots, logs) of the first.
+	lock, err := dev.Lock(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // the environment's owner holds it (this process, or the supervisor's inherited copy)
 	src, err := resolveSource(root, dir, f)
 	if err != nil {
 		return err
@@ -296,13 +305,15 @@ func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
 		return err
 	}
 	if f.detach {
-		return upDetached(cmd, g, u, dir, f, src, hookTree)
+		return upDetached(cmd, g, u, dir, lock, f, src, hookTree)
 	}
 
 	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	begin := time.Now()
-	env, err := dev.Start(ctx, devOptions(root, dir, f, u))
+	opts := devOptions(root, dir, f, u)
+	opts.Lock = lock
+	env, err := dev.Start(ctx, opts)
 	if err != nil {
 		return oneLineErr(err)
 	}
@@ -529,7 +540,7 @@ func clientFor(kubeconfig string) (client.Client, error) {
 // upDetached starts `eddy dev supervise` as a daemon (own session, output to
 // logs/supervise.log), waits until it reports the environment running, then
 // shows the sync like the foreground does.
-func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFlags, src *dev.Source, hookTree string) error {
+func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, lock *os.File, f *devFlags, src *dev.Source, hookTree string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -537,6 +548,8 @@ func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFla
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
 		return err
 	}
+	// This process holds the lock, and passes it to the supervisor: no other
+	// process owns these files.
 	logPath := filepath.Join(dir, "logs", "supervise.log")
 	errPath := filepath.Join(dir, "logs", "supervise.err")
 	_ = os.Remove(errPath)
@@ -550,9 +563,11 @@ func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFla
 		repo, _ = filepath.Abs(repo)
 	}
 	args := []string{"dev", "supervise", "--repo=" + repo, "--path=" + f.path, "--branch=" + f.branch,
-		"--target-namespace=" + f.targetNamespace, "--nodes=" + strconv.Itoa(f.nodes), "--alerts-sink=" + strconv.FormatBool(f.alertsSink)}
+		"--target-namespace=" + f.targetNamespace, "--nodes=" + strconv.Itoa(f.nodes), "--alerts-sink=" + strconv.FormatBool(f.alertsSink),
+		"--lock-fd=3"}
 	child := exec.Command(exe, args...)
 	child.Stdout, child.Stderr = logFile, logFile
+	child.ExtraFiles = []*os.File{lock} // fd 3: the supervisor holds the lock from here on
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	begin := time.Now()
 	if err := child.Start(); err != nil {
@@ -632,6 +647,13 @@ func runSupervise(cmd *cobra.Command, f *devFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	opts := dev.Options{}
+	if f.lockFD > 0 {
+		// The lock `eddy dev up --detach` took for this process; not passed on to the controllers.
+		syscall.CloseOnExec(f.lockFD)
+		opts.Lock = os.NewFile(uintptr(f.lockFD), filepath.Join(dir, "lock"))
+		defer opts.Lock.Close()
+	}
 	root, err := findRoot()
 	if err != nil {
 		return err
@@ -642,7 +664,9 @@ func runSupervise(cmd *cobra.Command, f *devFlags) (err error) {
 	}
 	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stopSignals()
-	env, err := dev.Start(ctx, devOptions(root, dir, f, u))
+	o := devOptions(root, dir, f, u)
+	o.Lock = opts.Lock
+	env, err := dev.Start(ctx, o)
 	if err != nil {
 		return err
 	}

@@ -742,3 +742,31 @@ func readFile(path string) string {
 	data, _ := os.ReadFile(path)
 	return string(data)
 }
+
+// TestDevUpWhileAnotherStarts: a second `eddy dev up --detach` while the
+// first one holds the state directory's lock says "already running" and
+// leaves the first one's logs/supervise.log and supervise.err alone.
+func TestDevUpWhileAnotherStarts(t *testing.T) {
+	u := newUser(t)
+	logs := filepath.Join(u.dir(), "logs")
+	if err := os.MkdirAll(logs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := dev.Lock(u.dir()) // the first `up`
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	files := map[string]string{"supervise.log": "the first up's log\n", "supervise.err": "the first up's error\n"}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(logs, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oneLineError(t, u.fails("dev", "up", "--detach"), "already running")
+	for name, text := range files {
+		if got := readFile(filepath.Join(logs, name)); got != text {
+			t.Errorf("logs/%s is now %q, want %q", name, got, text)
+		}
+	}
+}

@@ -72,6 +72,9 @@ type Options struct {
 	AlertsSink bool
 	// OnAlert receives each alert line of the sink; may be nil.
 	OnAlert func(line string)
+	// Lock is the state directory's lock, taken with Lock (by the caller,
+	// or inherited from `eddy dev up --detach`); nil: Start takes it.
+	Lock *os.File
 }
 
 // Env is a running dev environment.
@@ -110,6 +113,26 @@ func NewScheme() *runtime.Scheme {
 // ErrRunning is returned by Start when the state directory's environment runs.
 var ErrRunning = errors.New("an eddy dev environment is already running")
 
+// Lock takes the lock of the state directory dir (an exclusive flock of
+// dir/lock), which the owner of its environment holds while it runs: one
+// environment per state directory, even when two start at once. ErrRunning
+// when another process holds it. Closing the file (or exiting) releases it;
+// a child process started with the file keeps it held.
+func Lock(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w in %s (starting or running): run `eddy dev down` first", ErrRunning, dir)
+	}
+	return f, nil
+}
+
 func (e *Env) progress(format string, args ...any) {
 	if e.Opts.Progress != nil {
 		e.Opts.Progress(fmt.Sprintf(format, args...))
@@ -130,19 +153,17 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if s := Running(opts.StateDir); s != nil && s.PID != os.Getpid() {
 		return nil, fmt.Errorf("%w (pid %d): run `eddy dev down` first", ErrRunning, s.PID)
 	}
-	for _, d := range []string{"logs", "storage", "git"} {
-		if err := os.MkdirAll(filepath.Join(opts.StateDir, d), 0o700); err != nil {
+	lock := opts.Lock
+	if lock == nil {
+		if lock, err = Lock(opts.StateDir); err != nil {
 			return nil, err
 		}
 	}
-	// One environment per state directory, even when two start at once.
-	lock, err := os.OpenFile(filepath.Join(opts.StateDir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("%w in %s: run `eddy dev down` first", ErrRunning, opts.StateDir)
+	for _, d := range []string{"logs", "storage", "git"} {
+		if err := os.MkdirAll(filepath.Join(opts.StateDir, d), 0o700); err != nil {
+			lock.Close()
+			return nil, err
+		}
 	}
 	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
 	_ = os.Remove(syncPath(opts.StateDir))
