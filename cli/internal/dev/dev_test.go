@@ -321,3 +321,28 @@ func TestSetWorkTreeOutlivesTheOwnersStateWrites(t *testing.T) {
 		t.Errorf("after re-pointing at a URL: work tree %q, want none", s.WorkTree)
 	}
 }
+
+// A controller that exits again after its restart fails the start with its
+// name and the last line of its log (message and error of a JSON line).
+func TestWaitControllersReadyNamesACrashLoopingController(t *testing.T) {
+	dir := t.TempDir()
+	e := &Env{Opts: Options{StateDir: dir}, Sup: &Supervisor{}}
+	defer e.Sup.Stop(time.Second)
+	script := `echo '{"level":"info","msg":"starting"}'; echo '{"level":"error","msg":"unable to start manager","error":"listen tcp: address in use"}'; exit 1`
+	if err := e.Sup.Start(ProcSpec{Name: "source-controller", Bin: "/bin/sh", Args: []string{"-c", script},
+		LogPath: filepath.Join(dir, "source-controller.log"), HealthURL: "http://127.0.0.1:1/readyz"}); err != nil {
+		t.Fatal(err)
+	}
+	err := e.waitControllersReady(t.Context(), time.Minute)
+	if err == nil {
+		t.Fatal("a crash-looping controller was reported ready")
+	}
+	for _, want := range []string{"source-controller keeps exiting", "unable to start manager: listen tcp: address in use"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error is not one line: %q", err)
+	}
+}

@@ -19,13 +19,16 @@ package dev
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -345,15 +348,23 @@ func (e *Env) controllerSpec(name string) (ProcSpec, []int, error) {
 	}, used, nil
 }
 
+// waitControllersReady waits until every controller answers its readiness
+// probe. A controller that exited again after a restart is crash-looping:
+// the error names it with the last line of its log, at once; at the
+// timeout, the error names those not ready the same way.
 func (e *Env) waitControllersReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		ready := true
+		var notReady []string
 		for _, p := range e.Sup.Status() {
+			if p.Restarts >= 1 && p.LastExit != "" && !Alive(p.PID) {
+				return fmt.Errorf("%s keeps exiting (%s, %d restarts): %s (log %s)", p.Name, p.LastExit, p.Restarts, LastLogLine(p.LogPath), p.LogPath)
+			}
 			if !Healthy(p.HealthURL) {
-				ready = false
+				notReady = append(notReady, fmt.Sprintf("%s: %s (log %s)", p.Name, LastLogLine(p.LogPath), p.LogPath))
 			}
 		}
+		ready := len(notReady) == 0
 		for _, port := range []int{e.ncEvents, e.ncReceiver} {
 			if port != 0 && !listening(port) {
 				ready = false
@@ -363,7 +374,11 @@ func (e *Env) waitControllersReady(ctx context.Context, timeout time.Duration) e
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("controllers not ready after %s: see %s", timeout, filepath.Join(e.Opts.StateDir, "logs"))
+			if len(notReady) == 0 {
+				return fmt.Errorf("notification-controller does not listen on its event or receiver port after %s: see %s", timeout,
+					filepath.Join(e.Opts.StateDir, "logs", "notification-controller.log"))
+			}
+			return fmt.Errorf("not ready after %s: %s", timeout, strings.Join(notReady, "; "))
 		}
 		select {
 		case <-ctx.Done():
@@ -505,4 +520,39 @@ func portOf(url string) int {
 	}
 	n, _ := strconv.Atoi(p)
 	return n
+}
+
+// LastLogLine returns the last line of a controller's log, shortened: for a
+// JSON log line its message and error; "no output" when there is none.
+func LastLogLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "no log"
+	}
+	defer f.Close()
+	const tail = 64 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > tail {
+		_, _ = f.Seek(-tail, io.SeekEnd)
+	}
+	data, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	line := strings.TrimSpace(lines[len(lines)-1])
+	if line == "" {
+		return "no output"
+	}
+	var entry struct {
+		Msg   string `json:"msg"`
+		Error string `json:"error"`
+	}
+	if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg != "" {
+		line = entry.Msg
+		if entry.Error != "" {
+			line += ": " + entry.Error
+		}
+	}
+	line = strings.Join(strings.Fields(line), " ")
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	return line
 }
