@@ -699,7 +699,7 @@ func runDown(cmd *cobra.Command) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		return downUnreadable(u, dir, err)
 	}
 	pids := []int{}
 	for _, p := range s.Cluster {
@@ -739,14 +739,58 @@ func runDown(cmd *cobra.Command) error {
 			busy = append(busy, strconv.Itoa(port))
 		}
 	}
-	for _, sub := range []string{"cluster", "storage", "sync.json", "state.json"} {
-		_ = os.RemoveAll(filepath.Join(dir, sub))
-	}
-	_ = dev.RemoveServed(dir)
+	removeState(dir)
 	if len(busy) > 0 {
 		return fmt.Errorf("stopped, but ports %s are still in use", strings.Join(busy, ", "))
 	}
 	u.Success("stopped: %d processes ended, %d ports released", len(pids)+1, len(s.Ports))
+	return nil
+}
+
+// removeState removes what an environment leaves in its state directory
+// besides logs/ and the webhook token.
+func removeState(dir string) {
+	for _, sub := range []string{"cluster", "storage", "sync.json", "state.json"} {
+		_ = os.RemoveAll(filepath.Join(dir, sub))
+	}
+	_ = dev.RemoveServed(dir)
+}
+
+// downUnreadable stops an environment whose state file cannot be read
+// (readErr): the process that holds the state directory's lock is its
+// owner, which stops the rest; then the state is removed.
+func downUnreadable(u *ui, dir string, readErr error) error {
+	holders, ok := dev.LockHolders(dir)
+	if !ok {
+		return fmt.Errorf("%v: cannot tell which process owns the environment (no /proc): stop it, then remove %s, %s and %s",
+			readErr, filepath.Join(dir, "state.json"), filepath.Join(dir, "cluster"), filepath.Join(dir, "storage"))
+	}
+	u.Warning("%v: stopping the process that holds %s, and removing the state", readErr, filepath.Join(dir, "lock"))
+	stopped := 0
+	for _, pid := range holders {
+		if pid == os.Getpid() || !dev.IsOwner(pid) {
+			continue
+		}
+		u.Action("stopping the environment (pid %d)", pid)
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		deadline := time.Now().Add(60 * time.Second)
+		for dev.IsOwner(pid) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if dev.IsOwner(pid) {
+			u.Warning("pid %d did not stop within 60s: killing it", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		stopped++
+	}
+	lock, err := dev.Lock(dir)
+	if err != nil {
+		left, _ := dev.LockHolders(dir)
+		return fmt.Errorf("processes %v still hold %s: stop them, then run `eddy dev down` again", left, filepath.Join(dir, "lock"))
+	}
+	defer lock.Close()
+	removeState(dir)
+	u.Success("stopped: %d process(es) ended; the unreadable state file is removed", stopped)
 	return nil
 }
 
@@ -770,7 +814,10 @@ func runStatus(cmd *cobra.Command) error {
 		return errors.New("no eddy dev environment is running: start one with `eddy dev up`")
 	}
 	if err != nil {
-		return err
+		if holders, _ := dev.LockHolders(dir); len(holders) > 0 {
+			return fmt.Errorf("%v: the environment of pid %d cannot be shown: run `eddy dev down` to stop it and remove the file", err, holders[0])
+		}
+		return fmt.Errorf("%v: no environment holds %s: run `eddy dev down` to remove the file", err, filepath.Join(dir, "lock"))
 	}
 	fmt.Fprintf(out, "environment: %s (pid %d), up %s\n", s.Phase, s.PID, time.Since(s.StartedAt).Round(time.Second))
 	fmt.Fprintf(out, "state:       %s\n", dir)

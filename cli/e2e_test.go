@@ -770,3 +770,46 @@ func TestDevUpWhileAnotherStarts(t *testing.T) {
 		}
 	}
 }
+
+// TestDevDownWithUnreadableState: with state.json corrupt, `dev status`
+// says in one line to run `dev down`, and `dev down` stops the process that
+// holds the state directory's lock and removes the state.
+func TestDevDownWithUnreadableState(t *testing.T) {
+	u := newUser(t)
+	if err := os.MkdirAll(u.dir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := dev.Lock(u.dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An owner that looks like `eddy dev supervise` and holds the lock.
+	// sleep does not inherit the lock, and ends with its shell.
+	owner := exec.Command("sh", "-c", "trap 'kill $!; exit 0' TERM; sleep 120 3>&- & wait", "sh", "dev", "supervise")
+	owner.ExtraFiles = []*os.File{lock}
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lock.Close()
+	exited := make(chan struct{})
+	go func() { _ = owner.Wait(); close(exited) }()
+	defer func() { _ = owner.Process.Kill() }()
+	if err := os.WriteFile(filepath.Join(u.dir(), "state.json"), []byte(`{"pid": 12`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oneLineError(t, u.fails("dev", "status"), "state.json", "eddy dev down")
+	u.must("dev", "down")
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev down did not stop the process holding the lock")
+	}
+	if _, err := os.Stat(filepath.Join(u.dir(), "state.json")); !os.IsNotExist(err) {
+		t.Errorf("state.json left behind (%v)", err)
+	}
+	if l, err := dev.Lock(u.dir()); err != nil {
+		t.Errorf("the lock is still held after down: %v", err)
+	} else {
+		l.Close()
+	}
+}

@@ -1,6 +1,7 @@
 package dev
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -344,5 +345,27 @@ func TestWaitControllersReadyNamesACrashLoopingController(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "\n") {
 		t.Errorf("error is not one line: %q", err)
+	}
+}
+
+// LockHolders finds the process that holds the state directory's lock.
+func TestLockHoldersFindsTheOwner(t *testing.T) {
+	dir := t.TempDir()
+	if pids, ok := LockHolders(dir); !ok || len(pids) != 0 {
+		t.Fatalf("no lock taken: holders %v (procfs %v)", pids, ok)
+	}
+	lock, err := Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lock(dir); !errors.Is(err, ErrRunning) {
+		t.Errorf("a second Lock: %v; want ErrRunning", err)
+	}
+	if pids, _ := LockHolders(dir); len(pids) != 1 || pids[0] != os.Getpid() {
+		t.Errorf("holders %v, want this process %d", pids, os.Getpid())
+	}
+	lock.Close()
+	if pids, _ := LockHolders(dir); len(pids) != 0 {
+		t.Errorf("after release: holders %v", pids)
 	}
 }

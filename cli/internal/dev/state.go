@@ -191,3 +191,25 @@ func Running(dir string) *State {
 	}
 	return s
 }
+
+// LockHolders returns the processes that have the lock file of dir open:
+// the owner of its environment, even when the state file is unreadable. ok
+// is false without procfs.
+func LockHolders(dir string) (pids []int, ok bool) {
+	lock := filepath.Join(dir, "lock")
+	fds, err := filepath.Glob("/proc/[0-9]*/fd/*")
+	if err != nil || len(fds) == 0 {
+		return nil, false
+	}
+	seen := map[int]bool{}
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && target == lock {
+			pid, err := strconv.Atoi(strings.Split(strings.TrimPrefix(fd, "/proc/"), "/")[0])
+			if err == nil && !seen[pid] {
+				seen[pid] = true
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, true
+}
