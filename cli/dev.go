@@ -650,6 +650,9 @@ func runSupervise(cmd *cobra.Command, f *devFlags) (err error) {
 	opts := dev.Options{}
 	if f.lockFD > 0 {
 		// The lock `eddy dev up --detach` took for this process; not passed on to the controllers.
+		if err := syscall.Flock(f.lockFD, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			return fmt.Errorf("--lock-fd %d is not the lock of %s: %v", f.lockFD, dir, err)
+		}
 		syscall.CloseOnExec(f.lockFD)
 		opts.Lock = os.NewFile(uintptr(f.lockFD), filepath.Join(dir, "lock"))
 		defer opts.Lock.Close()
