@@ -479,7 +479,7 @@ func printNotification(ctx context.Context, w io.Writer, c client.Client, s *dev
 // bad input leaves it as it was.
 func upRunning(cmd *cobra.Command, g *globalFlags, u *ui, root, dir string, s *dev.State, f *devFlags) error {
 	if s.Phase != dev.PhaseRunning {
-		return fmt.Errorf("an eddy dev environment is %s (pid %d): wait for it, or run `eddy dev down`", s.Phase, s.PID)
+		return fmt.Errorf("an eddy dev environment is already running (%s, pid %d): wait for it, or run `eddy dev down`", s.Phase, s.PID)
 	}
 	if f.alertsSink && s.AlertsSink == "" {
 		return errors.New("--alerts-sink: the running environment was started without it: run `eddy dev down`, then `eddy dev up --alerts-sink`")
