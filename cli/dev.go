@@ -38,6 +38,7 @@ type devFlags struct {
 	detach             bool
 	alertsSink         bool
 	installHook        bool
+	lockFD             int // supervise: the inherited lock's file descriptor
 }
 
 func (f *devFlags) bind(cmd *cobra.Command) {
@@ -156,9 +157,9 @@ func newDevCommand(g *globalFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd, g, &up) },
 	}
 	up.bind(upCmd)
-	upCmd.Flags().BoolVar(&up.detach, "detach", false, "return once the repository is synced; `eddy dev down` stops the environment")
+	upCmd.Flags().BoolVar(&up.detach, "detach", false, "return once the repository is synced; eddy dev down stops the environment")
 	upCmd.Flags().BoolVar(&up.installHook, "install-hook", false, "install a Git post-commit hook into --repo (a local Git work tree) that sends each commit "+
-		"to the GitHub Receiver, so it is applied at once; an existing hook is left alone")
+		"to the GitHub Receiver "+dev.Namespace+"/"+dev.HookReceiver+" (eddy dev creates it), so it is applied at once; an existing hook is left alone")
 	d.AddCommand(upCmd)
 
 	var sup devFlags
@@ -170,6 +171,7 @@ func newDevCommand(g *globalFlags) *cobra.Command {
 		RunE:   func(cmd *cobra.Command, _ []string) error { return runSupervise(cmd, &sup) },
 	}
 	sup.bind(supCmd)
+	supCmd.Flags().IntVar(&sup.lockFD, "lock-fd", 0, "the file descriptor of the state directory's lock, taken by eddy dev up --detach")
 	d.AddCommand(supCmd)
 
 	d.AddCommand(&cobra.Command{
@@ -230,16 +232,20 @@ func newHookCommand() *cobra.Command {
 // the repository of src, or the running environment's when src is nil. A
 // remote repository or a snapshot of a plain directory has none (error).
 func hookTarget(dir string, src *dev.Source, running *dev.State) (string, error) {
-	workTree, snapshot := "", false
+	workTree, snapshot, bare := "", false, false
 	switch {
 	case src != nil:
-		workTree, snapshot = src.WorkTree, src.Snapshot
+		workTree, snapshot, bare = src.WorkTree, src.Snapshot, src.Bare
 	case running != nil:
 		workTree = running.WorkTree
 		snapshot = workTree != "" && strings.HasPrefix(workTree, filepath.Join(dir, "git")+string(filepath.Separator))
+		bare = workTree != "" && dev.IsBare(workTree)
 	}
 	if workTree == "" {
 		return "", errors.New("--install-hook needs --repo to be a local Git work tree, not a URL")
+	}
+	if bare {
+		return "", errors.New("--install-hook needs --repo to be a Git work tree: a bare repository gets pushes, not commits (pushes to it are picked up within 1m)")
 	}
 	if snapshot {
 		return "", errors.New("--install-hook needs --repo to be the top of a Git work tree; a plain directory (such as the default example) is synced as a snapshot")
@@ -260,7 +266,8 @@ func installHook(u *ui, workTree, dir string) error {
 	if err != nil {
 		return fmt.Errorf("--install-hook: %w", err)
 	}
-	u.Success("installed the post-commit hook %s: each commit is sent to the GitHub Receiver", path)
+	u.Success("installed the post-commit hook %s: each commit is sent to Receiver %s/%s (created by eddy dev for GitRepository %s/%s)",
+		path, dev.Namespace, dev.HookReceiver, dev.Namespace, dev.SyncName)
 	return nil
 }
 
@@ -277,6 +284,13 @@ func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
 	if s := dev.Running(dir); s != nil {
 		return upRunning(cmd, g, u, root, dir, s, f)
 	}
+	// The lock first: a second `up` at the same time stops here, before it
+	// touches the state directory (snapshots, logs) of the first.
+	lock, err := dev.Lock(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // the environment's owner holds it (this process, or the supervisor's inherited copy)
 	src, err := resolveSource(root, dir, f)
 	if err != nil {
 		return err
@@ -291,13 +305,15 @@ func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
 		return err
 	}
 	if f.detach {
-		return upDetached(cmd, g, u, dir, f, src, hookTree)
+		return upDetached(cmd, g, u, dir, lock, f, src, hookTree)
 	}
 
 	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	begin := time.Now()
-	env, err := dev.Start(ctx, devOptions(root, dir, f, u))
+	opts := devOptions(root, dir, f, u)
+	opts.Lock = lock
+	env, err := dev.Start(ctx, opts)
 	if err != nil {
 		return oneLineErr(err)
 	}
@@ -366,12 +382,16 @@ func syncSource(ctx context.Context, c client.Client, u *ui, src *dev.Source) er
 // and resumes the Kustomization; so no path is built from the wrong
 // repository's artifact. A source that cannot be fetched leaves the
 // Kustomization suspended, with the error.
-func resync(ctx context.Context, c client.Client, u *ui, src *dev.Source, timeout time.Duration) error {
+func resync(ctx context.Context, c client.Client, u *ui, dir string, src *dev.Source, timeout time.Duration) error {
 	u.Action("syncing %s, branch %s, path %s", src.URL, src.Branch, src.Path)
 	if err := dev.SuspendKustomization(ctx, c); err != nil {
 		return err
 	}
 	if err := dev.ApplySource(ctx, c, src); err != nil {
+		return err
+	}
+	// From here the GitRepository follows src: status and the hook say so.
+	if err := dev.SetWorkTree(dir, src.WorkTree); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -380,15 +400,19 @@ func resync(ctx context.Context, c client.Client, u *ui, src *dev.Source, timeou
 	key := client.ObjectKey{Namespace: dev.Namespace, Name: dev.SyncName}
 	stop := u.Spin("waiting for the GitRepository to fetch " + src.URL)
 	err := waitFor(ctx, c, repo, key, func() (bool, error) {
+		// source-controller handled the request ApplySource made, for this
+		// generation: a failed fetch leaves status.observedGeneration behind,
+		// so that is not waited for unless the fetch succeeded.
 		ready := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
-		if ready == nil || ready.ObservedGeneration != repo.Generation || repo.Status.ObservedGeneration != repo.Generation {
+		requested := repo.Annotations[meta.ReconcileRequestAnnotation]
+		if ready == nil || ready.ObservedGeneration != repo.Generation || requested == "" || repo.Status.LastHandledReconcileAt != requested {
 			return false, nil
 		}
-		if ready.Status == metav1.ConditionFalse && ready.Reason != meta.ProgressingReason {
-			return false, fmt.Errorf("GitRepository %s: %s: %s (Kustomization %s stays suspended until a repository is fetched)",
+		if ready.Status == metav1.ConditionFalse && ready.Reason != meta.ProgressingReason && ready.Reason != meta.ProgressingWithRetryReason {
+			return false, fmt.Errorf("GitRepository %s cannot fetch the repository: %s: %s (Kustomization %s stays suspended until a repository is fetched)",
 				key, ready.Reason, oneLine(ready.Message), key)
 		}
-		return ready.Status == metav1.ConditionTrue, nil
+		return ready.Status == metav1.ConditionTrue && repo.Status.ObservedGeneration == repo.Generation, nil
 	}, "GitRepository "+key.String())
 	stop()
 	if err != nil {
@@ -398,13 +422,31 @@ func resync(ctx context.Context, c client.Client, u *ui, src *dev.Source, timeou
 }
 
 func printExport(w io.Writer, kubeconfig string, src *dev.Source, hook bool) {
-	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n\n", kubeconfig)
+	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n\n", shellWord(kubeconfig))
 	switch {
 	case src != nil && src.WorkTree != "" && hook:
-		fmt.Fprintf(w, "Commits to %s (branch %s) are applied at once: its post-commit hook sends them to the GitHub Receiver.\n", src.WorkTree, src.Branch)
+		fmt.Fprintf(w, "Commits to %s (branch %s) are applied at once: its post-commit hook sends them to Receiver %s/%s.\n", src.WorkTree, src.Branch, dev.Namespace, dev.HookReceiver)
+	case src != nil && src.Bare:
+		fmt.Fprintf(w, "Pushes to %s (branch %s) are picked up within 1m, or at once with\n  eddy reconcile ks flux-system --with-source\n", src.WorkTree, src.Branch)
 	case src != nil && src.WorkTree != "":
 		fmt.Fprintf(w, "Commits to %s (branch %s) are picked up within 1m, or at once with\n  eddy reconcile ks flux-system --with-source\n", src.WorkTree, src.Branch)
 	}
+}
+
+// shellWord returns s as one word for a POSIX shell: as it is when it has
+// no character the shell treats specially, else in single quotes.
+func shellWord(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // printNotification prints notification-controller's webhook receiver base
@@ -437,7 +479,7 @@ func printNotification(ctx context.Context, w io.Writer, c client.Client, s *dev
 // bad input leaves it as it was.
 func upRunning(cmd *cobra.Command, g *globalFlags, u *ui, root, dir string, s *dev.State, f *devFlags) error {
 	if s.Phase != dev.PhaseRunning {
-		return fmt.Errorf("an eddy dev environment is %s (pid %d): wait for it, or run `eddy dev down`", s.Phase, s.PID)
+		return fmt.Errorf("an eddy dev environment is already running (%s, pid %d): wait for it, or run `eddy dev down`", s.Phase, s.PID)
 	}
 	if f.alertsSink && s.AlertsSink == "" {
 		return errors.New("--alerts-sink: the running environment was started without it: run `eddy dev down`, then `eddy dev up --alerts-sink`")
@@ -473,7 +515,7 @@ func upRunning(cmd *cobra.Command, g *globalFlags, u *ui, root, dir string, s *d
 		}
 	}
 	src.SetServer(s.GitServer)
-	if err := resync(ctx, c, u, src, g.timeout); err != nil {
+	if err := resync(ctx, c, u, dir, src, g.timeout); err != nil {
 		return err
 	}
 	if hookTree != "" {
@@ -498,7 +540,7 @@ func clientFor(kubeconfig string) (client.Client, error) {
 // upDetached starts `eddy dev supervise` as a daemon (own session, output to
 // logs/supervise.log), waits until it reports the environment running, then
 // shows the sync like the foreground does.
-func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFlags, src *dev.Source, hookTree string) error {
+func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, lock *os.File, f *devFlags, src *dev.Source, hookTree string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -506,6 +548,8 @@ func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFla
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
 		return err
 	}
+	// This process holds the lock, and passes it to the supervisor: no other
+	// process owns these files.
 	logPath := filepath.Join(dir, "logs", "supervise.log")
 	errPath := filepath.Join(dir, "logs", "supervise.err")
 	_ = os.Remove(errPath)
@@ -519,9 +563,11 @@ func upDetached(cmd *cobra.Command, g *globalFlags, u *ui, dir string, f *devFla
 		repo, _ = filepath.Abs(repo)
 	}
 	args := []string{"dev", "supervise", "--repo=" + repo, "--path=" + f.path, "--branch=" + f.branch,
-		"--target-namespace=" + f.targetNamespace, "--nodes=" + strconv.Itoa(f.nodes), "--alerts-sink=" + strconv.FormatBool(f.alertsSink)}
+		"--target-namespace=" + f.targetNamespace, "--nodes=" + strconv.Itoa(f.nodes), "--alerts-sink=" + strconv.FormatBool(f.alertsSink),
+		"--lock-fd=3"}
 	child := exec.Command(exe, args...)
 	child.Stdout, child.Stderr = logFile, logFile
+	child.ExtraFiles = []*os.File{lock} // fd 3: the supervisor holds the lock from here on
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	begin := time.Now()
 	if err := child.Start(); err != nil {
@@ -601,6 +647,16 @@ func runSupervise(cmd *cobra.Command, f *devFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	opts := dev.Options{}
+	if f.lockFD > 0 {
+		// The lock `eddy dev up --detach` took for this process; not passed on to the controllers.
+		if err := syscall.Flock(f.lockFD, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			return fmt.Errorf("--lock-fd %d is not the lock of %s: %v", f.lockFD, dir, err)
+		}
+		syscall.CloseOnExec(f.lockFD)
+		opts.Lock = os.NewFile(uintptr(f.lockFD), filepath.Join(dir, "lock"))
+		defer opts.Lock.Close()
+	}
 	root, err := findRoot()
 	if err != nil {
 		return err
@@ -611,7 +667,9 @@ func runSupervise(cmd *cobra.Command, f *devFlags) (err error) {
 	}
 	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stopSignals()
-	env, err := dev.Start(ctx, devOptions(root, dir, f, u))
+	o := devOptions(root, dir, f, u)
+	o.Lock = opts.Lock
+	env, err := dev.Start(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -644,7 +702,7 @@ func runDown(cmd *cobra.Command) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		return downUnreadable(u, dir, err)
 	}
 	pids := []int{}
 	for _, p := range s.Cluster {
@@ -684,13 +742,58 @@ func runDown(cmd *cobra.Command) error {
 			busy = append(busy, strconv.Itoa(port))
 		}
 	}
-	for _, sub := range []string{"cluster", "storage", "state.json"} {
-		_ = os.RemoveAll(filepath.Join(dir, sub))
-	}
+	removeState(dir)
 	if len(busy) > 0 {
 		return fmt.Errorf("stopped, but ports %s are still in use", strings.Join(busy, ", "))
 	}
 	u.Success("stopped: %d processes ended, %d ports released", len(pids)+1, len(s.Ports))
+	return nil
+}
+
+// removeState removes what an environment leaves in its state directory
+// besides logs/ and the webhook token.
+func removeState(dir string) {
+	for _, sub := range []string{"cluster", "storage", "sync.json", "state.json"} {
+		_ = os.RemoveAll(filepath.Join(dir, sub))
+	}
+	_ = dev.RemoveServed(dir)
+}
+
+// downUnreadable stops an environment whose state file cannot be read
+// (readErr): the process that holds the state directory's lock is its
+// owner, which stops the rest; then the state is removed.
+func downUnreadable(u *ui, dir string, readErr error) error {
+	holders, ok := dev.LockHolders(dir)
+	if !ok {
+		return fmt.Errorf("%v: cannot tell which process owns the environment (no /proc): stop it, then remove %s, %s and %s",
+			readErr, filepath.Join(dir, "state.json"), filepath.Join(dir, "cluster"), filepath.Join(dir, "storage"))
+	}
+	u.Warning("%v: stopping the process that holds %s, and removing the state", readErr, filepath.Join(dir, "lock"))
+	stopped := 0
+	for _, pid := range holders {
+		if pid == os.Getpid() || !dev.IsOwner(pid) {
+			continue
+		}
+		u.Action("stopping the environment (pid %d)", pid)
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		deadline := time.Now().Add(60 * time.Second)
+		for dev.IsOwner(pid) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if dev.IsOwner(pid) {
+			u.Warning("pid %d did not stop within 60s: killing it", pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		stopped++
+	}
+	lock, err := dev.Lock(dir)
+	if err != nil {
+		left, _ := dev.LockHolders(dir)
+		return fmt.Errorf("processes %v still hold %s: stop them, then run `eddy dev down` again", left, filepath.Join(dir, "lock"))
+	}
+	defer lock.Close()
+	removeState(dir)
+	u.Success("stopped: %d process(es) ended; the unreadable state file is removed", stopped)
 	return nil
 }
 
@@ -714,7 +817,10 @@ func runStatus(cmd *cobra.Command) error {
 		return errors.New("no eddy dev environment is running: start one with `eddy dev up`")
 	}
 	if err != nil {
-		return err
+		if holders, _ := dev.LockHolders(dir); len(holders) > 0 {
+			return fmt.Errorf("%v: the environment of pid %d cannot be shown: run `eddy dev down` to stop it and remove the file", err, holders[0])
+		}
+		return fmt.Errorf("%v: no environment holds %s: run `eddy dev down` to remove the file", err, filepath.Join(dir, "lock"))
 	}
 	fmt.Fprintf(out, "environment: %s (pid %d), up %s\n", s.Phase, s.PID, time.Since(s.StartedAt).Round(time.Second))
 	fmt.Fprintf(out, "state:       %s\n", dir)
@@ -724,7 +830,7 @@ func runStatus(cmd *cobra.Command) error {
 	if s.WorkTree != "" {
 		fmt.Fprintf(out, "repository:  %s (served at %s)\n", s.WorkTree, s.GitServer)
 		if p, err := dev.HookPath(s.WorkTree); err == nil && dev.IsEddyHook(p) {
-			fmt.Fprintf(out, "hook:        %s (commits are sent to the GitHub Receiver)\n", p)
+			fmt.Fprintf(out, "hook:        %s (commits are sent to Receiver %s/%s)\n", p, dev.Namespace, dev.HookReceiver)
 		}
 	}
 	if s.NotificationAddr != "" {

@@ -373,10 +373,22 @@ func TestDevE2E(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(podinfo, "kustomize", "kustomization.yaml"), []byte(kzs), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "add a ConfigMap"}} {
-		if _, err := gitserver.Git(podinfo, args...); err != nil {
-			t.Fatal(err)
-		}
+	// podinfo defines no Receiver: the hook sends to the one eddy dev made.
+	if out := u.must("dev", "up", "--install-hook"); !strings.Contains(out, "Receiver flux-system/"+dev.HookReceiver) {
+		t.Errorf("up --install-hook does not name the Receiver the hook sends to")
+	}
+	if _, err := gitserver.Git(podinfo, "add", "-A"); err != nil {
+		t.Fatal(err)
+	}
+	commit := exec.Command("git", "commit", "-q", "-m", "add a ConfigMap")
+	commit.Dir = podinfo
+	commit.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	hookOut, err := commit.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git commit: %v\n%s", err, hookOut)
+	}
+	if !strings.Contains(string(hookOut), "sent to Receiver flux-system/"+dev.HookReceiver+": 200 OK") {
+		t.Errorf("the hook in a repository without a Receiver: %q; want a 200 from Receiver flux-system/%s", hookOut, dev.HookReceiver)
 	}
 	head, _ := gitserver.Git(podinfo, "rev-parse", "HEAD")
 	out = u.must("reconcile", "ks", "flux-system", "--with-source")
@@ -436,7 +448,10 @@ func TestDevE2E(t *testing.T) {
 	if !strings.Contains(out, "fix the file named in the message") {
 		t.Error("up does not say how to fix invalid manifests")
 	}
-	u.must("dev", "status")
+	// status (and the post-commit hook) follow the re-pointed environment.
+	if status := u.must("dev", "status"); !strings.Contains(status, "repository:  "+bad+" ") {
+		t.Errorf("dev status after `up --repo %s` does not show that repository", bad)
+	}
 
 	// flux2-kustomize-helm-example-v2.6, ./clusters/staging: the root applies
 	// its three Kustomizations; infra-controllers holds HelmReleases and
@@ -464,6 +479,16 @@ func TestDevE2E(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(podinfo, ".git")); err != nil {
 		t.Error("the user's repository lost its .git")
+	}
+
+	// A URL nothing answers: up fails on the GitRepository's fetch failure
+	// (not at --timeout), and status no longer names a local repository.
+	out = u.fails("dev", "up", "--repo", "http://127.0.0.1:1/nothing.git", "--timeout", "4m")
+	if !strings.Contains(out, "cannot fetch the repository: GitOperationFailed") || strings.Contains(out, "timed out") {
+		t.Errorf("up on an unreachable URL: want the fetch failure, got:\n%s", out)
+	}
+	if status := u.must("dev", "status"); strings.Contains(status, "repository:  ") {
+		t.Errorf("dev status still names a local repository after `up --repo <URL>`:\n%s", status)
 	}
 
 	// down leaves nothing behind.
@@ -651,7 +676,7 @@ func TestDevWebhookAlertsE2E(t *testing.T) {
 	hookOut := commit("payment-api: currency USD")
 	head, _ := gitserver.Git(repo, "rev-parse", "HEAD")
 	rev := "main@sha1:" + head
-	if !strings.Contains(hookOut, "sent to Receiver flux-system/github: 200 OK") {
+	if !strings.Contains(hookOut, "sent to Receiver flux-system/"+dev.HookReceiver+": 200 OK") {
 		t.Errorf("the hook did not report a 200 from the Receiver: %q", hookOut)
 	}
 	// Well inside the GitRepository's 1m interval; that the Receiver caused
@@ -716,4 +741,75 @@ func TestDevWebhookAlertsE2E(t *testing.T) {
 func readFile(path string) string {
 	data, _ := os.ReadFile(path)
 	return string(data)
+}
+
+// TestDevUpWhileAnotherStarts: a second `eddy dev up --detach` while the
+// first one holds the state directory's lock says "already running" and
+// leaves the first one's logs/supervise.log and supervise.err alone.
+func TestDevUpWhileAnotherStarts(t *testing.T) {
+	u := newUser(t)
+	logs := filepath.Join(u.dir(), "logs")
+	if err := os.MkdirAll(logs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := dev.Lock(u.dir()) // the first `up`
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	files := map[string]string{"supervise.log": "the first up's log\n", "supervise.err": "the first up's error\n"}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(logs, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oneLineError(t, u.fails("dev", "up", "--detach"), "already running")
+	for name, text := range files {
+		if got := readFile(filepath.Join(logs, name)); got != text {
+			t.Errorf("logs/%s is now %q, want %q", name, got, text)
+		}
+	}
+}
+
+// TestDevDownWithUnreadableState: with state.json corrupt, `dev status`
+// says in one line to run `dev down`, and `dev down` stops the process that
+// holds the state directory's lock and removes the state.
+func TestDevDownWithUnreadableState(t *testing.T) {
+	u := newUser(t)
+	if err := os.MkdirAll(u.dir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := dev.Lock(u.dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An owner that looks like `eddy dev supervise` and holds the lock.
+	// sleep does not inherit the lock, and ends with its shell.
+	owner := exec.Command("sh", "-c", "trap 'kill $!; exit 0' TERM; sleep 120 3>&- & wait", "sh", "dev", "supervise")
+	owner.ExtraFiles = []*os.File{lock}
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lock.Close()
+	exited := make(chan struct{})
+	go func() { _ = owner.Wait(); close(exited) }()
+	defer func() { _ = owner.Process.Kill() }()
+	if err := os.WriteFile(filepath.Join(u.dir(), "state.json"), []byte(`{"pid": 12`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oneLineError(t, u.fails("dev", "status"), "state.json", "eddy dev down")
+	u.must("dev", "down")
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev down did not stop the process holding the lock")
+	}
+	if _, err := os.Stat(filepath.Join(u.dir(), "state.json")); !os.IsNotExist(err) {
+		t.Errorf("state.json left behind (%v)", err)
+	}
+	if l, err := dev.Lock(u.dir()); err != nil {
+		t.Errorf("the lock is still held after down: %v", err)
+	} else {
+		l.Close()
+	}
 }

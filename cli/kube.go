@@ -24,7 +24,7 @@ type globalFlags struct {
 
 func (g *globalFlags) bind(cmd *cobra.Command) {
 	fs := cmd.PersistentFlags()
-	fs.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else a running `eddy dev` environment)")
+	fs.StringVar(&g.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default $KUBECONFIG, else ~/.kube/config, else a running eddy dev environment)")
 	fs.StringVar(&g.context, "context", "", "kubeconfig context to use")
 	fs.StringVarP(&g.namespace, "namespace", "n", "flux-system", "the namespace of the objects")
 	fs.DurationVar(&g.timeout, "timeout", 5*time.Minute, "how long to wait for an operation")

@@ -8,8 +8,9 @@
 // Layout of the state directory:
 //
 //	state.json   the running environment (State)
+//	sync.json    the work tree the environment syncs (see SetWorkTree)
 //	cluster/     the local cluster: certificates, etcd data, kubeconfig, component logs
-//	git/         the Git server's root: symlinks to served work trees, snapshots of plain directories
+//	git/         the Git server's root: symlinks to served repositories, snapshots of plain directories
 //	storage/     source-controller's artifacts
 //	logs/        controller logs, events.log (events posted to --events-addr), alerts.log
 //	             (alerts received by the sink), supervise.log
@@ -18,13 +19,16 @@ package dev
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -71,6 +75,9 @@ type Options struct {
 	AlertsSink bool
 	// OnAlert receives each alert line of the sink; may be nil.
 	OnAlert func(line string)
+	// Lock is the state directory's lock, taken with Lock (by the caller,
+	// or inherited from `eddy dev up --detach`); nil: Start takes it.
+	Lock *os.File
 }
 
 // Env is a running dev environment.
@@ -109,6 +116,26 @@ func NewScheme() *runtime.Scheme {
 // ErrRunning is returned by Start when the state directory's environment runs.
 var ErrRunning = errors.New("an eddy dev environment is already running")
 
+// Lock takes the lock of the state directory dir (an exclusive flock of
+// dir/lock), which the owner of its environment holds while it runs: one
+// environment per state directory, even when two start at once. ErrRunning
+// when another process holds it. Closing the file (or exiting) releases it;
+// a child process started with the file keeps it held.
+func Lock(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w in %s (starting or running): run `eddy dev down` first", ErrRunning, dir)
+	}
+	return f, nil
+}
+
 func (e *Env) progress(format string, args ...any) {
 	if e.Opts.Progress != nil {
 		e.Opts.Progress(fmt.Sprintf(format, args...))
@@ -129,21 +156,20 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if s := Running(opts.StateDir); s != nil && s.PID != os.Getpid() {
 		return nil, fmt.Errorf("%w (pid %d): run `eddy dev down` first", ErrRunning, s.PID)
 	}
-	for _, d := range []string{"logs", "storage", "git"} {
-		if err := os.MkdirAll(filepath.Join(opts.StateDir, d), 0o700); err != nil {
+	lock := opts.Lock
+	if lock == nil {
+		if lock, err = Lock(opts.StateDir); err != nil {
 			return nil, err
 		}
 	}
-	// One environment per state directory, even when two start at once.
-	lock, err := os.OpenFile(filepath.Join(opts.StateDir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("%w in %s: run `eddy dev down` first", ErrRunning, opts.StateDir)
+	for _, d := range []string{"logs", "storage", "git"} {
+		if err := os.MkdirAll(filepath.Join(opts.StateDir, d), 0o700); err != nil {
+			lock.Close()
+			return nil, err
+		}
 	}
 	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
+	_ = os.Remove(syncPath(opts.StateDir))
 	e := &Env{Opts: opts, Sup: &Supervisor{}, Scheme: NewScheme(), lock: lock}
 	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now()}
 	defer func() {
@@ -259,6 +285,9 @@ func (e *Env) SetRunning(workTree string) error {
 	e.mu.Lock()
 	e.state.Phase, e.state.WorkTree = PhaseRunning, workTree
 	e.mu.Unlock()
+	if err := SetWorkTree(e.Opts.StateDir, workTree); err != nil {
+		return err
+	}
 	return e.save()
 }
 
@@ -319,15 +348,23 @@ func (e *Env) controllerSpec(name string) (ProcSpec, []int, error) {
 	}, used, nil
 }
 
+// waitControllersReady waits until every controller answers its readiness
+// probe. A controller that exited again after a restart is crash-looping:
+// the error names it with the last line of its log, at once; at the
+// timeout, the error names those not ready the same way.
 func (e *Env) waitControllersReady(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		ready := true
+		var notReady []string
 		for _, p := range e.Sup.Status() {
+			if p.Restarts >= 1 && p.LastExit != "" && !Alive(p.PID) {
+				return fmt.Errorf("%s keeps exiting (%s, %d restarts): %s (log %s)", p.Name, p.LastExit, p.Restarts, LastLogLine(p.LogPath), p.LogPath)
+			}
 			if !Healthy(p.HealthURL) {
-				ready = false
+				notReady = append(notReady, fmt.Sprintf("%s: %s (log %s)", p.Name, LastLogLine(p.LogPath), p.LogPath))
 			}
 		}
+		ready := len(notReady) == 0
 		for _, port := range []int{e.ncEvents, e.ncReceiver} {
 			if port != 0 && !listening(port) {
 				ready = false
@@ -337,7 +374,11 @@ func (e *Env) waitControllersReady(ctx context.Context, timeout time.Duration) e
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("controllers not ready after %s: see %s", timeout, filepath.Join(e.Opts.StateDir, "logs"))
+			if len(notReady) == 0 {
+				return fmt.Errorf("notification-controller does not listen on its event or receiver port after %s: see %s", timeout,
+					filepath.Join(e.Opts.StateDir, "logs", "notification-controller.log"))
+			}
+			return fmt.Errorf("not ready after %s: %s", timeout, strings.Join(notReady, "; "))
 		}
 		select {
 		case <-ctx.Done():
@@ -357,7 +398,8 @@ func (e *Env) save() error {
 }
 
 // Stop stops the controllers, the servers and the cluster, removes the
-// cluster's directory, the artifacts and the state file. Safe to call twice.
+// cluster's directory, the artifacts, the served entries of git/ and the
+// state file. Safe to call twice.
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
 		e.mu.Lock()
@@ -380,6 +422,8 @@ func (e *Env) Stop() {
 			_ = os.RemoveAll(filepath.Join(e.Opts.StateDir, "cluster"))
 		}
 		_ = os.RemoveAll(filepath.Join(e.Opts.StateDir, "storage"))
+		_ = RemoveServed(e.Opts.StateDir)
+		_ = os.Remove(syncPath(e.Opts.StateDir))
 		_ = os.Remove(statePath(e.Opts.StateDir))
 		_ = e.lock.Close() // releases the flock
 	})
@@ -476,4 +520,39 @@ func portOf(url string) int {
 	}
 	n, _ := strconv.Atoi(p)
 	return n
+}
+
+// LastLogLine returns the last line of a controller's log, shortened: for a
+// JSON log line its message and error; "no output" when there is none.
+func LastLogLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "no log"
+	}
+	defer f.Close()
+	const tail = 64 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > tail {
+		_, _ = f.Seek(-tail, io.SeekEnd)
+	}
+	data, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	line := strings.TrimSpace(lines[len(lines)-1])
+	if line == "" {
+		return "no output"
+	}
+	var entry struct {
+		Msg   string `json:"msg"`
+		Error string `json:"error"`
+	}
+	if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg != "" {
+		line = entry.Msg
+		if entry.Error != "" {
+			line += ": " + entry.Error
+		}
+	}
+	line = strings.Join(strings.Fields(line), " ")
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	return line
 }

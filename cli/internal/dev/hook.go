@@ -16,9 +16,37 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/notification-controller/webhook"
 	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// HookReceiver is the GitHub Receiver eddy dev creates in flux-system for
+// the synced GitRepository (secretRef WebhookSecret), so the post-commit
+// hook works for any repository, whether or not it defines a Receiver.
+const HookReceiver = "eddy-dev"
+
+// ApplyHookReceiver creates or updates the Receiver HookReceiver: type
+// github, event push, secretRef WebhookSecret, resource GitRepository
+// flux-system/flux-system.
+func ApplyHookReceiver(ctx context.Context, c client.Client) error {
+	r := &notificationv1.Receiver{ObjectMeta: metav1.ObjectMeta{Name: HookReceiver, Namespace: Namespace}}
+	if err := createOrUpdate(ctx, c, r, func() {
+		if r.Labels == nil {
+			r.Labels = map[string]string{}
+		}
+		r.Labels["app.kubernetes.io/managed-by"] = "eddy-dev"
+		r.Spec.Type = notificationv1.GitHubReceiver
+		r.Spec.Events = []string{"push"}
+		r.Spec.SecretRef = &meta.LocalObjectReference{Name: WebhookSecret}
+		r.Spec.Resources = []notificationv1.ReceiverResource{{CrossNamespaceObjectReference: notificationv1.CrossNamespaceObjectReference{
+			APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind, Name: SyncName}}}
+	}); err != nil {
+		return fmt.Errorf("Receiver %s/%s: %w", Namespace, HookReceiver, err)
+	}
+	return nil
+}
 
 // hookMarker is the line that marks a post-commit hook as Eddy's: only such
 // a hook is ever replaced.
@@ -103,19 +131,38 @@ exit 0
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // PostCommit tells the environment of stateDir about the commit at HEAD of
-// the work tree dir: it POSTs a signed GitHub `push` payload to every GitHub
-// Receiver in flux-system whose secretRef is WebhookSecret. It prints one
+// the work tree dir: it POSTs a signed GitHub `push` payload to the
+// Receiver HookReceiver. It prints one
 // line saying what it did or why it did not, and returns no error: a hook
-// must not fail a commit. It gives up after about 5 seconds.
+// must not fail a commit. It gives up after PostCommitTimeout, so a hung
+// environment delays a commit by no more than that.
 func PostCommit(ctx context.Context, stateDir, dir string, out io.Writer) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, PostCommitTimeout)
 	defer cancel()
-	msg, err := postCommit(ctx, stateDir, dir)
-	if err != nil {
-		msg = err.Error() + ": commit not sent"
+	type result struct {
+		msg string
+		err error
 	}
-	fmt.Fprintln(out, "eddy dev: "+msg)
+	done := make(chan result, 1)
+	go func() {
+		msg, err := postCommit(ctx, stateDir, dir)
+		done <- result{msg, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		// Some client calls (discovery) do not all honour ctx: do not wait for them.
+		r.err = fmt.Errorf("the environment did not answer within %s", PostCommitTimeout)
+	}
+	if r.err != nil {
+		r.msg = r.err.Error() + ": commit not sent"
+	}
+	fmt.Fprintln(out, "eddy dev: "+r.msg)
 }
+
+// PostCommitTimeout bounds what the post-commit hook adds to a commit.
+const PostCommitTimeout = 2 * time.Second
 
 func postCommit(ctx context.Context, stateDir, dir string) (string, error) {
 	s := Running(stateDir)
@@ -153,7 +200,7 @@ func postCommit(ctx context.Context, stateDir, dir string) (string, error) {
 	if err != nil {
 		return "", errors.New("cannot read the environment's kubeconfig")
 	}
-	cfg.Timeout = 3 * time.Second
+	cfg.Timeout = time.Second
 	c, err := client.New(cfg, client.Options{Scheme: NewScheme()})
 	if err != nil {
 		return "", fmt.Errorf("cannot reach the cluster: %v", err)
@@ -165,9 +212,9 @@ func postCommit(ctx context.Context, stateDir, dir string) (string, error) {
 	if ref := repo.Spec.Reference; ref != nil && ref.Branch != "" && ref.Branch != branch {
 		return "", fmt.Errorf("branch %s is not the synced branch %s", branch, ref.Branch)
 	}
-	receivers := &notificationv1.ReceiverList{}
-	if err := c.List(ctx, receivers, client.InNamespace(Namespace)); err != nil {
-		return "", fmt.Errorf("cannot list Receivers: %v", err)
+	r := &notificationv1.Receiver{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: HookReceiver}, r); err != nil {
+		return "", fmt.Errorf("Receiver %s/%s: %v (run `eddy dev up` to create it)", Namespace, HookReceiver, err)
 	}
 	token, err := os.ReadFile(tokenFile(stateDir))
 	if err != nil {
@@ -179,32 +226,21 @@ func postCommit(ctx context.Context, stateDir, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	hc := &http.Client{}
-	var sent []string
-	for _, r := range receivers.Items {
-		if r.Spec.Type != notificationv1.GitHubReceiver || r.Spec.SecretRef == nil || r.Spec.SecretRef.Name != WebhookSecret {
-			continue
-		}
-		url := strings.TrimRight(s.ReceiverURL, "/") + webhook.Path(tok, r.Name, r.Namespace)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-GitHub-Event", "push")
-		req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("eddy-dev-%d", time.Now().UnixNano()))
-		req.Header.Set("X-Hub-Signature-256", webhook.GitHubSignature(body, tok))
-		req.Header.Set("User-Agent", "eddy-dev-hook")
-		resp, err := hc.Do(req)
-		if err != nil {
-			sent = append(sent, fmt.Sprintf("Receiver %s/%s: notification-controller unreachable", r.Namespace, r.Name))
-			continue
-		}
-		resp.Body.Close()
-		sent = append(sent, fmt.Sprintf("Receiver %s/%s: %s", r.Namespace, r.Name, resp.Status))
+	hc := &http.Client{Timeout: time.Second}
+	url := strings.TrimRight(s.ReceiverURL, "/") + webhook.Path(tok, r.Name, r.Namespace)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return "", err
 	}
-	if len(sent) == 0 {
-		return "", fmt.Errorf("no GitHub Receiver in %s with secretRef %s", Namespace, WebhookSecret)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("eddy-dev-%d", time.Now().UnixNano()))
+	req.Header.Set("X-Hub-Signature-256", webhook.GitHubSignature(body, tok))
+	req.Header.Set("User-Agent", "eddy-dev-hook")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("Receiver %s/%s: notification-controller unreachable", r.Namespace, r.Name)
 	}
-	return fmt.Sprintf("push of %s %.7s sent to %s", branch, after, strings.Join(sent, ", ")), nil
+	resp.Body.Close()
+	return fmt.Sprintf("push of %s %.7s sent to Receiver %s/%s: %s", branch, after, r.Namespace, r.Name, resp.Status), nil
 }

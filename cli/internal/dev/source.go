@@ -40,6 +40,9 @@ type Source struct {
 	WorkTree string
 	// Snapshot is true when WorkTree is a copy of a plain directory.
 	Snapshot bool
+	// Bare is true when WorkTree is a bare repository: it gets pushes, not
+	// commits, and has no work tree for a post-commit hook.
+	Bare bool
 	// Name is the repository's path on the Git server.
 	Name string
 	// TargetNamespace is the Kustomization's spec.targetNamespace: the
@@ -75,11 +78,11 @@ func NormalizePath(p string) string {
 }
 
 // PrepareSource checks repo, path and branch and makes a local repository
-// servable below <stateDir>/git: a Git work tree (its top level) is served as
-// it is, through a symlink, so new commits in it are picked up; any other
-// directory is copied into a repository there and committed (a snapshot,
-// refreshed on each call). Call SetServer to set the URL. Errors are one
-// line and say what to fix.
+// servable below <stateDir>/git: a Git work tree (its top level) or a bare
+// repository is served as it is, through a symlink, so new commits (or
+// pushes) in it are picked up; any other directory is copied into a
+// repository there and committed (a snapshot, refreshed on each call). Call
+// SetServer to set the URL. Errors are one line and say what to fix.
 func PrepareSource(stateDir, repo, p, branch string) (*Source, error) {
 	src := &Source{Path: NormalizePath(p), Branch: branch}
 	if IsURL(repo) {
@@ -108,13 +111,18 @@ func PrepareSource(stateDir, repo, p, branch string) (*Source, error) {
 	name := filepath.Base(abs) + "-" + hex.EncodeToString(sum[:4])
 	served := filepath.Join(root, name)
 
-	top, gerr := gitserver.Git(abs, "rev-parse", "--show-toplevel")
-	if gerr == nil && sameDir(top, abs) {
-		_ = os.Remove(served)
-		if err := os.Symlink(abs, served); err != nil {
+	kind, err := repoKind(abs)
+	if err != nil {
+		return nil, fmt.Errorf("--repo %s: %v", repo, err)
+	}
+	switch kind {
+	case gitDir:
+		return nil, fmt.Errorf("--repo %s is the .git directory of a work tree: pass the work tree %s", repo, filepath.Dir(abs))
+	case workTree, bareRepo:
+		if err := serveLink(served, abs); err != nil {
 			return nil, err
 		}
-		src.WorkTree = abs
+		src.WorkTree, src.Bare = abs, kind == bareRepo
 		if src.Branch == "" {
 			b, err := gitserver.Git(abs, "symbolic-ref", "--short", "HEAD")
 			if err != nil {
@@ -122,7 +130,7 @@ func PrepareSource(stateDir, repo, p, branch string) (*Source, error) {
 			}
 			src.Branch = b
 		}
-	} else {
+	default:
 		if err := snapshot(abs, served); err != nil {
 			return nil, fmt.Errorf("copying %s into a Git repository: %w", repo, err)
 		}
@@ -133,6 +141,9 @@ func PrepareSource(stateDir, repo, p, branch string) (*Source, error) {
 	}
 	if _, err := gitserver.Git(src.WorkTree, "rev-parse", "--verify", "-q", "refs/heads/"+src.Branch); err != nil {
 		if branch == "" {
+			if src.Bare {
+				return nil, fmt.Errorf("--repo %s: branch %s has no commit yet: push to it, or pass --branch", repo, src.Branch)
+			}
 			return nil, fmt.Errorf("--repo %s: branch %s has no commit yet: commit, or pass --branch", repo, src.Branch)
 		}
 		return nil, fmt.Errorf("--branch %s: no such branch in %s", src.Branch, repo)
@@ -144,6 +155,80 @@ func PrepareSource(stateDir, repo, p, branch string) (*Source, error) {
 	}
 	src.Name = name
 	return src, nil
+}
+
+// Kinds of a local --repo directory.
+const (
+	plainDir = iota // not the top of a Git repository: snapshotted
+	workTree        // the top level of a Git work tree
+	bareRepo        // a bare repository
+	gitDir          // the .git directory of a work tree
+)
+
+// repoKind tells what the directory abs is to Git.
+func repoKind(abs string) (int, error) {
+	if top, err := gitserver.Git(abs, "rev-parse", "--show-toplevel"); err == nil && top != "" {
+		if sameDir(top, abs) {
+			return workTree, nil
+		}
+		return plainDir, nil
+	}
+	gd, err := gitserver.Git(abs, "rev-parse", "--absolute-git-dir")
+	if err != nil || !sameDir(gd, abs) {
+		return plainDir, nil // not in a repository, or a directory inside a Git directory
+	}
+	bare, err := gitserver.Git(abs, "rev-parse", "--is-bare-repository")
+	if err != nil {
+		return 0, err
+	}
+	if bare == "true" {
+		return bareRepo, nil
+	}
+	return gitDir, nil
+}
+
+// serveLink makes served (an entry of eddy's own git/ directory) a symlink
+// to dir, replacing whatever was there: a previous symlink, or the snapshot
+// directory of a plain directory that has since become a repository. It
+// never follows a symlink, so nothing outside the state directory is removed.
+func serveLink(served, dir string) error {
+	if fi, err := os.Lstat(served); err == nil {
+		if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
+			err = os.Remove(served)
+		} else {
+			err = os.RemoveAll(served)
+		}
+		if err != nil {
+			return fmt.Errorf("replacing %s: %w", served, err)
+		}
+	}
+	return os.Symlink(dir, served)
+}
+
+// RemoveServed removes every entry of <stateDir>/git: symlinks to served
+// repositories (never what they point to) and snapshots of plain directories.
+func RemoveServed(stateDir string) error {
+	root := filepath.Join(stateDir, "git")
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, e := range entries {
+		p := filepath.Join(root, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 || !e.IsDir() {
+			err = os.Remove(p)
+		} else {
+			err = os.RemoveAll(p)
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 func sameDir(a, b string) bool {
@@ -239,7 +324,8 @@ func copyFile(src, dst string) error {
 
 // ApplySource creates or updates the flux-system Namespace and GitRepository
 // for src, as `flux bootstrap` writes them (interval 1m), and requests a
-// reconcile so a changed source is fetched at once.
+// reconcile so a changed source is fetched at once; and the Receiver
+// HookReceiver the post-commit hook sends commits to.
 func ApplySource(ctx context.Context, c client.Client, src *Source) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -254,7 +340,7 @@ func ApplySource(ctx context.Context, c client.Client, src *Source) error {
 	}); err != nil {
 		return fmt.Errorf("GitRepository %s/%s: %w", Namespace, SyncName, err)
 	}
-	return nil
+	return ApplyHookReceiver(ctx, c)
 }
 
 // ApplyKustomization creates or updates the flux-system Kustomization for
@@ -322,4 +408,10 @@ func createOrUpdate(ctx context.Context, c client.Client, obj client.Object, mut
 		}
 	}
 	return errors.New("conflicting updates")
+}
+
+// IsBare reports whether dir is a bare Git repository.
+func IsBare(dir string) bool {
+	k, err := repoKind(dir)
+	return err == nil && k == bareRepo
 }

@@ -41,7 +41,8 @@ type State struct {
 	ReceiverURL      string `json:"receiverURL,omitempty"`
 	AlertsSink       string `json:"alertsSink,omitempty"`
 	// WorkTree is where commits are picked up from (the user's repository or
-	// the snapshot of a plain directory).
+	// the snapshot of a plain directory). ReadState takes it from sync.json,
+	// which SetWorkTree writes whenever the sync is pointed at a repository.
 	WorkTree string `json:"workTree,omitempty"`
 	// Ports are every loopback port the environment listens on.
 	Ports []int `json:"ports,omitempty"`
@@ -71,7 +72,18 @@ func DefaultStateDir() (string, error) {
 
 func statePath(dir string) string { return filepath.Join(dir, "state.json") }
 
-// ReadState reads the state file of dir; os.ErrNotExist when none.
+// syncPath is the file that records what the environment syncs. It is
+// apart from state.json, which only the environment's owner writes (it
+// rewrites it on each controller restart), so `eddy dev up` on a running
+// environment can record a new repository without racing the owner.
+func syncPath(dir string) string { return filepath.Join(dir, "sync.json") }
+
+type syncFile struct {
+	WorkTree string `json:"workTree"`
+}
+
+// ReadState reads the state file of dir, with the work tree of sync.json;
+// os.ErrNotExist when none.
 func ReadState(dir string) (*State, error) {
 	data, err := os.ReadFile(statePath(dir))
 	if err != nil {
@@ -81,7 +93,23 @@ func ReadState(dir string) (*State, error) {
 	if err := json.Unmarshal(data, s); err != nil {
 		return nil, fmt.Errorf("state file %s: %w", statePath(dir), err)
 	}
+	if data, err := os.ReadFile(syncPath(dir)); err == nil {
+		var sf syncFile
+		if json.Unmarshal(data, &sf) == nil {
+			s.WorkTree = sf.WorkTree
+		}
+	}
 	return s, nil
+}
+
+// SetWorkTree records the work tree the environment of dir now syncs (""
+// for a remote repository).
+func SetWorkTree(dir, workTree string) error {
+	data, err := json.Marshal(syncFile{WorkTree: workTree})
+	if err != nil {
+		return err
+	}
+	return writeAtomic(syncPath(dir), data)
 }
 
 // writeState replaces the state file atomically.
@@ -90,11 +118,19 @@ func writeState(dir string, s *State) error {
 	if err != nil {
 		return err
 	}
-	tmp := statePath(dir) + ".tmp"
+	return writeAtomic(statePath(dir), data)
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, statePath(dir))
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // Alive reports whether pid is a running process (not a zombie).
@@ -154,4 +190,26 @@ func Running(dir string) *State {
 		return nil
 	}
 	return s
+}
+
+// LockHolders returns the processes that have the lock file of dir open:
+// the owner of its environment, even when the state file is unreadable. ok
+// is false without procfs.
+func LockHolders(dir string) (pids []int, ok bool) {
+	lock := filepath.Join(dir, "lock")
+	fds, err := filepath.Glob("/proc/[0-9]*/fd/*")
+	if err != nil || len(fds) == 0 {
+		return nil, false
+	}
+	seen := map[int]bool{}
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && target == lock {
+			pid, err := strconv.Atoi(strings.Split(strings.TrimPrefix(fd, "/proc/"), "/")[0])
+			if err == nil && !seen[pid] {
+				seen[pid] = true
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, true
 }
