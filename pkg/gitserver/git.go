@@ -10,12 +10,17 @@ import (
 )
 
 // gitEnv makes commits reproducible and independent of the user's Git
-// configuration: a fixed identity and date, no global or system config.
+// configuration: a fixed identity and date, no global or system config,
+// no background gc.
 var gitEnv = []string{
 	"GIT_AUTHOR_NAME=Eddy", "GIT_AUTHOR_EMAIL=eddy@example.com",
 	"GIT_COMMITTER_NAME=Eddy", "GIT_COMMITTER_EMAIL=eddy@example.com",
 	"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z",
 	"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
+	// No automatic gc or maintenance: a detached `git gc --auto` after a
+	// large commit would still be writing when a test removes the repo.
+	"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=gc.auto", "GIT_CONFIG_VALUE_0=0",
+	"GIT_CONFIG_KEY_1=maintenance.auto", "GIT_CONFIG_VALUE_1=false",
 }
 
 // Git runs `git args...` in dir with a fixed identity and commit date and
