@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -67,7 +66,7 @@ func run(opts runtime.Options, eventsAddr, storagePath, storageAddr, storageAdvA
 	// Like Flux, only the leader serves artifacts: a manager runnable that
 	// needs leader election.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return serveFiles(ctx, storageAddr, storage.Handler())
+		return runtime.Serve(ctx, &http.Server{Addr: storageAddr, Handler: storage.Handler(), ReadHeaderTimeout: 10 * time.Second})
 	})); err != nil {
 		return err
 	}
@@ -82,24 +81,6 @@ func run(opts runtime.Options, eventsAddr, storagePath, storageAddr, storageAdvA
 		return err
 	}
 	return runtime.Run(mgr, controllerName)
-}
-
-// serveFiles serves the storage until ctx ends, then shuts down within 5s.
-func serveFiles(ctx context.Context, addr string, h http.Handler) error {
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	}
 }
 
 // advertisedAddr derives the file server's advertised address from its bind

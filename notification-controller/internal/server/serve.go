@@ -7,9 +7,10 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
+
+	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 )
 
 // MaxBodyBytes bounds request bodies of both servers: 3 MiB, larger ones
@@ -22,21 +23,8 @@ const maxHeaderBytes = 256 << 10
 // Serve serves h on addr until ctx ends, then shuts down within 5s. Read
 // timeouts are Flux's: 10s for headers, 30s for the whole request.
 func Serve(ctx context.Context, addr string, h http.Handler) error {
-	srv := &http.Server{
+	return eddyruntime.Serve(ctx, &http.Server{
 		Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, MaxHeaderBytes: maxHeaderBytes,
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	}
+	})
 }
