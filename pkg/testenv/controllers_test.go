@@ -4,18 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/testenv"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,12 +21,11 @@ import (
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // TestControllerBinariesServeProbes builds each controller, runs it against
@@ -36,18 +33,12 @@ func freePort(t *testing.T) int {
 // becomes ready, takes the leader lease, serves metrics and exits cleanly on
 // SIGTERM.
 func TestControllerBinariesServeProbes(t *testing.T) {
-	root, err := localcluster.WorkspaceRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := t.TempDir()
 	for _, name := range []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"} {
 		t.Run(name, func(t *testing.T) {
-			exe := filepath.Join(bin, name)
-			build := exec.Command("go", "build", "-o", exe, "./"+name)
-			build.Dir = root
-			if out, err := build.CombinedOutput(); err != nil {
-				t.Fatalf("go build: %v\n%s", err, out)
+			exe, err := testenv.BuildController(name, bin)
+			if err != nil {
+				t.Fatal(err)
 			}
 			health, metrics := freePort(t), freePort(t)
 			var logs strings.Builder

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,29 +41,14 @@ func TestMain(m *testing.M) {
 		startSourceController, startReconciler)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func startSourceController(e *testenv.Environment) (func(), error) {
-	root, err := localcluster.WorkspaceRoot()
-	if err != nil {
-		return nil, err
-	}
 	work, err := os.MkdirTemp("", "eddy-kc-test-")
 	if err != nil {
 		return nil, err
 	}
-	exe := filepath.Join(work, "source-controller")
-	build := exec.Command("go", "build", "-o", exe, "./source-controller")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building source-controller: %v\n%s", err, out)
+	exe, err := testenv.BuildController("source-controller", work)
+	if err != nil {
+		return nil, err
 	}
 	if gitRoot, err = os.MkdirTemp("", "eddy-git-"); err != nil {
 		return nil, err
@@ -74,45 +56,25 @@ func startSourceController(e *testenv.Environment) (func(), error) {
 	if gitSrv, err = gitserver.Start(gitserver.Options{Root: gitRoot}); err != nil {
 		return nil, err
 	}
-	storagePort, _ := freePort()
-	healthPort, _ := freePort()
-	logFile, err := os.Create(filepath.Join(work, "source-controller.log"))
+	storagePort, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "--kubeconfig="+e.KubeconfigPath,
-		"--storage-path="+filepath.Join(work, "data"),
-		fmt.Sprintf("--storage-addr=127.0.0.1:%d", storagePort),
-		fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storagePort),
-		fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort),
-		"--metrics-addr=0", "--concurrent=4", "--min-retry-delay=200ms", "--max-retry-delay=2s")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-		logFile.Close()
+	cleanup := func() {
 		gitSrv.Close()
 		os.RemoveAll(gitRoot)
 		os.RemoveAll(work)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return stop, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("source-controller not ready")
-		}
-		time.Sleep(100 * time.Millisecond)
+	p, err := testenv.StartController(e, exe, filepath.Join(work, "source-controller.log"),
+		"--storage-path="+filepath.Join(work, "data"),
+		fmt.Sprintf("--storage-addr=127.0.0.1:%d", storagePort),
+		fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storagePort),
+		"--concurrent=4", "--min-retry-delay=200ms", "--max-retry-delay=2s")
+	if err != nil {
+		cleanup()
+		return nil, err
 	}
+	return func() { p.Stop(); cleanup() }, nil
 }
 
 func startReconciler(e *testenv.Environment) (func(), error) {

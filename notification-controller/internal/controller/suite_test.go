@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,7 +22,6 @@ import (
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
 	"github.com/eddyops/eddy/pkg/gitserver"
-	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
@@ -57,15 +55,6 @@ var testRetry = notifier.Retry{Max: 3, Min: 50 * time.Millisecond, Cap: 200 * ti
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, &env, startGit, startNotificationController, startControllers)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func startGit(*testenv.Environment) (func(), error) {
@@ -128,8 +117,8 @@ func startNotificationController(e *testenv.Environment) (func(), error) {
 	evs := server.NewEventServer(mgr.GetClient(), mgr.GetAPIReader(), rec, 5*time.Minute, ctrl.Log.WithName("events"))
 	evs.Retry = &testRetry
 	rcv := &server.ReceiverServer{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Log: ctrl.Log.WithName("receivers")}
-	evPort, _ := freePort()
-	rcvPort, _ := freePort()
+	evPort, _ := testenv.FreePort()
+	rcvPort, _ := testenv.FreePort()
 	eventsURL = fmt.Sprintf("http://127.0.0.1:%d/", evPort)
 	receiverURL = fmt.Sprintf("http://127.0.0.1:%d", rcvPort)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -199,10 +188,6 @@ func (f *lockedFile) String() string {
 // startControllers builds source- and kustomize-controller and runs them
 // with --events-addr pointing at the event server.
 func startControllers(e *testenv.Environment) (func(), error) {
-	root, err := localcluster.WorkspaceRoot()
-	if err != nil {
-		return nil, err
-	}
 	work, err := os.MkdirTemp("", "eddy-nc-test-")
 	if err != nil {
 		return nil, err
@@ -215,72 +200,36 @@ func startControllers(e *testenv.Environment) (func(), error) {
 		os.RemoveAll(work)
 	}
 	for _, name := range []string{"source-controller", "kustomize-controller"} {
-		exe := filepath.Join(work, name)
-		build := exec.Command("go", "build", "-o", exe, "./"+name)
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
+		exe, err := testenv.BuildController(name, work)
+		if err != nil {
 			stopAll()
-			return nil, fmt.Errorf("building %s: %v\n%s", name, err, out)
+			return nil, err
 		}
-		healthPort, _ := freePort()
-		args := []string{"--kubeconfig=" + e.KubeconfigPath, "--events-addr=" + eventsURL,
-			fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort), "--metrics-addr=0",
-			"--min-retry-delay=200ms", "--max-retry-delay=2s", "--log-level=debug"}
+		args := []string{"--events-addr=" + eventsURL, "--min-retry-delay=200ms", "--max-retry-delay=2s", "--log-level=debug"}
 		if name == "source-controller" {
-			storagePort, _ := freePort()
+			storagePort, _ := testenv.FreePort()
 			args = append(args, "--storage-path="+filepath.Join(work, "data"),
 				fmt.Sprintf("--storage-addr=127.0.0.1:%d", storagePort), fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storagePort))
 		} else {
 			args = append(args, "--requeue-dependency=1s")
 		}
-		logPath := filepath.Join(work, name+".log")
-		logFile, err := os.Create(logPath)
+		p, err := testenv.StartController(e, exe, filepath.Join(work, name+".log"), args...)
 		if err != nil {
 			stopAll()
 			return nil, err
 		}
 		if name == "kustomize-controller" {
-			kcLog = &lockedFile{path: logPath}
-		}
-		cmd := exec.Command(exe, args...)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			stopAll()
-			return nil, err
+			kcLog = &lockedFile{path: p.LogPath}
 		}
 		stops = append(stops, func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			_ = cmd.Wait()
-			logFile.Close()
+			p.Stop()
 			if os.Getenv("EDDY_TEST_LOGS") != "" {
-				b, _ := os.ReadFile(logPath)
+				b, _ := os.ReadFile(p.LogPath)
 				fmt.Fprintf(os.Stderr, "--- %s log:\n%s\n", name, b)
 			}
 		})
-		if err := waitReady(healthPort); err != nil {
-			b, _ := os.ReadFile(logPath)
-			stopAll()
-			return nil, fmt.Errorf("%s: %v\n%s", name, err, b)
-		}
 	}
 	return stopAll, nil
-}
-
-func waitReady(port int) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after 30s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // sink is a local HTTP endpoint that records what it receives.
