@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -86,7 +85,6 @@ type KustomizationReconciler struct {
 	// DefaultArtifactCacheBytes.
 	ArtifactCacheBytes int64
 
-	cacheOnce sync.Once
 	artifacts *artifactCache
 }
 
@@ -99,6 +97,7 @@ type Options struct {
 // SetupWithManager registers the reconciler; it also reconciles the
 // Kustomizations of a GitRepository whose artifact revision changed.
 func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, o Options) error {
+	r.artifacts = newArtifactCache(r.Fetcher, r.ArtifactCacheBytes)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kustomizev1.Kustomization{}, sourceIndex,
 		func(obj client.Object) []string {
 			k := obj.(*kustomizev1.Kustomization)
@@ -297,7 +296,6 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 
 	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
 	defer cancel()
-	r.cacheOnce.Do(func() { r.artifacts = newArtifactCache(r.Fetcher, r.ArtifactCacheBytes) })
 	tree, err := r.artifacts.Get(ctx, art.URL, art.Digest)
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
