@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/eddyops/eddy/pkg/crds"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,11 +24,8 @@ import (
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -77,7 +75,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		}
 		opts.CRDDir = filepath.Join(root, "config", "crd", "bases")
 	}
-	crds, err := ReadCRDs(opts.CRDDir)
+	defs, err := crds.Read(opts.CRDDir)
 	if err != nil {
 		return nil, err
 	}
@@ -85,12 +83,12 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &Environment{Cluster: cluster, Scheme: NewScheme(), CRDs: crds}
+	env := &Environment{Cluster: cluster, Scheme: NewScheme(), CRDs: defs}
 	if env.Client, err = client.New(cluster.Config, client.Options{Scheme: env.Scheme}); err != nil {
 		cluster.Stop()
 		return nil, err
 	}
-	if err := InstallCRDs(ctx, env.Client, crds); err != nil {
+	if err := crds.Install(ctx, env.Client, defs); err != nil {
 		cluster.Stop()
 		return nil, fmt.Errorf("installing CRDs: %w\n%s", err, cluster.Logs(40))
 	}
@@ -159,91 +157,6 @@ func MainWithOptions(m *testing.M, env **Environment, opts Options, setups ...Se
 	}
 	e.Stop()
 	os.Exit(code)
-}
-
-// ReadCRDs decodes every *.yaml file of dir as a CustomResourceDefinition.
-func ReadCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return nil, err
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no CRD files in %s: run `make generate`", dir)
-	}
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(data, crd); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Base(f), err)
-		}
-		crds = append(crds, crd)
-	}
-	return crds, nil
-}
-
-// InstallCRDs creates or updates the CRDs and waits until all are Established.
-func InstallCRDs(ctx context.Context, c client.Client, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	for _, crd := range crds {
-		obj := crd.DeepCopy()
-		err := c.Create(ctx, obj)
-		if apierrors.IsAlreadyExists(err) {
-			existing := &apiextensionsv1.CustomResourceDefinition{}
-			if err = c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err == nil {
-				obj.ResourceVersion = existing.ResourceVersion
-				err = c.Update(ctx, obj)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	wait := func(what string, ready func() bool) error {
-		for !ready() {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s: %w", what, ctx.Err())
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-		return nil
-	}
-	for _, crd := range crds {
-		err := wait("CustomResourceDefinition "+crd.Name+" not Established", func() bool {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			return c.Get(ctx, client.ObjectKeyFromObject(crd), got) == nil && established(got)
-		})
-		if err != nil {
-			return err
-		}
-		// Established does not mean discovery serves the kind yet; clients
-		// map kinds through discovery.
-		for _, v := range crd.Spec.Versions {
-			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
-			err := wait(gvk.String()+" not in discovery", func() bool {
-				_, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-				return err == nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established {
-			return c.Status == apiextensionsv1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // TestdataDir returns the testdata of the project's companion folder:

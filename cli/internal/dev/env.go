@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/eddyops/eddy/pkg/crds"
 	"io"
 	"net"
 	"net/http"
@@ -44,8 +45,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -204,7 +203,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	e.progress("installing the CRDs from config/crd/bases")
-	if err := InstallCRDs(ctx, e.Client, filepath.Join(opts.Root, "config", "crd", "bases")); err != nil {
+	defs, err := crds.Read(filepath.Join(opts.Root, "config", "crd", "bases"))
+	if err == nil {
+		err = crds.Install(ctx, e.Client, defs)
+	}
+	if err != nil {
 		return nil, err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
@@ -427,67 +430,6 @@ func (e *Env) Stop() {
 		_ = os.Remove(statePath(e.Opts.StateDir))
 		_ = e.lock.Close() // releases the flock
 	})
-}
-
-// InstallCRDs creates or updates every CRD in dir (*.yaml) and waits until
-// each is Established and served (its kinds resolve through discovery).
-func InstallCRDs(ctx context.Context, c client.Client, dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	if err != nil {
-		return err
-	}
-	if len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s: run `make generate`", dir)
-	}
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(data, crd); err != nil {
-			return fmt.Errorf("%s: %w", filepath.Base(f), err)
-		}
-		crds = append(crds, crd)
-		obj := crd.DeepCopy()
-		if err := createOrUpdate(ctx, c, obj, func() {
-			obj.Spec, obj.Labels, obj.Annotations = crd.Spec, crd.Labels, crd.Annotations
-		}); err != nil {
-			return fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, crd := range crds {
-		for {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			ok := c.Get(ctx, client.ObjectKeyFromObject(crd), got) == nil && established(got)
-			if ok {
-				_, err := c.RESTMapper().RESTMapping(
-					schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}, crd.Spec.Versions[0].Name)
-				ok = err == nil
-			}
-			if ok {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("CustomResourceDefinition %s not served: %w", crd.Name, ctx.Err())
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
-
-func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established {
-			return c.Status == apiextensionsv1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func freePorts(n int) ([]int, error) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/crds"
 	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -81,7 +82,7 @@ func ensureKinds(t *testing.T, objs []expectedObject) {
 		// cluster-scoped, as their projects define them; the rest namespaced.
 		k.namespaced = !strings.HasPrefix(o.gvk.Kind, "Cluster")
 	}
-	var crds []*apiextensionsv1.CustomResourceDefinition
+	var stubs []*apiextensionsv1.CustomResourceDefinition
 	preserve := true
 	for gk, info := range kinds {
 		plural := strings.ToLower(gk.Kind) + "s"
@@ -103,10 +104,10 @@ func ensureKinds(t *testing.T, objs []expectedObject) {
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type: "object", XPreserveUnknownFields: &preserve}}})
 		}
-		crds = append(crds, crd)
+		stubs = append(stubs, crd)
 	}
-	if len(crds) > 0 {
-		if err := testenv.InstallCRDs(ctx, env.Client, crds); err != nil {
+	if len(stubs) > 0 {
+		if err := crds.Install(ctx, env.Client, stubs); err != nil {
 			t.Fatal(err)
 		}
 	}
