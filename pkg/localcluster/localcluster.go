@@ -195,7 +195,7 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(6)
+	ports, err := FreePorts(6)
 	if err != nil {
 		return nil, err
 	}
@@ -555,7 +555,10 @@ func WorkspaceRoot() (string, error) {
 	}
 }
 
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free when
+// asked (all held open together, so none repeats); another process may take
+// one before it is used.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
 	defer func() {

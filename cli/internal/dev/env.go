@@ -230,7 +230,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			return nil, err
 		}
 	}
-	ncPorts, err := freePorts(2)
+	ncPorts, err := localcluster.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +306,7 @@ func (e *Env) State() State {
 // notification-controller serves events and webhooks on the ports Start
 // picked; the others POST their events to the recorder, which forwards them.
 func (e *Env) controllerSpec(name string) (ProcSpec, []int, error) {
-	ports, err := freePorts(3)
+	ports, err := localcluster.FreePorts(3)
 	if err != nil {
 		return ProcSpec{}, nil, err
 	}
@@ -430,19 +430,6 @@ func (e *Env) Stop() {
 		_ = os.Remove(statePath(e.Opts.StateDir))
 		_ = e.lock.Close() // releases the flock
 	})
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // listening reports whether a loopback port accepts connections.
