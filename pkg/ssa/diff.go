@@ -21,7 +21,8 @@ type FieldDrift struct {
 	// managedFields; empty when unknown.
 	Manager string
 
-	segments []segment
+	segments                  []segment
+	desiredAbsent, liveAbsent bool
 }
 
 // String renders `<path> "<desired>" → "<live>" (by <manager>)`.
@@ -38,7 +39,7 @@ func (f FieldDrift) String() string {
 // and annotations, and status, are not compared.
 func Diff(live, desired *unstructured.Unstructured) []FieldDrift {
 	var out []FieldDrift
-	walkDiff("", comparableForDiff(desired), comparableForDiff(live), &out)
+	walkDiff("", nil, comparableForDiff(desired), comparableForDiff(live), &out)
 	secret := live.GetKind() == "Secret" && live.GroupVersionKind().Group == ""
 	managers := live.GetManagedFields()
 	for i := range out {
@@ -86,8 +87,9 @@ func toAny(m map[string]string) map[string]any {
 	return out
 }
 
-// walkDiff appends the leaves where desired and live differ.
-func walkDiff(path string, desired, live any, out *[]FieldDrift) {
+// walkDiff appends the leaves where desired and live differ. segs is path
+// split into fields and indices (a key may hold dots: label keys do).
+func walkDiff(path string, segs []segment, desired, live any, out *[]FieldDrift) {
 	if equality.Semantic.DeepEqual(desired, live) {
 		return
 	}
@@ -102,7 +104,7 @@ func walkDiff(path string, desired, live any, out *[]FieldDrift) {
 			keys[k] = true
 		}
 		for k := range keys {
-			walkDiff(path+"."+k, dm[k], lm[k], out)
+			walkDiff(path+"."+k, append(segs[:len(segs):len(segs)], segment{field: k, index: -1}), dm[k], lm[k], out)
 		}
 		return
 	}
@@ -110,11 +112,12 @@ func walkDiff(path string, desired, live any, out *[]FieldDrift) {
 	ls, lok := live.([]any)
 	if dok && lok && len(ds) == len(ls) {
 		for i := range ds {
-			walkDiff(fmt.Sprintf("%s[%d]", path, i), ds[i], ls[i], out)
+			walkDiff(fmt.Sprintf("%s[%d]", path, i), append(segs[:len(segs):len(segs)], segment{index: i}), ds[i], ls[i], out)
 		}
 		return
 	}
-	*out = append(*out, FieldDrift{Path: path, Desired: render(desired), Live: render(live), segments: splitPath(path)})
+	*out = append(*out, FieldDrift{Path: path, Desired: render(desired), Live: render(live), segments: segs,
+		desiredAbsent: desired == nil, liveAbsent: live == nil})
 }
 
 func render(v any) string {
@@ -131,21 +134,4 @@ func render(v any) string {
 type segment struct {
 	field string
 	index int // -1 for fields
-}
-
-func splitPath(p string) []segment {
-	var segs []segment
-	for _, part := range strings.Split(strings.TrimPrefix(p, "."), ".") {
-		name, rest, _ := strings.Cut(part, "[")
-		if name != "" {
-			segs = append(segs, segment{field: name, index: -1})
-		}
-		for rest != "" {
-			var idx int
-			fmt.Sscanf(rest, "%d]", &idx)
-			segs = append(segs, segment{index: idx})
-			_, rest, _ = strings.Cut(rest, "[")
-		}
-	}
-	return segs
 }
