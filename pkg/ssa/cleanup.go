@@ -8,10 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// lastAppliedAnnotation is kubectl's client-side apply record.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
 // Metadata that earlier tools left and the cleanup removes. Flux compatible
 // (contract §4.3): kubectl's client-side apply record and Flux v1's marks.
 var (
-	staleAnnotations = []string{"kubectl.kubernetes.io/last-applied-configuration", "kustomize.toolkit.fluxcd.io/checksum", "fluxcd.io/sync-checksum"}
+	staleAnnotations = []string{lastAppliedAnnotation, "kustomize.toolkit.fluxcd.io/checksum", "fluxcd.io/sync-checksum"}
 	staleLabels      = []string{"fluxcd.io/sync-gc-mark"}
 )
 

@@ -95,6 +95,14 @@ func walkDiff(path string, segs []segment, desired, live any, out *[]FieldDrift)
 	}
 	dm, dok := desired.(map[string]any)
 	lm, lok := live.(map[string]any)
+	// A map on one side only is walked against an empty one, so the
+	// leaves added or removed are listed one by one.
+	if dok && live == nil {
+		lm, lok = map[string]any{}, true
+	}
+	if lok && desired == nil {
+		dm, dok = map[string]any{}, true
+	}
 	if dok && lok {
 		keys := map[string]bool{}
 		for k := range dm {

@@ -62,7 +62,8 @@ type Change struct {
 	// by that manager, and the desired object has another. A change in Git
 	// is not drift, nor is a field the applier adds (an owner label on an
 	// object it adopts), nor anything on an object the applier had never
-	// applied before (its first apply over one created by kubectl).
+	// applied before (its first apply over one made with `kubectl apply`:
+	// no Apply entry of the applier, kubectl's last-applied-configuration).
 	Drift []FieldDrift
 	// Removed lists, sorted, the fields the apply deletes from the live
 	// object, like `.data.OLD`: removed from the desired object (a change
@@ -336,8 +337,12 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 		// Drift is a value another field manager wrote over one the
 		// applier had applied; the applier's own values differ only because
 		// Git changed, and a field the live object lacks cannot be told
-		// from one Git added.
-		applied := ownApplyEntry(live.GetManagedFields(), m.Owner) != nil
+		// from one Git added. An object that holds no Apply entry of the
+		// applier and still carries kubectl's last-applied-configuration
+		// (which the applier's first apply removes) was never applied by
+		// it: adopting it is no drift.
+		_, kubectlApplied := live.GetAnnotations()[lastAppliedAnnotation]
+		applied := ownApplyEntry(live.GetManagedFields(), m.Owner) != nil || !kubectlApplied
 		for _, d := range Diff(cmpLive, cmpDry) {
 			switch {
 			case d.desiredAbsent && !d.liveAbsent:
