@@ -8,10 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// lastAppliedAnnotation is kubectl's client-side apply record.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
 // Metadata that earlier tools left and the cleanup removes. Flux compatible
 // (contract §4.3): kubectl's client-side apply record and Flux v1's marks.
 var (
-	staleAnnotations = []string{"kubectl.kubernetes.io/last-applied-configuration", "kustomize.toolkit.fluxcd.io/checksum", "fluxcd.io/sync-checksum"}
+	staleAnnotations = []string{lastAppliedAnnotation, "kustomize.toolkit.fluxcd.io/checksum", "fluxcd.io/sync-checksum"}
 	staleLabels      = []string{"fluxcd.io/sync-gc-mark"}
 )
 
@@ -39,17 +42,18 @@ func (m *Manager) replacedManager(e metav1.ManagedFieldsEntry) bool {
 // before-first-apply to the applier's Apply entry and drops stale metadata
 // from live, or nil when there is nothing to clean or the desired object
 // is annotated `ssa: Merge`. After it, a field removed from Git is removed
-// from the object even if kubectl set it first.
-func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) []byte {
+// from the object even if kubectl set it first. taken is the field set
+// handed over.
+func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) (patch []byte, taken map[string]any) {
 	if live == nil || flag(desired, SSAAnnotation) == "merge" {
-		return nil
+		return nil, nil
 	}
 	// The patch applies only to the object as planned: a write in between
 	// fails the test rather than losing another manager's entry.
 	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()}}
 	entries := live.GetManagedFields()
 	var kept []metav1.ManagedFieldsEntry
-	taken := map[string]any{}
+	taken = map[string]any{}
 	replaced := false
 	for _, e := range entries {
 		if !m.replacedManager(e) {
@@ -97,10 +101,58 @@ func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) []byte 
 		}
 	}
 	if len(ops) == 1 {
+		return nil, nil
+	}
+	patch, _ = json.Marshal(ops)
+	return patch, taken
+}
+
+// takenRemoved lists, rendered like `.data.LEGACY`, the fields of taken
+// (handed over by the cleanup) that the apply will delete: present in
+// live, not in the applier's field set of the dry-run result dry (so not
+// in the desired object) and held by no manager the cleanup keeps. The
+// stale metadata the cleanup drops itself is bookkeeping and not listed.
+func (m *Manager) takenRemoved(live, dry *unstructured.Unstructured, taken map[string]any) []string {
+	now := ownApplyEntry(dry.GetManagedFields(), m.Owner)
+	if len(taken) == 0 || now == nil {
 		return nil
 	}
-	patch, _ := json.Marshal(ops)
-	return patch
+	newSet := fieldSet(*now)
+	if newSet == nil {
+		return nil
+	}
+	var others []map[string]any
+	for _, e := range live.GetManagedFields() {
+		if m.replacedManager(e) || e.FieldsV1 == nil || (e.Manager == m.Owner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "") {
+			continue
+		}
+		if s := fieldSet(e); s != nil {
+			others = append(others, s)
+		}
+	}
+	stale := map[string]bool{}
+	for _, a := range staleAnnotations {
+		stale[".metadata.annotations."+a] = true
+	}
+	for _, l := range staleLabels {
+		stale[".metadata.labels."+l] = true
+	}
+	var out []string
+next:
+	for _, path := range droppedLeaves(taken, newSet, nil) {
+		if _, ok := lookupField(live.Object, path); !ok {
+			continue
+		}
+		for _, s := range others {
+			if hasField(s, path) {
+				continue next
+			}
+		}
+		if p := fieldPath(live.Object, path); !stale[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // unionFields adds the field set src to dst (FieldsV1 sets are nested

@@ -21,7 +21,8 @@ type FieldDrift struct {
 	// managedFields; empty when unknown.
 	Manager string
 
-	segments []segment
+	segments                  []segment
+	desiredAbsent, liveAbsent bool
 }
 
 // String renders `<path> "<desired>" → "<live>" (by <manager>)`.
@@ -38,7 +39,7 @@ func (f FieldDrift) String() string {
 // and annotations, and status, are not compared.
 func Diff(live, desired *unstructured.Unstructured) []FieldDrift {
 	var out []FieldDrift
-	walkDiff("", comparableForDiff(desired), comparableForDiff(live), &out)
+	walkDiff("", nil, comparableForDiff(desired), comparableForDiff(live), &out)
 	secret := live.GetKind() == "Secret" && live.GroupVersionKind().Group == ""
 	managers := live.GetManagedFields()
 	for i := range out {
@@ -86,13 +87,22 @@ func toAny(m map[string]string) map[string]any {
 	return out
 }
 
-// walkDiff appends the leaves where desired and live differ.
-func walkDiff(path string, desired, live any, out *[]FieldDrift) {
+// walkDiff appends the leaves where desired and live differ. segs is path
+// split into fields and indices (a key may hold dots: label keys do).
+func walkDiff(path string, segs []segment, desired, live any, out *[]FieldDrift) {
 	if equality.Semantic.DeepEqual(desired, live) {
 		return
 	}
 	dm, dok := desired.(map[string]any)
 	lm, lok := live.(map[string]any)
+	// A map on one side only is walked against an empty one, so the
+	// leaves added or removed are listed one by one.
+	if dok && live == nil {
+		lm, lok = map[string]any{}, true
+	}
+	if lok && desired == nil {
+		dm, dok = map[string]any{}, true
+	}
 	if dok && lok {
 		keys := map[string]bool{}
 		for k := range dm {
@@ -102,7 +112,7 @@ func walkDiff(path string, desired, live any, out *[]FieldDrift) {
 			keys[k] = true
 		}
 		for k := range keys {
-			walkDiff(path+"."+k, dm[k], lm[k], out)
+			walkDiff(path+"."+k, append(segs[:len(segs):len(segs)], segment{field: k, index: -1}), dm[k], lm[k], out)
 		}
 		return
 	}
@@ -110,11 +120,12 @@ func walkDiff(path string, desired, live any, out *[]FieldDrift) {
 	ls, lok := live.([]any)
 	if dok && lok && len(ds) == len(ls) {
 		for i := range ds {
-			walkDiff(fmt.Sprintf("%s[%d]", path, i), ds[i], ls[i], out)
+			walkDiff(fmt.Sprintf("%s[%d]", path, i), append(segs[:len(segs):len(segs)], segment{index: i}), ds[i], ls[i], out)
 		}
 		return
 	}
-	*out = append(*out, FieldDrift{Path: path, Desired: render(desired), Live: render(live), segments: splitPath(path)})
+	*out = append(*out, FieldDrift{Path: path, Desired: render(desired), Live: render(live), segments: segs,
+		desiredAbsent: desired == nil, liveAbsent: live == nil})
 }
 
 func render(v any) string {
@@ -131,21 +142,4 @@ func render(v any) string {
 type segment struct {
 	field string
 	index int // -1 for fields
-}
-
-func splitPath(p string) []segment {
-	var segs []segment
-	for _, part := range strings.Split(strings.TrimPrefix(p, "."), ".") {
-		name, rest, _ := strings.Cut(part, "[")
-		if name != "" {
-			segs = append(segs, segment{field: name, index: -1})
-		}
-		for rest != "" {
-			var idx int
-			fmt.Sscanf(rest, "%d]", &idx)
-			segs = append(segs, segment{index: idx})
-			_, rest, _ = strings.Cut(rest, "[")
-		}
-	}
-	return segs
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -44,6 +45,10 @@ const (
 	Unchanged  Action = "unchanged"
 	Deleted    Action = "deleted"
 	Skipped    Action = "skipped"
+	// Replaced (beyond Flux): the object was deleted and created again, with
+	// force, because the API server kept a field that the desired object no
+	// longer has (see ApplyAll).
+	Replaced Action = "replaced"
 )
 
 // Change is one object's entry of a change set.
@@ -53,8 +58,17 @@ type Change struct {
 	Action  Action
 	// Drift lists, for an existing object that was configured, the fields
 	// in which the live object differed from the desired one because
-	// another field manager changed them (a change in Git is not drift).
+	// another field manager changed them: the live field has a value, set
+	// by that manager, and the desired object has another. A change in Git
+	// is not drift, nor is a field the applier adds (an owner label on an
+	// object it adopts), nor anything on an object the applier had never
+	// applied before (its first apply over one made with `kubectl apply`:
+	// no Apply entry of the applier, kubectl's last-applied-configuration).
 	Drift []FieldDrift
+	// Removed lists, sorted, the fields the apply deletes from the live
+	// object, like `.data.OLD`: removed from the desired object (a change
+	// in Git), or set by kubectl before the applier adopted the object.
+	Removed []string
 }
 
 // String is `<Kind>/<ns>/<name> <action>`. Flux compatible.
@@ -90,6 +104,7 @@ type planned struct {
 	live     *unstructured.Unstructured
 	action   Action
 	drift    []FieldDrift
+	removed  []string
 	recreate bool
 	cleanup  []byte // JSON patch of managed fields and stale metadata, written before the apply
 }
@@ -103,6 +118,17 @@ type planned struct {
 // dry-run means nothing (more) is written; the error names each object and
 // the API server's reason. Objects whose dry-run equals the live object are
 // not written. The returned change set lists every object, in apply order.
+//
+// A field removed from the desired object that the API server keeps (a
+// Service's `clusterIP: None`: removing it does not give the Service a
+// cluster IP) is found from the applier's managed fields: a field it
+// owned, no longer in the desired object, still in the dry-run result and
+// owned by no one. It counts when its value differs from the one the
+// server gives a new object made from the desired one (see serverKeeps; a
+// default such as `type: ClusterIP` does not count). With force
+// (opts.Force or the force annotation) the object is recreated and
+// reported Replaced; without, the set fails naming the object and the
+// field, and nothing is written.
 func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Change, error) {
 	objs = append([]*unstructured.Unstructured(nil), objs...)
 	sortObjects(objs)
@@ -308,23 +334,57 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 		p.action = Unchanged
 	default:
 		p.action = Configured
-		// Drift is what another field manager wrote; the applier's own
-		// values differ only because Git changed.
+		// Drift is a value another field manager wrote over one the
+		// applier had applied; the applier's own values differ only because
+		// Git changed, and a field the live object lacks cannot be told
+		// from one Git added. An object that holds no Apply entry of the
+		// applier and still carries kubectl's last-applied-configuration
+		// (which the applier's first apply removes) was never applied by
+		// it: adopting it is no drift.
+		_, kubectlApplied := live.GetAnnotations()[lastAppliedAnnotation]
+		applied := ownApplyEntry(live.GetManagedFields(), m.Owner) != nil || !kubectlApplied
 		for _, d := range Diff(cmpLive, cmpDry) {
-			if d.Manager != "" && d.Manager != m.Owner {
+			switch {
+			case d.desiredAbsent && !d.liveAbsent:
+				p.removed = append(p.removed, d.Path)
+			case applied && !d.liveAbsent && d.Manager != "" && d.Manager != m.Owner:
 				p.drift = append(p.drift, d)
 			}
 		}
 	}
-	if p.cleanup = m.cleanupPatch(u, live); p.cleanup != nil && p.action == Unchanged {
-		p.action = Configured
+	var taken map[string]any
+	if p.cleanup, taken = m.cleanupPatch(u, live); p.cleanup != nil {
+		if p.action == Unchanged {
+			p.action = Configured
+		}
+		p.removed = append(p.removed, m.takenRemoved(live, dry, taken)...)
+	}
+	sort.Strings(p.removed)
+	p.removed = slices.Compact(p.removed)
+	if live != nil {
+		if kept := keptFields(live, dry, m.Owner); len(kept) > 0 {
+			// Written even when nothing else changed, so the applier's
+			// ownership of the removed fields ends and the next reconcile
+			// does not look at them again.
+			if p.action == Unchanged {
+				p.action = Configured
+			}
+			if fields := m.serverKeeps(ctx, u, dry, kept); len(fields) > 0 {
+				if !opts.Force && flag(u, ForceAnnotation) != "enabled" {
+					return nil, fmt.Errorf("%s dry-run failed: %s removed from the desired state but kept by the API server; "+
+						"the object must be recreated: enable force (spec.force or the %s: enabled annotation)",
+						id, strings.Join(fields, ", "), ForceAnnotation)
+				}
+				p.action, p.recreate = Replaced, true
+			}
+		}
 	}
 	return p, nil
 }
 
 // apply writes a planned object unless it is unchanged or skipped.
 func (m *Manager) apply(ctx context.Context, p *planned) (Change, error) {
-	c := Change{Meta: MetaOf(p.obj), Version: p.obj.GroupVersionKind().Version, Action: p.action, Drift: p.drift}
+	c := Change{Meta: MetaOf(p.obj), Version: p.obj.GroupVersionKind().Version, Action: p.action, Drift: p.drift, Removed: p.removed}
 	if p.action == Unchanged || p.action == Skipped {
 		return c, nil
 	}

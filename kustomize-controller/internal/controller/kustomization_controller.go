@@ -566,7 +566,8 @@ func (r *KustomizationReconciler) clientFor(obj *kustomizev1.Kustomization) (cli
 }
 
 // reportChanges emits the change set as Flux does, and, beyond Flux, one
-// event per corrected drift naming the fields, values and field managers.
+// event per corrected drift naming the fields, values and field managers,
+// and one per object whose fields the apply deleted (`FieldsRemoved`).
 func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, changes []ssa.Change) {
 	var lines []string
 	for _, c := range changes {
@@ -581,6 +582,10 @@ func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, 
 			}
 			r.Events.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
 				fmt.Sprintf("%s drifted: %s; corrected", c.Meta, strings.Join(fields, ", ")), r.eventMeta(obj))
+		}
+		if len(c.Removed) > 0 {
+			r.Events.Event(obj, corev1.EventTypeNormal, "FieldsRemoved",
+				fmt.Sprintf("%s %s: %s removed", c.Meta, c.Action, strings.Join(c.Removed, " removed, ")), r.eventMeta(obj))
 		}
 	}
 	if len(lines) > 0 {

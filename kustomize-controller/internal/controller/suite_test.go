@@ -21,7 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -79,7 +81,10 @@ func startSourceController(e *testenv.Environment) (func(), error) {
 
 func startReconciler(e *testenv.Environment) (func(), error) {
 	ctrl.SetLogger(logrDiscard())
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	// binaryNS belongs to the built binary (see startBinary).
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&kustomizev1.Kustomization{}: {Field: fields.OneTermNotEqualSelector("metadata.namespace", binaryNS)}}}})
 	if err != nil {
 		return nil, err
 	}

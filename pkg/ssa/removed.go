@@ -1,0 +1,264 @@
+package ssa
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// A field removed from the desired object is normally deleted by the
+// apply: the applier gives up its ownership and no one else holds it. Some
+// fields the API server keeps instead: a Service's `clusterIP: None` (the
+// Service storage copies the old cluster IP when the new object has none)
+// stays headless, and since the dry-run result then equals the live object
+// nothing shows the difference. keptFields finds such fields, and
+// serverKeeps decides which of them make the live object differ from what
+// the desired object would be.
+
+// ownApplyEntry returns the applier's Apply entry of managed fields (the
+// fields of its last applied configuration), or nil.
+func ownApplyEntry(entries []metav1.ManagedFieldsEntry, owner string) *metav1.ManagedFieldsEntry {
+	for i, e := range entries {
+		if e.Manager == owner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" && e.FieldsV1 != nil {
+			return &entries[i]
+		}
+	}
+	return nil
+}
+
+// keptFields returns the fields (as field-set key paths) that the applier
+// owned in live, that it no longer owns in the dry-run result dry, and
+// that dry still holds while no other field manager owns them. It is nil
+// when the applier's field set did not shrink, which is decided by one
+// comparison of bytes: an object whose desired state did not change costs
+// nothing more.
+func keptFields(live, dry *unstructured.Unstructured, owner string) [][]string {
+	was, now := ownApplyEntry(live.GetManagedFields(), owner), ownApplyEntry(dry.GetManagedFields(), owner)
+	if was == nil || now == nil || was.APIVersion != now.APIVersion || bytes.Equal(was.FieldsV1.Raw, now.FieldsV1.Raw) {
+		return nil
+	}
+	oldSet, newSet := fieldSet(*was), fieldSet(*now)
+	if oldSet == nil || newSet == nil {
+		return nil
+	}
+	var others []map[string]any
+	for _, e := range dry.GetManagedFields() {
+		if (e.Manager == owner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "") || e.FieldsV1 == nil {
+			continue
+		}
+		if s := fieldSet(e); s != nil {
+			others = append(others, s)
+		}
+	}
+	var out [][]string
+	for _, path := range droppedLeaves(oldSet, newSet, nil) {
+		if _, ok := lookupField(dry.Object, path); !ok {
+			continue // deleted by the apply, as it should be
+		}
+		owned := false
+		for _, s := range others {
+			if hasField(s, path) {
+				owned = true
+				break
+			}
+		}
+		if !owned {
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+// droppedLeaves lists the leaves of the field set old that are not in new.
+// "." (the map or item itself) is not a leaf of its own.
+func droppedLeaves(old, new map[string]any, prefix []string) [][]string {
+	var out [][]string
+	keys := make([]string, 0, len(old))
+	for k := range old {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "." {
+			continue
+		}
+		path := append(append([]string(nil), prefix...), k)
+		child, _ := old[k].(map[string]any)
+		newChild, inNew := new[k].(map[string]any)
+		if len(child) == 0 || (len(child) == 1 && child["."] != nil) {
+			if !inNew {
+				out = append(out, path)
+			}
+			continue
+		}
+		if newChild == nil {
+			newChild = map[string]any{}
+		}
+		out = append(out, droppedLeaves(child, newChild, path)...)
+	}
+	return out
+}
+
+// hasField reports whether the field set holds the key path.
+func hasField(set map[string]any, path []string) bool {
+	cur := set
+	for _, k := range path {
+		next, ok := cur[k].(map[string]any)
+		if !ok {
+			return false
+		}
+		cur = next
+	}
+	return true
+}
+
+// lookupField follows a field-set key path (f:<name>, k:{<key fields>},
+// v:<value>, i:<index>) in an object and returns the value found there.
+func lookupField(obj any, path []string) (any, bool) {
+	v, _, ok := walkField(obj, path)
+	return v, ok
+}
+
+// fieldPath renders a field-set key path the way Diff does, e.g.
+// `.spec.ports[0].nodePort`, with list positions read from obj.
+func fieldPath(obj any, path []string) string {
+	_, p, ok := walkField(obj, path)
+	if !ok {
+		var b strings.Builder
+		for _, k := range path {
+			b.WriteString("." + strings.TrimPrefix(k, "f:"))
+		}
+		return b.String()
+	}
+	return p
+}
+
+func walkField(obj any, path []string) (any, string, bool) {
+	cur := obj
+	var rendered strings.Builder
+	for _, k := range path {
+		switch {
+		case strings.HasPrefix(k, "f:"):
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return nil, "", false
+			}
+			if cur, ok = m[k[2:]]; !ok {
+				return nil, "", false
+			}
+			rendered.WriteString("." + k[2:])
+		case strings.HasPrefix(k, "k:"), strings.HasPrefix(k, "v:"), strings.HasPrefix(k, "i:"):
+			l, ok := cur.([]any)
+			if !ok {
+				return nil, "", false
+			}
+			idx := -1
+			for i, item := range l {
+				if itemKey(map[string]any{k: nil}, item, i) == k {
+					idx = i
+					break
+				}
+			}
+			if idx < 0 {
+				return nil, "", false
+			}
+			cur = l[idx]
+			fmt.Fprintf(&rendered, "[%d]", idx)
+		default:
+			return nil, "", false
+		}
+	}
+	return cur, rendered.String(), true
+}
+
+// freshObject returns what the API server makes of desired as a new object:
+// a dry-run create under a generated name. It fails where a kind's names
+// are fixed (a CRD's `<plural>.<group>`) or the server refuses the create.
+func (m *Manager) freshObject(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	f := desired.DeepCopy()
+	f.SetGenerateName(desired.GetName() + "-")
+	f.SetName("")
+	f.SetResourceVersion("")
+	f.SetUID("")
+	if err := m.Client.Create(ctx, f, client.DryRunAll, client.FieldOwner(m.Owner)); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// serverKeeps returns, rendered like `.spec.clusterIP`, the kept fields
+// (see keptFields) whose value in the dry-run result differs from the
+// value the API server gives a new object made from desired, learnt with
+// a dry-run create. That request is only made when kept fields exist,
+// which happens once, on the change that removed them.
+//
+// The rule, and why: a kept value equal to the new object's is a default
+// (`type: ClusterIP`, `sessionAffinity: None` removed) and the live object
+// is as Git says. A value the server allocates from a pool (a Service's
+// cluster IPs, node ports) differs between any two objects, so a kept
+// allocation counts as equal to a fresh one: removing a pinned cluster IP
+// or node port keeps the Service; `clusterIP: None` is no allocation and
+// differs. When the dry-run create cannot be made the kept fields are not
+// flagged: defaults cannot be told apart then, and failing every such
+// change would be worse than the rare kept value.
+func (m *Manager) serverKeeps(ctx context.Context, desired, dry *unstructured.Unstructured, kept [][]string) []string {
+	fresh, err := m.freshObject(ctx, desired)
+	if err != nil {
+		return nil
+	}
+	service := dry.GetKind() == "Service" && dry.GroupVersionKind().Group == ""
+	var out []string
+	for _, path := range kept {
+		have, _ := lookupField(dry.Object, path)
+		want, ok := lookupField(fresh.Object, path)
+		if ok && (sameJSON(have, want) || (service && sameAllocation(path[len(path)-1], have, want))) {
+			continue
+		}
+		out = append(out, fieldPath(dry.Object, path))
+	}
+	return out
+}
+
+// sameAllocation reports whether a and b are both allocations of a
+// Service's field: IP addresses for clusterIP(s), ports for (healthCheck)
+// nodePort.
+func sameAllocation(field string, a, b any) bool {
+	switch field {
+	case "f:clusterIP":
+		return isIP(a) && isIP(b)
+	case "f:clusterIPs":
+		la, ok1 := a.([]any)
+		lb, ok2 := b.([]any)
+		if !ok1 || !ok2 || len(la) != len(lb) || len(la) == 0 {
+			return false
+		}
+		for i := range la {
+			if !isIP(la[i]) || !isIP(lb[i]) {
+				return false
+			}
+		}
+		return true
+	case "f:nodePort", "f:healthCheckNodePort":
+		return isPort(a) && isPort(b)
+	}
+	return false
+}
+
+func isIP(v any) bool {
+	s, ok := v.(string)
+	return ok && net.ParseIP(s) != nil
+}
+
+func isPort(v any) bool {
+	var n float64
+	b, err := json.Marshal(v)
+	return err == nil && json.Unmarshal(b, &n) == nil && n > 0
+}
