@@ -80,7 +80,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stopSignals()
 	pollInterval = 250 * time.Millisecond
 
