@@ -2,12 +2,12 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +53,9 @@ func (u *user) startTTY(cols int, noColor bool, args ...string) *ttyRun {
 	}
 	cmd.Env = env
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: uint16(cols)})
+	if err == nil {
+		f, err = pollable(f)
+	}
 	if err != nil {
 		u.t.Fatal(err)
 	}
@@ -82,6 +85,23 @@ func (u *user) startTTY(cols int, noColor bool, args ...string) *ttyRun {
 		f.Close()
 	})
 	return r
+}
+
+// pollable returns a non-blocking copy of the pty master f and closes f.
+// creack/pty leaves the master in blocking mode (its ioctls use Fd), where
+// Close waits for a pending Read; the copy is managed by Go's poller, so
+// Close ends the Read and really closes the master: the terminal hangs up.
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	fd, _, errno := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_DUPFD_CLOEXEC, 0)
+	if errno != 0 {
+		return nil, errno
+	}
+	if err := syscall.SetNonblock(int(fd), true); err != nil {
+		syscall.Close(int(fd))
+		return nil, err
+	}
+	return os.NewFile(fd, f.Name()), nil
 }
 
 func (r *ttyRun) output() []byte {
@@ -245,12 +265,8 @@ func TestTerminalDevUpHangup(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("eddy dev up did not exit within 2m of its terminal closing")
 	}
-	var exit *exec.ExitError
-	if fg.err != nil && !errors.As(fg.err, &exit) {
-		t.Fatal(fg.err)
-	}
 	if fg.err != nil {
-		t.Errorf("eddy dev up after its terminal closed: %v (killed by the hangup instead of stopping the environment)", fg.err)
+		t.Errorf("eddy dev up after its terminal closed: %v; want it to stop the environment and exit 0", fg.err)
 	}
 	checkAllGone(t, state, u.dir())
 }
