@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -183,10 +184,14 @@ func (r *ttyRun) checkTerminal(timeout time.Duration, noColor bool) []string {
 	if bytes.Contains(out, []byte("panic:")) || bytes.Contains(out, []byte("goroutine ")) {
 		r.t.Errorf("%s at a terminal panicked", r.name)
 	}
+	var residue []string
 	for i, l := range lines {
 		if strings.ContainsFunc(l, func(c rune) bool { return c >= 0x2800 && c <= 0x28ff }) {
-			r.t.Errorf("%s: spinner residue on screen line %d: %q", r.name, i+1, l)
+			residue = append(residue, fmt.Sprintf("line %d: %q", i+1, l))
 		}
+	}
+	if len(residue) > 0 {
+		r.t.Errorf("%s: spinner frames left on %d screen line(s), the first %s", r.name, len(residue), residue[0])
 	}
 	switch codes := sgr.FindAll(out, -1); {
 	case noColor && len(codes) > 0:
@@ -297,15 +302,23 @@ func TestTerminalDemo(t *testing.T) {
 	}
 	for n := 1; n <= 6; n++ {
 		row := []rune(lines[head+n])
-		for k, c := range cols {
-			// A column starts where its header does: a non-blank after a blank.
-			if c >= len(row) || row[c] == ' ' || row[c-1] != ' ' {
-				t.Errorf("summary row %d: column %d does not start at screen column %d, under its header:\n%s\n%s",
-					n, k+2, c, lines[head], string(row))
+		// Each cell starts under its header, two blanks after the one before.
+		cell := func(k int) string {
+			c := cols[k]
+			if c >= len(row) || row[c] == ' ' || row[c-1] != ' ' || row[c-2] != ' ' {
+				return ""
 			}
+			f, _, _ := strings.Cut(string(row[c:]), " ")
+			return f
 		}
-		if got := string(row[cols[0] : cols[0]+2]); got != "ok" {
-			t.Errorf("summary row %d: RESULT %q, want ok", n, got)
+		if got := cell(0); got != "ok" {
+			t.Errorf("summary row %d: %q under RESULT, want ok:\n%s\n%s", n, got, lines[head], string(row))
+		}
+		if _, err := time.ParseDuration(cell(1)); err != nil {
+			t.Errorf("summary row %d: %q under TIME, want a duration:\n%s\n%s", n, cell(1), lines[head], string(row))
+		}
+		if cell(2) == "" {
+			t.Errorf("summary row %d: nothing starts under OBSERVED:\n%s\n%s", n, lines[head], string(row))
 		}
 	}
 }
