@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -81,7 +80,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stopSignals()
 	pollInterval = 250 * time.Millisecond
 
@@ -178,12 +177,13 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 	u.Success("observed: %s (%s)", obs, time.Since(t).Round(100*time.Millisecond))
 
 	fmt.Fprintf(out, "\n%s\n", u.paint("1", "── Summary ──"))
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tRESULT\tTIME\tOBSERVED")
+	table := [][]string{{"STEP", "RESULT", "TIME", "OBSERVED"}}
 	for i, r := range results {
-		fmt.Fprintf(tw, "%d %s\t%s\t%s\t%s\n", i+1, r.title, u.paint("32", "ok"), r.took.Round(100*time.Millisecond), r.observed)
+		table = append(table, []string{fmt.Sprintf("%d %s", i+1, r.title), u.paint("32", "ok"), r.took.Round(100 * time.Millisecond).String(), r.observed})
 	}
-	_ = tw.Flush()
+	if err := writeTable(out, table, 2); err != nil {
+		return err
+	}
 	u.Success("all 6 steps observed; everything the demo started is stopped (total %s)", time.Since(begin).Round(100*time.Millisecond))
 	return nil
 }

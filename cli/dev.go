@@ -308,7 +308,8 @@ func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
 		return upDetached(cmd, g, u, dir, lock, f, src, hookTree)
 	}
 
-	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP: the terminal closed (a window, an ssh session); stop as on Ctrl-C.
+	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stopSignals()
 	begin := time.Now()
 	opts := devOptions(root, dir, f, u)

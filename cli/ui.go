@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"golang.org/x/term"
+	"golang.org/x/text/width"
 )
 
 // ui prints flux-style progress lines: ► action, ◎ waiting, ✔ done,
@@ -18,17 +20,16 @@ type ui struct {
 	out   io.Writer
 	color bool
 	tty   bool
+	fd    int // out's file descriptor when tty, for the terminal's width
 
 	mu      sync.Mutex
 	spinMsg string
-	stop    chan struct{}
-	done    chan struct{}
 }
 
 func newUI(out io.Writer) *ui {
 	u := &ui{out: out}
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		u.tty = true
+		u.tty, u.fd = true, int(f.Fd())
 		u.color = os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 	}
 	return u
@@ -59,7 +60,10 @@ func (u *ui) Info(format string, args ...any)    { u.line(" ", "0", format, args
 func (u *ui) Alert(format string, args ...any)   { u.line("◆", "35", format, args...) }
 
 // Spin shows msg with a spinner and the elapsed time until the returned
-// function is called. Off a terminal it prints msg once as a waiting line.
+// function is called; calling it again does nothing. Off a terminal it
+// prints msg once as a waiting line. The spinner's line is cut to the
+// terminal's width: a line that wrapped could not be erased by "\r\x1b[2K",
+// and each frame would leave its first rows behind.
 func (u *ui) Spin(msg string) (stop func()) {
 	if !u.tty {
 		u.Waiting("%s", msg)
@@ -67,9 +71,8 @@ func (u *ui) Spin(msg string) (stop func()) {
 	}
 	u.mu.Lock()
 	u.spinMsg = msg
-	u.stop, u.done = make(chan struct{}), make(chan struct{})
-	stopC, doneC := u.stop, u.done
 	u.mu.Unlock()
+	stopC, doneC := make(chan struct{}), make(chan struct{})
 	start := time.Now()
 	go func() {
 		defer close(doneC)
@@ -78,8 +81,13 @@ func (u *ui) Spin(msg string) (stop func()) {
 		defer t.Stop()
 		for i := 0; ; i++ {
 			u.mu.Lock()
-			m := u.spinMsg
-			fmt.Fprintf(u.out, "\r\x1b[2K%s %s (%s)", u.paint("33", frames[i%len(frames)]), m, time.Since(start).Round(time.Second))
+			text := fmt.Sprintf("%s (%s)", u.spinMsg, time.Since(start).Round(time.Second))
+			if cols, _, err := term.GetSize(u.fd); err == nil && cols > 0 {
+				// The frame and its space take 2 columns; the last column is
+				// left free, where some terminals wrap at once.
+				text = truncate(text, cols-3)
+			}
+			fmt.Fprintf(u.out, "\r\x1b[2K%s %s", u.paint("33", frames[i%len(frames)]), text)
 			u.mu.Unlock()
 			select {
 			case <-stopC:
@@ -88,13 +96,16 @@ func (u *ui) Spin(msg string) (stop func()) {
 			}
 		}
 	}()
+	var once sync.Once
 	return func() {
-		close(stopC)
-		<-doneC
-		u.mu.Lock()
-		fmt.Fprint(u.out, "\r\x1b[2K")
-		u.spinMsg = ""
-		u.mu.Unlock()
+		once.Do(func() {
+			close(stopC)
+			<-doneC
+			u.mu.Lock()
+			fmt.Fprint(u.out, "\r\x1b[2K")
+			u.spinMsg = ""
+			u.mu.Unlock()
+		})
 	}
 }
 
@@ -111,4 +122,112 @@ func (u *ui) SetSpin(msg string) {
 func oneLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// visibleWidth is the number of terminal columns s takes: escape sequences
+// (colours) take none, East Asian wide and fullwidth runes two, combining
+// marks and other zero-width runes none.
+func visibleWidth(s string) int {
+	n := 0
+	for _, r := range stripEscapes(s) {
+		n += runeWidth(r)
+	}
+	return n
+}
+
+func runeWidth(r rune) int {
+	switch {
+	case r < 0x20 || r == 0x7f, unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
+		return 0
+	}
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
+		return 2
+	}
+	return 1
+}
+
+// stripEscapes removes ECMA-48 escape sequences from s: CSI (ESC [ params
+// final, as colours and erasing), OSC and other strings ended by BEL or
+// ESC \, and two-byte ESC sequences.
+func stripEscapes(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\x1b' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 >= len(s) {
+			break
+		}
+		i++
+		switch s[i] {
+		case '[':
+			// parameters and intermediates, then one final byte in @–~
+			for i+1 < len(s) && (s[i+1] < '@' || s[i+1] > '~') {
+				i++
+			}
+			i++
+		case ']', 'P', '^', '_':
+			for i+1 < len(s) && s[i+1] != '\a' && !(s[i+1] == '\x1b' && i+2 < len(s) && s[i+2] == '\\') {
+				i++
+			}
+			if i+1 < len(s) && s[i+1] == '\a' {
+				i++
+			} else {
+				i += 2
+			}
+		}
+	}
+	return b.String()
+}
+
+// truncate cuts s (plain text, no escapes) to at most n columns, ending in
+// "…" when it cut.
+func truncate(s string, n int) string {
+	if visibleWidth(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	w := 0
+	for i, r := range s {
+		if w+runeWidth(r) > n-1 {
+			return s[:i] + "…"
+		}
+		w += runeWidth(r)
+	}
+	return s
+}
+
+// writeTable writes rows (the header first) as left-aligned columns gap
+// spaces apart, each as wide as its widest cell on screen: unlike
+// text/tabwriter it measures visibleWidth, so coloured cells line up with
+// plain ones. The last column is not padded.
+func writeTable(w io.Writer, rows [][]string, gap int) error {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], visibleWidth(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-visibleWidth(c)+gap))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
