@@ -2,6 +2,7 @@
 //
 // It takes Flux's flag names and defaults, so Flux's deployment manifests
 // carry over; --kubeconfig or KUBECONFIG selects the cluster outside one.
+// The manager is built by controller.NewManager, as in the tests.
 package main
 
 import (
@@ -9,24 +10,24 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/eddyops/eddy/helm-controller/internal/controller"
 	"github.com/eddyops/eddy/pkg/runtime"
 )
 
-const controllerName = "helm-controller"
-
 func main() {
-	var opts runtime.Options
-	opts.BindFlags(flag.CommandLine, 4)
+	var c controller.Config
+	c.BindFlags(flag.CommandLine)
 	flag.Parse()
-
-	mgr, err := opts.NewManager(controllerName)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", controllerName, err)
+	if err := c.SetupLogger(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", controller.ControllerName, err)
 		os.Exit(1)
 	}
-	// The reconcilers of this controller's kinds are registered here as their
-	// issues land; until then the manager serves probes and metrics only.
-	if err := runtime.Run(mgr, controllerName); err != nil {
+	mgr, err := controller.NewManager(c)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", controller.ControllerName, err)
+		os.Exit(1)
+	}
+	if err := runtime.Run(mgr, controller.ControllerName); err != nil {
 		os.Exit(1)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -36,6 +37,7 @@ type Options struct {
 	LogEncoding          string
 	Concurrent           int
 	WatchAllNamespaces   bool
+	WatchLabelSelector   string
 	KubeAPIQPS           float64
 	KubeAPIBurst         int
 	MinRetryDelay        time.Duration
@@ -57,6 +59,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, concurrent int) {
 	fs.StringVar(&o.LogEncoding, "log-encoding", "json", "Log encoding: json or console.")
 	fs.IntVar(&o.Concurrent, "concurrent", concurrent, "The number of concurrent reconciles per kind.")
 	fs.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", true, "Watch all namespaces; when false only the namespace in RUNTIME_NAMESPACE.")
+	fs.StringVar(&o.WatchLabelSelector, "watch-label-selector", "", "Reconcile only the controller's objects whose labels match, e.g. 'sharding.fluxcd.io/key=shard1' (sharding).")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", 50, "Maximum queries per second to the Kubernetes API.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 300, "Maximum burst of queries to the Kubernetes API.")
 	fs.DurationVar(&o.MinRetryDelay, "min-retry-delay", 750*time.Millisecond, "The first delay of the exponential back-off after a failed reconcile.")
@@ -102,24 +105,22 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NewManager sets up the logger and builds a controller-runtime manager for
-// the controller named name, with a scheme of the Kubernetes built-in kinds
-// plus the groups that addToScheme register. The leader-election lease is
-// `<name>-leader-election` in $RUNTIME_NAMESPACE (Flux's variable), else the
-// pod's own namespace; outside a cluster leader election needs RUNTIME_NAMESPACE.
-func (o *Options) NewManager(name string, addToScheme ...func(*runtime.Scheme) error) (ctrl.Manager, error) {
-	if err := o.SetupLogger(); err != nil {
-		return nil, err
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
-		if err := add(scheme); err != nil {
-			return nil, err
+// NewManager builds the controller-runtime manager of the controller named
+// name from the flags, on the cluster cfg (nil: RESTConfig) with scheme, the
+// controller's whole scheme: a binary and its tests pass the same one, so
+// the tests exercise the types the binary knows. watched are the
+// controller's own kinds; --watch-label-selector filters those (Flux's
+// sharding), the sources they refer to are watched whatever their labels.
+// The leader-election lease is `<name>-leader-election` in
+// $RUNTIME_NAMESPACE (Flux's variable), else the pod's own namespace;
+// outside a cluster leader election needs RUNTIME_NAMESPACE. The logger is
+// the caller's (SetupLogger in a binary).
+func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, watched ...client.Object) (ctrl.Manager, error) {
+	if cfg == nil {
+		var err error
+		if cfg, err = o.RESTConfig(); err != nil {
+			return nil, fmt.Errorf("loading the cluster configuration: %w", err)
 		}
-	}
-	cfg, err := o.RESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the cluster configuration: %w", err)
 	}
 	cacheOpts := cache.Options{}
 	if !o.WatchAllNamespaces {
@@ -128,6 +129,16 @@ func (o *Options) NewManager(name string, addToScheme ...func(*runtime.Scheme) e
 			return nil, fmt.Errorf("--watch-all-namespaces=false needs RUNTIME_NAMESPACE")
 		}
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+	}
+	if o.WatchLabelSelector != "" {
+		sel, err := labels.Parse(o.WatchLabelSelector)
+		if err != nil {
+			return nil, fmt.Errorf("--watch-label-selector %q: %w", o.WatchLabelSelector, err)
+		}
+		cacheOpts.ByObject = map[client.Object]cache.ByObject{}
+		for _, obj := range watched {
+			cacheOpts.ByObject[obj] = cache.ByObject{Label: sel}
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
@@ -156,6 +167,18 @@ func (o *Options) NewManager(name string, addToScheme ...func(*runtime.Scheme) e
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// NewScheme returns a scheme with the Kubernetes built-in kinds and the
+// groups that addToScheme register.
+func NewScheme(addToScheme ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, addToScheme...) {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
 }
 
 // Run starts the manager and blocks until SIGINT or SIGTERM; it returns the

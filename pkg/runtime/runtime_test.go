@@ -29,6 +29,7 @@ func TestFluxDefaults(t *testing.T) {
 		{"log-encoding", o.LogEncoding, "json"},
 		{"concurrent", o.Concurrent, 4},
 		{"watch-all-namespaces", o.WatchAllNamespaces, true},
+		{"watch-label-selector", o.WatchLabelSelector, ""},
 		{"kube-api-qps", o.KubeAPIQPS, 50.0},
 		{"kube-api-burst", o.KubeAPIBurst, 300},
 		{"min-retry-delay", o.MinRetryDelay, 750 * time.Millisecond},

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -431,20 +430,7 @@ func (m *Manager) waitFirstStage(ctx context.Context, objs []*unstructured.Unstr
 		}
 		switch u.GetKind() {
 		case "CustomResourceDefinition":
-			err := m.poll(ctx, func() (bool, error) {
-				crd := &apiextensionsv1.CustomResourceDefinition{}
-				if err := m.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, crd); err != nil {
-					return false, nil
-				}
-				for _, c := range crd.Status.Conditions {
-					if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-						// The kind must also be mapped by the client before its objects are applied.
-						_, err := m.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind})
-						return err == nil, nil
-					}
-				}
-				return false, nil
-			})
+			err := m.poll(ctx, func() (bool, error) { return m.crdReady(ctx, u), nil })
 			if err != nil {
 				return fmt.Errorf("%s is not Established: %w", MetaOf(u), err)
 			}
@@ -461,6 +447,56 @@ func (m *Manager) waitFirstStage(ctx context.Context, objs []*unstructured.Unstr
 	}
 	return nil
 }
+
+// crdReady reports whether the CRD named like u is Established and its
+// kind is mapped by the client's REST mapper. The CRD is read as
+// unstructured, so the wait works whatever the client's scheme registers
+// (a controller's scheme need not know apiextensions.k8s.io).
+func (m *Manager) crdReady(ctx context.Context, u *unstructured.Unstructured) bool {
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(crdGVK)
+	if err := m.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, crd); err != nil {
+		return false
+	}
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	established := false
+	for _, c := range conds {
+		c, _ := c.(map[string]any)
+		if c["type"] == "Established" && c["status"] == "True" {
+			established = true
+		}
+	}
+	if !established {
+		return false
+	}
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	var versions []string
+	vs, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range vs {
+		v, _ := v.(map[string]any)
+		if name, _ := v["name"].(string); name != "" && v["served"] == true {
+			versions = append(versions, name)
+		}
+	}
+	// The kind must also be mapped before its objects are applied. Naming
+	// the versions makes a lazy mapper that already knows the group (from
+	// an earlier CRD of it) fetch them, instead of answering from the
+	// group's cached version list; a resettable mapper is reset on a miss.
+	gk := schema.GroupKind{Group: group, Kind: kind}
+	mapper := m.Client.RESTMapper()
+	_, err := mapper.RESTMapping(gk, versions...)
+	if apimeta.IsNoMatchError(err) {
+		if r, ok := mapper.(apimeta.ResettableRESTMapper); ok {
+			r.Reset()
+			_, err = mapper.RESTMapping(gk, versions...)
+		}
+	}
+	return err == nil
+}
+
+// crdGVK is the kind of CustomResourceDefinitions (apiextensions.k8s.io/v1).
+var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
 func (m *Manager) poll(ctx context.Context, done func() (bool, error)) error {
 	timeout, interval := m.StageTimeout, m.Poll

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -21,8 +23,24 @@ var env *testenv.Environment
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
+// applier is the Manager's client: its scheme has the built-in kinds only,
+// as a controller's may (kustomize-controller's lacks apiextensions.k8s.io),
+// so the tests fail if the applier relies on its caller's scheme.
+var applier client.Client
+
 func manager() *ssa.Manager {
-	return &ssa.Manager{Client: env.Client, Owner: "kustomize-controller", StageTimeout: 30 * time.Second, Poll: 100 * time.Millisecond}
+	if applier == nil {
+		scheme := runtime.NewScheme()
+		if err := clientgoscheme.AddToScheme(scheme); err != nil {
+			panic(err)
+		}
+		c, err := client.New(env.Config, client.Options{Scheme: scheme})
+		if err != nil {
+			panic(err)
+		}
+		applier = c
+	}
+	return &ssa.Manager{Client: applier, Owner: "kustomize-controller", StageTimeout: 30 * time.Second, Poll: 100 * time.Millisecond}
 }
 
 func objects(t *testing.T, docs ...string) []*unstructured.Unstructured {
@@ -197,6 +215,14 @@ spec:
 	}
 	if cs[0].Meta.GroupKind.Kind != "CustomResourceDefinition" {
 		t.Errorf("the CRD was not applied first: %v", cs)
+	}
+	// Applied again, the installed CRD is unchanged and still waited for.
+	cs, err = manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := actions(cs); a["CustomResourceDefinition/widgets.example.com"] != ssa.Unchanged || a["Widget/"+ns+"/w"] != ssa.Unchanged {
+		t.Errorf("re-applied: %v, want the CRD and the Widget unchanged", a)
 	}
 }
 

@@ -2,11 +2,16 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -15,28 +20,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// binaryNS holds the Kustomizations (and their sources) that the built
-// kustomize-controller binary reconciles, started by startBinary with
-// --watch-all-namespaces=false; the in-process reconciler leaves them
-// alone. The objects they apply may be anywhere.
-const binaryNS = "kc-binary"
+// binaryShard is the shard of the objects the built binary reconciles; the
+// in-process reconciler takes only unsharded ones.
+const binaryShard = "binary"
 
-// startBinary builds kustomize-controller, runs it on binaryNS until the
-// test ends and returns binaryNS.
-func startBinary(t *testing.T) string {
+// startBinary builds kustomize-controller and runs it on the objects of
+// binaryShard until the test ends.
+func startBinary(t *testing.T) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: binaryNS}}
-	if err := env.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	work := t.TempDir()
-	exe, err := testenv.BuildController("kustomize-controller", work)
+	exe, err := testenv.BuildController(ControllerName, work)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("RUNTIME_NAMESPACE", binaryNS)
 	p, err := testenv.StartController(env, exe, filepath.Join(work, "kustomize-controller.log"),
-		"--watch-all-namespaces=false", "--min-retry-delay=200ms", "--max-retry-delay=2s", "--requeue-dependency=1s", "--log-level=debug")
+		"--watch-label-selector="+shardKey+"="+binaryShard, "--requeue-dependency=1s",
+		"--min-retry-delay=200ms", "--max-retry-delay=2s", "--log-level=debug")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +46,166 @@ func startBinary(t *testing.T) string {
 			t.Logf("kustomize-controller log:\n%s", b)
 		}
 	})
-	return binaryNS
+}
+
+// sharded labels a Kustomization for the binary, and every Kustomization
+// it applies too (commonMetadata), as a Flux shard's objects are.
+func sharded(k *kustomizev1.Kustomization) {
+	k.Labels = map[string]string{shardKey: binaryShard}
+	k.Spec.CommonMetadata = &kustomizev1.CommonMetadata{Labels: map[string]string{shardKey: binaryShard}}
+}
+
+func crdYAML(group, kind, plural, version string) string {
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: %[3]s.%[1]s}
+spec:
+  group: %[1]s
+  names: {kind: %[2]s, listKind: %[2]sList, plural: %[3]s, singular: %[4]s}
+  scope: Namespaced
+  versions: [{name: %[5]s, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]
+`, group, kind, plural, strings.ToLower(kind), version)
+}
+
+// TestBinaryAppliesCRDs runs the built kustomize-controller (issue #10,
+// item 1): a Kustomization holding CustomResourceDefinitions reaches Ready,
+// whether the CRDs are new or already installed, and custom resources of
+// two kinds of one API group, and of a later version of a group the
+// controller already knows, are applied with their CRDs.
+func TestBinaryAppliesCRDs(t *testing.T) {
+	startBinary(t)
+	ns := newNamespace(t)
+
+	t.Run("single CRD", func(t *testing.T) {
+		r := newRepo(t, map[string]string{"crds/gadgets.yaml": crdYAML("example.net", "Gadget", "gadgets", "v1")})
+		newSource(t, ns, "gadgets", r)
+		k := newKustomization(t, ns, "gadgets", "gadgets", func(k *kustomizev1.Kustomization) {
+			sharded(k)
+			k.Spec.Path = "./crds"
+		})
+		rev := "main@sha1:" + r.git(t, "rev-parse", "HEAD")
+		waitApplied(t, k, rev)
+		// Applied again, the CRD is unchanged and installed: still Ready.
+		requestReconcile(t, k, func() string { return k.Status.LastHandledReconcileAt })
+		waitApplied(t, k, rev)
+	})
+
+	t.Run("one group, two kinds", func(t *testing.T) {
+		r := newRepo(t, map[string]string{
+			"widgets.yaml":       crdYAML("example.org", "Widget", "widgets", "v1"),
+			"widgetclasses.yaml": crdYAML("example.org", "WidgetClass", "widgetclasses", "v1"),
+			"objects.yaml": fmt.Sprintf("apiVersion: example.org/v1\nkind: Widget\nmetadata: {name: w1, namespace: %[1]s}\nspec: {class: c1}\n---\n"+
+				"apiVersion: example.org/v1\nkind: WidgetClass\nmetadata: {name: c1, namespace: %[1]s}\nspec: {size: 2}\n", ns),
+		})
+		src := newSource(t, ns, "widgets", r)
+		k := newKustomization(t, ns, "widgets", "widgets", sharded)
+		waitApplied(t, k, "main@sha1:"+r.git(t, "rev-parse", "HEAD"))
+		assertInventory(t, k, "_c1_example.org_WidgetClass", "_w1_example.org_Widget",
+			"_widgetclasses.example.org_apiextensions.k8s.io_CustomResourceDefinition",
+			"_widgets.example.org_apiextensions.k8s.io_CustomResourceDefinition")
+
+		// A third kind of the now known group, at a version the controller
+		// has not seen: its REST mapper must learn it.
+		rev := push(t, r, src, map[string]string{
+			"widgetbindings.yaml": crdYAML("example.org", "WidgetBinding", "widgetbindings", "v1beta1"),
+			"binding.yaml":        fmt.Sprintf("apiVersion: example.org/v1beta1\nkind: WidgetBinding\nmetadata: {name: b1, namespace: %s}\nspec: {widget: w1}\n", ns),
+		}, "a binding kind")
+		waitApplied(t, k, rev)
+		assertInventory(t, k, "_b1_example.org_WidgetBinding", "_c1_example.org_WidgetClass", "_w1_example.org_Widget",
+			"_widgetbindings.example.org_apiextensions.k8s.io_CustomResourceDefinition",
+			"_widgetclasses.example.org_apiextensions.k8s.io_CustomResourceDefinition",
+			"_widgets.example.org_apiextensions.k8s.io_CustomResourceDefinition")
+	})
+
+	t.Run("bootstrapped repository", func(t *testing.T) {
+		bootstrappedRepository(t)
+	})
+}
+
+// assertInventory checks k's inventory ids, each prefixed with the test
+// namespace when it starts with "_" and is not cluster-scoped.
+func assertInventory(t *testing.T, k *kustomizev1.Kustomization, want ...string) {
+	t.Helper()
+	var got []string
+	for _, e := range k.Status.Inventory.Entries {
+		got = append(got, strings.TrimPrefix(e.ID, k.Namespace))
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("inventory\n got %v\nwant %v", got, want)
+	}
+}
+
+// bootstrappedRepository: flux2-kustomize-helm-example as `flux bootstrap`
+// leaves it, with Eddy's own CRDs in clusters/production/flux-system
+// (installed already), reconciled by the flux-system Kustomization on
+// ./clusters/production: Ready, with the CRDs and the three Kustomizations
+// that the real kustomize builds from it.
+func bootstrappedRepository(t *testing.T) {
+	ctx := context.Background()
+	r := newRepo(t, nil)
+	crdNames, err := testenv.BootstrappedRepo(testdataDir(t), "flux2-kustomize-helm-example-v2.6", "production", r.Work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := "main@sha1:" + r.commit(t, map[string]string{}, "bootstrap")
+	// The repository's Kustomizations live in flux-system and refer to the
+	// GitRepository flux-system, as bootstrap creates them.
+	const ns = "flux-system"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	newSource(t, ns, "flux-system", r)
+	k := newKustomization(t, ns, "flux-system", "flux-system", func(k *kustomizev1.Kustomization) {
+		sharded(k)
+		k.Spec.Path = "./clusters/production"
+		// Pruning would delete Eddy's CRDs from the shared cluster when
+		// the test deletes the Kustomization.
+		k.Spec.Prune = false
+	})
+	t.Cleanup(func() { deleteKustomizations(t, ns) })
+	waitApplied(t, k, rev)
+
+	want := []string{}
+	for _, n := range crdNames {
+		want = append(want, "_"+n+"_apiextensions.k8s.io_CustomResourceDefinition")
+	}
+	for _, o := range readExpected(t, filepath.Join(testdataDir(t), "expected", "flux2-kustomize-helm-example-v2.6", "flux",
+		"production", "flux-system.flux-system", "expected-objects.txt")) {
+		want = append(want, strings.TrimPrefix(o.id(), ns))
+	}
+	assertInventory(t, k, want...)
+	// The applied Kustomizations are the binary's (commonMetadata's shard).
+	for _, name := range []string{"infra-controllers", "infra-configs", "apps"} {
+		child := &kustomizev1.Kustomization{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, child); err != nil {
+			t.Fatal(err)
+		}
+		if child.Spec.SourceRef.Kind != sourcev1.GitRepositoryKind || child.Labels[shardKey] != binaryShard {
+			t.Errorf("Kustomization %s: source %v, labels %v", name, child.Spec.SourceRef, child.Labels)
+		}
+	}
+}
+
+// deleteKustomizations deletes the Kustomizations of ns and waits until they
+// are gone (their finalizers run while the binary still runs).
+func deleteKustomizations(t *testing.T, ns string) {
+	ctx := context.Background()
+	if err := env.Client.DeleteAllOf(ctx, &kustomizev1.Kustomization{}, client.InNamespace(ns)); err != nil {
+		t.Error(err)
+		return
+	}
+	list := &kustomizev1.KustomizationList{}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err == nil && len(list.Items) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("Kustomizations of %s not deleted in 60s: %d left", ns, len(list.Items))
+			return
+		}
+	}
 }
 
 func headlessService(ns, name, spec string) string {
@@ -62,8 +220,9 @@ func headlessService(ns, name, spec string) string {
 // removed; an object created with `kubectl apply` and adopted is not drift.
 func TestBinaryRemovedFieldsKeptByServer(t *testing.T) {
 	ctx := context.Background()
-	ksNS := startBinary(t)
+	startBinary(t)
 	ns := newNamespace(t)
+	ksNS := ns
 	adopted := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "adopted", Namespace: ns, Labels: map[string]string{"app": "shop"},
 		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"ConfigMap"}`}},
 		Data: map[string]string{"A": "1"}}
@@ -78,7 +237,7 @@ func TestBinaryRemovedFieldsKeptByServer(t *testing.T) {
 		"adopted.yaml": adoptedYAML,
 	})
 	src := newSource(t, ksNS, ns, r)
-	k := newKustomization(t, ksNS, ns, ns, nil)
+	k := newKustomization(t, ksNS, ns, ns, sharded)
 	waitApplied(t, k, src.Status.Artifact.Revision)
 	if evs := kubeEvents(t, ksNS, k.Name, "DriftCorrected"); len(evs) != 0 {
 		t.Errorf("adopting an object created by kubectl apply reported drift: %q", evs)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,8 +13,6 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/pkg/artifact"
-	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/testenv"
@@ -21,11 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 var (
@@ -79,23 +75,28 @@ func startSourceController(e *testenv.Environment) (func(), error) {
 	return func() { p.Stop(); cleanup() }, nil
 }
 
+// shardKey is Flux's sharding label: the reconciler under test, like a
+// main Flux controller beside shards, takes only objects without it, so a
+// test can run the built binary on its own objects in the same cluster.
+const shardKey = "sharding.fluxcd.io/key"
+
+// testFlags are the flags the in-process reconciler is started with.
+var testFlags = []string{"--metrics-addr=0", "--health-addr=0", "--concurrent=4", "--min-retry-delay=200ms",
+	"--max-retry-delay=2s", "--requeue-dependency=1s", "--http-retry=2", "--watch-label-selector=!" + shardKey}
+
+// startReconciler runs the reconciler in-process, in a manager built by
+// NewManager as the binary's is (same scheme and wiring), with short waits.
 func startReconciler(e *testenv.Environment) (func(), error) {
 	ctrl.SetLogger(logrDiscard())
-	// binaryNS belongs to the built binary (see startBinary).
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&kustomizev1.Kustomization{}: {Field: fields.OneTermNotEqualSelector("metadata.namespace", binaryNS)}}}})
-	if err != nil {
+	var c Config
+	fs := flag.NewFlagSet(ControllerName, flag.ContinueOnError)
+	c.BindFlags(fs)
+	if err := fs.Parse(testFlags); err != nil {
 		return nil, err
 	}
-	r := &KustomizationReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(),
-		Fetcher:           &artifact.Fetcher{Retries: 2, RetryWait: 100 * time.Millisecond},
-		Events:            events.NewRecorder(mgr.GetEventRecorderFor("kustomize-controller"), mgr.GetScheme(), "", "kustomize-controller", ctrl.Log),
-		RequeueDependency: time.Second,
-		HealthPoll:        200 * time.Millisecond,
-	}
-	if err := r.SetupWithManager(mgr, Options{Concurrent: 4, MinRetry: 200 * time.Millisecond, MaxRetry: 2 * time.Second}); err != nil {
+	c.RESTConfig, c.HealthPoll, c.HTTPRetryWait = e.Config, 200*time.Millisecond, 100*time.Millisecond
+	mgr, err := NewManager(c)
+	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -29,8 +30,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 // The suite runs on the api profile: source-controller and
@@ -52,6 +51,12 @@ var (
 
 // testRetry keeps provider retries short; the policy's shape is Flux's.
 var testRetry = notifier.Retry{Max: 3, Min: 50 * time.Millisecond, Cap: 200 * time.Millisecond}
+
+// shardKey is Flux's sharding label: the notification-controller under
+// test, like a main Flux controller beside shards, takes only objects
+// without it, so a test can run the built binary on its own objects in the
+// same cluster.
+const shardKey = "sharding.fluxcd.io/key"
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, &env, startGit, startNotificationController, startControllers)
@@ -99,33 +104,27 @@ func (c *codeCounter) wrap(h http.Handler) http.Handler {
 
 func startNotificationController(e *testenv.Environment) (func(), error) {
 	ctrl.SetLogger(logr.Discard())
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		return nil, err
-	}
-	rec := mgr.GetEventRecorderFor("notification-controller")
-	opts := Options{Concurrent: 4, MinRetry: 200 * time.Millisecond, MaxRetry: 2 * time.Second}
-	if err := (&ReceiverReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader()}).SetupWithManager(mgr, opts); err != nil {
-		return nil, err
-	}
-	if err := (&AlertReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr, opts); err != nil {
-		return nil, err
-	}
-	if err := (&ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, opts); err != nil {
-		return nil, err
-	}
-	evs := server.NewEventServer(mgr.GetClient(), mgr.GetAPIReader(), rec, 5*time.Minute, ctrl.Log.WithName("events"))
-	evs.Retry = &testRetry
-	rcv := &server.ReceiverServer{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Log: ctrl.Log.WithName("receivers")}
 	evPort, _ := testenv.FreePort()
 	rcvPort, _ := testenv.FreePort()
 	eventsURL = fmt.Sprintf("http://127.0.0.1:%d/", evPort)
 	receiverURL = fmt.Sprintf("http://127.0.0.1:%d", rcvPort)
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return server.Serve(ctx, fmt.Sprintf("127.0.0.1:%d", rcvPort), rcv)
-	})); err != nil {
+	// The manager is built by NewManager, as the binary's is (same scheme
+	// and wiring). The event server is left out of it (empty
+	// --events-addr) and served below, so a test can stop and restart it.
+	var c Config
+	fs := flag.NewFlagSet(ControllerName, flag.ContinueOnError)
+	c.BindFlags(fs)
+	if err := fs.Parse([]string{"--metrics-addr=0", "--health-addr=0", "--concurrent=4",
+		"--min-retry-delay=200ms", "--max-retry-delay=2s", "--watch-label-selector=!" + shardKey,
+		"--events-addr=", fmt.Sprintf("--receiverAddr=127.0.0.1:%d", rcvPort)}); err != nil {
 		return nil, err
 	}
+	c.RESTConfig = e.Config
+	mgr, evs, err := NewManager(c)
+	if err != nil {
+		return nil, err
+	}
+	evs.Retry = &testRetry
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -8,8 +8,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,7 +33,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
 var (
@@ -43,6 +44,11 @@ var (
 
 	repoCount int // makes repository names unique; tests do not run in parallel
 )
+
+// shardKey is Flux's sharding label: the reconciler under test, like a
+// main Flux controller beside shards, takes only objects without it, so a
+// test can run the built binary on its own objects in the same cluster.
+const shardKey = "sharding.fluxcd.io/key"
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, &env, startController)
@@ -63,25 +69,29 @@ func startController(e *testenv.Environment) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if storage, err = artifact.NewStorage(storageDir, "", time.Minute, 2); err != nil {
-		return nil, err
-	}
-	files := httptest.NewServer(storage.Handler())
-	storage.AdvAddr = strings.TrimPrefix(files.URL, "http://")
-	events := httptest.NewServer(sink)
-
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	storagePort, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	r := &GitRepositoryReconciler{
-		Client:  mgr.GetClient(),
-		Storage: storage,
-		Events:  eventsRecorder(mgr, events.URL),
-	}
-	if err := r.SetupWithManager(mgr, Options{Concurrent: 4, MinRetry: 100 * time.Millisecond, MaxRetry: 2 * time.Second}); err != nil {
+	events := httptest.NewServer(sink)
+
+	// The manager is built by NewManager, as the binary's is (same scheme
+	// and wiring); the tests shorten the retries.
+	var c Config
+	fs := flag.NewFlagSet(ControllerName, flag.ContinueOnError)
+	c.BindFlags(fs)
+	if err := fs.Parse([]string{"--metrics-addr=0", "--health-addr=0", "--concurrent=4",
+		"--min-retry-delay=100ms", "--max-retry-delay=2s", "--watch-label-selector=!" + shardKey,
+		"--storage-path=" + storageDir, fmt.Sprintf("--storage-addr=127.0.0.1:%d", storagePort),
+		"--events-addr=" + events.URL}); err != nil {
 		return nil, err
 	}
+	c.RESTConfig = e.Config
+	mgr, st, err := NewManager(c)
+	if err != nil {
+		return nil, err
+	}
+	storage = st
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -90,19 +100,26 @@ func startController(e *testenv.Environment) (func(), error) {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		}
 	}()
+	// The file server is the manager's; wait until it listens.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", storagePort)); err == nil {
+			conn.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			return nil, fmt.Errorf("the artifact file server does not listen on port %d", storagePort)
+		}
+	}
 	return func() {
 		cancel()
 		<-done
-		files.Close()
 		events.Close()
 		gitSrv.Close()
 		os.RemoveAll(gitRoot)
 		os.RemoveAll(storageDir)
 	}, nil
-}
-
-func eventsRecorder(mgr ctrl.Manager, url string) *events.Recorder {
-	return events.NewRecorder(mgr.GetEventRecorderFor("source-controller"), mgr.GetScheme(), url, "source-controller", ctrl.Log)
 }
 
 // eventSink collects the Flux events POSTed by the recorder.

@@ -1,0 +1,49 @@
+// Package controller holds helm-controller's manager constructor; the
+// HelmRelease reconciler is registered here as its issue lands.
+package controller
+
+import (
+	"flag"
+
+	"github.com/eddyops/eddy/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// ControllerName is the controller's name: its event source and
+// leader-election lease prefix.
+const ControllerName = "helm-controller"
+
+// Config is helm-controller's command line: the shared runtime flags with
+// Flux's names and defaults (contract §9). main and the tests build the
+// manager from it with NewManager.
+type Config struct {
+	runtime.Options
+
+	// RESTConfig is not a flag: nil means --kubeconfig, $KUBECONFIG or the
+	// in-cluster account.
+	RESTConfig *rest.Config
+}
+
+// BindFlags registers the flags on fs.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	c.Options.BindFlags(fs, 4)
+}
+
+// NewScheme returns helm-controller's scheme: the Kubernetes built-in kinds
+// (helm.toolkit.fluxcd.io joins when its reconciler lands).
+func NewScheme() (*k8sruntime.Scheme, error) {
+	return runtime.NewScheme()
+}
+
+// NewManager builds helm-controller's manager from c. Until the
+// reconcilers of its kinds land it serves probes and metrics only. The
+// caller starts it (runtime.Run in the binary).
+func NewManager(c Config) (ctrl.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	return c.Options.NewManager(ControllerName, c.RESTConfig, scheme)
+}

@@ -1,0 +1,95 @@
+package controller
+
+import (
+	"flag"
+	"net/http"
+	"os"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// ControllerName is the controller's name: its event source, field manager
+// and leader-election lease prefix.
+const ControllerName = "kustomize-controller"
+
+// Config is kustomize-controller's command line: the shared runtime flags and
+// its own, with Flux's names and defaults (contract §9). main and the tests
+// build the manager from it with NewManager.
+type Config struct {
+	runtime.Options
+	EventsAddr            string
+	RequeueDependency     time.Duration
+	DefaultServiceAccount string
+	HTTPRetry             int
+	ArtifactCacheMiB      int64
+	ConcurrentSSA         int
+
+	// Not flags; zero in the binary. RESTConfig nil means --kubeconfig,
+	// $KUBECONFIG or the in-cluster account; the tests shorten the waits.
+	RESTConfig    *rest.Config
+	HealthPoll    time.Duration
+	HTTPRetryWait time.Duration
+}
+
+// BindFlags registers the flags on fs.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	c.Options.BindFlags(fs, 4)
+	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
+	fs.DurationVar(&c.RequeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a Kustomization whose source or dependencies are not ready.")
+	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "The service account impersonated when a Kustomization names none.")
+	fs.IntVar(&c.HTTPRetry, "http-retry", 9, "The number of retries of an artifact download.")
+	fs.IntVar(&c.ConcurrentSSA, "concurrent-ssa", 4, "The number of server-side apply dry-runs in flight per reconcile.")
+	fs.Int64Var(&c.ArtifactCacheMiB, "artifact-cache-mib", DefaultArtifactCacheBytes>>20,
+		"The most file content, in MiB, of the source artifacts kept in memory between reconciles (beyond Flux: each revision is downloaded once).")
+}
+
+// NewScheme returns kustomize-controller's scheme: the Kubernetes built-in
+// kinds, source.toolkit.fluxcd.io and kustomize.toolkit.fluxcd.io. Objects
+// of other groups (CRDs included) are handled as unstructured.
+func NewScheme() (*k8sruntime.Scheme, error) {
+	return runtime.NewScheme(sourcev1.AddToScheme, kustomizev1.AddToScheme)
+}
+
+// NewManager builds kustomize-controller's manager from c: NewScheme, the
+// runtime flags and the Kustomization reconciler. The caller starts it
+// (runtime.Run in the binary).
+func NewManager(c Config) (ctrl.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &kustomizev1.Kustomization{})
+	if err != nil {
+		return nil, err
+	}
+	r := &KustomizationReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Config:    mgr.GetConfig(),
+		Fetcher: &artifact.Fetcher{
+			Client: &http.Client{Timeout: 30 * time.Second}, Retries: c.HTTPRetry, RetryWait: c.HTTPRetryWait,
+			HostOverride: os.Getenv("SOURCE_CONTROLLER_LOCALHOST"), // Flux compatible
+		},
+		Events: events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
+			ctrl.Log.WithName("events")),
+		NoCrossNamespaceRefs:  c.NoCrossNamespaceRefs,
+		DefaultServiceAccount: c.DefaultServiceAccount,
+		RequeueDependency:     c.RequeueDependency,
+		HealthPoll:            c.HealthPoll,
+		JitterPercent:         c.IntervalJitter,
+		ArtifactCacheBytes:    c.ArtifactCacheMiB << 20,
+		ConcurrentSSA:         c.ConcurrentSSA,
+	}
+	if err := r.SetupWithManager(mgr, Options{Concurrent: c.Concurrent, MinRetry: c.MinRetryDelay, MaxRetry: c.MaxRetryDelay}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/testenv"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestBinaryBootstrappedRepository runs the built source-controller, its
+// manager made by NewManager as in the in-process tests, on a GitRepository
+// of a real repository that carries CRDs (flux2-kustomize-helm-example with
+// Eddy's CRDs where `flux bootstrap` writes Flux's components): the
+// artifact is produced, served with its digest, and holds the CRDs and only
+// what the repository's .sourceignore keeps.
+func TestBinaryBootstrappedRepository(t *testing.T) {
+	work := t.TempDir()
+	exe, err := testenv.BuildController(ControllerName, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := testenv.StartController(env, exe, filepath.Join(work, "source-controller.log"),
+		"--watch-label-selector="+shardKey+"=binary", "--storage-path="+filepath.Join(work, "data"),
+		fmt.Sprintf("--storage-addr=127.0.0.1:%d", port), "--min-retry-delay=100ms", "--max-retry-delay=2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(p.LogPath)
+			t.Logf("source-controller log:\n%s", b)
+		}
+	})
+
+	ns := newNamespace(t)
+	r := newRepo(t, nil)
+	crds, err := testenv.BootstrappedRepo(testenv.TestdataDir(t), "flux2-kustomize-helm-example-v2.6", "production", r.Work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := r.commit(t, map[string]string{}, "bootstrap")
+	obj := newGitRepository(t, ns, "flux-system", r.url(), func(o *sourcev1.GitRepository) {
+		o.Labels = map[string]string{shardKey: "binary"}
+	})
+	got := waitReady(t, obj)
+	if got.Status.Artifact.Revision != "main@sha1:"+head {
+		t.Errorf("artifact revision %s, want main@sha1:%s", got.Status.Artifact.Revision, head)
+	}
+	if !strings.HasPrefix(got.Status.Artifact.URL, fmt.Sprintf("http://127.0.0.1:%d/", port)) {
+		t.Errorf("artifact URL %s is not the binary's file server", got.Status.Artifact.URL)
+	}
+	files := untar(t, download(t, got.Status.Artifact))
+	components := files["clusters/production/flux-system/gotk-components.yaml"]
+	for _, name := range crds {
+		if !bytes.Contains(components, []byte("name: "+name+"\n")) {
+			t.Errorf("the artifact's gotk-components.yaml lacks the CRD %s", name)
+		}
+	}
+	for name := range files {
+		if top, _, _ := strings.Cut(name, "/"); top != "apps" && top != "clusters" && top != "infrastructure" {
+			t.Errorf("%s is in the artifact; the repository's .sourceignore keeps only apps/, clusters/ and infrastructure/", name)
+		}
+	}
+	// The in-process reconciler left the binary's object alone.
+	cur := &sourcev1.GitRepository{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), cur); err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(cur.Status.Artifact.URL, "http://"+storage.AdvAddr+"/") {
+		t.Errorf("artifact URL %s is the in-process reconciler's", cur.Status.Artifact.URL)
+	}
+}

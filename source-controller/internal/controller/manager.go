@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"context"
+	"flag"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/runtime"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// ControllerName is the controller's name: its event source and
+// leader-election lease prefix.
+const ControllerName = "source-controller"
+
+// Config is source-controller's command line: the shared runtime flags and
+// its own, with Flux's names and defaults (contract §9). main and the tests
+// build the manager from it with NewManager.
+type Config struct {
+	runtime.Options
+	EventsAddr               string
+	StoragePath              string
+	StorageAddr              string
+	StorageAdvAddr           string
+	ArtifactRetentionTTL     time.Duration
+	ArtifactRetentionRecords int
+
+	// RESTConfig is not a flag: nil means --kubeconfig, $KUBECONFIG or the
+	// in-cluster account.
+	RESTConfig *rest.Config
+}
+
+// BindFlags registers the flags on fs; STORAGE_PATH, STORAGE_ADDR and
+// STORAGE_ADV_ADDR give the storage flags' defaults (Flux compatible).
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	c.Options.BindFlags(fs, 2)
+	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
+	fs.StringVar(&c.StoragePath, "storage-path", envOr("STORAGE_PATH", "/data"), "The local directory where artifacts are stored.")
+	fs.StringVar(&c.StorageAddr, "storage-addr", envOr("STORAGE_ADDR", ":9090"), "The address the artifact file server binds to.")
+	fs.StringVar(&c.StorageAdvAddr, "storage-adv-addr", envOr("STORAGE_ADV_ADDR", ""), "The advertised address of the file server, used in artifact URLs; default derived from --storage-addr.")
+	fs.DurationVar(&c.ArtifactRetentionTTL, "artifact-retention-ttl", 60*time.Second, "How long superseded artifacts are kept.")
+	fs.IntVar(&c.ArtifactRetentionRecords, "artifact-retention-records", 2, "How many artifacts are kept per object, the current one included.")
+}
+
+// NewScheme returns source-controller's scheme: the Kubernetes built-in
+// kinds and source.toolkit.fluxcd.io.
+func NewScheme() (*k8sruntime.Scheme, error) {
+	return runtime.NewScheme(sourcev1.AddToScheme)
+}
+
+// NewManager builds source-controller's manager from c: NewScheme, the
+// runtime flags, the artifact storage and its file server, and the
+// GitRepository reconciler. It returns the storage too. The caller starts
+// the manager (runtime.Run in the binary).
+func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, nil, err
+	}
+	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &sourcev1.GitRepository{})
+	if err != nil {
+		return nil, nil, err
+	}
+	adv := c.StorageAdvAddr
+	if adv == "" {
+		adv = advertisedAddr(c.StorageAddr)
+	}
+	storage, err := artifact.NewStorage(c.StoragePath, adv, c.ArtifactRetentionTTL, c.ArtifactRetentionRecords)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Like Flux, only the leader serves artifacts: a manager runnable that
+	// needs leader election.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		return runtime.Serve(ctx, &http.Server{Addr: c.StorageAddr, Handler: storage.Handler(), ReadHeaderTimeout: 10 * time.Second})
+	})); err != nil {
+		return nil, nil, err
+	}
+	rec := events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
+		ctrl.Log.WithName("events"))
+	r := &GitRepositoryReconciler{
+		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter,
+	}
+	if err := r.SetupWithManager(mgr, Options{Concurrent: c.Concurrent, MinRetry: c.MinRetryDelay, MaxRetry: c.MaxRetryDelay}); err != nil {
+		return nil, nil, err
+	}
+	return mgr, storage, nil
+}
+
+// advertisedAddr derives the file server's advertised address from its bind
+// address. Flux compatible: ":9090" ⇒ "localhost:9090", "0.0.0.0:9090" ⇒
+// "$HOSTNAME:9090".
+func advertisedAddr(bind string) string {
+	host, port, err := net.SplitHostPort(bind)
+	if err != nil {
+		return bind
+	}
+	switch host {
+	case "":
+		host = "localhost"
+	case "0.0.0.0", "::":
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
