@@ -15,6 +15,7 @@ import (
 	"github.com/eddyops/eddy/kustomize-controller/internal/build"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/health"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -392,7 +393,15 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if obj.Spec.Wait || len(obj.Spec.HealthChecks) > 0 {
 		step("Running health checks")
 	}
-	if f := r.checkHealth(ctx, obj, c, changes); f != nil {
+	// Flux compatible: a Job the TTL controller deletes once finished
+	// may be gone by the time it is checked.
+	deletedWhenFinished := map[string]bool{}
+	for _, u := range res.Objects {
+		if health.DeletedWhenFinished(u) {
+			deletedWhenFinished[ssa.MetaOf(u).ID()] = true
+		}
+	}
+	if f := r.checkHealth(ctx, obj, c, changes, deletedWhenFinished); f != nil {
 		return f
 	}
 	obj.Status.LastAppliedRevision = art.Revision
@@ -588,10 +597,14 @@ func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, 
 	}
 }
 
-// checkHealth waits with kstatus until the checked objects are Current,
-// failing fast on a Failed one, up to the timeout. Checked are all applied
-// objects with spec.wait, else spec.healthChecks.
-func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change) *failure {
+// checkHealth waits until the checked objects are Current (pkg/health:
+// kstatus with Flux's Job rule), failing fast on a Failed one, up to the
+// timeout. Checked are all applied objects with spec.wait, else
+// spec.healthChecks. An object that is gone is pending ('NotFound'),
+// unless its ID is in deletedWhenFinished (a Job with a TTL), which is
+// healthy. Flux compatible.
+func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change,
+	deletedWhenFinished map[string]bool) *failure {
 	var targets []ssa.Change
 	switch {
 	case obj.Spec.Wait:
@@ -629,10 +642,15 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(t.Meta.GroupKind.WithVersion(t.Version))
 			if err := c.Get(ctx, client.ObjectKey{Namespace: t.Meta.Namespace, Name: t.Meta.Name}, u); err != nil {
-				pending = append(pending, t.Meta.String()+" not found")
+				switch {
+				case !apierrors.IsNotFound(err):
+					pending = append(pending, t.Meta.String()+": "+err.Error())
+				case !deletedWhenFinished[t.Meta.ID()]:
+					pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, status.NotFoundStatus))
+				}
 				continue
 			}
-			res, err := status.Compute(u)
+			res, err := health.Compute(u)
 			if err != nil {
 				pending = append(pending, t.Meta.String()+": "+err.Error())
 				continue

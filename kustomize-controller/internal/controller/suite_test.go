@@ -21,7 +21,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
@@ -35,10 +37,11 @@ var (
 
 // TestMain runs the tests on the full profile (fake nodes make Deployments
 // Available) with source-controller as its own process, built from this
-// workspace, and the reconciler under test in-process.
+// workspace, and the reconciler under test in-process; the built
+// kustomize-controller runs the scenarios of namespace binaryNS.
 func TestMain(m *testing.M) {
 	testenv.MainWithOptions(m, &env, testenv.Options{Cluster: localcluster.Options{Profile: localcluster.ProfileFull}},
-		startSourceController, startReconciler)
+		startEventSink, startSourceController, startReconciler, startKustomizeController)
 }
 
 func startSourceController(e *testenv.Environment) (func(), error) {
@@ -69,7 +72,7 @@ func startSourceController(e *testenv.Environment) (func(), error) {
 		"--storage-path="+filepath.Join(work, "data"),
 		fmt.Sprintf("--storage-addr=127.0.0.1:%d", storagePort),
 		fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storagePort),
-		"--concurrent=4", "--min-retry-delay=200ms", "--max-retry-delay=2s")
+		"--concurrent=4", "--min-retry-delay=200ms", "--max-retry-delay=2s", "--events-addr="+eventSink.url)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -79,7 +82,11 @@ func startSourceController(e *testenv.Environment) (func(), error) {
 
 func startReconciler(e *testenv.Environment) (func(), error) {
 	ctrl.SetLogger(logrDiscard())
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		// binaryNS belongs to the built kustomize-controller.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&kustomizev1.Kustomization{}: {Field: fields.OneTermNotEqualSelector("metadata.namespace", binaryNS)},
+		}}})
 	if err != nil {
 		return nil, err
 	}
