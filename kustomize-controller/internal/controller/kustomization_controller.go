@@ -21,6 +21,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	digest "github.com/opencontainers/go-digest"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -194,7 +195,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	if obj.Spec.Suspend {
 		log.Info("reconciliation is suspended for this object")
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.observeSuspended(ctx, obj)
 	}
 
 	base := obj.DeepCopy()
@@ -251,6 +252,30 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	// Flux requeues failures at the retry interval rather than with back-off.
 	return ctrl.Result{RequeueAfter: retry}, nil
+}
+
+// observeSuspended records what a reconcile of a suspended Kustomization
+// observes, and nothing else (no event): the handled reconcile request and,
+// when it is Ready, its generation, so a suspended Ready Kustomization reads
+// as Current to kstatus, `kubectl wait`, a parent's health check, a
+// dependant and `flux resume`. A failing one keeps its old generation. The
+// conditions are left as they are. Flux compatible (finalizeStatus).
+func (r *KustomizationReconciler) observeSuspended(ctx context.Context, obj *kustomizev1.Kustomization) error {
+	base := obj.DeepCopy()
+	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
+		obj.Status.LastHandledReconcileAt = v
+	}
+	if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
+		obj.Status.ObservedGeneration = obj.Generation
+	}
+	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
 }
 
 func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[string]string {

@@ -151,7 +151,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	if obj.Spec.Suspend {
 		log.Info("reconciliation is suspended for this object")
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.observeSuspended(ctx, obj)
 	}
 
 	base := obj.DeepCopy()
@@ -177,6 +177,39 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	default:
 		return ctrl.Result{}, recErr
 	}
+}
+
+// observeSuspended records what a reconcile of a suspended GitRepository
+// observes, and nothing else (no event, no fetch): the handled reconcile
+// request and, once it has conditions, its generation, so kstatus and
+// `kubectl wait` read a suspended GitRepository as observed. Ready keeps its
+// status and message at the new generation, Stalled is dropped, Reconciling
+// becomes ProgressingWithRetry. Flux compatible (summarize with an empty
+// result: ComputeReconcileResult, WithStatusObservedGeneration).
+func (r *GitRepositoryReconciler) observeSuspended(ctx context.Context, obj *sourcev1.GitRepository) error {
+	base := obj.DeepCopy()
+	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
+		obj.Status.LastHandledReconcileAt = v
+	}
+	if len(obj.Status.Conditions) > 0 {
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
+		for _, typ := range []string{meta.ReconcilingCondition, meta.ReadyCondition} {
+			if c := apimeta.FindStatusCondition(obj.Status.Conditions, typ); c != nil {
+				c.ObservedGeneration = obj.Generation
+				if typ == meta.ReconcilingCondition {
+					c.Reason = meta.ProgressingWithRetryReason
+				}
+			}
+		}
+		obj.Status.ObservedGeneration = obj.Generation
+	}
+	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
 }
 
 // reconcile runs the storage, source and artifact steps; it records
