@@ -157,6 +157,10 @@ type failure struct {
 	reason  string
 	message string
 	stalled bool
+	// waiting marks a wait for something another controller or the user
+	// is expected to provide soon (a source, its artifact): logged and
+	// retried, not an event. Flux compatible.
+	waiting bool
 	retry   time.Duration // 0: spec.retryInterval
 }
 
@@ -234,6 +238,10 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason,
 			fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration), annotations)
 		return ctrl.Result{RequeueAfter: next}, nil
+	case f.waiting:
+		// Flux compatible: waiting is not failing, so no Warning event
+		// (which an error-severity Alert would deliver).
+		log.Info(f.message)
 	case f.reason == meta.DependencyNotReadyReason:
 		r.Events.Event(obj, corev1.EventTypeNormal, f.reason,
 			fmt.Sprintf("Dependencies do not meet ready condition, retrying in %s", f.retry), annotations)
@@ -326,7 +334,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
 			f := fail(meta.ArtifactFailedReason, "Source is not ready, artifact not found, retrying in %s", r.RequeueDependency)
-			f.retry = r.RequeueDependency
+			f.retry, f.waiting = r.RequeueDependency, true
 			return f
 		}
 		return fail(meta.ArtifactFailedReason, "%s", err)
@@ -467,12 +475,12 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 		if !apierrors.IsNotFound(err) {
 			f.message = fmt.Sprintf("Source '%s' could not be read: %s", id, err)
 		}
-		f.retry = r.RequeueDependency
+		f.retry, f.waiting = r.RequeueDependency, true
 		return nil, f
 	}
 	if src.Status.Artifact == nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' is not ready, artifact not found", id)
-		f.retry = r.RequeueDependency
+		f.retry, f.waiting = r.RequeueDependency, true
 		return nil, f
 	}
 	return src, nil

@@ -46,6 +46,10 @@ type GitRepositoryReconciler struct {
 	Events  *events.Recorder
 	// JitterPercent varies each requeue interval by up to ± this percentage.
 	JitterPercent float64
+	// RequeueDependency is the wait before retrying a GitRepository whose
+	// include has no artifact yet; 0 means Flux's 30s. A new artifact of
+	// the included GitRepository retries it at once anyway.
+	RequeueDependency time.Duration
 }
 
 // Options of SetupWithManager.
@@ -110,6 +114,9 @@ type reconcileError struct {
 	reason    string
 	message   string
 	stalled   bool
+	// waiting marks a wait for another object (an include without an
+	// artifact yet): a Trace event, no alert. Flux compatible (serror.Waiting).
+	waiting bool
 }
 
 func (e *reconcileError) Error() string { return e.message }
@@ -174,6 +181,13 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	case recErr.stalled:
 		log.Error(recErr, "reconciliation stalled")
 		return ctrl.Result{}, nil
+	case recErr.waiting:
+		wait := r.RequeueDependency
+		if wait <= 0 {
+			wait = 30 * time.Second
+		}
+		log.Info("reconciliation waiting", "reason", recErr.message, "duration", wait.String())
+		return ctrl.Result{RequeueAfter: wait}, nil
 	default:
 		return ctrl.Result{}, recErr
 	}
@@ -451,7 +465,11 @@ func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr 
 		del(meta.StalledCondition)
 		set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, recErr.message)
 	}
-	r.Events.Event(obj, corev1.EventTypeWarning, recErr.reason, recErr.message, nil)
+	eventType := corev1.EventTypeWarning
+	if recErr.waiting {
+		eventType = events.EventTypeTrace
+	}
+	r.Events.Event(obj, eventType, recErr.reason, recErr.message, nil)
 }
 
 // gitError maps a fetch failure to the condition Flux sets for it. dir, the
