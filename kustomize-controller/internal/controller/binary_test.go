@@ -2,16 +2,21 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -23,30 +28,6 @@ import (
 // binaryShard is the shard of the objects the built binary reconciles; the
 // in-process reconciler takes only unsharded ones.
 const binaryShard = "binary"
-
-// startBinary builds kustomize-controller and runs it on the objects of
-// binaryShard until the test ends.
-func startBinary(t *testing.T) {
-	t.Helper()
-	work := t.TempDir()
-	exe, err := testenv.BuildController(ControllerName, work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := testenv.StartController(env, exe, filepath.Join(work, "kustomize-controller.log"),
-		"--watch-label-selector="+shardKey+"="+binaryShard, "--requeue-dependency=1s",
-		"--min-retry-delay=200ms", "--max-retry-delay=2s", "--log-level=debug")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.Stop()
-		if t.Failed() {
-			b, _ := os.ReadFile(p.LogPath)
-			t.Logf("kustomize-controller log:\n%s", b)
-		}
-	})
-}
 
 // sharded labels a Kustomization for the binary, and every Kustomization
 // it applies too (commonMetadata), as a Flux shard's objects are.
@@ -73,7 +54,6 @@ spec:
 // two kinds of one API group, and of a later version of a group the
 // controller already knows, are applied with their CRDs.
 func TestBinaryAppliesCRDs(t *testing.T) {
-	startBinary(t)
 	ns := newNamespace(t)
 
 	t.Run("single CRD", func(t *testing.T) {
@@ -220,7 +200,6 @@ func headlessService(ns, name, spec string) string {
 // removed; an object created with `kubectl apply` and adopted is not drift.
 func TestBinaryRemovedFieldsKeptByServer(t *testing.T) {
 	ctx := context.Background()
-	startBinary(t)
 	ns := newNamespace(t)
 	ksNS := ns
 	adopted := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "adopted", Namespace: ns, Labels: map[string]string{"app": "shop"},
@@ -290,4 +269,86 @@ func TestBinaryRemovedFieldsKeptByServer(t *testing.T) {
 	if evs := kubeEvents(t, ksNS, k.Name, "DriftCorrected"); len(evs) != 0 {
 		t.Errorf("Git changes reported as drift: %q", evs)
 	}
+}
+
+// binaryNS is a namespace for the scenarios that run the built
+// kustomize-controller; newKustomization puts the Kustomizations created
+// there on shard binaryShard. Both binaries POST their events to eventSink.
+const binaryNS = "ks-binary"
+
+var eventSink = &sink{}
+
+// sink records the Flux event JSON POSTed to --events-addr, in arrival order.
+type sink struct {
+	mu     sync.Mutex
+	url    string
+	events []events.Event
+}
+
+func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var ev events.Event
+	if err := json.NewDecoder(r.Body).Decode(&ev); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.events = append(s.events, ev)
+	s.mu.Unlock()
+}
+
+// of returns the events received so far about kind ns/name.
+func (s *sink) of(kind, ns, name string) []events.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []events.Event
+	for _, ev := range s.events {
+		if o := ev.InvolvedObject; o.Kind == kind && o.Namespace == ns && o.Name == name {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func startEventSink(*testenv.Environment) (func(), error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: eventSink}
+	go func() { _ = srv.Serve(l) }()
+	eventSink.url = "http://" + l.Addr().String() + "/"
+	return func() { srv.Close() }, nil
+}
+
+// startKustomizeController builds kustomize-controller and runs it on
+// the Kustomizations of shard binaryShard with the flags it gets in a cluster, short retries and
+// --requeue-dependency=1s.
+func startKustomizeController(e *testenv.Environment) (func(), error) {
+	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: binaryNS}}); err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "eddy-kc-bin-")
+	if err != nil {
+		return nil, err
+	}
+	exe, err := testenv.BuildController("kustomize-controller", work)
+	if err != nil {
+		os.RemoveAll(work)
+		return nil, err
+	}
+	p, err := testenv.StartController(e, exe, filepath.Join(work, "kustomize-controller.log"),
+		"--watch-label-selector="+shardKey+"="+binaryShard, "--events-addr="+eventSink.url,
+		"--requeue-dependency=1s", "--min-retry-delay=200ms", "--max-retry-delay=2s", "--log-level=debug")
+	if err != nil {
+		os.RemoveAll(work)
+		return nil, err
+	}
+	return func() {
+		p.Stop()
+		if os.Getenv("EDDY_TEST_LOGS") != "" {
+			b, _ := os.ReadFile(p.LogPath)
+			fmt.Fprintf(os.Stderr, "--- kustomize-controller log:\n%s\n", b)
+		}
+		os.RemoveAll(work)
+	}, nil
 }

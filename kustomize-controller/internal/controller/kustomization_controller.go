@@ -15,11 +15,13 @@ import (
 	"github.com/eddyops/eddy/kustomize-controller/internal/build"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/health"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	digest "github.com/opencontainers/go-digest"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,6 +157,10 @@ type failure struct {
 	reason  string
 	message string
 	stalled bool
+	// waiting marks a wait for something another controller or the user
+	// is expected to provide soon (a source, its artifact): logged and
+	// retried, not an event. Flux compatible.
+	waiting bool
 	retry   time.Duration // 0: spec.retryInterval
 }
 
@@ -193,7 +199,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	if obj.Spec.Suspend {
 		log.Info("reconciliation is suspended for this object")
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.observeSuspended(ctx, obj)
 	}
 
 	base := obj.DeepCopy()
@@ -232,6 +238,10 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason,
 			fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration), annotations)
 		return ctrl.Result{RequeueAfter: next}, nil
+	case f.waiting:
+		// Flux compatible: waiting is not failing, so no Warning event
+		// (which an error-severity Alert would deliver).
+		log.Info(f.message)
 	case f.reason == meta.DependencyNotReadyReason:
 		r.Events.Event(obj, corev1.EventTypeNormal, f.reason,
 			fmt.Sprintf("Dependencies do not meet ready condition, retrying in %s", f.retry), annotations)
@@ -250,6 +260,30 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	// Flux requeues failures at the retry interval rather than with back-off.
 	return ctrl.Result{RequeueAfter: retry}, nil
+}
+
+// observeSuspended records what a reconcile of a suspended Kustomization
+// observes, and nothing else (no event): the handled reconcile request and,
+// when it is Ready, its generation, so a suspended Ready Kustomization reads
+// as Current to kstatus, `kubectl wait`, a parent's health check, a
+// dependant and `flux resume`. A failing one keeps its old generation. The
+// conditions are left as they are. Flux compatible (finalizeStatus).
+func (r *KustomizationReconciler) observeSuspended(ctx context.Context, obj *kustomizev1.Kustomization) error {
+	base := obj.DeepCopy()
+	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
+		obj.Status.LastHandledReconcileAt = v
+	}
+	if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
+		obj.Status.ObservedGeneration = obj.Generation
+	}
+	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
 }
 
 func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[string]string {
@@ -300,7 +334,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
 			f := fail(meta.ArtifactFailedReason, "Source is not ready, artifact not found, retrying in %s", r.RequeueDependency)
-			f.retry = r.RequeueDependency
+			f.retry, f.waiting = r.RequeueDependency, true
 			return f
 		}
 		return fail(meta.ArtifactFailedReason, "%s", err)
@@ -392,7 +426,15 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if obj.Spec.Wait || len(obj.Spec.HealthChecks) > 0 {
 		step("Running health checks")
 	}
-	if f := r.checkHealth(ctx, obj, c, changes); f != nil {
+	// Flux compatible: a Job the TTL controller deletes once finished
+	// may be gone by the time it is checked.
+	deletedWhenFinished := map[string]bool{}
+	for _, u := range res.Objects {
+		if health.DeletedWhenFinished(u) {
+			deletedWhenFinished[ssa.MetaOf(u).ID()] = true
+		}
+	}
+	if f := r.checkHealth(ctx, obj, c, changes, deletedWhenFinished); f != nil {
 		return f
 	}
 	obj.Status.LastAppliedRevision = art.Revision
@@ -433,12 +475,12 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 		if !apierrors.IsNotFound(err) {
 			f.message = fmt.Sprintf("Source '%s' could not be read: %s", id, err)
 		}
-		f.retry = r.RequeueDependency
+		f.retry, f.waiting = r.RequeueDependency, true
 		return nil, f
 	}
 	if src.Status.Artifact == nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' is not ready, artifact not found", id)
-		f.retry = r.RequeueDependency
+		f.retry, f.waiting = r.RequeueDependency, true
 		return nil, f
 	}
 	return src, nil
@@ -593,10 +635,14 @@ func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, 
 	}
 }
 
-// checkHealth waits with kstatus until the checked objects are Current,
-// failing fast on a Failed one, up to the timeout. Checked are all applied
-// objects with spec.wait, else spec.healthChecks.
-func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change) *failure {
+// checkHealth waits until the checked objects are Current (pkg/health:
+// kstatus with Flux's Job rule), failing fast on a Failed one, up to the
+// timeout. Checked are all applied objects with spec.wait, else
+// spec.healthChecks. An object that is gone is pending ('NotFound'),
+// unless its ID is in deletedWhenFinished (a Job with a TTL), which is
+// healthy. Flux compatible.
+func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change,
+	deletedWhenFinished map[string]bool) *failure {
 	var targets []ssa.Change
 	switch {
 	case obj.Spec.Wait:
@@ -634,10 +680,15 @@ func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomiz
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(t.Meta.GroupKind.WithVersion(t.Version))
 			if err := c.Get(ctx, client.ObjectKey{Namespace: t.Meta.Namespace, Name: t.Meta.Name}, u); err != nil {
-				pending = append(pending, t.Meta.String()+" not found")
+				switch {
+				case !apierrors.IsNotFound(err):
+					pending = append(pending, t.Meta.String()+": "+err.Error())
+				case !deletedWhenFinished[t.Meta.ID()]:
+					pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, status.NotFoundStatus))
+				}
 				continue
 			}
-			res, err := status.Compute(u)
+			res, err := health.Compute(u)
 			if err != nil {
 				pending = append(pending, t.Meta.String()+": "+err.Error())
 				continue

@@ -33,10 +33,11 @@ var (
 
 // TestMain runs the tests on the full profile (fake nodes make Deployments
 // Available) with source-controller as its own process, built from this
-// workspace, and the reconciler under test in-process.
+// workspace, and the reconciler under test in-process; the built
+// kustomize-controller runs the scenarios of shard binaryShard.
 func TestMain(m *testing.M) {
 	testenv.MainWithOptions(m, &env, testenv.Options{Cluster: localcluster.Options{Profile: localcluster.ProfileFull}},
-		startSourceController, startReconciler)
+		startEventSink, startSourceController, startReconciler, startKustomizeController)
 }
 
 func startSourceController(e *testenv.Environment) (func(), error) {
@@ -67,7 +68,7 @@ func startSourceController(e *testenv.Environment) (func(), error) {
 		"--storage-path="+filepath.Join(work, "data"),
 		fmt.Sprintf("--storage-addr=127.0.0.1:%d", storagePort),
 		fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storagePort),
-		"--concurrent=4", "--min-retry-delay=200ms", "--max-retry-delay=2s")
+		"--concurrent=4", "--min-retry-delay=200ms", "--max-retry-delay=2s", "--events-addr="+eventSink.url)
 	if err != nil {
 		cleanup()
 		return nil, err
@@ -190,6 +191,9 @@ func newKustomization(t testing.TB, ns, name, source string, mutate func(*kustom
 			Prune:     true,
 			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: source},
 		},
+	}
+	if ns == binaryNS {
+		k.Labels = map[string]string{shardKey: binaryShard} // the built binary's
 	}
 	if mutate != nil {
 		mutate(k)

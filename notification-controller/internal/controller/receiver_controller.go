@@ -16,6 +16,7 @@ import (
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,7 +147,7 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	if obj.Spec.Suspend {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.observeSuspended(ctx, obj)
 	}
 	base := obj.DeepCopy()
 	reason, msg := r.observe(ctx, obj)
@@ -174,6 +175,25 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		interval = obj.Spec.Interval.Duration
 	}
 	return ctrl.Result{RequeueAfter: eddyruntime.Jitter(interval, r.JitterPercent)}, nil
+}
+
+// observeSuspended records what a reconcile of a suspended Receiver
+// observes: the handled reconcile request and, when it is Ready, its
+// generation, so kstatus and `kubectl wait` read a suspended Ready Receiver
+// as Current. Flux compatible (the Receiver reconciler's patch).
+func (r *ReceiverReconciler) observeSuspended(ctx context.Context, obj *notificationv1.Receiver) error {
+	base := obj.DeepCopy()
+	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
+		obj.Status.LastHandledReconcileAt = v
+	}
+	if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
+		obj.Status.ObservedGeneration = obj.Generation
+	}
+	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
+		return nil
+	}
+	return r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner("notification-controller"))
 }
 
 // observe sets status.webhookPath and returns the Ready reason and message.

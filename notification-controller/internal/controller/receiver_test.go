@@ -16,8 +16,12 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/notification-controller/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -307,6 +311,42 @@ func TestReceiverReadyOnceSecretExists(t *testing.T) {
 	// The path is served: the missing GitRepository makes it a 500, not a 404.
 	if code := post(t, path, []byte("{}"), nil); code != http.StatusInternalServerError {
 		t.Errorf("the new receiver's path answered %d, want 500 (its resource does not exist)", code)
+	}
+	// Waiting for the Secret is not failing: no Warning event.
+	list := &corev1.EventList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == rcv.Name && e.Type == corev1.EventTypeWarning {
+			t.Errorf("Warning event on the Receiver: %s %q", e.Reason, e.Message)
+		}
+	}
+}
+
+// TestSuspendedReceiverObservesGeneration: suspending a Ready Receiver
+// records its new generation, so kstatus and kubectl wait read it as
+// Current, not in progress. Flux compatible.
+func TestSuspendedReceiverObservesGeneration(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, secret(ns, "susp-token", map[string]string{"token": "susp-" + ns}))
+	rcv := receiver(ns, "susp", notificationv1.GenericReceiver, "susp-token",
+		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "missing"})
+	create(t, rcv)
+	waitReceiverReady(t, rcv, "susp-"+ns)
+	patch := []byte(`{"spec":{"suspend":true}}`)
+	if err := env.Client.Patch(context.Background(), rcv, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, rcv, "observedGeneration of the suspended Receiver", func() bool {
+		return rcv.Spec.Suspend && rcv.Status.ObservedGeneration == rcv.Generation
+	})
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(rcv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := status.Compute(&unstructured.Unstructured{Object: m}); err != nil || res.Status != status.CurrentStatus {
+		t.Errorf("kstatus of the suspended Receiver: %+v %v", res, err)
 	}
 }
 

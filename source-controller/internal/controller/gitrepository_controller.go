@@ -46,6 +46,10 @@ type GitRepositoryReconciler struct {
 	Events  *events.Recorder
 	// JitterPercent varies each requeue interval by up to ± this percentage.
 	JitterPercent float64
+	// RequeueDependency is the wait before retrying a GitRepository whose
+	// include has no artifact yet; 0 means Flux's 30s. A new artifact of
+	// the included GitRepository retries it at once anyway.
+	RequeueDependency time.Duration
 }
 
 // Options of SetupWithManager.
@@ -110,6 +114,9 @@ type reconcileError struct {
 	reason    string
 	message   string
 	stalled   bool
+	// waiting marks a wait for another object (an include without an
+	// artifact yet): a Trace event, no alert. Flux compatible (serror.Waiting).
+	waiting bool
 }
 
 func (e *reconcileError) Error() string { return e.message }
@@ -151,7 +158,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	if obj.Spec.Suspend {
 		log.Info("reconciliation is suspended for this object")
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.observeSuspended(ctx, obj)
 	}
 
 	base := obj.DeepCopy()
@@ -174,9 +181,49 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	case recErr.stalled:
 		log.Error(recErr, "reconciliation stalled")
 		return ctrl.Result{}, nil
+	case recErr.waiting:
+		wait := r.RequeueDependency
+		if wait <= 0 {
+			wait = 30 * time.Second
+		}
+		log.Info("reconciliation waiting", "reason", recErr.message, "duration", wait.String())
+		return ctrl.Result{RequeueAfter: wait}, nil
 	default:
 		return ctrl.Result{}, recErr
 	}
+}
+
+// observeSuspended records what a reconcile of a suspended GitRepository
+// observes, and nothing else (no event, no fetch): the handled reconcile
+// request and, once it has conditions, its generation, so kstatus and
+// `kubectl wait` read a suspended GitRepository as observed. Ready keeps its
+// status and message at the new generation, Stalled is dropped, Reconciling
+// becomes ProgressingWithRetry. Flux compatible (summarize with an empty
+// result: ComputeReconcileResult, WithStatusObservedGeneration).
+func (r *GitRepositoryReconciler) observeSuspended(ctx context.Context, obj *sourcev1.GitRepository) error {
+	base := obj.DeepCopy()
+	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
+		obj.Status.LastHandledReconcileAt = v
+	}
+	if len(obj.Status.Conditions) > 0 {
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
+		for _, typ := range []string{meta.ReconcilingCondition, meta.ReadyCondition} {
+			if c := apimeta.FindStatusCondition(obj.Status.Conditions, typ); c != nil {
+				c.ObservedGeneration = obj.Generation
+				if typ == meta.ReconcilingCondition {
+					c.Reason = meta.ProgressingWithRetryReason
+				}
+			}
+		}
+		obj.Status.ObservedGeneration = obj.Generation
+	}
+	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
 }
 
 // reconcile runs the storage, source and artifact steps; it records
@@ -418,7 +465,11 @@ func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr 
 		del(meta.StalledCondition)
 		set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, recErr.message)
 	}
-	r.Events.Event(obj, corev1.EventTypeWarning, recErr.reason, recErr.message, nil)
+	eventType := corev1.EventTypeWarning
+	if recErr.waiting {
+		eventType = events.EventTypeTrace
+	}
+	r.Events.Event(obj, eventType, recErr.reason, recErr.message, nil)
 }
 
 // gitError maps a fetch failure to the condition Flux sets for it. dir, the

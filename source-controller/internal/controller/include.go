@@ -31,7 +31,7 @@ func indexIncludes(obj *sourcev1.GitRepository) []string {
 
 // includedArtifacts gets the current artifact of each spec.include entry.
 // Flux compatible: a missing object or artifact sets IncludeUnavailable with
-// reason NotFound or NoArtifact.
+// reason NotFound or NoArtifact, and is a wait, not a failure.
 func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *sourcev1.GitRepository) ([]*meta.Artifact, *reconcileError) {
 	if r.includeCycle(ctx, obj) {
 		e := &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.IllegalPathReason,
@@ -48,11 +48,11 @@ func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *so
 			if apierrors.IsNotFound(err) {
 				msg = fmt.Sprintf("could not get resource for include '%s': not found", name)
 			}
-			return nil, &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.NotFoundReason, message: msg}
+			return nil, &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.NotFoundReason, message: msg, waiting: true}
 		}
 		if dep.Status.Artifact == nil || !r.Storage.Exists(*dep.Status.Artifact) {
 			return nil, &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.NoArtifactReason,
-				message: fmt.Sprintf("no artifact available for include '%s'", name)}
+				message: fmt.Sprintf("no artifact available for include '%s'", name), waiting: true}
 		}
 		arts = append(arts, dep.Status.Artifact.DeepCopy())
 	}
