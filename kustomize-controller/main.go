@@ -36,7 +36,7 @@ func main() {
 		artifactCacheMiB      int64
 		concurrentSSA         int
 	)
-	opts.BindFlags(flag.CommandLine, 4)
+	opts.BindFlags(flag.CommandLine, 4, runtime.StrictPostBuildSubstitutions)
 	flag.StringVar(&eventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 	flag.DurationVar(&requeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a Kustomization whose source or dependencies are not ready.")
 	flag.StringVar(&defaultServiceAccount, "default-service-account", "", "The service account impersonated when a Kustomization names none.")
@@ -68,6 +68,7 @@ func main() {
 		ArtifactCacheBytes:    artifactCacheMiB << 20,
 		ConcurrentSSA:         concurrentSSA,
 	}
+	r.NonStrictSubstitutions = !opts.FeatureGates.Enabled(runtime.StrictPostBuildSubstitutions)
 	if err := r.SetupWithManager(mgr, controller.Options{
 		Concurrent: opts.Concurrent, MinRetry: opts.MinRetryDelay, MaxRetry: opts.MaxRetryDelay,
 	}); err != nil {

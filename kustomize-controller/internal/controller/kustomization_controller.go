@@ -84,6 +84,10 @@ type KustomizationReconciler struct {
 	// ArtifactCacheBytes bounds the in-memory artifact cache; 0 means
 	// DefaultArtifactCacheBytes.
 	ArtifactCacheBytes int64
+	// NonStrictSubstitutions substitutes "" for an undefined postBuild
+	// variable without a default instead of failing: Flux's feature gate
+	// StrictPostBuildSubstitutions=false (on by default).
+	NonStrictSubstitutions bool
 
 	artifacts *artifactCache
 }
@@ -533,7 +537,7 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 	for k, v := range s.PostBuild.Substitute {
 		vars[k] = v
 	}
-	opts.PostBuild, opts.Vars, opts.Strategy = true, vars, s.PostBuild.SubstituteStrategy
+	opts.PostBuild, opts.Vars, opts.Strategy, opts.NonStrict = true, vars, s.PostBuild.SubstituteStrategy, r.NonStrictSubstitutions
 	return opts, nil
 }
 
