@@ -137,8 +137,10 @@ func (r *KustomizationReconciler) dependants(ctx context.Context, obj client.Obj
 	return reqs
 }
 
-// revisionChanged passes a source whose artifact appeared or changed revision.
-// Flux compatible (SourceRevisionChangePredicate).
+// revisionChanged passes a source whose artifact appeared or changed revision
+// (Flux's SourceRevisionChangePredicate) or, beyond Flux, changed digest at
+// the same revision: new content of the same commit, e.g. after spec.ignore
+// changed, is applied (and what left it pruned) at once, not at the interval.
 type revisionChanged struct{ predicate.Funcs }
 
 func (revisionChanged) Create(event.CreateEvent) bool   { return false }
@@ -150,7 +152,8 @@ func (revisionChanged) Update(e event.UpdateEvent) bool {
 	if !ok1 || !ok2 || n.Status.Artifact == nil {
 		return false
 	}
-	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision
+	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision ||
+		o.Status.Artifact.Digest != n.Status.Artifact.Digest
 }
 
 // failure is a failed reconcile: the Ready reason and a stable message,
