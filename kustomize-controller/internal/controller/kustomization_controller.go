@@ -517,7 +517,7 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 				if apierrors.IsNotFound(err) && ref.Optional {
 					continue
 				}
-				return opts, fail(meta.BuildFailedReason, "substitute from 'ConfigMap/%s' failed: %s", ref.Name, notFoundOr(err))
+				return opts, fail(meta.BuildFailedReason, "substitute from 'ConfigMap/%s' error: %s", ref.Name, err)
 			}
 			data = cm.Data
 		case "Secret":
@@ -526,7 +526,7 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 				if apierrors.IsNotFound(err) && ref.Optional {
 					continue
 				}
-				return opts, fail(meta.BuildFailedReason, "substitute from 'Secret/%s' failed: %s", ref.Name, notFoundOr(err))
+				return opts, fail(meta.BuildFailedReason, "substitute from 'Secret/%s' error: %s", ref.Name, err)
 			}
 			data = map[string]string{}
 			for k, v := range sec.Data {
@@ -542,13 +542,6 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 	}
 	opts.PostBuild, opts.Vars, opts.Strategy, opts.NonStrict = true, vars, s.PostBuild.SubstituteStrategy, r.NonStrictSubstitutions
 	return opts, nil
-}
-
-func notFoundOr(err error) string {
-	if apierrors.IsNotFound(err) {
-		return "not found"
-	}
-	return err.Error()
 }
 
 // serviceAccount is the account impersonated for obj: spec.serviceAccountName,

@@ -328,6 +328,19 @@ func TestPostBuildFromCluster(t *testing.T) {
 	if !strings.Contains(c.Message, `variable not set (strict mode): "CLUSTER"`) {
 		t.Errorf("message %q does not name CLUSTER", c.Message)
 	}
+
+	// A missing source of variables is named with the API server's kind and
+	// name. Flux compatible wording (fluxcd/pkg kustomize varsub).
+	for _, ref := range []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "cluster-overrides"}, {Kind: "Secret", Name: "cluster-secrets"}} {
+		missing := newKustomization(t, ns, "missing-"+strings.ToLower(ref.Kind), "src", func(k *kustomizev1.Kustomization) {
+			k.Spec.PostBuild = &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{ref}}
+		})
+		c := waitFailed(t, missing, meta.BuildFailedReason)
+		want := fmt.Sprintf(`substitute from '%s/%s' error: %ss %q not found`, ref.Kind, ref.Name, strings.ToLower(ref.Kind), ref.Name)
+		if c.Message != want {
+			t.Errorf("message %q, want %q", c.Message, want)
+		}
+	}
 }
 
 // TestHostilePath refuses a spec.path that leaves the artifact.
