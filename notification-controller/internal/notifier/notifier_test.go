@@ -330,3 +330,19 @@ func TestSlackPayloadKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestInvalidAddressReason: an address that does not parse is refused with
+// the parser's reason, never the address itself (it may carry a token).
+func TestInvalidAddressReason(t *testing.T) {
+	for _, c := range []struct{ typ, address, want string }{
+		{"discord", "https://discord.com:x/api/webhooks/1/s3cret", `discord provider: the address is not a URL: invalid port ":x" after host`},
+		{"msteams", "https://acme.webhook.office.com:x/webhookb2/s3cret", `msteams provider: the address is not a URL: invalid port ":x" after host`},
+		{"github", "https://github.com:x/acme/s3cret", `the address is not an http(s) repository URL: invalid port ":x" after host`},
+		{"gitlab", "ssh://gitlab.com/acme/s3cret", `the address is not an http(s) repository URL: scheme "ssh"`},
+	} {
+		_, err := New(Options{Type: c.typ, Address: c.address, Token: "t"})
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s %s: %v, want %q", c.typ, c.address, err, c.want)
+		}
+	}
+}
