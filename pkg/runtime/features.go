@@ -43,16 +43,15 @@ func NewFeatureGates(defaults map[string]bool) *FeatureGates {
 	return &FeatureGates{known: maps.Clone(defaults), set: map[string]bool{}}
 }
 
-// Enabled reports whether gate name is on: the flag's value, else its
-// default. An unknown name is off.
+// Enabled reports whether gate name is on: the flag's value, else Flux's
+// default, also on a nil *FeatureGates (Options not bound to flags).
 func (g *FeatureGates) Enabled(name string) bool {
-	if g == nil {
-		return false
+	if g != nil {
+		if v, ok := g.set[name]; ok {
+			return v
+		}
 	}
-	if v, ok := g.set[name]; ok {
-		return v
-	}
-	return g.known[name]
+	return gateDefaults[name]
 }
 
 // String is the flag's value as given, sorted by name.

@@ -72,6 +72,10 @@ func TestFeatureGates(t *testing.T) {
 	if o.clientOptions().Cache == nil {
 		t.Error("Secrets and ConfigMaps are cached by default")
 	}
+	var unbound Options
+	if !unbound.FeatureGates.Enabled(StrictPostBuildSubstitutions) || unbound.clientOptions().Cache == nil {
+		t.Error("Options not bound to flags do not have Flux's defaults")
+	}
 	o, err = parse([]string{StrictPostBuildSubstitutions}, "--feature-gates=StrictPostBuildSubstitutions=false, CacheSecretsAndConfigMaps=true")
 	if err != nil || o.FeatureGates.Enabled(StrictPostBuildSubstitutions) || !o.FeatureGates.Enabled(CacheSecretsAndConfigMaps) {
 		t.Errorf("set: %v", err)
