@@ -44,11 +44,26 @@ type Options struct {
 	MaxRetryDelay        time.Duration
 	IntervalJitter       float64
 	NoCrossNamespaceRefs bool
+	// FeatureGates is --feature-gates over the controller's known gates.
+	FeatureGates *FeatureGates
 }
 
 // BindFlags registers the shared flags on fs; concurrent is the controller's
 // default for --concurrent (Flux: 2 for source-controller, 4 for the others).
-func (o *Options) BindFlags(fs *flag.FlagSet, concurrent int) {
+// gates are the feature gates the controller knows beyond
+// CacheSecretsAndConfigMaps, which every controller knows (constants of
+// this package); --feature-gates refuses any other name.
+func (o *Options) BindFlags(fs *flag.FlagSet, concurrent int, gates ...string) {
+	known := map[string]bool{CacheSecretsAndConfigMaps: gateDefaults[CacheSecretsAndConfigMaps]}
+	for _, g := range gates {
+		d, ok := gateDefaults[g]
+		if !ok {
+			panic("runtime: unknown feature gate " + g) // a programming error
+		}
+		known[g] = d
+	}
+	o.FeatureGates = NewFeatureGates(known)
+	fs.Var(o.FeatureGates, "feature-gates", "A comma-separated list of Name=bool pairs turning features on or off; known: "+o.FeatureGates.names()+".")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "The address the Prometheus metrics endpoint binds to.")
 	fs.StringVar(&o.HealthAddr, "health-addr", ":9440", "The address the health endpoints (/healthz, /readyz) bind to.")
 	fs.BoolVar(&o.EnableLeaderElection, "enable-leader-election", false, "Enable leader election, so only one replica reconciles at a time.")
@@ -152,10 +167,7 @@ func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Sche
 		RenewDeadline:                 &o.RenewDeadline,
 		RetryPeriod:                   &o.RetryPeriod,
 		Cache:                         cacheOpts,
-		// Flux compatible: Secrets and ConfigMaps are read from the API
-		// server, not cached, so no controller holds every Secret of the
-		// cluster in memory.
-		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}},
+		Client:                        o.clientOptions(),
 	})
 	if err != nil {
 		return nil, err
@@ -179,6 +191,17 @@ func NewScheme(addToScheme ...func(*runtime.Scheme) error) (*runtime.Scheme, err
 		}
 	}
 	return scheme, nil
+}
+
+// clientOptions are the manager client's options. Flux compatible: Secrets
+// and ConfigMaps are read from the API server, not cached, so no controller
+// holds every Secret of the cluster in memory, unless the feature gate
+// CacheSecretsAndConfigMaps is on.
+func (o *Options) clientOptions() client.Options {
+	if o.FeatureGates.Enabled(CacheSecretsAndConfigMaps) {
+		return client.Options{}
+	}
+	return client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}}}}
 }
 
 // Run starts the manager and blocks until SIGINT or SIGTERM; it returns the

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"flag"
+	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -48,6 +50,52 @@ func TestSetupLoggerRejectsUnknownValues(t *testing.T) {
 	for _, o := range []Options{{LogLevel: "loud", LogEncoding: "json"}, {LogLevel: "info", LogEncoding: "xml"}} {
 		if err := o.SetupLogger(); err == nil {
 			t.Errorf("SetupLogger accepted %+v", o)
+		}
+	}
+}
+
+// TestFeatureGates: Flux's --feature-gates syntax over the controller's known
+// gates; an unknown gate or a non-boolean value fails parsing (so the binary
+// exits non-zero at start-up).
+func TestFeatureGates(t *testing.T) {
+	parse := func(gates []string, args ...string) (*Options, error) {
+		var o Options
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o.BindFlags(fs, 4, gates...)
+		return &o, fs.Parse(args)
+	}
+	o, err := parse([]string{StrictPostBuildSubstitutions})
+	if err != nil || !o.FeatureGates.Enabled(StrictPostBuildSubstitutions) || o.FeatureGates.Enabled(CacheSecretsAndConfigMaps) {
+		t.Errorf("defaults: strict %v, cache %v (%v); want true, false",
+			o.FeatureGates.Enabled(StrictPostBuildSubstitutions), o.FeatureGates.Enabled(CacheSecretsAndConfigMaps), err)
+	}
+	if o.clientOptions().Cache == nil {
+		t.Error("Secrets and ConfigMaps are cached by default")
+	}
+	var unbound Options
+	if !unbound.FeatureGates.Enabled(StrictPostBuildSubstitutions) || unbound.clientOptions().Cache == nil {
+		t.Error("Options not bound to flags do not have Flux's defaults")
+	}
+	o, err = parse([]string{StrictPostBuildSubstitutions}, "--feature-gates=StrictPostBuildSubstitutions=false, CacheSecretsAndConfigMaps=true")
+	if err != nil || o.FeatureGates.Enabled(StrictPostBuildSubstitutions) || !o.FeatureGates.Enabled(CacheSecretsAndConfigMaps) {
+		t.Errorf("set: %v", err)
+	}
+	if o.clientOptions().Cache != nil {
+		t.Error("CacheSecretsAndConfigMaps=true still reads Secrets uncached")
+	}
+	for _, c := range []struct {
+		gates []string
+		arg   string
+		want  string
+	}{
+		{nil, "--feature-gates=StrictPostBuildSubstitutions=false", "feature-gate 'StrictPostBuildSubstitutions' not supported"},
+		{[]string{StrictPostBuildSubstitutions}, "--feature-gates=NoSuchGate=true", "feature-gate 'NoSuchGate' not supported"},
+		{[]string{StrictPostBuildSubstitutions}, "--feature-gates=StrictPostBuildSubstitutions=maybe", "invalid value of StrictPostBuildSubstitutions: maybe"},
+		{[]string{StrictPostBuildSubstitutions}, "--feature-gates=StrictPostBuildSubstitutions", "missing bool value for StrictPostBuildSubstitutions"},
+	} {
+		if _, err := parse(c.gates, c.arg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.arg, err, c.want)
 		}
 	}
 }

@@ -49,6 +49,10 @@ type Options struct {
 	PostBuild bool
 	Vars      map[string]string
 	Strategy  string
+	// NonStrict substitutes an undefined variable without a default with
+	// "" instead of failing: Flux's feature gate
+	// StrictPostBuildSubstitutions=false (the gate is on by default).
+	NonStrict bool
 }
 
 // Result is the outcome of a build.
@@ -158,7 +162,7 @@ func Build(t *Tree, opts Options) (*Result, error) {
 		res.Objects = append(res.Objects, u)
 	}
 	if opts.PostBuild {
-		if err := substitute(res.Objects, opts.Vars, opts.Strategy); err != nil {
+		if err := substitute(res.Objects, opts.Vars, opts.Strategy, !opts.NonStrict); err != nil {
 			return nil, err
 		}
 	}

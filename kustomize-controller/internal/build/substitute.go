@@ -37,14 +37,15 @@ var varName = regexp.MustCompile(varNamePattern)
 // substrings, replacements), `$${var}` for a literal ${var}, strict mode (a
 // reference to an undefined variable without a default is an error naming
 // it: `postBuild substitution of <Kind/ns/name> failed: variable not set
-// (strict mode): "<name>"`); newlines are removed from values, so a value
+// (strict mode): "<name>"`; without strict, such a reference becomes "");
+// newlines are removed from values, so a value
 // cannot add YAML lines; a name not matching varNamePattern fails the build
 // (`postBuild substitution failed: '<name>' var name is invalid, must match
 // '<pattern>'`) once there is an object to substitute. With strategy
 // WithVariables (the default) nothing is substituted when no variable is
 // defined. An object without a `$` is left as it is; one with is
 // substituted in its YAML form and read back with integers kept as int64.
-func substitute(objs []*unstructured.Unstructured, vars map[string]string, strategy string) error {
+func substitute(objs []*unstructured.Unstructured, vars map[string]string, strategy string, strict bool) error {
 	if strategy != "Always" && len(vars) == 0 {
 		return nil
 	}
@@ -77,7 +78,7 @@ func substitute(objs []*unstructured.Unstructured, vars map[string]string, strat
 		if err != nil {
 			return fmt.Errorf("postBuild substitution of %s failed: %v", id, err)
 		}
-		if name := firstUndefined(tree.Root, values); name != "" {
+		if name := firstUndefined(tree.Root, values); strict && name != "" {
 			return fmt.Errorf("postBuild substitution of %s failed: variable not set (strict mode): %q", id, name)
 		}
 		out, err := envsubst.Eval(string(data), mapping)

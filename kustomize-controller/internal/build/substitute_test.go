@@ -75,6 +75,20 @@ func TestPostBuildStrictModeNamesTheVariable(t *testing.T) {
 	}
 }
 
+// TestPostBuildNonStrict: with Flux's StrictPostBuildSubstitutions=false an
+// undefined variable without a default becomes "", defaults still apply.
+func TestPostBuildNonStrict(t *testing.T) {
+	root := writeFiles(t, map[string]string{"cm.yaml": substCM + "  missing: \"a${UNDEFINED_VAR}b\"\n  dflt: ${UNDEFINED_VAR:=d}\n"})
+	res, err := Build(root, Options{PostBuild: true, NonStrict: true, Vars: map[string]string{"ENV": "production"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := res.Objects[0].Object["data"].(map[string]any)
+	if data["missing"] != "ab" || data["dflt"] != "d" || res.Objects[0].GetName() != "app-production" {
+		t.Errorf("non-strict substitution gave %s %v", res.Objects[0].GetName(), data)
+	}
+}
+
 func TestPostBuildWithoutVariables(t *testing.T) {
 	root := writeFiles(t, map[string]string{"cm.yaml": substCM})
 	res, err := Build(root, Options{PostBuild: true})

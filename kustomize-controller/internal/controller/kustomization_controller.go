@@ -86,6 +86,10 @@ type KustomizationReconciler struct {
 	// ArtifactCacheBytes bounds the in-memory artifact cache; 0 means
 	// DefaultArtifactCacheBytes.
 	ArtifactCacheBytes int64
+	// NonStrictSubstitutions substitutes "" for an undefined postBuild
+	// variable without a default instead of failing: Flux's feature gate
+	// StrictPostBuildSubstitutions=false (on by default).
+	NonStrictSubstitutions bool
 
 	artifacts *artifactCache
 }
@@ -135,8 +139,10 @@ func (r *KustomizationReconciler) dependants(ctx context.Context, obj client.Obj
 	return reqs
 }
 
-// revisionChanged passes a source whose artifact appeared or changed revision.
-// Flux compatible (SourceRevisionChangePredicate).
+// revisionChanged passes a source whose artifact appeared or changed revision
+// (Flux's SourceRevisionChangePredicate) or, beyond Flux, changed digest at
+// the same revision: new content of the same commit, e.g. after spec.ignore
+// changed, is applied (and what left it pruned) at once, not at the interval.
 type revisionChanged struct{ predicate.Funcs }
 
 func (revisionChanged) Create(event.CreateEvent) bool   { return false }
@@ -148,7 +154,8 @@ func (revisionChanged) Update(e event.UpdateEvent) bool {
 	if !ok1 || !ok2 || n.Status.Artifact == nil {
 		return false
 	}
-	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision
+	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision ||
+		o.Status.Artifact.Digest != n.Status.Artifact.Digest
 }
 
 // failure is a failed reconcile: the Ready reason and a stable message,
@@ -552,7 +559,7 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 				if apierrors.IsNotFound(err) && ref.Optional {
 					continue
 				}
-				return opts, fail(meta.BuildFailedReason, "substitute from 'ConfigMap/%s' failed: %s", ref.Name, notFoundOr(err))
+				return opts, fail(meta.BuildFailedReason, "substitute from 'ConfigMap/%s' error: %s", ref.Name, err)
 			}
 			data = cm.Data
 		case "Secret":
@@ -561,7 +568,7 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 				if apierrors.IsNotFound(err) && ref.Optional {
 					continue
 				}
-				return opts, fail(meta.BuildFailedReason, "substitute from 'Secret/%s' failed: %s", ref.Name, notFoundOr(err))
+				return opts, fail(meta.BuildFailedReason, "substitute from 'Secret/%s' error: %s", ref.Name, err)
 			}
 			data = map[string]string{}
 			for k, v := range sec.Data {
@@ -575,15 +582,8 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 	for k, v := range s.PostBuild.Substitute {
 		vars[k] = v
 	}
-	opts.PostBuild, opts.Vars, opts.Strategy = true, vars, s.PostBuild.SubstituteStrategy
+	opts.PostBuild, opts.Vars, opts.Strategy, opts.NonStrict = true, vars, s.PostBuild.SubstituteStrategy, r.NonStrictSubstitutions
 	return opts, nil
-}
-
-func notFoundOr(err error) string {
-	if apierrors.IsNotFound(err) {
-		return "not found"
-	}
-	return err.Error()
 }
 
 // serviceAccount is the account impersonated for obj: spec.serviceAccountName,

@@ -328,6 +328,21 @@ func TestPostBuildFromCluster(t *testing.T) {
 	if !strings.Contains(c.Message, `variable not set (strict mode): "CLUSTER"`) {
 		t.Errorf("message %q does not name CLUSTER", c.Message)
 	}
+
+	// A missing source of variables keeps the API error, kind and name
+	// (`configmaps "x" not found` from the binary's uncached reads, see the
+	// e2e package; `ConfigMap "x" not found` from this test's cache). Flux
+	// compatible wording (fluxcd/pkg kustomize varsub).
+	for _, ref := range []kustomizev1.SubstituteReference{{Kind: "ConfigMap", Name: "cluster-overrides"}, {Kind: "Secret", Name: "cluster-secrets"}} {
+		missing := newKustomization(t, ns, "missing-"+strings.ToLower(ref.Kind), "src", func(k *kustomizev1.Kustomization) {
+			k.Spec.PostBuild = &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{ref}}
+		})
+		c := waitFailed(t, missing, meta.BuildFailedReason)
+		prefix, suffix := fmt.Sprintf("substitute from '%s/%s' error: ", ref.Kind, ref.Name), fmt.Sprintf("%q not found", ref.Name)
+		if !strings.HasPrefix(c.Message, prefix) || !strings.HasSuffix(c.Message, suffix) {
+			t.Errorf("message %q, want %q…%q", c.Message, prefix, suffix)
+		}
+	}
 }
 
 // TestHostilePath refuses a spec.path that leaves the artifact.

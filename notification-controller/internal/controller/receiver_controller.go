@@ -17,7 +17,6 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -220,11 +219,8 @@ func (r *ReceiverReconciler) observe(ctx context.Context, obj *notificationv1.Re
 	key := client.ObjectKey{Namespace: obj.Namespace, Name: obj.Spec.SecretRef.Name}
 	if err := r.Secrets.Get(ctx, key, sec); err != nil {
 		obj.Status.WebhookPath = ""
-		what := "cannot be read"
-		if apierrors.IsNotFound(err) {
-			what = "not found"
-		}
-		return notificationv1.TokenNotFoundReason, fmt.Sprintf("unable to read token from secret '%s': %s", key, what)
+		// Flux compatible wording; the API error names the kind and the name.
+		return notificationv1.TokenNotFoundReason, fmt.Sprintf("unable to read token from secret '%s' error: %s", key, err)
 	}
 	token, ok := sec.Data["token"]
 	if !ok || len(token) == 0 {

@@ -305,6 +305,11 @@ func TestReceiverReadyOnceSecretExists(t *testing.T) {
 		c := apimeta.FindStatusCondition(rcv.Status.Conditions, meta.ReadyCondition)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == notificationv1.TokenNotFoundReason
 	})
+	// Flux's wording, with the API server's kind and name.
+	if c := apimeta.FindStatusCondition(rcv.Status.Conditions, meta.ReadyCondition); c.Message !=
+		"unable to read token from secret '"+ns+"/late-token' error: secrets \"late-token\" not found" {
+		t.Errorf("message %q", c.Message)
+	}
 	tok := "late-" + ns
 	create(t, secret(ns, "late-token", map[string]string{"token": tok}))
 	path := waitReceiverReady(t, rcv, tok)

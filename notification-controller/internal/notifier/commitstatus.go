@@ -43,8 +43,11 @@ func Commit(ev *events.Event) (string, error) {
 // into its scheme+host and the project path.
 func repoAddress(address string) (base *url.URL, project string, err error) {
 	u, err := url.Parse(address)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, "", fmt.Errorf("the address is not an http(s) repository URL")
+	if err != nil || u.Host == "" {
+		return nil, "", fmt.Errorf("the address is not an http(s) repository URL%s", urlReason(err))
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, "", fmt.Errorf("the address is not an http(s) repository URL: scheme %q", u.Scheme)
 	}
 	project = strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
 	if strings.Count(project, "/") < 1 {

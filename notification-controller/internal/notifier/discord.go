@@ -23,7 +23,7 @@ func newDiscord(opts Options) (*Discord, error) {
 	}
 	u, err := url.Parse(opts.Address)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("discord provider: the address is not a URL")
+		return nil, fmt.Errorf("discord provider: the address is not a URL%s", urlReason(err))
 	}
 	if !strings.HasSuffix(u.Path, "/slack") {
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/slack"

@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"github.com/eddyops/eddy/pkg/events"
 )
 
-// MSTeams posts an Adaptive Card message, the payload Teams workflows
-// ("Post to a channel when a webhook request is received") accept: a title
-// line `<kind>/<name>.<namespace>`, the message, and the metadata as facts.
-// Flux compatible in shape (msteams.go, Adaptive Card variant).
+// MSTeams posts to Microsoft Teams in the schema the address takes. Flux
+// compatible (notifier/teams.go): an Office 365 connector address, whose
+// host ends in `.webhook.office.com`, gets the legacy MessageCard; any other
+// address (Teams workflows, "Post to a channel when a webhook request is
+// received") gets an Adaptive Card.
 type MSTeams struct {
 	address string
+	legacy  bool
 	client  *Client
 }
 
@@ -21,26 +25,103 @@ func newMSTeams(opts Options) (*MSTeams, error) {
 	if err := requireAddress(opts); err != nil {
 		return nil, err
 	}
-	return &MSTeams{address: opts.Address, client: opts.Client}, nil
+	u, err := url.Parse(opts.Address)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("msteams provider: the address is not a URL%s", urlReason(err))
+	}
+	return &MSTeams{address: opts.Address, legacy: isTeamsConnector(u), client: opts.Client}, nil
 }
 
-// MSTeamsMessage builds the payload for ev.
-func MSTeamsMessage(ev *events.Event) map[string]any {
-	color := "Good"
+// isTeamsConnector reports whether u is an Office 365 connector webhook,
+// `https://<tenant>.webhook.office.com/...` (port ignored).
+func isTeamsConnector(u *url.URL) bool {
+	return strings.HasSuffix(strings.ToLower(u.Hostname()), ".webhook.office.com")
+}
+
+// MSTeamsMessageCard is the legacy connector payload: `@type` MessageCard,
+// themeColor `0076D7` (info) or `FF0000` (error), summary and
+// activitySubtitle `<kind>/<name>.<namespace>`, activityTitle the message,
+// facts `{name, value}` from the metadata, sorted by name.
+type MSTeamsMessageCard struct {
+	Type       string           `json:"@type"`
+	Context    string           `json:"@context"`
+	ThemeColor string           `json:"themeColor"`
+	Summary    string           `json:"summary"`
+	Sections   []MSTeamsSection `json:"sections"`
+}
+
+// MSTeamsSection is the MessageCard's one section.
+type MSTeamsSection struct {
+	ActivityTitle    string        `json:"activityTitle"`
+	ActivitySubtitle string        `json:"activitySubtitle"`
+	Facts            []MSTeamsFact `json:"facts"`
+}
+
+// MSTeamsFact is one metadata entry of a MessageCard.
+type MSTeamsFact struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// MSTeamsConnectorMessage builds the legacy MessageCard for ev.
+func MSTeamsConnectorMessage(ev *events.Event) *MSTeamsMessageCard {
+	color := "0076D7"
 	if ev.Severity == events.SeverityError {
-		color = "Attention"
+		color = "FF0000"
 	}
-	var facts []map[string]string
+	facts := []MSTeamsFact{}
 	for _, k := range sortedKeys(ev.Metadata) {
-		facts = append(facts, map[string]string{"title": k, "value": ev.Metadata[k]})
+		facts = append(facts, MSTeamsFact{Name: k, Value: ev.Metadata[k]})
 	}
-	body := []map[string]any{
-		{"type": "TextBlock", "text": objectID(ev), "weight": "bolder", "size": "medium", "color": color, "wrap": true},
-		{"type": "TextBlock", "text": ev.Message, "wrap": true},
+	id := objectID(ev)
+	return &MSTeamsMessageCard{
+		Type: "MessageCard", Context: "http://schema.org/extensions", ThemeColor: color, Summary: id,
+		Sections: []MSTeamsSection{{ActivityTitle: ev.Message, ActivitySubtitle: id, Facts: facts}},
 	}
-	if len(facts) > 0 {
-		body = append(body, map[string]any{"type": "FactSet", "facts": facts})
+}
+
+// adaptiveElement is one Adaptive Card body element: a Container (items),
+// a TextBlock (text, size, weight, color, wrap) or a FactSet (facts).
+type adaptiveElement struct {
+	Type   string            `json:"type"`
+	Items  []adaptiveElement `json:"items,omitempty"`
+	Text   string            `json:"text,omitempty"`
+	Size   string            `json:"size,omitempty"`
+	Weight string            `json:"weight,omitempty"`
+	Color  string            `json:"color,omitempty"`
+	Wrap   bool              `json:"wrap,omitempty"`
+	Facts  []adaptiveFact    `json:"facts,omitempty"`
+}
+
+type adaptiveFact struct {
+	Title string `json:"title"`
+	Value string `json:"value"`
+}
+
+// MSTeamsMessage builds the Adaptive Card (version 1.4, the highest Teams
+// renders) for ev, in Flux's layout: one Container holding the title
+// `<kind>/<name>.<namespace>` (size large, bolder), the message (colour
+// `attention` for errors) and a FactSet of the metadata with `summary`
+// first and the other keys sorted; `msteams: {width: Full}`.
+func MSTeamsMessage(ev *events.Event) map[string]any {
+	message := adaptiveElement{Type: "TextBlock", Text: ev.Message, Wrap: true}
+	if ev.Severity == events.SeverityError {
+		message.Color = "attention"
 	}
+	var facts []adaptiveFact
+	if v, ok := ev.Metadata["summary"]; ok {
+		facts = append(facts, adaptiveFact{Title: "summary", Value: v})
+	}
+	for _, k := range sortedKeys(ev.Metadata) {
+		if k != "summary" {
+			facts = append(facts, adaptiveFact{Title: k, Value: ev.Metadata[k]})
+		}
+	}
+	container := adaptiveElement{Type: "Container", Items: []adaptiveElement{
+		{Type: "TextBlock", Text: objectID(ev), Size: "large", Weight: "bolder", Wrap: true},
+		message,
+		{Type: "FactSet", Facts: facts},
+	}}
 	return map[string]any{
 		"type": "message",
 		"attachments": []map[string]any{{
@@ -49,7 +130,8 @@ func MSTeamsMessage(ev *events.Event) map[string]any {
 				"$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
 				"type":    "AdaptiveCard",
 				"version": "1.4",
-				"body":    body,
+				"body":    []adaptiveElement{container},
+				"msteams": map[string]string{"width": "Full"},
 			},
 		}},
 	}
@@ -57,7 +139,11 @@ func MSTeamsMessage(ev *events.Event) map[string]any {
 
 // Post sends ev.
 func (m *MSTeams) Post(ctx context.Context, ev *events.Event) error {
-	body, err := json.Marshal(MSTeamsMessage(ev))
+	var payload any = MSTeamsMessage(ev)
+	if m.legacy {
+		payload = MSTeamsConnectorMessage(ev)
+	}
+	body, err := json.Marshal(payload)
 	if err != nil {
 		return err
 	}

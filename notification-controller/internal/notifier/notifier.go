@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -122,4 +123,17 @@ func requireAddress(opts Options) error {
 		return fmt.Errorf("%s provider: no address (spec.address or the secret's address key)", opts.Type)
 	}
 	return nil
+}
+
+// urlReason is ": <why>" for an address that url.Parse refused (err) or that
+// has no host (err nil), without the address itself: it may carry a token.
+func urlReason(err error) string {
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ue):
+		return ": " + ue.Err.Error()
+	case err != nil:
+		return ": " + err.Error()
+	}
+	return ": no host"
 }

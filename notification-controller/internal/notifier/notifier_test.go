@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -168,9 +170,8 @@ func TestSlackToken(t *testing.T) {
 	}
 }
 
-// TestDiscordAndTeams: Discord gets the Slack payload on <webhook>/slack;
-// Teams gets an Adaptive Card with the metadata as facts.
-func TestDiscordAndTeams(t *testing.T) {
+// TestDiscord: Discord gets the Slack payload on <webhook>/slack.
+func TestDiscord(t *testing.T) {
 	srv := newRecorder(t, func(int) (int, string) { return 204, "" })
 	ev := testEvent("error", "BuildFailed", map[string]string{"revision": "main@sha1:" + sha})
 	d, err := New(Options{Type: "discord", Address: srv.URL + "/api/webhooks/1/tok", Client: NewClient(fastRetry, nil)})
@@ -183,24 +184,81 @@ func TestDiscordAndTeams(t *testing.T) {
 	if srv.reqs[0].URL.Path != "/api/webhooks/1/tok/slack" || !strings.Contains(string(srv.bodies[0]), `"color":"danger"`) {
 		t.Errorf("discord %s %s", srv.reqs[0].URL.Path, srv.bodies[0])
 	}
-	m, _ := New(Options{Type: "msteams", Address: srv.URL + "/workflows/x", Client: NewClient(fastRetry, nil)})
-	if err := m.Post(context.Background(), ev); err != nil {
-		t.Fatal(err)
+}
+
+// TestTeams: an Office 365 connector address (`*.webhook.office.com`) gets
+// Flux's legacy MessageCard, any other address (Teams workflows) Flux's
+// Adaptive Card layout. The whole JSON is compared.
+func TestTeams(t *testing.T) {
+	srv := newRecorder(t, func(int) (int, string) { return 200, "1" })
+	// Every host resolves to the recorder, so the connector's host name is kept.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
 	}
-	var card struct {
-		Type        string
-		Attachments []struct {
-			ContentType string
-			Content     struct {
-				Type string
-				Body []map[string]any
-			}
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	md := map[string]string{"revision": "main@sha1:" + sha, "summary": "prod cluster", "env": "prod"}
+	cases := []struct {
+		name, address, severity, want string
+	}{
+		{"connector, error", "http://acme.webhook.office.com:" + port + "/webhookb2/x/IncomingWebhook/y", "error", `{
+			"@type": "MessageCard", "@context": "http://schema.org/extensions", "themeColor": "FF0000",
+			"summary": "kustomization/apps.flux-system",
+			"sections": [{"activityTitle": "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line",
+				"activitySubtitle": "kustomization/apps.flux-system",
+				"facts": [{"name": "env", "value": "prod"}, {"name": "revision", "value": "main@sha1:` + sha + `"},
+					{"name": "summary", "value": "prod cluster"}]}]}`},
+		{"connector, info", "http://ACME.webhook.office.com:" + port + "/webhookb2/x", "info", `{
+			"@type": "MessageCard", "@context": "http://schema.org/extensions", "themeColor": "0076D7",
+			"summary": "kustomization/apps.flux-system",
+			"sections": [{"activityTitle": "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line",
+				"activitySubtitle": "kustomization/apps.flux-system",
+				"facts": [{"name": "env", "value": "prod"}, {"name": "revision", "value": "main@sha1:` + sha + `"},
+					{"name": "summary", "value": "prod cluster"}]}]}`},
+		{"workflows, error", "http://prod-01.westeurope.logic.azure.com:" + port + "/workflows/abc/triggers/manual/paths/invoke", "error", `{
+			"type": "message",
+			"attachments": [{"contentType": "application/vnd.microsoft.card.adaptive", "content": {
+				"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard", "version": "1.4",
+				"msteams": {"width": "Full"},
+				"body": [{"type": "Container", "items": [
+					{"type": "TextBlock", "text": "kustomization/apps.flux-system", "size": "large", "weight": "bolder", "wrap": true},
+					{"type": "TextBlock", "text": "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line", "color": "attention", "wrap": true},
+					{"type": "FactSet", "facts": [{"title": "summary", "value": "prod cluster"}, {"title": "env", "value": "prod"},
+						{"title": "revision", "value": "main@sha1:` + sha + `"}]}]}]}}]}`},
+		{"workflows, info", srv.URL + "/workflows/x", "info", `{
+			"type": "message",
+			"attachments": [{"contentType": "application/vnd.microsoft.card.adaptive", "content": {
+				"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard", "version": "1.4",
+				"msteams": {"width": "Full"},
+				"body": [{"type": "Container", "items": [
+					{"type": "TextBlock", "text": "kustomization/apps.flux-system", "size": "large", "weight": "bolder", "wrap": true},
+					{"type": "TextBlock", "text": "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line", "wrap": true},
+					{"type": "FactSet", "facts": [{"title": "summary", "value": "prod cluster"}, {"title": "env", "value": "prod"},
+						{"title": "revision", "value": "main@sha1:` + sha + `"}]}]}]}}]}`},
+	}
+	for i, c := range cases {
+		m, err := New(Options{Type: "msteams", Address: c.address, Client: NewClient(fastRetry, tr)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Post(context.Background(), testEvent(c.severity, "BuildFailed", md)); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got, want any
+		if err := json.Unmarshal(srv.bodies[i], &got); err != nil {
+			t.Fatalf("%s: %s: %v", c.name, srv.bodies[i], err)
+		}
+		if err := json.Unmarshal([]byte(c.want), &want); err != nil {
+			t.Fatalf("%s: bad expectation: %v", c.name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: payload\n%s\nwant\n%s", c.name, srv.bodies[i], c.want)
 		}
 	}
-	if err := json.Unmarshal(srv.bodies[1], &card); err != nil || card.Type != "message" || len(card.Attachments) != 1 ||
-		card.Attachments[0].ContentType != "application/vnd.microsoft.card.adaptive" || card.Attachments[0].Content.Type != "AdaptiveCard" ||
-		len(card.Attachments[0].Content.Body) != 3 || card.Attachments[0].Content.Body[0]["text"] != "kustomization/apps.flux-system" {
-		t.Errorf("teams card %s (%v)", srv.bodies[1], err)
+	// The reason is kept, the address (which carries a token) is not.
+	if _, err := New(Options{Type: "msteams", Address: "https://acme.webhook.office.com:x/webhookb2/s3cr3t"}); err == nil ||
+		strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), `invalid port ":x" after host`) {
+		t.Errorf("invalid address: %v", err)
 	}
 }
 
@@ -269,6 +327,22 @@ func TestSlackPayloadKeys(t *testing.T) {
 			if got, want := keys(f.(map[string]any)), []string{"short", "title", "value"}; !slices.Equal(got, want) {
 				t.Errorf("field keys %v, want %v", got, want)
 			}
+		}
+	}
+}
+
+// TestInvalidAddressReason: an address that does not parse is refused with
+// the parser's reason, never the address itself (it may carry a token).
+func TestInvalidAddressReason(t *testing.T) {
+	for _, c := range []struct{ typ, address, want string }{
+		{"discord", "https://discord.com:x/api/webhooks/1/s3cret", `discord provider: the address is not a URL: invalid port ":x" after host`},
+		{"msteams", "https://acme.webhook.office.com:x/webhookb2/s3cret", `msteams provider: the address is not a URL: invalid port ":x" after host`},
+		{"github", "https://github.com:x/acme/s3cret", `the address is not an http(s) repository URL: invalid port ":x" after host`},
+		{"gitlab", "ssh://gitlab.com/acme/s3cret", `the address is not an http(s) repository URL: scheme "ssh"`},
+	} {
+		_, err := New(Options{Type: c.typ, Address: c.address, Token: "t"})
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s %s: %v, want %q", c.typ, c.address, err, c.want)
 		}
 	}
 }

@@ -101,7 +101,7 @@ func (s *EventServer) notifier(ctx context.Context, p *notificationv1beta3.Provi
 func (s *EventServer) secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	sec := &corev1.Secret{}
 	if err := s.Secrets.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sec); err != nil {
-		return nil, fmt.Errorf("secret %s/%s: %s", ns, name, reasonOf(err))
+		return nil, fmt.Errorf("failed to get secret '%s/%s': %w", ns, name, err) // Flux's wording
 	}
 	return sec, nil
 }

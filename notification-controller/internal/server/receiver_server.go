@@ -13,7 +13,6 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -112,7 +111,7 @@ func (s *ReceiverServer) handle(ctx context.Context, rcv *notificationv1.Receive
 	}
 	sec := &corev1.Secret{}
 	if err := s.Secrets.Get(ctx, client.ObjectKey{Namespace: rcv.Namespace, Name: rcv.Spec.SecretRef.Name}, sec); err != nil {
-		return http.StatusInternalServerError, "cannot read the receiver's secret: " + reasonOf(err)
+		return http.StatusInternalServerError, "cannot read the receiver's secret: " + err.Error()
 	}
 	// The path was matched against status.webhookPath (Flux compatible):
 	// after a token rotation the old path works until the reconciler
@@ -188,7 +187,7 @@ func (s *ReceiverServer) requestReconciles(ctx context.Context, rcv *notificatio
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(gv.WithKind(ref.Kind + "List"))
 			if err := s.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(ref.MatchLabels)); err != nil {
-				fail("*", "listing: "+reasonOf(err))
+				fail("*", "listing: "+err.Error())
 				continue
 			}
 			for _, it := range list.Items {
@@ -203,27 +202,11 @@ func (s *ReceiverServer) requestReconciles(ctx context.Context, rcv *notificatio
 			obj.SetNamespace(ns)
 			obj.SetName(name)
 			if err := s.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-				fail(name, reasonOf(err))
+				fail(name, err.Error())
 				continue
 			}
 			n++
 		}
 	}
 	return n, failed
-}
-
-// reasonOf is a stable, secret-free description of an API error.
-func reasonOf(err error) string {
-	switch {
-	case apierrors.IsNotFound(err):
-		return "not found"
-	case apierrors.IsForbidden(err):
-		return "forbidden"
-	case apierrors.IsUnauthorized(err):
-		return "unauthorized"
-	}
-	if r := apierrors.ReasonForError(err); r != metav1.StatusReasonUnknown {
-		return string(r)
-	}
-	return err.Error()
 }

@@ -84,7 +84,7 @@ func TestReceiverRequestsEveryResource(t *testing.T) {
 	if requested(t, c, "team-b", "other") {
 		t.Error("a cross-namespace resource was annotated with --no-cross-namespace-refs")
 	}
-	for _, want := range []string{"GitRepository/flux-system/deleted: not found", "GitRepository/team-b/other: cross-namespace",
+	for _, want := range []string{`GitRepository/flux-system/deleted: gitrepositories.source.toolkit.fluxcd.io "deleted" not found`, "GitRepository/team-b/other: cross-namespace",
 		"Kustomization/flux-system/apps: apiVersion is required", "reconcile requested for 2 resources; failed for 3"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("answer %q does not contain %q", body, want)

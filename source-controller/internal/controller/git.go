@@ -380,21 +380,43 @@ func describeGitError(err error, rawURL string) string {
 	return strings.ReplaceAll(err.Error(), rawURL, redactURL(rawURL))
 }
 
-// stripUserinfo removes `user:password@` from a URL that may not parse.
-func stripUserinfo(raw string) string {
-	if scheme, rest, ok := strings.Cut(raw, "://"); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 && !strings.Contains(rest[:at], "/") {
-			return scheme + "://" + rest[at+1:]
-		}
-	}
-	return raw
-}
-
+// redactURL masks the password of raw's userinfo as net/url's Redacted
+// does (`user:xxxxx@`), keeping what else the user wrote, the user name
+// included; raw need not parse.
 func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
 		return raw
 	}
-	u.User = nil
-	return u.String()
+	authority := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority = rest[:i]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(authority[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+}
+
+// parseURL parses spec.url. Its error is Flux's `failed to parse url
+// '<url>': <url.Parse's error>`, with the password masked (redactURL) in
+// both; a URL without a host fails with `missing host`.
+func parseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redactURL(ue.URL)
+		}
+		return nil, fmt.Errorf("failed to parse url '%s': %w", redactURL(raw), err)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("failed to parse url '%s': missing host", redactURL(raw))
+	}
+	return u, nil
 }

@@ -231,9 +231,9 @@ func (r *GitRepositoryReconciler) observeSuspended(ctx context.Context, obj *sou
 func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.GitRepository, objDir string, wasReady bool) *reconcileError {
 	r.reconcileStorage(obj)
 
-	u, err := url.Parse(obj.Spec.URL)
-	if err != nil || u.Host == "" {
-		e := fetchFailed(sourcev1.URLInvalidReason, "failed to parse url '%s'", stripUserinfo(obj.Spec.URL))
+	u, err := parseURL(obj.Spec.URL)
+	if err != nil {
+		e := fetchFailed(sourcev1.URLInvalidReason, "%s", err)
 		e.stalled = true
 		return e
 	}
@@ -255,7 +255,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	if ref := obj.Spec.SecretRef; ref != nil {
 		secret := &corev1.Secret{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, secret); err != nil {
-			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, apiReason(err))
+			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, err)
 		}
 		data = secret.Data
 	}
@@ -266,7 +266,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	if ref := obj.Spec.ProxySecretRef; ref != nil {
 		secret := &corev1.Secret{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, secret); err != nil {
-			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, apiReason(err))
+			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, err)
 		}
 		if auth.proxy, err = proxyOptions(secret.Data); err != nil {
 			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: %s", err)
@@ -484,7 +484,7 @@ func gitError(err error, rawURL, dir string) *reconcileError {
 		e.stalled = true
 		return e
 	}
-	msg := userinfo.ReplaceAllString(describeGitError(err, rawURL), "$1")
+	msg := userinfo.ReplaceAllString(describeGitError(err, rawURL), "$1$2:xxxxx@")
 	if dir != "" {
 		msg = strings.ReplaceAll(msg, dir, ".")
 	}
@@ -509,20 +509,9 @@ func bounded(ctx context.Context, u *url.URL, fn func() error) error {
 	}
 }
 
-// userinfo matches the credentials part of URLs inside messages.
-var userinfo = regexp.MustCompile(`([a-z][a-z0-9+.-]*://)[^/@\s]+@`)
-
-// apiReason is a stable description of an API error: its reason and the
-// object, without request details.
-func apiReason(err error) string {
-	if apierrors.IsNotFound(err) {
-		return "secret not found"
-	}
-	if apierrors.IsForbidden(err) {
-		return "access to the secret is forbidden"
-	}
-	return err.Error()
-}
+// userinfo matches `scheme://user:password@` in messages; the password is
+// masked with `$1$2:xxxxx@`, as redactURL does.
+var userinfo = regexp.MustCompile(`([a-z][a-z0-9+.-]*://)([^/@\s:]*):[^/@\s]+@`)
 
 func equalStringPtr(a, b *string) bool {
 	if a == nil || b == nil {

@@ -289,7 +289,21 @@ func TestBadInputsKeepTheArtifact(t *testing.T) {
 		{"empty repository", func(s *sourcev1.GitRepositorySpec) { s.URL = gitSrv.URL + "/empty.git" },
 			sourcev1.EmptyGitRepositoryReason, "git repository is empty", false},
 		{"missing secret", func(s *sourcev1.GitRepositorySpec) { s.SecretRef = &meta.LocalObjectReference{Name: "absent"} },
-			sourcev1.AuthenticationFailedReason, "failed to get secret '" + ns + "/absent': secret not found", false},
+			// The API error names kind and name: `secrets "absent" not found` from the
+			// API server (the binary), `Secret "absent" not found` from this test's cache.
+			sourcev1.AuthenticationFailedReason, `"absent" not found`, false},
+		// What the user wrote is kept (the user name too) with the parser's reason.
+		{"invalid url", func(s *sourcev1.GitRepositorySpec) { s.URL = "ssh://git@git.example.com:shop/platform-config.git" },
+			sourcev1.URLInvalidReason, `failed to parse url 'ssh://git@git.example.com:shop/platform-config.git': ` +
+				`parse "ssh://git@git.example.com:shop/platform-config.git": invalid port ":shop" after host`, true},
+		// ... but a password never is.
+		{"invalid url with a password", func(s *sourcev1.GitRepositorySpec) {
+			s.URL = "https://git:s3cret@git.example.com:shop/platform-config.git"
+		},
+			sourcev1.URLInvalidReason, `failed to parse url 'https://git:xxxxx@git.example.com:shop/platform-config.git': ` +
+				`parse "https://git:xxxxx@git.example.com:shop/platform-config.git": invalid port ":shop" after host`, true},
+		{"unreachable host, url with a password", func(s *sourcev1.GitRepositorySpec) { s.URL = "http://git:s3cret@127.0.0.1:1/repo.git" },
+			sourcev1.GitOperationFailedReason, "unable to clone 'http://git:xxxxx@127.0.0.1:1/repo.git': connect: connection refused", false},
 		{"password without username", func(s *sourcev1.GitRepositorySpec) { s.SecretRef = &meta.LocalObjectReference{Name: "no-username"} },
 			sourcev1.AuthenticationFailedReason, "'password' is set but 'username' is empty", false},
 		{"ssh without known_hosts", func(s *sourcev1.GitRepositorySpec) {

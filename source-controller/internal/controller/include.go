@@ -13,7 +13,6 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/fluxcd/pkg/apis/meta"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -45,9 +44,6 @@ func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *so
 		dep := &sourcev1.GitRepository{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, dep); err != nil {
 			msg := fmt.Sprintf("could not get resource for include '%s': %s", name, err)
-			if apierrors.IsNotFound(err) {
-				msg = fmt.Sprintf("could not get resource for include '%s': not found", name)
-			}
 			return nil, &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.NotFoundReason, message: msg, waiting: true}
 		}
 		if dep.Status.Artifact == nil || !r.Storage.Exists(*dep.Status.Artifact) {

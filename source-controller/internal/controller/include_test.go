@@ -49,7 +49,7 @@ func TestInclude(t *testing.T) {
 	})
 	failed := waitNotReady(t, missing)
 	c := apimeta.FindStatusCondition(failed.Status.Conditions, sourcev1.IncludeUnavailableCondition)
-	if c == nil || c.Reason != sourcev1.NotFoundReason || c.Message != "could not get resource for include 'absent': not found" {
+	if c == nil || c.Reason != sourcev1.NotFoundReason || c.Message != `could not get resource for include 'absent': GitRepository.source.toolkit.fluxcd.io "absent" not found` {
 		t.Errorf("IncludeUnavailable %+v, want NotFound naming 'absent'", c)
 	}
 }
