@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -80,7 +79,7 @@ func runDemo(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stopSignals := signal.NotifyContext(cmd.Context(), stopSignalsOf()...)
 	defer stopSignals()
 	pollInterval = 250 * time.Millisecond
 

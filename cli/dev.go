@@ -308,8 +308,7 @@ func runUp(cmd *cobra.Command, g *globalFlags, f *devFlags) error {
 		return upDetached(cmd, g, u, dir, lock, f, src, hookTree)
 	}
 
-	// SIGHUP: the terminal closed (a window, an ssh session); stop as on Ctrl-C.
-	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stopSignals := signal.NotifyContext(cmd.Context(), stopSignalsOf()...)
 	defer stopSignals()
 	begin := time.Now()
 	opts := devOptions(root, dir, f, u)
@@ -666,7 +665,7 @@ func runSupervise(cmd *cobra.Command, f *devFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stopSignals := signal.NotifyContext(cmd.Context(), stopSignalsOf()...)
 	defer stopSignals()
 	o := devOptions(root, dir, f, u)
 	o.Lock = opts.Lock
@@ -1031,4 +1030,16 @@ func waitSynced(ctx context.Context, c client.Client, u *ui, timeout time.Durati
 	fmt.Fprintln(u.out)
 	printSyncTable(context.Background(), u.out, c)
 	return fmt.Errorf("not all Kustomizations settled within %s (see the MESSAGE column)", timeout)
+}
+
+// stopSignalsOf lists the signals that stop a foreground environment:
+// Ctrl-C, SIGTERM and SIGHUP (the terminal closed: a window, an ssh
+// session), except a SIGHUP that the process was started to ignore
+// (`nohup eddy dev up &`), since asking to be notified would undo nohup.
+func stopSignalsOf() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -109,5 +112,34 @@ func TestSpinStopTwice(t *testing.T) {
 	stop()
 	if !strings.Contains(out.String(), "waiting") || !strings.HasSuffix(out.String(), "\r\x1b[2K") {
 		t.Errorf("spinner output %q; want its frame, then the line erased", out.String())
+	}
+}
+
+// TestStopSignalsHonourNohup: `nohup eddy dev up &` must survive the
+// terminal closing, so SIGHUP stops a foreground environment only when the
+// process was not started with SIGHUP ignored (asking to be notified of a
+// signal undoes nohup in Go). The child is this test binary under nohup.
+func TestStopSignalsHonourNohup(t *testing.T) {
+	if os.Getenv("EDDY_TEST_STOP_SIGNALS") == "1" {
+		fmt.Println("stop signals:", stopSignalsOf())
+		return
+	}
+	for _, tc := range []struct {
+		name   string
+		argv   []string
+		hangup bool
+	}{
+		{"plain", []string{os.Args[0]}, true},
+		{"nohup", []string{"nohup", os.Args[0]}, false},
+	} {
+		cmd := exec.Command(tc.argv[0], append(tc.argv[1:], "-test.run=^TestStopSignalsHonourNohup$")...)
+		cmd.Env = append(os.Environ(), "EDDY_TEST_STOP_SIGNALS=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.name, err, out)
+		}
+		if got := strings.Contains(string(out), "hangup"); got != tc.hangup {
+			t.Errorf("%s: SIGHUP among the stop signals = %v, want %v:\n%s", tc.name, got, tc.hangup, out)
+		}
 	}
 }

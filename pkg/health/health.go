@@ -33,19 +33,21 @@ func IsJob(u *unstructured.Unstructured) bool {
 	return gvk.Group == "batch" && gvk.Kind == "Job"
 }
 
-// JobStatus is the status of a batch Job. Flux compatible:
-//   - spec.suspend: true ⇒ Current ("Job is suspended");
-//   - condition Complete=True ⇒ Current;
-//   - condition Failed=True ⇒ Failed (health checks fail fast);
+// JobStatus is the status of a batch Job:
+//   - condition Complete=True ⇒ Current (Flux compatible);
+//   - condition Failed=True ⇒ Failed, so health checks fail fast (Flux
+//     compatible), also when the failed Job was suspended afterwards;
+//   - spec.suspend: true ⇒ Current ("Job is suspended"). Beyond Flux, as
+//     issue #10 asks: Flux's job reader and kstatus v0.37 both say
+//     InProgress, so a Kustomization with wait and a suspended Job would
+//     time out there although nothing will ever run until someone resumes it;
 //   - otherwise InProgress, whether the Job has started or not: a Job is
-//     healthy once it has finished, not while its pods run or wait for a node.
+//     healthy once it has finished, not while its pods run or wait for a
+//     node (Flux compatible; kstatus says Current once started).
 //
 // The conditions and counters are those the Job controller writes.
 func JobStatus(u *unstructured.Unstructured) (*status.Result, error) {
 	obj := u.UnstructuredContent()
-	if suspended, found, err := unstructured.NestedBool(obj, "spec", "suspend"); err == nil && found && suspended {
-		return &status.Result{Status: status.CurrentStatus, Message: "Job is suspended", Conditions: []status.Condition{}}, nil
-	}
 	parallelism := status.GetIntField(obj, ".spec.parallelism", 1)
 	completions := status.GetIntField(obj, ".spec.completions", parallelism)
 	active := status.GetIntField(obj, ".status.active", 0)
@@ -68,6 +70,9 @@ func JobStatus(u *unstructured.Unstructured) (*status.Result, error) {
 			return &status.Result{Status: status.FailedStatus, Message: msg, Conditions: []status.Condition{
 				{Type: status.ConditionStalled, Status: corev1.ConditionTrue, Reason: "JobFailed", Message: msg}}}, nil
 		}
+	}
+	if suspended, found, err := unstructured.NestedBool(obj, "spec", "suspend"); err == nil && found && suspended {
+		return &status.Result{Status: status.CurrentStatus, Message: "Job is suspended", Conditions: []status.Condition{}}, nil
 	}
 	reason, msg := "JobInProgress", fmt.Sprintf("Job in progress. success:%d, active: %d, failed: %d", succeeded, active, failed)
 	if status.GetStringField(obj, ".status.startTime", "") == "" {

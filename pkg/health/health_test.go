@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -313,6 +314,8 @@ func TestComputeFollowsKstatus(t *testing.T) {
 		{name: "Job failed", yaml: jobFailed, want: status.FailedStatus},
 		{name: "Job suspended", yaml: jobSuspended, want: status.CurrentStatus, kstatus: status.InProgressStatus},
 		{name: "Job suspended after start", yaml: jobSuspendedStarted, want: status.CurrentStatus},
+		{name: "Job failed, then suspended", yaml: strings.Replace(jobFailed, "backoffLimit: 0}", "backoffLimit: 0, suspend: true}", 1),
+			want: status.FailedStatus},
 		{name: "PVC pending", yaml: pvcPending, want: status.InProgressStatus},
 		{name: "PVC bound", yaml: pvcBound, want: status.CurrentStatus},
 		{name: "Service LoadBalancer without cluster IP", yaml: svcLBNoIP, want: status.InProgressStatus},
