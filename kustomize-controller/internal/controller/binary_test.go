@@ -352,3 +352,58 @@ func startKustomizeController(e *testenv.Environment) (func(), error) {
 		os.RemoveAll(work)
 	}, nil
 }
+
+// TestBinaryParentKeepsChildFinalizer: a Kustomization that applies another
+// one (as flux-system applies apps) must not take the child's finalizer
+// away when it reconciles again, or deleting the child would orphan its
+// objects. The finalizer is the child controller's, not the applier's.
+func TestBinaryParentKeepsChildFinalizer(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{
+		"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: " + ns + "}\ndata: {a: \"1\"}\n",
+		"clusters/child.yaml": fmt.Sprintf(`apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: child, namespace: %[1]s, labels: {%[2]s: %[3]s}}
+spec: {interval: 1h, prune: true, path: ./app, sourceRef: {kind: GitRepository, name: parent}}
+`, ns, shardKey, binaryShard),
+	})
+	src := newSource(t, ns, "parent", r)
+	parent := newKustomization(t, ns, "parent", "parent", func(k *kustomizev1.Kustomization) {
+		sharded(k)
+		k.Spec.Path = "./clusters"
+	})
+	rev := src.Status.Artifact.Revision
+	waitApplied(t, parent, rev)
+	child := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "child"}}
+	waitApplied(t, child, rev)
+	for i := 0; i < 2; i++ { // the second apply of the parent is the one that took it
+		requestReconcile(t, parent, func() string { return parent.Status.LastHandledReconcileAt })
+		waitApplied(t, parent, rev)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(child), child); err != nil {
+		t.Fatal(err)
+	}
+	if len(child.Finalizers) != 1 || child.Finalizers[0] != kustomizev1.KustomizationFinalizer {
+		t.Fatalf("child finalizers after the parent's reconciles: %v, want [%s]", child.Finalizers, kustomizev1.KustomizationFinalizer)
+	}
+	if evs := kubeEvents(t, ns, parent.Name, "FieldsRemoved"); len(evs) != 0 {
+		t.Errorf("the parent's apply removed fields of the child: %q", evs)
+	}
+	// Deleting the child prunes its objects.
+	if err := env.Client.Delete(ctx, child); err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, cm)
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ConfigMap app still there a minute after its Kustomization was deleted (err %v)", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

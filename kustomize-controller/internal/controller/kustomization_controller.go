@@ -199,8 +199,12 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if !obj.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, obj)
 	}
+	// The finalizer is written as the status owner, not as the applier: the
+	// applier takes over its own Update entries (managed-fields cleanup), so
+	// a parent Kustomization applying this one would drop the finalizer.
+	// Flux compatible (gotk-kustomize-controller).
 	if base := obj.DeepCopy(); controllerutil.AddFinalizer(obj, kustomizev1.KustomizationFinalizer) {
-		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		if err := r.Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -851,7 +855,7 @@ func (r *KustomizationReconciler) waitForTermination(ctx context.Context, obj *k
 func (r *KustomizationReconciler) release(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
 	base := obj.DeepCopy()
 	if controllerutil.RemoveFinalizer(obj, kustomizev1.KustomizationFinalizer) {
-		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
 	}
