@@ -137,11 +137,10 @@ func (m *Manager) takenRemoved(live, res *unstructured.Unstructured, taken map[s
 // manager the cleanup keeps holds, and whose live value the API server is
 // known to keep (knownKept): applying would leave them as they are.
 func (m *Manager) takenKept(live, dry *unstructured.Unstructured, taken map[string]any) []string {
-	now := ownApplyEntry(dry.GetManagedFields(), m.Owner)
-	if len(taken) == 0 || now == nil {
+	if len(taken) == 0 {
 		return nil
 	}
-	newSet := fieldSet(*now)
+	newSet := ownedSet(ownApplyEntry(dry.GetManagedFields(), m.Owner))
 	if newSet == nil {
 		return nil
 	}

@@ -42,10 +42,10 @@ func ownApplyEntry(entries []metav1.ManagedFieldsEntry, owner string) *metav1.Ma
 // nothing more.
 func keptFields(live, dry *unstructured.Unstructured, owner string) [][]string {
 	was, now := ownApplyEntry(live.GetManagedFields(), owner), ownApplyEntry(dry.GetManagedFields(), owner)
-	if was == nil || now == nil || was.APIVersion != now.APIVersion || bytes.Equal(was.FieldsV1.Raw, now.FieldsV1.Raw) {
+	if was == nil || (now != nil && (was.APIVersion != now.APIVersion || bytes.Equal(was.FieldsV1.Raw, now.FieldsV1.Raw))) {
 		return nil
 	}
-	oldSet, newSet := fieldSet(*was), fieldSet(*now)
+	oldSet, newSet := fieldSet(*was), ownedSet(now)
 	if oldSet == nil || newSet == nil {
 		return nil
 	}
@@ -81,6 +81,15 @@ func keptFields(live, dry *unstructured.Unstructured, owner string) [][]string {
 		}
 	}
 	return out
+}
+
+// ownedSet is the field set of the applier's Apply entry e; the API
+// server drops an entry that owns nothing, so no entry is the empty set.
+func ownedSet(e *metav1.ManagedFieldsEntry) map[string]any {
+	if e == nil {
+		return map[string]any{}
+	}
+	return fieldSet(*e)
 }
 
 // droppedLeaves lists the leaves of the field set old that are not in new.
@@ -328,18 +337,15 @@ func isPort(v any) bool {
 // applier's field set, at no cost.
 func removedFields(live, res *unstructured.Unstructured, owner string, taken map[string]any) []string {
 	now := ownApplyEntry(res.GetManagedFields(), owner)
-	if now == nil {
-		return nil
-	}
 	old := taken
 	if old == nil {
 		was := ownApplyEntry(live.GetManagedFields(), owner)
-		if was == nil || was.APIVersion != now.APIVersion || bytes.Equal(was.FieldsV1.Raw, now.FieldsV1.Raw) {
+		if was == nil || (now != nil && (was.APIVersion != now.APIVersion || bytes.Equal(was.FieldsV1.Raw, now.FieldsV1.Raw))) {
 			return nil
 		}
 		old = fieldSet(*was)
 	}
-	newSet := fieldSet(*now)
+	newSet := ownedSet(now)
 	if old == nil || newSet == nil {
 		return nil
 	}

@@ -215,3 +215,45 @@ func TestUnchangedReapplyRequests(t *testing.T) {
 		}
 	}
 }
+
+// A Namespace keeps `spec.finalizers` on update (only its finalize
+// subresource changes them), so removing a finalizer from Git leaves it
+// kept; a Namespace is never deleted and recreated for that, even with
+// force, as that would delete everything in it.
+func TestKeptFieldNeverRecreatesNamespace(t *testing.T) {
+	ctx := context.Background()
+	name := namespace(t) + "-fin"
+	with := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\nspec: {finalizers: [example.com/hold]}\n", name)
+	without := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", name)
+	if _, err := manager().ApplyAll(ctx, objects(t, with), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := get(t, "Namespace", "v1", "", name)
+	want := "Namespace/" + name + " dry-run failed: .spec.finalizers removed from the desired state but kept by the API server; " +
+		"a Namespace is not recreated: set the field in the desired state"
+	for _, force := range []bool{false, true} {
+		if _, err := manager().ApplyAll(ctx, objects(t, without), ssa.ApplyOptions{Force: force}); err == nil || err.Error() != want {
+			t.Errorf("force %v: %v, want %s", force, err, want)
+		}
+	}
+	after := get(t, "Namespace", "v1", "", name)
+	if after.GetUID() != before.GetUID() || after.GetDeletionTimestamp() != nil {
+		t.Errorf("the Namespace was deleted (uid %s → %s, deletionTimestamp %v)", before.GetUID(), after.GetUID(), after.GetDeletionTimestamp())
+	}
+}
+
+// When Git removes every field the applier set, the API server drops its
+// Apply entry: the fields are still listed as removed.
+func TestRemovedAllFieldsAreListed(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	with := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: all, namespace: %s}\ndata: {A: '1'}\n", ns)
+	without := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: all, namespace: %s}\n", ns)
+	if _, err := manager().ApplyAll(ctx, objects(t, with), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := manager().ApplyAll(ctx, objects(t, without), ssa.ApplyOptions{})
+	if err != nil || len(cs) != 1 || cs[0].Action != ssa.Configured || strings.Join(cs[0].Removed, ",") != ".data.A" {
+		t.Errorf("%v %v removed %q, want configured with .data.A removed", cs, err, cs[0].Removed)
+	}
+}
