@@ -65,8 +65,11 @@ type Change struct {
 	// no Apply entry of the applier, kubectl's last-applied-configuration).
 	Drift []FieldDrift
 	// Removed lists, sorted, the fields the apply deletes from the live
-	// object, like `.data.OLD`: removed from the desired object (a change
-	// in Git), or set by kubectl before the applier adopted the object.
+	// object, like `.data.OLD` or `.spec.ports[port=9090,protocol=TCP]`
+	// (a list item by its key; never a value): removed from the desired
+	// object (a change in Git), or set by kubectl before the applier
+	// adopted the object. A field the server keeps or defaults again is
+	// not listed.
 	Removed []string
 }
 
@@ -126,10 +129,13 @@ type planned struct {
 // owned, no longer in the desired object, still in the dry-run result and
 // owned by no one. It counts when its value differs from the one the
 // server gives a new object made from the desired one (see serverKeeps; a
-// default such as `type: ClusterIP` does not count). With force
-// (opts.Force or the force annotation) the object is recreated and
+// default such as `type: ClusterIP` does not count; labels and
+// annotations never do). On an adopted object, kubectl's fields the
+// applier drops count when they are known kept ones (knownKept). With
+// force (opts.Force or the force annotation) the object is recreated and
 // reported Replaced; without, the set fails naming the object and the
-// field, and nothing is written.
+// field, and nothing is written. A Namespace is never recreated (that
+// deletes everything in it): the set fails, even with force.
 func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Change, error) {
 	objs = append([]*unstructured.Unstructured(nil), objs...)
 	sortObjects(objs)
