@@ -107,28 +107,14 @@ func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) (patch 
 	return patch, taken
 }
 
-// takenRemoved lists, rendered like `.data.LEGACY`, the fields of taken
-// (handed over by the cleanup) that the apply will delete: present in
-// live, not in the applier's field set of the dry-run result dry (so not
-// in the desired object) and held by no manager the cleanup keeps. The
-// stale metadata the cleanup drops itself is bookkeeping and not listed.
-func (m *Manager) takenRemoved(live, dry *unstructured.Unstructured, taken map[string]any) []string {
-	now := ownApplyEntry(dry.GetManagedFields(), m.Owner)
-	if len(taken) == 0 || now == nil {
+// takenRemoved lists, rendered by removedPath, the fields of taken
+// (handed over by the cleanup) that the apply deleted: present in live,
+// not in the applier's field set of the apply result res and absent from
+// it. The stale metadata the cleanup drops itself is bookkeeping and not
+// listed.
+func (m *Manager) takenRemoved(live, res *unstructured.Unstructured, taken map[string]any) []string {
+	if len(taken) == 0 {
 		return nil
-	}
-	newSet := fieldSet(*now)
-	if newSet == nil {
-		return nil
-	}
-	var others []map[string]any
-	for _, e := range live.GetManagedFields() {
-		if m.replacedManager(e) || e.FieldsV1 == nil || (e.Manager == m.Owner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "") {
-			continue
-		}
-		if s := fieldSet(e); s != nil {
-			others = append(others, s)
-		}
 	}
 	stale := map[string]bool{}
 	for _, a := range staleAnnotations {
@@ -138,19 +124,42 @@ func (m *Manager) takenRemoved(live, dry *unstructured.Unstructured, taken map[s
 		stale[".metadata.labels."+l] = true
 	}
 	var out []string
+	for _, p := range removedFields(live, res, m.Owner, taken) {
+		if !stale[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// takenKept lists, rendered like `.spec.clusterIP`, the fields of taken
+// that the applier's field set of the dry-run result dry lacks, that no
+// manager the cleanup keeps holds, and whose live value the API server is
+// known to keep (knownKept): applying would leave them as they are.
+func (m *Manager) takenKept(live, dry *unstructured.Unstructured, taken map[string]any) []string {
+	if len(taken) == 0 {
+		return nil
+	}
+	newSet := ownedSet(ownApplyEntry(dry.GetManagedFields(), m.Owner))
+	if newSet == nil {
+		return nil
+	}
+	var out []string
 next:
 	for _, path := range droppedLeaves(taken, newSet, nil) {
-		if _, ok := lookupField(live.Object, path); !ok {
+		v, ok := lookupField(live.Object, path)
+		if !ok || !knownKept(live, path, v) {
 			continue
 		}
-		for _, s := range others {
-			if hasField(s, path) {
+		for _, e := range live.GetManagedFields() {
+			if m.replacedManager(e) || e.FieldsV1 == nil || (e.Manager == m.Owner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "") {
+				continue
+			}
+			if s := fieldSet(e); s != nil && hasField(s, path) {
 				continue next
 			}
 		}
-		if p := fieldPath(live.Object, path); !stale[p] {
-			out = append(out, p)
-		}
+		out = append(out, fieldPath(live.Object, path))
 	}
 	return out
 }

@@ -65,8 +65,11 @@ type Change struct {
 	// no Apply entry of the applier, kubectl's last-applied-configuration).
 	Drift []FieldDrift
 	// Removed lists, sorted, the fields the apply deletes from the live
-	// object, like `.data.OLD`: removed from the desired object (a change
-	// in Git), or set by kubectl before the applier adopted the object.
+	// object, like `.data.OLD` or `.spec.ports[port=9090,protocol=TCP]`
+	// (a list item by its key; never a value): removed from the desired
+	// object (a change in Git), or set by kubectl before the applier
+	// adopted the object. A field the server keeps or defaults again is
+	// not listed.
 	Removed []string
 }
 
@@ -105,6 +108,8 @@ type planned struct {
 	drift    []FieldDrift
 	removed  []string
 	recreate bool
+	dry      *unstructured.Unstructured // the dry-run result, when the cleanup hands fields (taken) to the applier
+	taken    map[string]any
 	cleanup  []byte // JSON patch of managed fields and stale metadata, written before the apply
 }
 
@@ -124,10 +129,13 @@ type planned struct {
 // owned, no longer in the desired object, still in the dry-run result and
 // owned by no one. It counts when its value differs from the one the
 // server gives a new object made from the desired one (see serverKeeps; a
-// default such as `type: ClusterIP` does not count). With force
-// (opts.Force or the force annotation) the object is recreated and
+// default such as `type: ClusterIP` does not count; labels and
+// annotations never do). On an adopted object, kubectl's fields the
+// applier drops count when they are known kept ones (knownKept). With
+// force (opts.Force or the force annotation) the object is recreated and
 // reported Replaced; without, the set fails naming the object and the
-// field, and nothing is written.
+// field, and nothing is written. A Namespace is never recreated (that
+// deletes everything in it): the set fails, even with force.
 func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Change, error) {
 	objs = append([]*unstructured.Unstructured(nil), objs...)
 	sortObjects(objs)
@@ -342,25 +350,24 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 		// it: adopting it is no drift.
 		_, kubectlApplied := live.GetAnnotations()[lastAppliedAnnotation]
 		applied := ownApplyEntry(live.GetManagedFields(), m.Owner) != nil || !kubectlApplied
+		// Fields only the live object has are the ones Git removed (listed
+		// below from the field sets) or another manager's: no drift.
 		for _, d := range Diff(cmpLive, cmpDry) {
-			switch {
-			case d.desiredAbsent && !d.liveAbsent:
-				p.removed = append(p.removed, d.Path)
-			case applied && !d.liveAbsent && d.Manager != "" && d.Manager != m.Owner:
+			if applied && !d.desiredAbsent && !d.liveAbsent && d.Manager != "" && d.Manager != m.Owner {
 				p.drift = append(p.drift, d)
 			}
 		}
+		p.removed = removedFields(live, dry, m.Owner, nil)
+		sort.Strings(p.removed)
 	}
-	var taken map[string]any
-	if p.cleanup, taken = m.cleanupPatch(u, live); p.cleanup != nil {
+	if p.cleanup, p.taken = m.cleanupPatch(u, live); p.cleanup != nil {
 		if p.action == Unchanged {
 			p.action = Configured
 		}
-		p.removed = append(p.removed, m.takenRemoved(live, dry, taken)...)
+		p.dry = dry
 	}
-	sort.Strings(p.removed)
-	p.removed = slices.Compact(p.removed)
 	if live != nil {
+		var fields []string
 		if kept := keptFields(live, dry, m.Owner); len(kept) > 0 {
 			// Written even when nothing else changed, so the applier's
 			// ownership of the removed fields ends and the next reconcile
@@ -368,14 +375,27 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 			if p.action == Unchanged {
 				p.action = Configured
 			}
-			if fields := m.serverKeeps(ctx, u, dry, kept); len(fields) > 0 {
-				if !opts.Force && flag(u, ForceAnnotation) != "enabled" {
-					return nil, fmt.Errorf("%s dry-run failed: %s removed from the desired state but kept by the API server; "+
-						"the object must be recreated: enable force (spec.force or the %s: enabled annotation)",
-						id, strings.Join(fields, ", "), ForceAnnotation)
-				}
-				p.action, p.recreate = Replaced, true
+			fields = m.serverKeeps(ctx, u, dry, kept)
+		}
+		// An adopted object: fields kubectl set that the API server keeps
+		// once the applier, which takes them over, drops them. Only the
+		// known ones (knownKept), which costs no request.
+		fields = append(fields, m.takenKept(live, dry, p.taken)...)
+		if len(fields) > 0 {
+			sort.Strings(fields)
+			fields = slices.Compact(fields)
+			if live.GetKind() == "Namespace" && live.GroupVersionKind().Group == "" {
+				// Recreating a Namespace deletes everything in it.
+				return nil, fmt.Errorf("%s dry-run failed: %s removed from the desired state but kept by the API server; "+
+					"a Namespace is not recreated: set the field in the desired state",
+					id, strings.Join(fields, ", "))
 			}
+			if !opts.Force && flag(u, ForceAnnotation) != "enabled" {
+				return nil, fmt.Errorf("%s dry-run failed: %s removed from the desired state but kept by the API server; "+
+					"the object must be recreated: enable force (spec.force or the %s: enabled annotation)",
+					id, strings.Join(fields, ", "), ForceAnnotation)
+			}
+			p.action, p.recreate = Replaced, true
 		}
 	}
 	return p, nil
@@ -405,6 +425,14 @@ func (m *Manager) apply(ctx context.Context, p *planned) (Change, error) {
 	obj := p.obj.DeepCopy()
 	if err := m.Client.Patch(ctx, obj, client.Apply, client.FieldOwner(m.Owner), client.ForceOwnership); err != nil {
 		return c, fmt.Errorf("%s apply failed: %s", c.Meta, reason(err))
+	}
+	if p.cleanup != nil && !p.recreate {
+		// Which of the fields handed over the apply deleted shows only in
+		// its result: the dry-run ran while kubectl still held them, and
+		// the server defaults some again.
+		c.Removed = append(c.Removed, m.takenRemoved(p.live, obj, p.taken)...)
+		sort.Strings(c.Removed)
+		c.Removed = slices.Compact(c.Removed)
 	}
 	return c, nil
 }

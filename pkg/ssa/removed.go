@@ -42,10 +42,10 @@ func ownApplyEntry(entries []metav1.ManagedFieldsEntry, owner string) *metav1.Ma
 // nothing more.
 func keptFields(live, dry *unstructured.Unstructured, owner string) [][]string {
 	was, now := ownApplyEntry(live.GetManagedFields(), owner), ownApplyEntry(dry.GetManagedFields(), owner)
-	if was == nil || now == nil || was.APIVersion != now.APIVersion || bytes.Equal(was.FieldsV1.Raw, now.FieldsV1.Raw) {
+	if was == nil || (now != nil && (was.APIVersion != now.APIVersion || bytes.Equal(was.FieldsV1.Raw, now.FieldsV1.Raw))) {
 		return nil
 	}
-	oldSet, newSet := fieldSet(*was), fieldSet(*now)
+	oldSet, newSet := fieldSet(*was), ownedSet(now)
 	if oldSet == nil || newSet == nil {
 		return nil
 	}
@@ -60,6 +60,12 @@ func keptFields(live, dry *unstructured.Unstructured, owner string) [][]string {
 	}
 	var out [][]string
 	for _, path := range droppedLeaves(oldSet, newSet, nil) {
+		// No built-in kind keeps labels or annotations the way it keeps
+		// spec fields, and some the server sets from the object itself (a
+		// Namespace's kubernetes.io/metadata.name): metadata never counts.
+		if path[0] == "f:metadata" {
+			continue
+		}
 		if _, ok := lookupField(dry.Object, path); !ok {
 			continue // deleted by the apply, as it should be
 		}
@@ -75,6 +81,15 @@ func keptFields(live, dry *unstructured.Unstructured, owner string) [][]string {
 		}
 	}
 	return out
+}
+
+// ownedSet is the field set of the applier's Apply entry e; the API
+// server drops an entry that owns nothing, so no entry is the empty set.
+func ownedSet(e *metav1.ManagedFieldsEntry) map[string]any {
+	if e == nil {
+		return map[string]any{}
+	}
+	return fieldSet(*e)
 }
 
 // droppedLeaves lists the leaves of the field set old that are not in new.
@@ -206,25 +221,75 @@ func (m *Manager) freshObject(ctx context.Context, desired *unstructured.Unstruc
 // cluster IPs, node ports) differs between any two objects, so a kept
 // allocation counts as equal to a fresh one: removing a pinned cluster IP
 // or node port keeps the Service; `clusterIP: None` is no allocation and
-// differs. When the dry-run create cannot be made the kept fields are not
-// flagged: defaults cannot be told apart then, and failing every such
-// change would be worse than the rare kept value.
+// differs. A value made from the object's name or uid counts as equal
+// when it is the same once the new object's generated name and uid are
+// read as the live ones. When the dry-run create cannot be made (a full
+// quota, an admission webhook, fixed names) only the fields of
+// knownKept are flagged: defaults cannot be told apart then.
 func (m *Manager) serverKeeps(ctx context.Context, desired, dry *unstructured.Unstructured, kept [][]string) []string {
 	fresh, err := m.freshObject(ctx, desired)
+	var out []string
 	if err != nil {
-		return nil
+		for _, path := range kept {
+			if v, _ := lookupField(dry.Object, path); knownKept(dry, path, v) {
+				out = append(out, fieldPath(dry.Object, path))
+			}
+		}
+		return out
 	}
 	service := dry.GetKind() == "Service" && dry.GroupVersionKind().Group == ""
-	var out []string
 	for _, path := range kept {
 		have, _ := lookupField(dry.Object, path)
 		want, ok := lookupField(fresh.Object, path)
-		if ok && (sameJSON(have, want) || (service && sameAllocation(path[len(path)-1], have, want))) {
+		if ok && (sameJSON(have, want) || sameJSON(have, asLive(want, fresh, dry)) ||
+			(service && sameAllocation(path[len(path)-1], have, want))) {
 			continue
 		}
 		out = append(out, fieldPath(dry.Object, path))
 	}
 	return out
+}
+
+// asLive returns v, a value of the new object fresh, with fresh's
+// generated name and uid replaced by those of live.
+func asLive(v any, fresh, live *unstructured.Unstructured) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	s := string(b)
+	if n := fresh.GetName(); n != "" && live.GetName() != "" {
+		s = strings.ReplaceAll(s, n, live.GetName())
+	}
+	if u := string(fresh.GetUID()); u != "" && live.GetUID() != "" {
+		s = strings.ReplaceAll(s, u, string(live.GetUID()))
+	}
+	var out any
+	if json.Unmarshal([]byte(s), &out) != nil {
+		return v
+	}
+	return out
+}
+
+// knownKept reports whether the value v of the field at path of obj is
+// one the API server is known to keep when the field is removed from the
+// desired object, and that a new object would not have: a Service's
+// `.spec.clusterIP` or `.spec.clusterIPs` of "None" (headless; the
+// Service storage copies the old cluster IPs into an update that has
+// none, kubernetes pkg/registry/core/service/storage). It is the fallback
+// of serverKeeps and what an adopted object is checked against.
+func knownKept(obj *unstructured.Unstructured, path []string, v any) bool {
+	if obj.GetKind() != "Service" || obj.GroupVersionKind().Group != "" || len(path) != 2 || path[0] != "f:spec" {
+		return false
+	}
+	switch path[1] {
+	case "f:clusterIP":
+		return v == "None"
+	case "f:clusterIPs":
+		l, ok := v.([]any)
+		return ok && len(l) > 0 && l[0] == "None"
+	}
+	return false
 }
 
 // sameAllocation reports whether a and b are both allocations of a
@@ -261,4 +326,107 @@ func isPort(v any) bool {
 	var n float64
 	b, err := json.Marshal(v)
 	return err == nil && json.Unmarshal(b, &n) == nil && n > 0
+}
+
+// removedFields lists, rendered by removedPath, the fields the applier
+// owned in live (its previous Apply entry, or taken: the fields the
+// cleanup hands it) that it does not own in the dry-run or apply result
+// res and that res lacks while live has them: the fields the apply
+// deletes. A list item deleted whole is listed once, not field by field,
+// a map by its keys; values are never listed. It is nil without a change of the
+// applier's field set, at no cost.
+func removedFields(live, res *unstructured.Unstructured, owner string, taken map[string]any) []string {
+	now := ownApplyEntry(res.GetManagedFields(), owner)
+	old := taken
+	if old == nil {
+		was := ownApplyEntry(live.GetManagedFields(), owner)
+		if was == nil || (now != nil && (was.APIVersion != now.APIVersion || bytes.Equal(was.FieldsV1.Raw, now.FieldsV1.Raw))) {
+			return nil
+		}
+		old = fieldSet(*was)
+	}
+	newSet := ownedSet(now)
+	if old == nil || newSet == nil {
+		return nil
+	}
+	var out []string
+	for _, path := range absentFields(old, newSet, nil, live.Object, res.Object) {
+		out = append(out, removedPath(live.Object, path))
+	}
+	return out
+}
+
+// absentFields walks the field set old against new and returns the
+// top-most paths that old holds and new does not, present in live and
+// absent from res.
+func absentFields(old, new map[string]any, prefix []string, live, res any) [][]string {
+	keys := make([]string, 0, len(old))
+	for k := range old {
+		if k != "." {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out [][]string
+	for _, k := range keys {
+		path := append(append([]string(nil), prefix...), k)
+		newChild, inNew := new[k].(map[string]any)
+		child, _ := old[k].(map[string]any)
+		item := !strings.HasPrefix(k, "f:")
+		if _, ok := lookupField(res, path); !ok && (item || len(child) == 0 || (len(child) == 1 && child["."] != nil)) {
+			if _, inLive := lookupField(live, path); inLive && !inNew {
+				out = append(out, path)
+			}
+			continue
+		}
+		if len(child) > 0 {
+			if newChild == nil {
+				newChild = map[string]any{}
+			}
+			out = append(out, absentFields(child, newChild, path, live, res)...)
+		}
+	}
+	return out
+}
+
+// removedPath renders a field-set key path read in obj, like
+// `.spec.template.spec.containers[name=web].env[name=OLD]`: fields by
+// name, keyed list items by their key fields (which identify an item and
+// are no secret), other list items by their position in obj.
+func removedPath(obj any, path []string) string {
+	var b strings.Builder
+	cur := obj
+	for i, k := range path {
+		if strings.HasPrefix(k, "k:") {
+			var key map[string]any
+			if json.Unmarshal([]byte(k[2:]), &key) == nil {
+				names := make([]string, 0, len(key))
+				for f := range key {
+					names = append(names, f)
+				}
+				sort.Strings(names)
+				parts := make([]string, 0, len(names))
+				for _, f := range names {
+					v := key[f]
+					if s, ok := v.(string); ok {
+						parts = append(parts, f+"="+s)
+					} else {
+						parts = append(parts, f+"="+render(v))
+					}
+				}
+				b.WriteString("[" + strings.Join(parts, ",") + "]")
+				cur, _ = lookupField(obj, path[:i+1])
+				continue
+			}
+		}
+		next, p, ok := walkField(cur, []string{k})
+		if !ok {
+			b.WriteString("." + strings.TrimPrefix(k, "f:"))
+			cur = nil
+			continue
+		}
+		b.WriteString(p)
+		cur = next
+	}
+	return b.String()
 }
