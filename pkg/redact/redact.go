@@ -24,7 +24,12 @@ const Mask = "xxxxx"
 // follows, a password with an unencoded '/', '?' or '#' cut it short and the
 // userinfo ends at the last '@' of raw. A URL without userinfo is returned
 // as it is.
+//
+// A go-getter forced getter prefix (kustomize's `git::https://...`) is kept.
 func URL(raw string) string {
+	if m := getterRE.FindString(raw); m != "" {
+		return m + URL(raw[len(m):])
+	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || !schemeRE.MatchString(scheme) {
 		return scpLike(raw)
@@ -39,7 +44,10 @@ func URL(raw string) string {
 	return scheme + "://" + Mask + "@" + rest[end+1:]
 }
 
-var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
+var (
+	getterRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*::`)
+	schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*$`)
+)
 
 // userinfoEnd is the index in rest (a URL after `scheme://`) of the '@'
 // that ends the userinfo, or -1.

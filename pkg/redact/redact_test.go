@@ -24,6 +24,9 @@ func TestURL(t *testing.T) {
 		{"https://user:pa?ss" + tok + "@github.com/org/r", "https://xxxxx@github.com/org/r"},
 		{"https://user:pa/ss" + tok + "@github.com/org/r", "https://xxxxx@github.com/org/r"},
 		{"https://user:12/ss" + tok + "@github.com/org/r", "https://xxxxx@github.com/org/r"},
+		// A go-getter forced getter (kustomize's git::) is kept.
+		{"git::https://" + tok + "@github.com/org/repo//deploy", "git::https://xxxxx@github.com/org/repo//deploy"},
+		{"git::git:s3cret@github.com:org/repo", "git::git:xxxxx@github.com:org/repo"},
 		// No userinfo: unchanged, an '@' in the path included.
 		{"https://github.com/org/repo.git", "https://github.com/org/repo.git"},
 		{"https://github.com/org/repo@v1", "https://github.com/org/repo@v1"},
