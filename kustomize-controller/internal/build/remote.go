@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/eddyops/eddy/pkg/redact"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 )
@@ -30,7 +31,8 @@ var (
 //
 //	remote resource 'https://github.com/x/y//base?ref=v1' in apps/kustomization.yaml: remote bases are not supported by Eddy yet
 //
-// (resource, base, component, ... after the field). An entry is remote if
+// (resource, base, component, ... after the field; credentials in the entry
+// masked as pkg/redact does). An entry is remote if
 // it is a URL, has kustomize's repository syntax (user@host:, github.com/,
 // "//" between repository and path, ?ref=), or, for the fields kustomize
 // reads as files (patches, openapi, configurations, crds, replacements,
@@ -59,7 +61,7 @@ func refuseRemote(fs *layerFS, dir string) error {
 			return fmt.Errorf("%s: %w", kfile, err)
 		}
 		refused := func(what, entry string) error {
-			return fmt.Errorf("remote %s '%s' in %s: remote bases are not supported by Eddy yet", what, entry, strings.TrimPrefix(kfile, "/"))
+			return fmt.Errorf("remote %s '%s' in %s: remote bases are not supported by Eddy yet", what, redact.Message(redact.URL(entry)), strings.TrimPrefix(kfile, "/"))
 		}
 		// Entries kustomize loads as a file, a directory or a repository.
 		for _, f := range []struct {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"time"
 
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
+	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
@@ -15,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // legacyFinalizer is the finalizer older Flux versions put on Alerts,
@@ -26,21 +30,55 @@ func controllerutilRemoveFinalizer(obj client.Object) bool {
 	return controllerutil.RemoveFinalizer(obj, legacyFinalizer)
 }
 
-// AlertReconciler checks an Alert when it changes: its regexps compile and
-// its Provider exists and is of a type Eddy delivers to. Problems become
-// Warning events (reason InvalidConfig) on the Alert; the event server
-// reports them again when an event would use the Alert.
+// AlertReconciler checks an Alert when it or its Provider changes: its
+// regexps compile and its Provider is of a type Eddy delivers to. Problems
+// become Warning events (reason InvalidConfig) on the Alert; the event
+// server reports them again when an event would use the Alert. A Provider
+// that does not exist yet is a wait, not a failure (issue #10 item 6: an
+// Alert is often applied a moment before its Provider, as kustomize orders
+// kinds alphabetically): a Normal event (reason DependencyNotReady), a
+// requeue, and the Alert is checked again when the Provider appears.
+// Flux's v1beta3 Alert has no status, so none is written.
 type AlertReconciler struct {
 	client.Client
 	Recorder record.EventRecorder
 }
 
-// SetupWithManager registers the reconciler.
+// ProviderRefIndex is the field index of Alerts by spec.providerRef.name.
+const ProviderRefIndex = ".spec.providerRef.name"
+
+// providerRequeue is how soon an Alert waiting for its Provider is checked
+// again if no watch event of the Provider comes first.
+const providerRequeue = time.Minute
+
+// SetupWithManager registers the reconciler, the Alert index by Provider
+// name and the watch of Providers.
 func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &notificationv1beta3.Alert{}, ProviderRefIndex, func(o client.Object) []string {
+		return []string{o.(*notificationv1beta3.Alert).Spec.ProviderRef.Name}
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&notificationv1beta3.Alert{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&notificationv1beta3.Provider{}, handler.EnqueueRequestsFromMapFunc(r.alertsOfProvider),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(opts.controller()).
 		Complete(r)
+}
+
+// alertsOfProvider lists the Alerts naming p in their providerRef.
+func (r *AlertReconciler) alertsOfProvider(ctx context.Context, p client.Object) []reconcile.Request {
+	var list notificationv1beta3.AlertList
+	if err := r.List(ctx, &list, client.InNamespace(p.GetNamespace()), client.MatchingFields{ProviderRefIndex: p.GetName()}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the Alerts of a Provider", "provider", p.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, a := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
+	}
+	return reqs
 }
 
 // Reconcile checks one Alert.
@@ -68,7 +106,10 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	err := r.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.Spec.ProviderRef.Name}, p)
 	switch {
 	case apierrors.IsNotFound(err):
-		r.Recorder.Event(obj, corev1.EventTypeWarning, server.InvalidConfigReason, fmt.Sprintf("provider %s not found", obj.Spec.ProviderRef.Name))
+		msg := fmt.Sprintf("provider %s not found, retrying", obj.Spec.ProviderRef.Name)
+		ctrl.LoggerFrom(ctx).Info(msg)
+		r.Recorder.Event(obj, corev1.EventTypeNormal, meta.DependencyNotReadyReason, msg)
+		return ctrl.Result{RequeueAfter: providerRequeue}, nil
 	case err != nil:
 		return ctrl.Result{}, err
 	default:

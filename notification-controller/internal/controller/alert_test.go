@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,7 +18,10 @@ import (
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func configMap(ns, name string) string {
@@ -337,5 +341,84 @@ func TestGitHubCommitStatusFromKustomization(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if n := len(api.requests()); n != 1 {
 		t.Errorf("the GitHub API got %d requests, want 1 (change-set events are not commit statuses)", n)
+	}
+}
+
+// waitKubeEvent waits for a Kubernetes Event of type typ and reason about
+// name in ns and returns its message.
+func waitKubeEvent(t *testing.T, ns, name, typ, reason string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		list := &corev1.EventList{}
+		if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == name && e.Type == typ && e.Reason == reason {
+				return e.Message
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s %s event on %s/%s in 30s (events: %q)", typ, reason, ns, name, kubeEvents(t, ns, name, ""))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// warnings returns the Warning events about name in ns.
+func warnings(t *testing.T, ns, name string) []string {
+	t.Helper()
+	list := &corev1.EventList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.Type == corev1.EventTypeWarning {
+			out = append(out, e.Reason+": "+e.Message)
+		}
+	}
+	return out
+}
+
+// TestAlertWaitsForItsProvider: an Alert applied a moment before its
+// Provider (kustomize-controller applies kind Alert before kind Provider in
+// one set) is waiting, not failing (issue #10 item 6): a Normal
+// DependencyNotReady event, no Warning, and it delivers once the Provider
+// exists.
+func TestAlertWaitsForItsProvider(t *testing.T) {
+	ns := newNamespace(t)
+	s := newSink(t, 0)
+	create(t, alert(ns, "on-call", "slack", notificationv1beta3.SeverityError, ksSource("apps")))
+	if msg := waitKubeEvent(t, ns, "on-call", corev1.EventTypeNormal, meta.DependencyNotReadyReason); msg != "provider slack not found, retrying" {
+		t.Errorf("waiting event %q", msg)
+	}
+	create(t, secret(ns, "slack-url", map[string]string{"address": s.URL + "/services/T/B/X"}),
+		provider(ns, "slack", notificationv1beta3.SlackProvider, "slack-url"))
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; len(s.requests()) == 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("the Alert delivered nothing in 30s after its Provider appeared")
+		}
+		postEvent(t, fluxEvent(ns, "Kustomization", "apps", "error", fmt.Sprintf("apply failed %d", i), nil))
+		time.Sleep(100 * time.Millisecond)
+	}
+	if w := warnings(t, ns, "on-call"); len(w) != 0 {
+		t.Errorf("Warning events on an Alert that waited for its Provider: %q", w)
+	}
+}
+
+// TestAlertCheckedWhenItsProviderAppears: the Alert reconciler watches
+// Providers, so an Alert that waited for its Provider is checked again as
+// soon as the Provider appears, here reporting its unsupported type, long
+// before the waiting Alert's requeue (1m).
+func TestAlertCheckedWhenItsProviderAppears(t *testing.T) {
+	ns := newNamespace(t)
+	create(t, alert(ns, "to-later", "later", "", ksSource("apps")))
+	waitKubeEvent(t, ns, "to-later", corev1.EventTypeNormal, meta.DependencyNotReadyReason)
+	create(t, provider(ns, "later", "telegram", ""))
+	if msg := waitKubeEvent(t, ns, "to-later", corev1.EventTypeWarning, server.InvalidConfigReason); msg != "provider later: type telegram is not supported by Eddy" {
+		t.Errorf("warning %q", msg)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/redact"
 )
 
 // CommitMetadataKey carries an explicit commit SHA on an event.
@@ -42,7 +43,7 @@ func Commit(ev *events.Event) (string, error) {
 // repoAddress splits a repository URL `https://host[/prefix]/owner/repo[.git]`
 // into its scheme+host and the project path.
 func repoAddress(address string) (base *url.URL, project string, err error) {
-	u, err := url.Parse(address)
+	u, err := redact.ParseURL(address)
 	if err != nil || u.Host == "" {
 		return nil, "", fmt.Errorf("the address is not an http(s) repository URL%s", urlReason(err))
 	}

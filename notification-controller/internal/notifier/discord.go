@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/redact"
 )
 
 // Discord posts the Slack payload to the webhook's Slack-compatible endpoint
@@ -21,7 +21,7 @@ func newDiscord(opts Options) (*Discord, error) {
 	if err := requireAddress(opts); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(opts.Address)
+	u, err := redact.ParseURL(opts.Address)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("discord provider: the address is not a URL%s", urlReason(err))
 	}

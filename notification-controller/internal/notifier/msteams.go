@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/redact"
 )
 
 // MSTeams posts to Microsoft Teams in the schema the address takes. Flux
@@ -25,7 +26,7 @@ func newMSTeams(opts Options) (*MSTeams, error) {
 	if err := requireAddress(opts); err != nil {
 		return nil, err
 	}
-	u, err := url.Parse(opts.Address)
+	u, err := redact.ParseURL(opts.Address)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("msteams provider: the address is not a URL%s", urlReason(err))
 	}

@@ -339,9 +339,14 @@ func TestInvalidAddressReason(t *testing.T) {
 		{"msteams", "https://acme.webhook.office.com:x/webhookb2/s3cret", `msteams provider: the address is not a URL: invalid port ":x" after host`},
 		{"github", "https://github.com:x/acme/s3cret", `the address is not an http(s) repository URL: invalid port ":x" after host`},
 		{"gitlab", "ssh://gitlab.com/acme/s3cret", `the address is not an http(s) repository URL: scheme "ssh"`},
+		// A password with an unencoded '#' or '/': url.Parse's own reason
+		// would quote its first characters (invalid port ":s3" after host).
+		{"discord", "https://user:s3#cret@discord.com/api/webhooks/1/x", `discord provider: the address is not a URL: net/url: invalid userinfo`},
+		{"github", "https://user:s3/cret@github.com/acme/app", `the address is not an http(s) repository URL: net/url: invalid userinfo`},
+		{"msteams", "https://s3cret@acme.webhook.office.com:x/webhookb2/y", `msteams provider: the address is not a URL: invalid port ":x" after host`},
 	} {
 		_, err := New(Options{Type: c.typ, Address: c.address, Token: "t"})
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), `":s3`) {
 			t.Errorf("%s %s: %v, want %q", c.typ, c.address, err, c.want)
 		}
 	}

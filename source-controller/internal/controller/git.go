@@ -14,6 +14,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -377,46 +378,20 @@ func describeGitError(err error, rawURL string) string {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	}
-	return strings.ReplaceAll(err.Error(), rawURL, redactURL(rawURL))
-}
-
-// redactURL masks the password of raw's userinfo as net/url's Redacted
-// does (`user:xxxxx@`), keeping what else the user wrote, the user name
-// included; raw need not parse.
-func redactURL(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return raw
-	}
-	authority := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority = rest[:i]
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return raw
-	}
-	user, _, hasPassword := strings.Cut(authority[:at], ":")
-	if !hasPassword {
-		return raw
-	}
-	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+	return redact.Message(strings.ReplaceAll(err.Error(), rawURL, redact.URL(rawURL)))
 }
 
 // parseURL parses spec.url. Its error is Flux's `failed to parse url
-// '<url>': <url.Parse's error>`, with the password masked (redactURL) in
-// both; a URL without a host fails with `missing host`.
+// '<url>': <url.Parse's error>`, with the credentials masked in both
+// (redact.URL: an SSH login name is kept, any other userinfo masked); a
+// URL without a host fails with `missing host`.
 func parseURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
+	u, err := redact.ParseURL(raw)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			ue.URL = redactURL(ue.URL)
-		}
-		return nil, fmt.Errorf("failed to parse url '%s': %w", redactURL(raw), err)
+		return nil, fmt.Errorf("failed to parse url '%s': %w", redact.URL(raw), err)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("failed to parse url '%s': missing host", redactURL(raw))
+		return nil, fmt.Errorf("failed to parse url '%s': missing host", redact.URL(raw))
 	}
 	return u, nil
 }

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"regexp"
+
 	"strings"
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/redact"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -484,11 +485,11 @@ func gitError(err error, rawURL, dir string) *reconcileError {
 		e.stalled = true
 		return e
 	}
-	msg := userinfo.ReplaceAllString(describeGitError(err, rawURL), "$1$2:xxxxx@")
+	msg := describeGitError(err, rawURL)
 	if dir != "" {
 		msg = strings.ReplaceAll(msg, dir, ".")
 	}
-	return fetchFailed(sourcev1.GitOperationFailedReason, "failed to checkout and determine revision: unable to clone '%s': %s", redactURL(rawURL), msg)
+	return fetchFailed(sourcev1.GitOperationFailedReason, "failed to checkout and determine revision: unable to clone '%s': %s", redact.URL(rawURL), msg)
 }
 
 // bounded runs fn, giving up when ctx ends. go-git bounds HTTP operations
@@ -508,10 +509,6 @@ func bounded(ctx context.Context, u *url.URL, fn func() error) error {
 		return ctx.Err()
 	}
 }
-
-// userinfo matches `scheme://user:password@` in messages; the password is
-// masked with `$1$2:xxxxx@`, as redactURL does.
-var userinfo = regexp.MustCompile(`([a-z][a-z0-9+.-]*://)([^/@\s:]*):[^/@\s]+@`)
 
 func equalStringPtr(a, b *string) bool {
 	if a == nil || b == nil {

@@ -296,14 +296,30 @@ func TestBadInputsKeepTheArtifact(t *testing.T) {
 		{"invalid url", func(s *sourcev1.GitRepositorySpec) { s.URL = "ssh://git@git.example.com:shop/platform-config.git" },
 			sourcev1.URLInvalidReason, `failed to parse url 'ssh://git@git.example.com:shop/platform-config.git': ` +
 				`parse "ssh://git@git.example.com:shop/platform-config.git": invalid port ":shop" after host`, true},
-		// ... but a password never is.
+		// ... but a password never is, nor, beyond SSH, the user part: it is
+		// often a token (GitHub's https://<token>@github.com/...).
 		{"invalid url with a password", func(s *sourcev1.GitRepositorySpec) {
 			s.URL = "https://git:s3cret@git.example.com:shop/platform-config.git"
 		},
-			sourcev1.URLInvalidReason, `failed to parse url 'https://git:xxxxx@git.example.com:shop/platform-config.git': ` +
-				`parse "https://git:xxxxx@git.example.com:shop/platform-config.git": invalid port ":shop" after host`, true},
+			sourcev1.URLInvalidReason, `failed to parse url 'https://xxxxx@git.example.com:shop/platform-config.git': ` +
+				`parse "https://xxxxx@git.example.com:shop/platform-config.git": invalid port ":shop" after host`, true},
+		{"invalid url with a token as user", func(s *sourcev1.GitRepositorySpec) {
+			s.URL = "https://ghp_s3cretToken0123@github.com:org/repo.git"
+		},
+			sourcev1.URLInvalidReason, `failed to parse url 'https://xxxxx@github.com:org/repo.git': ` +
+				`parse "https://xxxxx@github.com:org/repo.git": invalid port ":org" after host`, true},
+		{"invalid ssh url with a password", func(s *sourcev1.GitRepositorySpec) {
+			s.URL = "ssh://git:s3cret@git.example.com:shop/platform-config.git"
+		},
+			sourcev1.URLInvalidReason, `failed to parse url 'ssh://git:xxxxx@git.example.com:shop/platform-config.git': ` +
+				`parse "ssh://git:xxxxx@git.example.com:shop/platform-config.git": invalid port ":shop" after host`, true},
+		{"password with an unencoded '#'", func(s *sourcev1.GitRepositorySpec) { s.URL = "https://git:pa#s3cret@github.com/org/repo.git" },
+			sourcev1.URLInvalidReason, `failed to parse url 'https://xxxxx@github.com/org/repo.git': ` +
+				`parse "https://xxxxx@github.com/org/repo.git": net/url: invalid userinfo`, true},
 		{"unreachable host, url with a password", func(s *sourcev1.GitRepositorySpec) { s.URL = "http://git:s3cret@127.0.0.1:1/repo.git" },
-			sourcev1.GitOperationFailedReason, "unable to clone 'http://git:xxxxx@127.0.0.1:1/repo.git': connect: connection refused", false},
+			sourcev1.GitOperationFailedReason, "unable to clone 'http://xxxxx@127.0.0.1:1/repo.git': connect: connection refused", false},
+		{"unreachable host, token as user", func(s *sourcev1.GitRepositorySpec) { s.URL = "http://ghp_s3cretToken0123@127.0.0.1:1/repo.git" },
+			sourcev1.GitOperationFailedReason, "unable to clone 'http://xxxxx@127.0.0.1:1/repo.git': connect: connection refused", false},
 		{"password without username", func(s *sourcev1.GitRepositorySpec) { s.SecretRef = &meta.LocalObjectReference{Name: "no-username"} },
 			sourcev1.AuthenticationFailedReason, "'password' is set but 'username' is empty", false},
 		{"ssh without known_hosts", func(s *sourcev1.GitRepositorySpec) {
@@ -330,7 +346,7 @@ func TestBadInputsKeepTheArtifact(t *testing.T) {
 			if fetch == nil || fetch.Status != metav1.ConditionTrue || fetch.Message != ready.Message {
 				t.Errorf("FetchFailed condition %+v, want True with Ready's message", fetch)
 			}
-			for _, s := range []string{"s3cret", "right-password"} {
+			for _, s := range []string{"s3cret", "right-password", ":pa"} {
 				if strings.Contains(ready.Message, s) {
 					t.Errorf("message leaks a secret: %q", ready.Message)
 				}

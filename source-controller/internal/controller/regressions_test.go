@@ -71,15 +71,23 @@ func TestIncludeCycleStalls(t *testing.T) {
 	}
 }
 
-// TestInvalidURLDoesNotLeakCredentials keeps the password out of the
-// message of a URL that does not parse; the user name, which the user
-// wrote and needs to recognise the URL, is kept (issue #10).
+// TestInvalidURLDoesNotLeakCredentials keeps credentials out of the
+// message of a URL that does not parse: a password, and beyond SSH the
+// whole user part, which is often a token (https://<token>@github.com);
+// an SSH login name, which the user needs to recognise the URL, is kept
+// (issue #10).
 func TestInvalidURLDoesNotLeakCredentials(t *testing.T) {
 	ns := newNamespace(t)
-	got := waitNotReady(t, newGitRepository(t, ns, "bad-url", "http://user:s3cret@127.0.0.1:notaport/x.git", nil))
-	c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition)
-	if c.Reason != sourcev1.URLInvalidReason || strings.Contains(c.Message, "s3cret") || !strings.Contains(c.Message, "http://user:xxxxx@127.0.0.1:notaport/x.git") {
-		t.Errorf("Ready %s %q", c.Reason, c.Message)
+	for _, c := range []struct{ name, url, want string }{
+		{"password", "http://user:s3cret@127.0.0.1:notaport/x.git", "'http://xxxxx@127.0.0.1:notaport/x.git'"},
+		{"token-as-user", "https://ghp_s3cretToken0123@github.com:org/x.git", "'https://xxxxx@github.com:org/x.git'"},
+		{"ssh-password", "ssh://git:s3cret@127.0.0.1:notaport/x.git", "'ssh://git:xxxxx@127.0.0.1:notaport/x.git'"},
+	} {
+		got := waitNotReady(t, newGitRepository(t, ns, c.name, c.url, nil))
+		r := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition)
+		if r.Reason != sourcev1.URLInvalidReason || strings.Contains(r.Message, "s3cret") || !strings.Contains(r.Message, c.want) {
+			t.Errorf("%s: Ready %s %q, want %s", c.name, r.Reason, r.Message, c.want)
+		}
 	}
 }
 
