@@ -273,21 +273,11 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
-// observeSuspended records what a reconcile of a suspended Kustomization
-// observes, and nothing else (no event): the handled reconcile request and,
-// when it is Ready, its generation, so a suspended Ready Kustomization reads
-// as Current to kstatus, `kubectl wait`, a parent's health check, a
-// dependant and `flux resume`. A failing one keeps its old generation. The
-// conditions are left as they are. Flux compatible (finalizeStatus).
+// observeSuspended writes eddyruntime.ObserveSuspended to the status of a
+// suspended Kustomization, with no event, patching only when it changed.
 func (r *KustomizationReconciler) observeSuspended(ctx context.Context, obj *kustomizev1.Kustomization) error {
 	base := obj.DeepCopy()
-	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
-		obj.Status.LastHandledReconcileAt = v
-	}
-	if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
-		obj.Status.ObservedGeneration = obj.Generation
-	}
+	eddyruntime.ObserveSuspended(obj, &obj.Status.Conditions, &obj.Status.ObservedGeneration, &obj.Status.LastHandledReconcileAt)
 	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
 		return nil
 	}

@@ -176,19 +176,11 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{RequeueAfter: eddyruntime.Jitter(interval, r.JitterPercent)}, nil
 }
 
-// observeSuspended records what a reconcile of a suspended Receiver
-// observes: the handled reconcile request and, when it is Ready, its
-// generation, so kstatus and `kubectl wait` read a suspended Ready Receiver
-// as Current. Flux compatible (the Receiver reconciler's patch).
+// observeSuspended writes eddyruntime.ObserveSuspended to the status of a
+// suspended Receiver, patching only when it changed.
 func (r *ReceiverReconciler) observeSuspended(ctx context.Context, obj *notificationv1.Receiver) error {
 	base := obj.DeepCopy()
-	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
-		obj.Status.LastHandledReconcileAt = v
-	}
-	if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
-		obj.Status.ObservedGeneration = obj.Generation
-	}
+	eddyruntime.ObserveSuspended(obj, &obj.Status.Conditions, &obj.Status.ObservedGeneration, &obj.Status.LastHandledReconcileAt)
 	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
 		return nil
 	}
