@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/eddyops/eddy/pkg/localcluster"
@@ -89,4 +90,28 @@ func (p *Process) Stop() {
 	_ = p.cmd.Process.Signal(os.Interrupt)
 	_ = p.cmd.Wait()
 	p.log.Close()
+}
+
+// RunController builds the controller name of this workspace into a test
+// directory and starts it with StartController(e, exe, log, args...) until
+// t ends; when t failed, its log is printed. It fails t on any error.
+func RunController(t testing.TB, e *Environment, name string, args ...string) *Process {
+	t.Helper()
+	work := t.TempDir()
+	exe, err := BuildController(name, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := StartController(e, exe, filepath.Join(work, name+".log"), args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(p.LogPath)
+			t.Logf("%s log:\n%s", name, b)
+		}
+	})
+	return p
 }

@@ -3,8 +3,6 @@ package controller
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -27,26 +25,11 @@ import (
 // Receiver turns a webhook into a fetch of the new commit, which
 // kustomize-controller applies, CRDs included, to Ready.
 func TestBinaryReceiverOnBootstrappedRepository(t *testing.T) {
-	work := t.TempDir()
-	exe, err := testenv.BuildController(ControllerName, work)
-	if err != nil {
-		t.Fatal(err)
-	}
 	evPort, _ := testenv.FreePort()
 	rcvPort, _ := testenv.FreePort()
-	p, err := testenv.StartController(env, exe, filepath.Join(work, "notification-controller.log"),
+	testenv.RunController(t, env, ControllerName,
 		"--watch-label-selector="+shardKey+"=binary", fmt.Sprintf("--events-addr=127.0.0.1:%d", evPort),
 		fmt.Sprintf("--receiverAddr=127.0.0.1:%d", rcvPort), "--min-retry-delay=200ms", "--max-retry-delay=2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.Stop()
-		if t.Failed() {
-			b, _ := os.ReadFile(p.LogPath)
-			t.Logf("notification-controller log:\n%s", b)
-		}
-	})
 
 	ns := newNamespace(t)
 	repoCount++

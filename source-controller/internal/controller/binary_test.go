@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,28 +20,14 @@ import (
 // artifact is produced, served with its digest, and holds the CRDs and only
 // what the repository's .sourceignore keeps.
 func TestBinaryBootstrappedRepository(t *testing.T) {
-	work := t.TempDir()
-	exe, err := testenv.BuildController(ControllerName, work)
-	if err != nil {
-		t.Fatal(err)
-	}
 	port, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := testenv.StartController(env, exe, filepath.Join(work, "source-controller.log"),
-		"--watch-label-selector="+shardKey+"=binary", "--storage-path="+filepath.Join(work, "data"),
+	data := t.TempDir()
+	testenv.RunController(t, env, ControllerName,
+		"--watch-label-selector="+shardKey+"=binary", "--storage-path="+filepath.Join(data, "data"),
 		fmt.Sprintf("--storage-addr=127.0.0.1:%d", port), "--min-retry-delay=100ms", "--max-retry-delay=2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.Stop()
-		if t.Failed() {
-			b, _ := os.ReadFile(p.LogPath)
-			t.Logf("source-controller log:\n%s", b)
-		}
-	})
 
 	ns := newNamespace(t)
 	r := newRepo(t, nil)
