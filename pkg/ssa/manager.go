@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -486,15 +487,8 @@ func (m *Manager) crdReady(ctx context.Context, u *unstructured.Unstructured) bo
 	if err := m.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, crd); err != nil {
 		return false
 	}
-	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-	established := false
-	for _, c := range conds {
-		c, _ := c.(map[string]any)
-		if c["type"] == "Established" && c["status"] == "True" {
-			established = true
-		}
-	}
-	if !established {
+	// kstatus reads a CRD as Current once it is Established.
+	if res, err := status.Compute(crd); err != nil || res.Status != status.CurrentStatus {
 		return false
 	}
 	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
@@ -510,16 +504,8 @@ func (m *Manager) crdReady(ctx context.Context, u *unstructured.Unstructured) bo
 	// The kind must also be mapped before its objects are applied. Naming
 	// the versions makes a lazy mapper that already knows the group (from
 	// an earlier CRD of it) fetch them, instead of answering from the
-	// group's cached version list; a resettable mapper is reset on a miss.
-	gk := schema.GroupKind{Group: group, Kind: kind}
-	mapper := m.Client.RESTMapper()
-	_, err := mapper.RESTMapping(gk, versions...)
-	if apimeta.IsNoMatchError(err) {
-		if r, ok := mapper.(apimeta.ResettableRESTMapper); ok {
-			r.Reset()
-			_, err = mapper.RESTMapping(gk, versions...)
-		}
-	}
+	// group's cached version list.
+	_, err := m.Client.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind}, versions...)
 	return err == nil
 }
 
