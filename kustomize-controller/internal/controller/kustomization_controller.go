@@ -424,15 +424,16 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return fail(meta.PruneFailedReason, "%s", pruneErr)
 	}
 
+	var deletedWhenFinished map[string]bool
 	if obj.Spec.Wait || len(obj.Spec.HealthChecks) > 0 {
 		step("Running health checks")
-	}
-	// Flux compatible: a Job the TTL controller deletes once finished
-	// may be gone by the time it is checked.
-	deletedWhenFinished := map[string]bool{}
-	for _, u := range res.Objects {
-		if health.DeletedWhenFinished(u) {
-			deletedWhenFinished[ssa.MetaOf(u).ID()] = true
+		// Flux compatible: a Job the TTL controller deletes once finished
+		// may be gone by the time it is checked.
+		deletedWhenFinished = map[string]bool{}
+		for _, u := range res.Objects {
+			if health.DeletedWhenFinished(u) {
+				deletedWhenFinished[ssa.MetaOf(u).ID()] = true
+			}
 		}
 	}
 	if f := r.checkHealth(ctx, obj, c, changes, deletedWhenFinished); f != nil {
