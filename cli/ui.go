@@ -2,15 +2,14 @@ package main
 
 import (
 	"fmt"
+	"github.com/charmbracelet/x/ansi"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"golang.org/x/term"
-	"golang.org/x/text/width"
 )
 
 // ui prints flux-style progress lines: ► action, ◎ waiting, ✔ done,
@@ -125,84 +124,14 @@ func oneLine(s string) string {
 }
 
 // visibleWidth is the number of terminal columns s takes: escape sequences
-// (colours) take none, East Asian wide and fullwidth runes two, combining
-// marks and other zero-width runes none.
-func visibleWidth(s string) int {
-	n := 0
-	for _, r := range stripEscapes(s) {
-		n += runeWidth(r)
-	}
-	return n
-}
+// (colours) take none, East Asian wide runes two, combining marks none.
+func visibleWidth(s string) int { return ansi.StringWidth(s) }
 
-func runeWidth(r rune) int {
-	switch {
-	case r < 0x20 || r == 0x7f, unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf):
-		return 0
-	}
-	switch width.LookupRune(r).Kind() {
-	case width.EastAsianWide, width.EastAsianFullwidth:
-		return 2
-	}
-	return 1
-}
+// stripEscapes removes ANSI escape sequences (colours, erasing) from s.
+func stripEscapes(s string) string { return ansi.Strip(s) }
 
-// stripEscapes removes ECMA-48 escape sequences from s: CSI (ESC [ params
-// final, as colours and erasing), OSC and other strings ended by BEL or
-// ESC \, and two-byte ESC sequences.
-func stripEscapes(s string) string {
-	if !strings.Contains(s, "\x1b") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\x1b' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+1 >= len(s) {
-			break
-		}
-		i++
-		switch s[i] {
-		case '[':
-			// parameters and intermediates, then one final byte in @–~
-			for i+1 < len(s) && (s[i+1] < '@' || s[i+1] > '~') {
-				i++
-			}
-			i++
-		case ']', 'P', '^', '_':
-			for i+1 < len(s) && s[i+1] != '\a' && !(s[i+1] == '\x1b' && i+2 < len(s) && s[i+2] == '\\') {
-				i++
-			}
-			if i+1 < len(s) && s[i+1] == '\a' {
-				i++
-			} else {
-				i += 2
-			}
-		}
-	}
-	return b.String()
-}
-
-// truncate cuts s (plain text, no escapes) to at most n columns, ending in
-// "…" when it cut.
-func truncate(s string, n int) string {
-	if visibleWidth(s) <= n {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	w := 0
-	for i, r := range s {
-		if w+runeWidth(r) > n-1 {
-			return s[:i] + "…"
-		}
-		w += runeWidth(r)
-	}
-	return s
-}
+// truncate cuts s to at most n columns, ending in "…" when it cut.
+func truncate(s string, n int) string { return ansi.Truncate(s, max(n, 0), "…") }
 
 // writeTable writes rows (the header first) as left-aligned columns gap
 // spaces apart, each as wide as its widest cell on screen: unlike
