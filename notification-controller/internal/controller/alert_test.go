@@ -394,6 +394,9 @@ func TestAlertWaitsForItsProvider(t *testing.T) {
 	if msg := waitKubeEvent(t, ns, "on-call", corev1.EventTypeNormal, meta.DependencyNotReadyReason); msg != "provider slack not found, retrying" {
 		t.Errorf("waiting event %q", msg)
 	}
+	// An event while the Provider is still missing is dropped, logged, and
+	// no Warning either.
+	postEvent(t, fluxEvent(ns, "Kustomization", "apps", "error", "apply failed before the provider", nil))
 	create(t, secret(ns, "slack-url", map[string]string{"address": s.URL + "/services/T/B/X"}),
 		provider(ns, "slack", notificationv1beta3.SlackProvider, "slack-url"))
 	deadline := time.Now().Add(30 * time.Second)

@@ -194,7 +194,10 @@ func (s *EventServer) match(ctx context.Context, ev *events.Event) ([]target, er
 		p := &notificationv1beta3.Provider{}
 		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.ProviderRef.Name}, p); err != nil {
 			if apierrors.IsNotFound(err) {
-				s.warn(a, InvalidConfigReason, fmt.Sprintf("provider %s not found", a.Spec.ProviderRef.Name))
+				// Logged, not a Warning on the Alert: a Provider applied a
+				// moment after its Alert is a wait (the Alert reconciler
+				// reports it as one). Flux compatible (event handler).
+				s.Log.Error(err, "cannot read the provider", "alert", a.Namespace+"/"+a.Name, "object", objRef(ev))
 				continue
 			}
 			return nil, err
