@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,11 +25,9 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Owner labels set on every applied object; prune deletes only objects
@@ -91,7 +89,8 @@ type KustomizationReconciler struct {
 	// StrictPostBuildSubstitutions=false (on by default).
 	NonStrictSubstitutions bool
 
-	artifacts *artifactCache
+	artifacts    *artifactCache
+	healthChecks *healthChecks
 }
 
 // Options of SetupWithManager.
@@ -104,6 +103,10 @@ type Options struct {
 // Kustomizations of a GitRepository whose artifact revision changed.
 func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, o Options) error {
 	r.artifacts = newArtifactCache(r.Fetcher, r.ArtifactCacheBytes)
+	r.healthChecks = newHealthChecks()
+	if err := mgr.Add(r.healthChecks); err != nil {
+		return err
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kustomizev1.Kustomization{}, sourceIndex,
 		func(obj client.Object) []string {
 			k := obj.(*kustomizev1.Kustomization)
@@ -119,6 +122,8 @@ func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, o Options) 
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
 		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.dependants),
 			builder.WithPredicates(revisionChanged{})).
+		// Reconciles a Kustomization whose background health checks ended.
+		WatchesRawSource(source.Channel(r.healthChecks.done, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: o.Concurrent,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinRetry, o.MaxRetry),
@@ -197,6 +202,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	defer eddyruntime.RecordDuration(kustomizev1.KustomizationKind, obj.Namespace, obj.Name, start)
 
 	if !obj.DeletionTimestamp.IsZero() {
+		r.healthChecks.stop(req.NamespacedName)
 		return r.finalize(ctx, obj)
 	}
 	// The finalizer is written as the status owner, not as the applier: the
@@ -210,6 +216,7 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	if obj.Spec.Suspend {
 		log.Info("reconciliation is suspended for this object")
+		r.healthChecks.stop(req.NamespacedName)
 		return ctrl.Result{}, r.observeSuspended(ctx, obj)
 	}
 
@@ -229,7 +236,13 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		base = obj.DeepCopy()
 	}
 	snap := &snapshot{}
-	f := r.reconcile(ctx, obj, progress, snap)
+	f, resumed := r.resumeHealthCheck(ctx, obj, snap, &start)
+	if !resumed {
+		f = r.reconcile(ctx, obj, progress, snap)
+	}
+	if f == healthPending {
+		return ctrl.Result{}, r.awaitHealthCheck(ctx, obj, base, start, snap)
+	}
 	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
 		obj.Status.LastHandledReconcileAt = v
 	}
@@ -436,7 +449,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 			}
 		}
 	}
-	if f := r.checkHealth(ctx, obj, c, changes, deletedWhenFinished); f != nil {
+	if f := r.startHealthCheck(ctx, obj, c, changes, deletedWhenFinished, art); f != nil {
 		return f
 	}
 	obj.Status.LastAppliedRevision = art.Revision
@@ -627,96 +640,6 @@ func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, 
 	}
 	if len(lines) > 0 {
 		r.Events.Event(obj, corev1.EventTypeNormal, "Progressing", strings.Join(lines, "\n"), r.eventMeta(obj))
-	}
-}
-
-// checkHealth waits until the checked objects are Current (pkg/health:
-// kstatus with Flux's Job rule), failing fast on a Failed one, up to the
-// timeout. Checked are all applied objects with spec.wait, else
-// spec.healthChecks. An object that is gone is pending ('NotFound'),
-// unless its ID is in deletedWhenFinished (a Job with a TTL), which is
-// healthy. Flux compatible.
-func (r *KustomizationReconciler) checkHealth(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change,
-	deletedWhenFinished map[string]bool) *failure {
-	var targets []ssa.Change
-	switch {
-	case obj.Spec.Wait:
-		for _, ch := range changes {
-			if ch.Action != ssa.Skipped {
-				targets = append(targets, ch)
-			}
-		}
-	case len(obj.Spec.HealthChecks) > 0:
-		for _, hc := range obj.Spec.HealthChecks {
-			gv, _ := schemaGV(hc.APIVersion)
-			targets = append(targets, ssa.Change{
-				Meta:    ssa.ObjMeta{Namespace: nsOr(hc.Namespace, obj.Namespace), Name: hc.Name, GroupKind: gv.WithKind(hc.Kind).GroupKind()},
-				Version: gv.Version,
-			})
-		}
-	default:
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, kustomizev1.HealthyCondition)
-		return nil
-	}
-	// A Kustomization that applies itself would wait for its own
-	// reconcile to end. Flux compatible: it is left out.
-	self := schema.GroupKind{Group: kustomizev1.GroupVersion.Group, Kind: kustomizev1.KustomizationKind}
-	targets = slices.DeleteFunc(targets, func(t ssa.Change) bool {
-		return t.Meta.GroupKind == self && t.Meta.Namespace == obj.Namespace && t.Meta.Name == obj.Name
-	})
-	start := time.Now()
-	poll := r.HealthPoll
-	if poll <= 0 {
-		poll = 5 * time.Second
-	}
-	for {
-		var pending []string
-		for _, t := range targets {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(t.Meta.GroupKind.WithVersion(t.Version))
-			if err := c.Get(ctx, client.ObjectKey{Namespace: t.Meta.Namespace, Name: t.Meta.Name}, u); err != nil {
-				switch {
-				case !apierrors.IsNotFound(err):
-					pending = append(pending, t.Meta.String()+": "+err.Error())
-				case !deletedWhenFinished[t.Meta.ID()]:
-					pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, status.NotFoundStatus))
-				}
-				continue
-			}
-			res, err := health.Compute(u)
-			if err != nil {
-				pending = append(pending, t.Meta.String()+": "+err.Error())
-				continue
-			}
-			switch res.Status {
-			case status.CurrentStatus:
-			case status.FailedStatus:
-				return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s status: 'Failed': %s",
-					time.Since(start).Round(time.Second), t.Meta, res.Message))
-			default:
-				pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, res.Status))
-			}
-		}
-		if len(pending) == 0 {
-			msg := fmt.Sprintf("Health check passed in %s", time.Since(start).Round(time.Millisecond))
-			// Flux compatible: the event marks a recovery or a new
-			// revision or a change, not every periodic reconcile.
-			notify := !apimeta.IsStatusConditionTrue(obj.Status.Conditions, kustomizev1.HealthyCondition) ||
-				obj.Status.LastAppliedRevision != obj.Status.LastAttemptedRevision || changed(changes)
-			apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: kustomizev1.HealthyCondition,
-				Status: metav1.ConditionTrue, Reason: meta.SucceededReason, Message: msg, ObservedGeneration: obj.Generation})
-			if notify {
-				r.Events.Event(obj, corev1.EventTypeNormal, meta.SucceededReason, msg, r.eventMeta(obj))
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			sort.Strings(pending)
-			return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: timeout waiting for: [%s]",
-				time.Since(start).Round(time.Second), strings.Join(pending, ", ")))
-		case <-time.After(poll):
-		}
 	}
 }
 

@@ -1,0 +1,465 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/health"
+	"github.com/eddyops/eddy/pkg/ssa"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/polling/clusterreader"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/polling/engine"
+	pollevent "sigs.k8s.io/cli-utils/pkg/kstatus/polling/event"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/polling/statusreaders"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/cli-utils/pkg/object"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+// Health checks run in the background so that a Kustomization waiting for
+// its objects (up to spec.timeout, by default interval − 30s, which can be
+// an hour) does not hold one of the --concurrent workers meanwhile:
+//
+//  1. reconcile applies, then startHealthCheck starts a kstatus poller
+//     (cli-utils polling, statuses computed by pkg/health) in a goroutine,
+//     at most one per Kustomization, and waits for its first round. A set
+//     that is already healthy, or already Failed, is decided there, in the
+//     same reconcile, as before.
+//  2. Otherwise Reconcile writes the applied state (inventory, Ready=Unknown,
+//     Reconciling "Running health checks ...") and frees the worker
+//     (awaitHealthCheck).
+//  3. When the poller decides (healthy, Failed, or timeout), its goroutine
+//     enqueues the Kustomization through a source.Channel, and the next
+//     Reconcile ends the reconcile that started it (resumeHealthCheck): the
+//     same conditions, history and events as a reconcile that waited.
+//  4. A new generation of the Kustomization or a new artifact of its source
+//     cancels the wait. Flux compatible (feature gate
+//     CancelHealthCheckOnNewRevision): Ready=False HealthCheckCanceled
+//     "New reconciliation triggered by <Kind>/<namespace>/<name>", a Normal
+//     event "Health checks canceled due to new reconciliation triggered by
+//     ...", and an immediate requeue, which applies the new revision.
+//
+// The waits live in memory: after a restart the Kustomization is reconciled
+// in full again, as after any restart.
+
+// healthPending is reconcile's answer while its health checks go on in the
+// background; Reconcile hands it to awaitHealthCheck.
+var healthPending = &failure{reason: meta.ProgressingReason, message: "health checks running"}
+
+// healthChecks are the running health checks, at most one per
+// Kustomization. It is a manager Runnable that stops them all when the
+// manager stops.
+type healthChecks struct {
+	mu      sync.Mutex
+	waits   map[types.NamespacedName]*healthWait
+	stopped bool
+	// done carries the Kustomizations whose wait was decided to the
+	// controller (source.Channel).
+	done chan event.GenericEvent
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newHealthChecks() *healthChecks {
+	return &healthChecks{waits: map[types.NamespacedName]*healthWait{}, done: make(chan event.GenericEvent, 64), quit: make(chan struct{})}
+}
+
+// Start blocks until ctx ends, then cancels the running waits and waits
+// for their goroutines.
+func (h *healthChecks) Start(ctx context.Context) error {
+	<-ctx.Done()
+	h.mu.Lock()
+	h.stopped = true
+	for key, w := range h.waits {
+		w.cancel()
+		delete(h.waits, key)
+	}
+	close(h.quit)
+	h.mu.Unlock()
+	h.wg.Wait()
+	return nil
+}
+
+// stop cancels and forgets the wait of key, if any.
+func (h *healthChecks) stop(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w := h.waits[key]; w != nil {
+		w.cancel()
+		delete(h.waits, key)
+	}
+}
+
+// healthWait is the health check of one reconcile: what it checks, what it
+// was started for, and its outcome.
+type healthWait struct {
+	key        types.NamespacedName
+	generation int64
+	// source is `<Kind>/<namespace>/<name>`; revision and digest are its
+	// artifact's when the checked objects were applied.
+	source, revision, digest, originRevision string
+	targets                                  []ssa.Change
+	deletedWhenFinished                      map[string]bool
+	changed                                  bool
+	started                                  time.Time
+	cancel                                   context.CancelFunc
+	firstRound                               chan struct{} // closed once each target was read, or when decided
+	firstOnce                                sync.Once
+
+	// Guarded by healthChecks.mu.
+	decided  bool
+	detached bool // the worker left: a decision enqueues the Kustomization
+	outcome  healthOutcome
+	// Of the reconcile that started the wait, for its history and events.
+	reconcileStart time.Time
+	snap           snapshot
+}
+
+// healthOutcome is what the poller decided, after elapsed: all healthy
+// (the zero value), one Failed, a timeout with what was pending, or a poller
+// error.
+type healthOutcome struct {
+	elapsed time.Duration
+	failed  string
+	pending []string
+	err     error
+}
+
+// healthTargets are the objects checked: all applied objects but skipped
+// ones with spec.wait, else spec.healthChecks (namespace defaulting to the
+// Kustomization's), never the Kustomization itself (it would wait for its
+// own reconcile to end); ok is false when neither is set. Flux compatible.
+func healthTargets(obj *kustomizev1.Kustomization, changes []ssa.Change) (targets []ssa.Change, ok bool) {
+	switch {
+	case obj.Spec.Wait:
+		for _, ch := range changes {
+			if ch.Action != ssa.Skipped {
+				targets = append(targets, ch)
+			}
+		}
+	case len(obj.Spec.HealthChecks) > 0:
+		for _, hc := range obj.Spec.HealthChecks {
+			gv, _ := schemaGV(hc.APIVersion)
+			targets = append(targets, ssa.Change{
+				Meta:    ssa.ObjMeta{Namespace: nsOr(hc.Namespace, obj.Namespace), Name: hc.Name, GroupKind: gv.WithKind(hc.Kind).GroupKind()},
+				Version: gv.Version,
+			})
+		}
+	default:
+		return nil, false
+	}
+	self := schema.GroupKind{Group: kustomizev1.GroupVersion.Group, Kind: kustomizev1.KustomizationKind}
+	seen := map[string]bool{}
+	targets = slices.DeleteFunc(targets, func(t ssa.Change) bool {
+		dup := seen[t.Meta.ID()]
+		seen[t.Meta.ID()] = true
+		return dup || t.Meta.GroupKind == self && t.Meta.Namespace == obj.Namespace && t.Meta.Name == obj.Name
+	})
+	return targets, true
+}
+
+// startHealthCheck checks the health of what reconcile applied (see
+// healthTargets): the objects must be Current in kstatus's terms with
+// pkg/health's rules (Flux's Job rule), and a Failed one fails at once; an
+// object that is gone is pending ('NotFound') unless its ID is in
+// deletedWhenFinished (a Job with a TTL). It returns nil when healthy,
+// HealthCheckFailed when decided unhealthy within the poller's first round,
+// and healthPending when the wait goes on in the background until the
+// deadline of ctx (the Kustomization's timeout). Flux compatible.
+func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change,
+	deletedWhenFinished map[string]bool, art *meta.Artifact) *failure {
+	targets, ok := healthTargets(obj, changes)
+	if !ok {
+		apimeta.RemoveStatusCondition(&obj.Status.Conditions, kustomizev1.HealthyCondition)
+		return nil
+	}
+	w := &healthWait{
+		key: client.ObjectKeyFromObject(obj), generation: obj.Generation,
+		source:   fmt.Sprintf("%s/%s/%s", obj.Spec.SourceRef.Kind, nsOr(obj.Spec.SourceRef.Namespace, obj.Namespace), obj.Spec.SourceRef.Name),
+		revision: art.Revision, digest: art.Digest, originRevision: art.Metadata["org.opencontainers.image.revision"],
+		targets: targets, deletedWhenFinished: deletedWhenFinished, changed: changed(changes),
+		started: time.Now(), firstRound: make(chan struct{}),
+	}
+	if len(targets) == 0 {
+		return r.healthResult(obj, w)
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = w.started.Add(timeout(obj))
+	}
+	// The wait outlives this reconcile: not its context, its deadline.
+	waitCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	w.cancel = cancel
+	h := r.healthChecks
+	h.mu.Lock()
+	if h.stopped { // the manager stops: the next start reconciles again
+		h.mu.Unlock()
+		cancel()
+		return healthPending
+	}
+	if old := h.waits[w.key]; old != nil {
+		old.cancel()
+	}
+	h.waits[w.key] = w
+	h.wg.Add(1)
+	h.mu.Unlock()
+	// kstatus's poller engine, as polling.NewStatusPoller builds it but with
+	// pkg/health's status for every kind (that package's constructor would
+	// also pull in k8s.io/kubectl). The direct reader makes one GET per
+	// object and round as the applying account: no LIST permission needed.
+	poller := &engine.PollerEngine{
+		Reader: c, Mapper: r.RESTMapper(),
+		DefaultStatusReader:  statusreaders.NewGenericStatusReader(r.RESTMapper(), health.Compute),
+		ClusterReaderFactory: engine.ClusterReaderFactoryFunc(clusterreader.NewDirectClusterReader),
+	}
+	go func() {
+		defer h.wg.Done()
+		r.waitHealthy(waitCtx, w, poller)
+	}()
+
+	<-w.firstRound
+	h.mu.Lock()
+	decided := w.decided
+	if decided && h.waits[w.key] == w {
+		delete(h.waits, w.key)
+	}
+	h.mu.Unlock()
+	if !decided {
+		return healthPending
+	}
+	return r.healthResult(obj, w)
+}
+
+// waitHealthy polls the targets of w every r.HealthPoll (Flux: 5s) until
+// all are healthy, one is Failed, or ctx ends, and records the outcome.
+func (r *KustomizationReconciler) waitHealthy(ctx context.Context, w *healthWait, poller *engine.PollerEngine) {
+	poll := r.HealthPoll
+	if poll <= 0 {
+		poll = 5 * time.Second
+	}
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
+	ids := make(object.ObjMetadataSet, len(w.targets))
+	for i, t := range w.targets {
+		ids[i] = object.ObjMetadata{Namespace: t.Meta.Namespace, Name: t.Meta.Name, GroupKind: t.Meta.GroupKind}
+	}
+	latest := map[object.ObjMetadata]*pollevent.ResourceStatus{}
+	var out *healthOutcome
+	events := poller.Poll(pollCtx, ids, engine.Options{PollInterval: poll})
+	for e := range events {
+		switch e.Type {
+		case pollevent.ErrorEvent:
+			out = &healthOutcome{err: e.Error}
+		case pollevent.ResourceUpdateEvent:
+			latest[e.Resource.Identifier] = e.Resource
+			if len(latest) == len(ids) {
+				if out = w.verdict(ids, latest); out == nil {
+					w.firstOnce.Do(func() { close(w.firstRound) })
+				}
+			}
+		}
+		if out != nil {
+			break
+		}
+	}
+	stopPolling()
+	for range events { // the poller's sends block until read
+	}
+	if out == nil {
+		if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			w.firstOnce.Do(func() { close(w.firstRound) })
+			return // canceled: nobody waits for the outcome
+		}
+		_, pending := w.pending(ids, latest)
+		out = &healthOutcome{pending: pending}
+	}
+	out.elapsed = time.Since(w.started)
+
+	h := r.healthChecks
+	h.mu.Lock()
+	w.decided, w.outcome = true, *out
+	notify := w.detached && h.waits[w.key] == w
+	h.mu.Unlock()
+	w.firstOnce.Do(func() { close(w.firstRound) })
+	if notify {
+		h.enqueue(w.key)
+	}
+}
+
+// enqueue has the controller reconcile key (source.Channel).
+func (h *healthChecks) enqueue(key types.NamespacedName) {
+	k := &kustomizev1.Kustomization{}
+	k.Namespace, k.Name = key.Namespace, key.Name
+	select {
+	case h.done <- event.GenericEvent{Object: k}:
+	case <-h.quit:
+	}
+}
+
+// verdict is the outcome once each target has a status: a Failed one (the
+// first in target order), else healthy when none is pending; nil while
+// some are.
+func (w *healthWait) verdict(ids object.ObjMetadataSet, latest map[object.ObjMetadata]*pollevent.ResourceStatus) *healthOutcome {
+	failed, pending := w.pending(ids, latest)
+	switch {
+	case failed != "":
+		return &healthOutcome{failed: failed}
+	case len(pending) == 0:
+		return &healthOutcome{}
+	}
+	return nil
+}
+
+// pending lists the targets not healthy in latest, as
+// `Kind/namespace/name status: '<status>'` (or `...: <error>`), and the
+// first Failed one as `Kind/namespace/name status: 'Failed': <message>`.
+func (w *healthWait) pending(ids object.ObjMetadataSet, latest map[object.ObjMetadata]*pollevent.ResourceStatus) (failed string, pending []string) {
+	for i, t := range w.targets {
+		rs := latest[ids[i]]
+		switch {
+		case rs == nil:
+			pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, status.UnknownStatus))
+		case rs.Status == status.CurrentStatus:
+		case rs.Status == status.NotFoundStatus:
+			if !w.deletedWhenFinished[t.Meta.ID()] {
+				pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, status.NotFoundStatus))
+			}
+		case rs.Status == status.FailedStatus:
+			if failed == "" {
+				failed = fmt.Sprintf("%s status: 'Failed': %s", t.Meta, rs.Message)
+			}
+		case rs.Error != nil:
+			pending = append(pending, t.Meta.String()+": "+rs.Error.Error())
+		default:
+			pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, rs.Status))
+		}
+	}
+	return failed, pending
+}
+
+// healthResult writes the outcome of w to obj's Healthy condition and,
+// when healthy, emits "Health check passed in ..." if it is a recovery, a
+// new revision or a change (not every periodic reconcile). Flux compatible.
+func (r *KustomizationReconciler) healthResult(obj *kustomizev1.Kustomization, w *healthWait) *failure {
+	o := w.outcome
+	after := o.elapsed.Round(time.Second)
+	switch {
+	case o.failed != "":
+		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s", after, o.failed))
+	case o.err != nil:
+		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s", after, o.err))
+	case len(o.pending) > 0:
+		sort.Strings(o.pending)
+		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: timeout waiting for: [%s]", after, strings.Join(o.pending, ", ")))
+	}
+	msg := fmt.Sprintf("Health check passed in %s", o.elapsed.Round(time.Millisecond))
+	notify := !apimeta.IsStatusConditionTrue(obj.Status.Conditions, kustomizev1.HealthyCondition) ||
+		obj.Status.LastAppliedRevision != obj.Status.LastAttemptedRevision || w.changed
+	apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: kustomizev1.HealthyCondition,
+		Status: metav1.ConditionTrue, Reason: meta.SucceededReason, Message: msg, ObservedGeneration: obj.Generation})
+	if notify {
+		r.Events.Event(obj, corev1.EventTypeNormal, meta.SucceededReason, msg, r.eventMeta(obj))
+	}
+	return nil
+}
+
+// awaitHealthCheck frees the worker of a reconcile whose health checks go
+// on (healthPending): it keeps start and snap for the reconcile's end and
+// writes what reconcile observed so far (inventory, attempted revision,
+// Ready=Unknown, Reconciling "Running health checks ...").
+func (r *KustomizationReconciler) awaitHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, base *kustomizev1.Kustomization,
+	start time.Time, snap *snapshot) error {
+	h := r.healthChecks
+	h.mu.Lock()
+	w := h.waits[client.ObjectKeyFromObject(obj)]
+	decided := false
+	if w != nil && !w.detached {
+		w.detached, w.reconcileStart, w.snap = true, start, *snap
+		decided = w.decided // decided after reconcile looked: enqueue here
+	}
+	h.mu.Unlock()
+	if !equality.Semantic.DeepEqual(base.Status, obj.Status) {
+		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
+			return fmt.Errorf("patching status: %w", err)
+		}
+	}
+	if decided {
+		h.enqueue(w.key)
+	}
+	return nil
+}
+
+// resumeHealthCheck handles a reconcile of a Kustomization whose health
+// checks run in the background (resumed false when there are none):
+//   - still running for this generation and source artifact: healthPending,
+//     nothing to do until they are decided (a reconcile request is recorded
+//     as handled then);
+//   - decided: their outcome (nil or HealthCheckFailed), with the start
+//     time and snapshot of the reconcile that applied, so that Reconcile
+//     ends that reconcile;
+//   - a new generation, or a new artifact of the source: the wait is
+//     canceled, HealthCheckCanceled. Flux compatible.
+//
+// A decided wait of an older generation or artifact is dropped (resumed
+// false): the new one is reconciled in full.
+func (r *KustomizationReconciler) resumeHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, snap *snapshot, start *time.Time) (f *failure, resumed bool) {
+	h := r.healthChecks
+	key := client.ObjectKeyFromObject(obj)
+	h.mu.Lock()
+	w := h.waits[key]
+	h.mu.Unlock()
+	if w == nil {
+		return nil, false
+	}
+	trigger := ""
+	if obj.Generation != w.generation {
+		trigger = fmt.Sprintf("%s/%s/%s", kustomizev1.KustomizationKind, obj.Namespace, obj.Name)
+	} else if src, f := r.source(ctx, obj); f == nil && (src.Status.Artifact.Revision != w.revision || src.Status.Artifact.Digest != w.digest) {
+		trigger = w.source
+	}
+	h.mu.Lock()
+	current, decided := h.waits[key] == w, w.decided
+	if current && (decided || trigger != "") {
+		delete(h.waits, key)
+	}
+	h.mu.Unlock()
+	switch {
+	case !current:
+		return nil, false
+	case trigger == "" && !decided:
+		return healthPending, true
+	case trigger == "":
+		*start, *snap = w.reconcileStart, w.snap
+		// As written when the worker left, whether or not the cache has it yet.
+		obj.Status.LastAttemptedRevision = w.revision
+		f = r.healthResult(obj, w)
+		if f == nil {
+			obj.Status.LastAppliedRevision, obj.Status.LastAppliedOriginRevision = w.revision, w.originRevision
+		}
+		return f, true
+	case decided:
+		return nil, false
+	}
+	w.cancel()
+	r.Events.Event(obj, corev1.EventTypeNormal, meta.HealthCheckCanceledReason,
+		"Health checks canceled due to new reconciliation triggered by "+trigger, r.eventMeta(obj))
+	f = fail(meta.HealthCheckCanceledReason, "New reconciliation triggered by %s", trigger)
+	// Logged, not a Warning: the new revision or generation is applied at
+	// once, as Flux requeues at once.
+	f.waiting, f.retry = true, time.Millisecond
+	return f, true
+}
