@@ -47,8 +47,9 @@ import (
 //     Reconcile ends the reconcile that started it (resumeHealthCheck): the
 //     same conditions, history and events as a reconcile that waited.
 //  4. A new generation of the Kustomization or a new artifact of its source
-//     cancels the wait. Flux compatible (feature gate
-//     CancelHealthCheckOnNewRevision): Ready=False HealthCheckCanceled
+//     cancels the wait, as Flux does with its feature gate
+//     CancelHealthCheckOnNewRevision (off by default there, always on
+//     here; same conditions and event): Ready=False HealthCheckCanceled
 //     "New reconciliation triggered by <Kind>/<namespace>/<name>", a Normal
 //     event "Health checks canceled due to new reconciliation triggered by
 //     ...", and an immediate requeue, which applies the new revision.

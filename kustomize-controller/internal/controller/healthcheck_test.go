@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	"github.com/eddyops/eddy/pkg/events"
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,28 +22,33 @@ func checkingHealth(k *kustomizev1.Kustomization, rev string) bool {
 		strings.HasPrefix(rec.Message, "Running health checks for revision "+rev+" ")
 }
 
-// sinkEvent returns the first event with reason about Kustomization ns/name
-// that reached the event sink, waiting for it (waitEvent).
-func sinkEvent(t *testing.T, ns, name, reason string) events.Event {
+// canceledEvent waits for the HealthCheckCanceled event of k and returns
+// its message.
+func canceledEvent(t *testing.T, k *kustomizev1.Kustomization) string {
 	t.Helper()
-	waitEvent(t, kustomizev1.KustomizationKind, ns, name, reason)
-	for _, ev := range eventSink.of(kustomizev1.KustomizationKind, ns, name) {
-		if ev.Reason == reason {
-			return ev
-		}
-	}
-	panic("unreachable")
+	var evs []string
+	waitFor(t, k, "a HealthCheckCanceled event", func() bool {
+		evs = kubeEvents(t, k.Namespace, k.Name, meta.HealthCheckCanceledReason)
+		return len(evs) > 0
+	})
+	return evs[0]
 }
 
-// TestBinaryHealthChecksHoldNoWorker (issue #11): four Kustomizations
-// (interval 1h, so a timeout of 59m30s) wait for Deployments whose pods can
-// never be scheduled, as many as the built controller has workers
-// (--concurrent 4); a fifth, created after them, is still applied and
-// becomes Ready while the four are still checking health. A new commit to
-// the source of one of the four, and a new generation of another, cancel
-// their waits (HealthCheckCanceled, Flux's event) and the new revision or
-// generation is applied.
-func TestBinaryHealthChecksHoldNoWorker(t *testing.T) {
+// TestHealthChecksHoldNoWorker (issue #11): four Kustomizations (interval
+// 1h, so a timeout of 59m30s) wait for Deployments whose pods can never be
+// scheduled, as many as the controller has workers (--concurrent 4); a
+// fifth, created after them, is still applied and becomes Ready while the
+// four are still checking health. A new commit to the source of one of the
+// four, and a new generation of another, cancel their waits
+// (HealthCheckCanceled, Flux's event) and the new revision or generation
+// is applied. Run by the built binary, and by the in-process reconciler
+// (under the race detector with go test -race).
+func TestHealthChecksHoldNoWorker(t *testing.T) {
+	t.Run("binary", func(t *testing.T) { healthChecksHoldNoWorker(t, sharded) })
+	t.Run("in-process", func(t *testing.T) { healthChecksHoldNoWorker(t, func(*kustomizev1.Kustomization) {}) })
+}
+
+func healthChecksHoldNoWorker(t *testing.T, shard func(*kustomizev1.Kustomization)) {
 	ns := newNamespace(t)
 	t.Cleanup(func() { deleteKustomizations(t, ns) })
 	dep := func(name string, schedulable bool) string {
@@ -67,7 +71,7 @@ func TestBinaryHealthChecksHoldNoWorker(t *testing.T) {
 	stuck := make([]*kustomizev1.Kustomization, 4)
 	for i := range stuck {
 		stuck[i] = newKustomization(t, ns, fmt.Sprintf("stuck-%d", i), sharedSrc.Name, func(k *kustomizev1.Kustomization) {
-			sharded(k)
+			shard(k)
 			k.Spec.Path = fmt.Sprintf("./stuck-%d", i)
 			k.Spec.Wait = true
 			switch i {
@@ -85,7 +89,7 @@ func TestBinaryHealthChecksHoldNoWorker(t *testing.T) {
 	}
 
 	ready := newKustomization(t, ns, "ready", sharedSrc.Name, func(k *kustomizev1.Kustomization) {
-		sharded(k)
+		shard(k)
 		k.Spec.Path = "./ready"
 		k.Spec.Wait = true
 	})
@@ -101,9 +105,8 @@ func TestBinaryHealthChecksHoldNoWorker(t *testing.T) {
 
 	// A new commit to the source of stuck-3 makes its Deployment schedulable.
 	rev := push(t, own, ownSrc, map[string]string{"deployment.yaml": dep("stuck-3", true)}, "schedulable")
-	ev := sinkEvent(t, ns, "stuck-3", meta.HealthCheckCanceledReason)
-	if want := fmt.Sprintf("Health checks canceled due to new reconciliation triggered by GitRepository/%s/%s", ns, ownSrc.Name); ev.Message != want {
-		t.Errorf("HealthCheckCanceled event %q, want %q", ev.Message, want)
+	if got, want := canceledEvent(t, stuck[3]), fmt.Sprintf("Health checks canceled due to new reconciliation triggered by GitRepository/%s/%s", ns, ownSrc.Name); got != want {
+		t.Errorf("HealthCheckCanceled event %q, want %q", got, want)
 	}
 	waitApplied(t, stuck[3], rev)
 
@@ -114,9 +117,8 @@ func TestBinaryHealthChecksHoldNoWorker(t *testing.T) {
 	if err := env.Client.Patch(context.Background(), k, patch); err != nil {
 		t.Fatal(err)
 	}
-	ev = sinkEvent(t, ns, k.Name, meta.HealthCheckCanceledReason)
-	if want := fmt.Sprintf("Health checks canceled due to new reconciliation triggered by Kustomization/%s/%s", ns, k.Name); ev.Message != want {
-		t.Errorf("HealthCheckCanceled event %q, want %q", ev.Message, want)
+	if got, want := canceledEvent(t, k), fmt.Sprintf("Health checks canceled due to new reconciliation triggered by Kustomization/%s/%s", ns, k.Name); got != want {
+		t.Errorf("HealthCheckCanceled event %q, want %q", got, want)
 	}
 	waitApplied(t, k, revs[2])
 	for _, k := range stuck[:2] {
