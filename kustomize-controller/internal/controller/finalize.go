@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/ssa"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// finalize prunes the inventory per spec.deletionPolicy and releases the object.
+func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
+	policy := obj.Spec.DeletionPolicy
+	if policy == "" {
+		policy = kustomizev1.DeletionPolicyMirrorPrune
+	}
+	del := policy == kustomizev1.DeletionPolicyDelete || policy == kustomizev1.DeletionPolicyWaitForTermination ||
+		(policy == kustomizev1.DeletionPolicyMirrorPrune && obj.Spec.Prune)
+	if del && !obj.Spec.Suspend && obj.Status.Inventory != nil && len(obj.Status.Inventory.Entries) > 0 {
+		var stale []ssa.Change
+		for _, e := range obj.Status.Inventory.Entries {
+			if m, err := ssa.ParseID(e.ID); err == nil {
+				stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
+			}
+		}
+		if sa := r.serviceAccount(obj); sa != "" {
+			// Flux compatible: without the account nothing can be deleted
+			// in its name; keeping the finalizer would block the namespace.
+			err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &corev1.ServiceAccount{})
+			if apierrors.IsNotFound(err) {
+				r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, fmt.Sprintf(
+					"Skipping pruning: ServiceAccount '%s/%s' not found; the objects of the inventory are left in place", obj.Namespace, sa), nil)
+				return r.release(ctx, obj)
+			}
+		}
+		c, err := r.clientFor(obj)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		mgr := &ssa.Manager{Client: c, Owner: FieldManager}
+		deleted, _, err := mgr.DeleteStale(ctx, stale, ssa.PruneOptions{OwnerLabels: map[string]string{NameLabel: obj.Name, NamespaceLabel: obj.Namespace}})
+		r.reportChanges(obj, deleted)
+		if err != nil {
+			r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
+			return ctrl.Result{}, err
+		}
+		if policy == kustomizev1.DeletionPolicyWaitForTermination {
+			if err := r.waitForTermination(ctx, obj, c, deleted); err != nil {
+				r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	return r.release(ctx, obj)
+}
+
+// waitForTermination polls every 2s, up to the Kustomization's timeout,
+// until the deleted objects are gone. Flux compatible (WaitForTermination).
+func (r *KustomizationReconciler) waitForTermination(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, deleted []ssa.Change) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
+	defer cancel()
+	for {
+		var pending []string
+		for _, d := range deleted {
+			if d.Action != ssa.Deleted {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(d.Meta.GroupKind.WithVersion(d.Version))
+			if err := c.Get(ctx, client.ObjectKey{Namespace: d.Meta.Namespace, Name: d.Meta.Name}, u); !apierrors.IsNotFound(err) {
+				pending = append(pending, d.Meta.String())
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timeout waiting for the termination of: [%s]", strings.Join(pending, ", "))
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// release removes the finalizer.
+func (r *KustomizationReconciler) release(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
+	base := obj.DeepCopy()
+	if controllerutil.RemoveFinalizer(obj, kustomizev1.KustomizationFinalizer) {
+		if err := r.Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil && !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
