@@ -13,12 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
-// finalize prunes the inventory per spec.deletionPolicy and releases the object.
+// finalize prunes the inventory per spec.deletionPolicy; the skeleton then
+// removes the finalizer when it returns no error.
 func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
 	policy := obj.Spec.DeletionPolicy
 	if policy == "" {
@@ -40,7 +41,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 			if apierrors.IsNotFound(err) {
 				r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, fmt.Sprintf(
 					"Skipping pruning: ServiceAccount '%s/%s' not found; the objects of the inventory are left in place", obj.Namespace, sa), nil)
-				return r.release(ctx, obj)
+				return ctrl.Result{}, nil
 			}
 		}
 		c, err := r.clientFor(obj)
@@ -61,16 +62,16 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 			}
 		}
 	}
-	return r.release(ctx, obj)
+	return ctrl.Result{}, nil
 }
 
 // waitForTermination polls every 2s, up to the Kustomization's timeout,
-// until the deleted objects are gone. Flux compatible (WaitForTermination).
+// until the deleted objects are gone; it returns early with the context's
+// error if ctx ends first. Flux compatible (WaitForTermination).
 func (r *KustomizationReconciler) waitForTermination(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, deleted []ssa.Change) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
-	defer cancel()
-	for {
-		var pending []string
+	var pending []string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout(obj), true, func(ctx context.Context) (bool, error) {
+		pending = pending[:0]
 		for _, d := range deleted {
 			if d.Action != ssa.Deleted {
 				continue
@@ -81,24 +82,10 @@ func (r *KustomizationReconciler) waitForTermination(ctx context.Context, obj *k
 				pending = append(pending, d.Meta.String())
 			}
 		}
-		if len(pending) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timeout waiting for the termination of: [%s]", strings.Join(pending, ", "))
-		case <-time.After(2 * time.Second):
-		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("timeout waiting for the termination of: [%s]", strings.Join(pending, ", "))
 	}
-}
-
-// release removes the finalizer.
-func (r *KustomizationReconciler) release(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
-	base := obj.DeepCopy()
-	if controllerutil.RemoveFinalizer(obj, kustomizev1.KustomizationFinalizer) {
-		if err := r.Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{}, nil
+	return nil
 }

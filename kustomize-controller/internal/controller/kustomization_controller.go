@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -15,20 +14,18 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/health"
+	"github.com/eddyops/eddy/pkg/reconcile"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	digest "github.com/opencontainers/go-digest"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // Owner labels set on every applied object; prune deletes only objects
@@ -83,24 +80,12 @@ type KustomizationReconciler struct {
 	artifacts *artifactCache
 }
 
-// failure is a failed reconcile: the Ready reason and a stable message,
-// whether only a spec change can help, and when to retry.
-type failure struct {
-	reason  string
-	message string
-	stalled bool
-	// waiting marks a wait for something another controller or the user
-	// is expected to provide soon (a source, its artifact): logged and
-	// retried, not an event. Flux compatible.
-	waiting bool
-	retry   time.Duration // 0: spec.retryInterval
-}
+// failure is the skeleton's failed reconcile; Retry 0 means
+// spec.retryInterval.
+type failure = reconcile.Failure
 
-func (f *failure) Error() string { return f.message }
-
-func fail(reason, format string, args ...any) *failure {
-	return &failure{reason: reason, message: fmt.Sprintf(format, args...)}
-}
+// fail is reconcile.Fail.
+var fail = reconcile.Fail
 
 // timeout is spec.timeout, else interval − 30s, never below 30s. Flux compatible.
 func timeout(k *kustomizev1.Kustomization) time.Duration {
@@ -112,59 +97,46 @@ func timeout(k *kustomizev1.Kustomization) time.Duration {
 }
 
 // Reconcile brings one Kustomization's objects to its source's revision.
+// The skeleton (pkg/reconcile) runs the finalizer and suspend prologue and
+// writes the status last; run does the rest.
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	skel := reconcile.Skeleton[*kustomizev1.Kustomization]{
+		Client: r.Client,
+		Kind:   kustomizev1.KustomizationKind,
+		// The finalizer is written as the status owner, not as the applier:
+		// the applier takes over its own Update entries (managed-fields
+		// cleanup), so a parent Kustomization applying this one would drop
+		// the finalizer. Flux compatible (gotk-kustomize-controller).
+		FieldOwner: statusOwner,
+		Finalizer:  kustomizev1.KustomizationFinalizer,
+		Finalize:   r.finalize,
+		Suspended:  func(obj *kustomizev1.Kustomization) bool { return obj.Spec.Suspend },
+	}
+	return skel.Reconcile(ctx, req, &kustomizev1.Kustomization{}, r.run)
+}
+
+// run reconciles a live, unsuspended Kustomization, writes its status and
+// emits the outcome's event. Flux requeues failures at the retry interval
+// rather than with back-off; a stalled failure is returned as the error.
+func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
-	obj := &kustomizev1.Kustomization{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	defer eddyruntime.RecordDuration(kustomizev1.KustomizationKind, obj.Namespace, obj.Name, start)
-
-	if !obj.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, obj)
-	}
-	// The finalizer is written as the status owner, not as the applier: the
-	// applier takes over its own Update entries (managed-fields cleanup), so
-	// a parent Kustomization applying this one would drop the finalizer.
-	// Flux compatible (gotk-kustomize-controller).
-	if base := obj.DeepCopy(); controllerutil.AddFinalizer(obj, kustomizev1.KustomizationFinalizer) {
-		if err := r.Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		log.Info("reconciliation is suspended for this object")
-		return ctrl.Result{}, r.observeSuspended(ctx, obj)
-	}
-
-	base := obj.DeepCopy()
 	// progress reports a step of a reconcile on the object while it runs.
-	// Flux compatible: Ready=Unknown "Reconciliation in progress" and
-	// Reconciling=True Progressing with the step's message.
 	progress := func(msg string) {
-		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: meta.ReadyCondition, Status: metav1.ConditionUnknown,
-			Reason: meta.ProgressingReason, Message: "Reconciliation in progress", ObservedGeneration: obj.Generation})
-		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: meta.ReconcilingCondition, Status: metav1.ConditionTrue,
-			Reason: meta.ProgressingReason, Message: msg, ObservedGeneration: obj.Generation})
-		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
+		reconcile.Progressing(obj, msg)
+		if err := p.Patch(ctx); err != nil {
 			log.Error(err, "patching status")
-			return
 		}
-		base = obj.DeepCopy()
 	}
 	snap := &snapshot{}
 	f := r.reconcile(ctx, obj, progress, snap)
-	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
-		obj.Status.LastHandledReconcileAt = v
-	}
-	r.summarize(obj, f)
+	reconcile.Summarize(obj, f, kustomizev1.ReconciliationSucceededReason, "Applied revision: "+obj.Status.LastAppliedRevision)
 	if snap.digest != "" {
 		obj.Status.History.Upsert(snap.digest, time.Now(), time.Since(start),
 			apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition).Reason, snap.metadata)
 	}
-	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
+	if err := p.Finish(ctx); err != nil {
+		return ctrl.Result{}, err
 	}
 	annotations := r.eventMeta(obj)
 	switch {
@@ -174,50 +146,27 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason,
 			fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration), annotations)
 		return ctrl.Result{RequeueAfter: next}, nil
-	case f.waiting:
+	case f.Waiting:
 		// Flux compatible: waiting is not failing, so no Warning event
 		// (which an error-severity Alert would deliver).
-		log.Info(f.message)
-	case f.reason == meta.DependencyNotReadyReason:
-		r.Events.Event(obj, corev1.EventTypeNormal, f.reason,
-			fmt.Sprintf("Dependencies do not meet ready condition, retrying in %s", f.retry), annotations)
+		log.Info(f.Message)
+	case f.Reason == meta.DependencyNotReadyReason:
+		r.Events.Event(obj, corev1.EventTypeNormal, f.Reason,
+			fmt.Sprintf("Dependencies do not meet ready condition, retrying in %s", f.Retry), annotations)
 	default:
-		r.Events.Event(obj, corev1.EventTypeWarning, f.reason, f.message, annotations)
+		r.Events.Event(obj, corev1.EventTypeWarning, f.Reason, f.Message, annotations)
 	}
-	if f.stalled {
-		return ctrl.Result{}, nil
+	if f.Stalled {
+		return ctrl.Result{}, f
 	}
-	retry := f.retry
+	retry := f.Retry
 	if retry == 0 {
 		retry = obj.Spec.Interval.Duration
 		if obj.Spec.RetryInterval != nil {
 			retry = obj.Spec.RetryInterval.Duration
 		}
 	}
-	// Flux requeues failures at the retry interval rather than with back-off.
 	return ctrl.Result{RequeueAfter: retry}, nil
-}
-
-// observeSuspended writes eddyruntime.ObserveSuspended to the status of a
-// suspended Kustomization, with no event, patching only when it changed.
-func (r *KustomizationReconciler) observeSuspended(ctx context.Context, obj *kustomizev1.Kustomization) error {
-	base := obj.DeepCopy()
-	eddyruntime.ObserveSuspended(obj, &obj.Status.Conditions, &obj.Status.ObservedGeneration, &obj.Status.LastHandledReconcileAt)
-	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
-}
-
-func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[string]string {
-	m := map[string]string{}
-	if rev := obj.Status.LastAttemptedRevision; rev != "" {
-		m[kustomizev1.GroupVersion.Group+"/revision"] = rev
-	}
-	return m
 }
 
 // reconcile runs source, dependencies, fetch, build, apply, prune and
@@ -229,15 +178,15 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	switch {
 	case obj.Spec.KubeConfig != nil:
 		f := fail(meta.ReconciliationFailedReason, "spec.kubeConfig (remote clusters) is not supported by Eddy yet")
-		f.stalled = true
+		f.Stalled = true
 		return f
 	case obj.Spec.Decryption != nil:
 		f := fail(meta.BuildFailedReason, "spec.decryption (SOPS) is not supported by Eddy yet")
-		f.stalled = true
+		f.Stalled = true
 		return f
 	case len(obj.Spec.HealthCheckExprs) > 0:
 		f := fail(meta.HealthCheckFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy yet")
-		f.stalled = true
+		f.Stalled = true
 		return f
 	}
 	src, f := r.source(ctx, obj)
@@ -260,7 +209,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
 			f := fail(meta.ArtifactFailedReason, "Source is not ready, artifact not found, retrying in %s", r.RequeueDependency)
-			f.retry, f.waiting = r.RequeueDependency, true
+			f.Retry, f.Waiting = r.RequeueDependency, true
 			return f
 		}
 		return fail(meta.ArtifactFailedReason, "%s", err)
@@ -301,7 +250,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	ignore, err := ignoreRules(obj.Spec.Ignore)
 	if err != nil {
 		f := fail(meta.ReconciliationFailedReason, "%s", err)
-		f.stalled = true
+		f.Stalled = true
 		return f
 	}
 	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second, Concurrency: r.ConcurrentSSA}
@@ -388,26 +337,26 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 	id := fmt.Sprintf("%s/%s/%s", ref.Kind, ns, ref.Name)
 	if r.NoCrossNamespaceRefs && ns != obj.Namespace {
 		f := fail(kustomizev1.AccessDeniedReason, "can't access '%s', cross-namespace references have been blocked", id)
-		f.stalled = true
+		f.Stalled = true
 		return nil, f
 	}
 	if ref.Kind != sourcev1.GitRepositoryKind {
 		f := fail(meta.ArtifactFailedReason, "source kind '%s' is not supported by Eddy yet", ref.Kind)
-		f.stalled = true
+		f.Stalled = true
 		return nil, f
 	}
 	src := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, src); err != nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' not found", id)
 		if !apierrors.IsNotFound(err) {
-			f.message = fmt.Sprintf("Source '%s' could not be read: %s", id, err)
+			f.Message = fmt.Sprintf("Source '%s' could not be read: %s", id, err)
 		}
-		f.retry, f.waiting = r.RequeueDependency, true
+		f.Retry, f.Waiting = r.RequeueDependency, true
 		return nil, f
 	}
 	if src.Status.Artifact == nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' is not ready, artifact not found", id)
-		f.retry, f.waiting = r.RequeueDependency, true
+		f.Retry, f.Waiting = r.RequeueDependency, true
 		return nil, f
 	}
 	return src, nil
@@ -425,12 +374,12 @@ func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *ku
 		// Flux compatible messages.
 		notReady := func(why string) *failure {
 			f := fail(meta.DependencyNotReadyReason, "dependency '%s/%s' %s", ns, d.Name, why)
-			f.retry = r.RequeueDependency
+			f.Retry = r.RequeueDependency
 			return f
 		}
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.Name}, dep); err != nil {
 			f := fail(meta.DependencyNotReadyReason, "unable to get '%s/%s' dependency: %s", ns, d.Name, err)
-			f.retry = r.RequeueDependency
+			f.Retry = r.RequeueDependency
 			return f
 		}
 		if dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition) {
@@ -525,32 +474,4 @@ func (r *KustomizationReconciler) clientFor(obj *kustomizev1.Kustomization) (cli
 	cfg := rest.CopyConfig(r.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", obj.Namespace, sa)}
 	return client.New(cfg, client.Options{Scheme: r.Scheme(), Mapper: r.RESTMapper()})
-}
-
-// reportChanges emits the change set as Flux does, and, beyond Flux, one
-// event per corrected drift naming the fields, values and field managers,
-// and one per object whose fields the apply deleted (`FieldsRemoved`).
-func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, changes []ssa.Change) {
-	var lines []string
-	for _, c := range changes {
-		if c.Action == ssa.Unchanged || c.Action == ssa.Skipped {
-			continue
-		}
-		lines = append(lines, c.String())
-		if len(c.Drift) > 0 {
-			var fields []string
-			for _, d := range c.Drift {
-				fields = append(fields, d.String())
-			}
-			r.Events.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
-				fmt.Sprintf("%s drifted: %s; corrected", c.Meta, strings.Join(fields, ", ")), r.eventMeta(obj))
-		}
-		if len(c.Removed) > 0 {
-			r.Events.Event(obj, corev1.EventTypeNormal, "FieldsRemoved",
-				fmt.Sprintf("%s %s: %s removed", c.Meta, c.Action, strings.Join(c.Removed, " removed, ")), r.eventMeta(obj))
-		}
-	}
-	if len(lines) > 0 {
-		r.Events.Event(obj, corev1.EventTypeNormal, "Progressing", strings.Join(lines, "\n"), r.eventMeta(obj))
-	}
 }

@@ -89,8 +89,11 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		ConcurrentSSA:         c.ConcurrentSSA,
 	}
 	r.NonStrictSubstitutions = !c.FeatureGates.Enabled(runtime.StrictPostBuildSubstitutions)
-	if err := r.SetupWithManager(mgr, Options{Concurrent: c.Concurrent, MinRetry: c.MinRetryDelay, MaxRetry: c.MaxRetryDelay}); err != nil {
+	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, err
 	}
 	return mgr, nil
 }
+
+// Manager is NewManager for runtime.Main.
+func (c *Config) Manager() (ctrl.Manager, error) { return NewManager(*c) }

@@ -1,40 +1,48 @@
 package controller
 
 import (
+	"fmt"
+	"strings"
+
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	"github.com/fluxcd/pkg/apis/meta"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/eddyops/eddy/pkg/ssa"
+	corev1 "k8s.io/api/core/v1"
 )
 
-// summarize writes Ready, Reconciling and Stalled. Flux compatible: Ready=True
-// `Applied revision: <rev>`; on failure Ready=False with the reason, and
-// Reconciling=True ProgressingWithRetry unless stalled.
-func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, f *failure) {
-	gen := obj.Generation
-	set := func(typ string, st metav1.ConditionStatus, reason, msg string) {
-		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: gen})
+// eventMeta is the metadata of a Kustomization's events: the revision of
+// the last attempt. Flux compatible.
+func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[string]string {
+	m := map[string]string{}
+	if rev := obj.Status.LastAttemptedRevision; rev != "" {
+		m[kustomizev1.GroupVersion.Group+"/revision"] = rev
 	}
-	if f == nil {
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
-		set(meta.ReadyCondition, metav1.ConditionTrue, kustomizev1.ReconciliationSucceededReason, "Applied revision: "+obj.Status.LastAppliedRevision)
-		obj.Status.ObservedGeneration = gen
-		return
+	return m
+}
+
+// reportChanges emits the change set as Flux does, and, beyond Flux, one
+// event per corrected drift naming the fields, values and field managers,
+// and one per object whose fields the apply deleted (`FieldsRemoved`).
+func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, changes []ssa.Change) {
+	var lines []string
+	for _, c := range changes {
+		if c.Action == ssa.Unchanged || c.Action == ssa.Skipped {
+			continue
+		}
+		lines = append(lines, c.String())
+		if len(c.Drift) > 0 {
+			var fields []string
+			for _, d := range c.Drift {
+				fields = append(fields, d.String())
+			}
+			r.Events.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
+				fmt.Sprintf("%s drifted: %s; corrected", c.Meta, strings.Join(fields, ", ")), r.eventMeta(obj))
+		}
+		if len(c.Removed) > 0 {
+			r.Events.Event(obj, corev1.EventTypeNormal, "FieldsRemoved",
+				fmt.Sprintf("%s %s: %s removed", c.Meta, c.Action, strings.Join(c.Removed, " removed, ")), r.eventMeta(obj))
+		}
 	}
-	set(meta.ReadyCondition, metav1.ConditionFalse, f.reason, f.message)
-	if f.stalled {
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
-		set(meta.StalledCondition, metav1.ConditionTrue, f.reason, f.message)
-		obj.Status.ObservedGeneration = gen
-		return
+	if len(lines) > 0 {
+		r.Events.Event(obj, corev1.EventTypeNormal, "Progressing", strings.Join(lines, "\n"), r.eventMeta(obj))
 	}
-	apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
-	// Flux compatible: Reconciling keeps the step it failed in, with the
-	// reason ProgressingWithRetry; the failure itself is Ready's message.
-	msg := f.message
-	if c := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReconcilingCondition); c != nil && c.Reason == meta.ProgressingReason {
-		msg = c.Message
-	}
-	set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, msg)
 }
