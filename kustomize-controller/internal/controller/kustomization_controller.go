@@ -419,28 +419,27 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 	}
 	vars := map[string]string{}
 	for _, ref := range s.PostBuild.SubstituteFrom {
-		key := types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}
-		var data map[string]string
+		var from client.Object
 		switch ref.Kind {
 		case "ConfigMap":
-			cm := &corev1.ConfigMap{}
-			if err := r.Get(ctx, key, cm); err != nil {
-				if apierrors.IsNotFound(err) && ref.Optional {
-					continue
-				}
-				return opts, fail(meta.BuildFailedReason, "substitute from 'ConfigMap/%s' error: %s", ref.Name, err)
-			}
-			data = cm.Data
+			from = &corev1.ConfigMap{}
 		case "Secret":
-			sec := &corev1.Secret{}
-			if err := r.Get(ctx, key, sec); err != nil {
-				if apierrors.IsNotFound(err) && ref.Optional {
-					continue
-				}
-				return opts, fail(meta.BuildFailedReason, "substitute from 'Secret/%s' error: %s", ref.Name, err)
+			from = &corev1.Secret{}
+		default:
+			continue // the CRD allows only the two
+		}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, from); err != nil {
+			if apierrors.IsNotFound(err) && ref.Optional {
+				continue
 			}
-			data = map[string]string{}
-			for k, v := range sec.Data {
+			return opts, fail(meta.BuildFailedReason, "substitute from '%s/%s' error: %s", ref.Kind, ref.Name, err)
+		}
+		data := map[string]string{}
+		switch o := from.(type) {
+		case *corev1.ConfigMap:
+			data = o.Data
+		case *corev1.Secret:
+			for k, v := range o.Data {
 				data[k] = string(v)
 			}
 		}
