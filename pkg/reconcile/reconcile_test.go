@@ -58,13 +58,14 @@ func skeleton(finalize func(context.Context, *kustomizev1.Kustomization) (ctrl.R
 	}
 }
 
-// get reads obj's stored state.
+// get reads obj's stored state and checks its status conventions.
 func get(t *testing.T, obj client.Object) *kustomizev1.Kustomization {
 	t.Helper()
 	got := &kustomizev1.Kustomization{}
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), got); err != nil {
 		t.Fatal(err)
 	}
+	testenv.CheckStatus(t, got)
 	return got
 }
 
