@@ -191,6 +191,8 @@ type StatusPatcher struct {
 	base     client.Object
 	opts     []client.SubResourcePatchOption
 	finished bool
+	// beforeFinish runs first in Finish (the skeleton's duration metric).
+	beforeFinish func()
 }
 
 // NewStatusPatcher returns a patcher of obj's status from its present
@@ -224,6 +226,9 @@ func (p *StatusPatcher) Patch(ctx context.Context) error {
 // "patching status: ...".
 func (p *StatusPatcher) Finish(ctx context.Context) error {
 	p.finished = true
+	if p.beforeFinish != nil {
+		p.beforeFinish()
+	}
 	if o, ok := p.obj.(Object); ok {
 		RecordHandledRequest(o)
 	}
@@ -238,8 +243,8 @@ func (p *StatusPatcher) Finish(ctx context.Context) error {
 // select the plain behaviour.
 type Skeleton[T Object] struct {
 	Client client.Client
-	// Kind labels the reconcile-duration metric (runtime.RecordDuration);
-	// "" records none.
+	// Kind labels the reconcile-duration metric (runtime.RecordDuration),
+	// recorded before the last status write; "" records none.
 	Kind string
 	// FieldOwner is the field manager of the finalizer and status patches;
 	// "" for the client's default.
@@ -271,9 +276,16 @@ func (s *Skeleton[T]) Reconcile(ctx context.Context, req ctrl.Request, obj T,
 	if err := s.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if s.Kind != "" {
-		defer eddyruntime.RecordDuration(s.Kind, obj.GetNamespace(), obj.GetName(), time.Now())
+	// The duration is recorded before the last status write, so whoever
+	// sees that write (a test, `eddy reconcile`) finds the sample too.
+	start, recorded := time.Now(), false
+	record := func() {
+		if s.Kind != "" && !recorded {
+			eddyruntime.RecordDuration(s.Kind, obj.GetNamespace(), obj.GetName(), start)
+		}
+		recorded = true
 	}
+	defer record()
 	if err := RemoveFinalizers(ctx, s.Client, obj, s.FieldOwner, s.LegacyFinalizers...); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -301,6 +313,7 @@ func (s *Skeleton[T]) Reconcile(ctx context.Context, req ctrl.Request, obj T,
 	p := NewStatusPatcher(s.Client, obj, s.FieldOwner)
 	if s.Suspended != nil && s.Suspended(obj) {
 		ctrl.LoggerFrom(ctx).Info("reconciliation is suspended for this object")
+		record()
 		if s.ObserveSuspended != nil {
 			s.ObserveSuspended(obj)
 		} else {
@@ -311,6 +324,7 @@ func (s *Skeleton[T]) Reconcile(ctx context.Context, req ctrl.Request, obj T,
 		}
 		return ctrl.Result{}, nil
 	}
+	p.beforeFinish = record
 	defer func() {
 		if !p.finished {
 			if perr := p.Finish(ctx); perr != nil {
