@@ -170,14 +170,19 @@ func RecordHandledRequest(obj Object) {
 
 // ObserveSuspended records in the status what a reconcile of the suspended
 // object obj observes, and nothing else: the handled reconcile request and,
-// when Ready is True, obj's generation (with Reconciling removed), so a
-// suspended Ready object reads as Current to kstatus, `kubectl wait`, a
-// parent's health check and a dependant. A failing object keeps its old
-// generation and its conditions. Flux compatible (kustomize-controller's
-// finalizeStatus, notification-controller's Receiver).
+// when Ready is True, obj's generation (status.observedGeneration and
+// Ready's, with Reconciling removed), so a suspended Ready object reads as
+// Current to kstatus, `kubectl wait` (which compares Ready's
+// observedGeneration), a parent's health check and a dependant. A failing
+// object keeps its old generation and its conditions. Flux compatible
+// (kustomize-controller's finalizeStatus, notification-controller's
+// Receiver), and Ready's generation as source-controller's summarize.
 func ObserveSuspended(obj Object) {
 	RecordHandledRequest(obj)
-	if apimeta.IsStatusConditionTrue(obj.GetConditions(), meta.ReadyCondition) {
+	conds := obj.GetConditions()
+	if ready := apimeta.FindStatusCondition(conds, meta.ReadyCondition); ready != nil && ready.Status == metav1.ConditionTrue {
+		ready.ObservedGeneration = obj.GetGeneration()
+		obj.SetConditions(conds)
 		RemoveConditions(obj, meta.ReconcilingCondition)
 		obj.SetObservedGeneration(obj.GetGeneration())
 	}

@@ -148,16 +148,30 @@ func TestRetryKeepsTheStep(t *testing.T) {
 	}
 }
 
-// TestSuspendedAndDeleted: a suspended object is observed, not run; a
+// TestSuspendedAndDeleted: a suspended object is observed, not run (a
+// Ready one at its new generation, Ready's included, for kubectl wait); a
 // deleted one is finalized and released.
 func TestSuspendedAndDeleted(t *testing.T) {
 	ctx := context.Background()
-	obj := newObject(t, func(k *kustomizev1.Kustomization) { k.Spec.Suspend = true })
+	obj := newObject(t, nil)
 	finalized := 0
 	s := skeleton(func(context.Context, *kustomizev1.Kustomization) (ctrl.Result, error) {
 		finalized++
 		return ctrl.Result{}, nil
 	})
+	ready := func(ctx context.Context, o *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
+		reconcile.Summarize(o, nil, meta.SucceededReason, "done")
+		return ctrl.Result{}, nil
+	}
+	if _, err := s.Reconcile(ctx, request(obj), &kustomizev1.Kustomization{}, ready); err != nil {
+		t.Fatal(err)
+	}
+	suspended := get(t, obj)
+	suspended.Spec.Suspend = true
+	suspended.Annotations[meta.ReconcileRequestAnnotation] = "token-2"
+	if err := env.Client.Update(ctx, suspended); err != nil {
+		t.Fatal(err)
+	}
 	never := func(context.Context, *kustomizev1.Kustomization, *reconcile.StatusPatcher) (ctrl.Result, error) {
 		t.Error("run called for a suspended or deleted object")
 		return ctrl.Result{}, nil
@@ -165,9 +179,11 @@ func TestSuspendedAndDeleted(t *testing.T) {
 	if _, err := s.Reconcile(ctx, request(obj), &kustomizev1.Kustomization{}, never); err != nil {
 		t.Fatal(err)
 	}
-	if got := get(t, obj); got.Status.LastHandledReconcileAt != "token-1" || len(got.Finalizers) != 1 {
-		t.Errorf("suspended: lastHandledReconcileAt %q, finalizers %v; want token-1 and the finalizer",
-			got.Status.LastHandledReconcileAt, got.Finalizers)
+	got := get(t, obj)
+	if c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition); got.Status.LastHandledReconcileAt != "token-2" ||
+		got.Status.ObservedGeneration != got.Generation || c == nil || c.ObservedGeneration != got.Generation {
+		t.Errorf("suspended: lastHandledReconcileAt %q, observedGeneration %d, Ready %+v; want token-2 and generation %d",
+			got.Status.LastHandledReconcileAt, got.Status.ObservedGeneration, c, got.Generation)
 	}
 	if err := env.Client.Delete(ctx, obj); err != nil {
 		t.Fatal(err)
