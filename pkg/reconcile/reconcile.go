@@ -243,6 +243,20 @@ func (p *StatusPatcher) Finish(ctx context.Context) error {
 	return nil
 }
 
+// Pending writes the status as it stands, without recording the handled
+// reconcile request, and ends the reconcile's status writes (Skeleton's
+// deferred Finish is skipped): for a reconcile whose outcome a later
+// reconcile writes, e.g. health checks still running in the background, so
+// `flux reconcile` does not read the request as handled too early. Errors
+// wrap Patch's as "patching status: ...".
+func (p *StatusPatcher) Pending(ctx context.Context) error {
+	p.finished = true
+	if err := p.Patch(ctx); err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	return nil
+}
+
 // Skeleton is the shared part of the reconciler of kind T (a pointer to an
 // API type implementing Object). The zero values of the optional fields
 // select the plain behaviour.
