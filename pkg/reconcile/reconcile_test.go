@@ -199,6 +199,25 @@ func TestSuspendedAndDeleted(t *testing.T) {
 	}
 }
 
+// TestPendingLeavesTheRequest: a reconcile whose outcome a later one
+// writes (Pending) writes its status but not the handled request.
+func TestPendingLeavesTheRequest(t *testing.T) {
+	obj := newObject(t, nil)
+	_, err := skeleton(nil).Reconcile(context.Background(), request(obj), &kustomizev1.Kustomization{},
+		func(ctx context.Context, o *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
+			reconcile.Progressing(o, "Running health checks")
+			return ctrl.Result{}, p.Pending(ctx)
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := get(t, obj)
+	if got.Status.LastHandledReconcileAt != "" || !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.ReconcilingCondition) {
+		t.Errorf("lastHandledReconcileAt %q, conditions %+v; want none handled and Reconciling=True",
+			got.Status.LastHandledReconcileAt, got.Status.Conditions)
+	}
+}
+
 // Example: a kind's Reconcile on the skeleton. run does the kind's steps
 // and summarizes; the skeleton does the rest.
 func Example() {
