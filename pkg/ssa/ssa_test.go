@@ -2,13 +2,17 @@ package ssa_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/eddyops/eddy/pkg/testenv"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,7 +25,15 @@ import (
 
 var env *testenv.Environment
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+// TestMain starts a local cluster, except for a fuzz run (-fuzz): its
+// targets need none, and every fuzz worker process runs TestMain.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		os.Exit(m.Run())
+	}
+	testenv.Main(m, &env)
+}
 
 // applier is the Manager's client: its scheme has the built-in kinds only,
 // as a controller's may (kustomize-controller's lacks apiextensions.k8s.io),
@@ -308,19 +320,6 @@ func TestSkipAnnotations(t *testing.T) {
 	}
 }
 
-func TestInventoryIDs(t *testing.T) {
-	for id, want := range map[string]string{
-		"default_svc__Service": "Service/default/svc",
-		"_system__controller__kube-dns_rbac.authorization.k8s.io_ClusterRole": "ClusterRole/system:controller:kube-dns",
-		"apps_web_apps_Deployment": "Deployment/apps/web",
-	} {
-		m, err := ssa.ParseID(id)
-		if err != nil || m.String() != want || m.ID() != id {
-			t.Errorf("ParseID(%q) = %v (%v), ID() %q; want %s", id, m, err, m.ID(), want)
-		}
-	}
-}
-
 // Fields first set with kubectl are handed to the applier, so removing them
 // from the desired object removes them from the cluster; `ssa: Merge`
 // keeps them. Flux compatible managed-fields cleanup.
@@ -411,6 +410,67 @@ func TestIgnoreRules(t *testing.T) {
 	data, _, _ := unstructured.NestedStringMap(get(t, "ConfigMap", "v1", ns, "tuned").Object, "data")
 	if data["FEATURE_X"] != "9" || data["OTHER"] != "new" {
 		t.Errorf("after a change beside the ignored field: %v", data)
+	}
+}
+
+// A map key that reads as a number is a key, not a list position: another
+// applier's data."0" under an ignore rule stays theirs when a change beside
+// it is applied.
+func TestIgnoredNumericMapKey(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	cm := func(data string) *unstructured.Unstructured {
+		return objects(t, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: numbered, namespace: %s}\ndata: %s\n", ns, data))[0]
+	}
+	if _, err := manager().ApplyAll(ctx, []*unstructured.Unstructured{cm(`{"0": "1"}`)}, ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Patch(ctx, cm(`{"0": "9"}`), client.Apply, client.FieldOwner("autotuner"), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
+	rules := []ssa.IgnoreRule{{Paths: []string{"/data/0"}}}
+	if _, err := manager().ApplyAll(ctx, []*unstructured.Unstructured{cm(`{"0": "1", OTHER: new}`)}, ssa.ApplyOptions{Ignore: rules}); err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := unstructured.NestedStringMap(get(t, "ConfigMap", "v1", ns, "numbered").Object, "data")
+	if data["0"] != "9" || data["OTHER"] != "new" {
+		t.Errorf("data %v, want the other applier's 0: 9 kept and OTHER: new applied", data)
+	}
+}
+
+// An ignored list item another applier holds is left out of the applied
+// object, not applied as null: the rest of the object is applied and the
+// item keeps the other applier's value.
+func TestIgnoredListItemOwnedByOther(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	dep := func(web, sidecar string) *unstructured.Unstructured {
+		return objects(t, fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\n"+
+			"spec: {selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [%s]}}}\n",
+			ns, strings.Join(slices.DeleteFunc([]string{web, sidecar}, func(s string) bool { return s == "" }), ", ")))[0]
+	}
+	web := func(image string) string { return "{name: web, image: " + image + "}" }
+	sidecar := func(image string) string { return "{name: sidecar, image: " + image + "}" }
+	if _, err := manager().ApplyAll(ctx, []*unstructured.Unstructured{dep(web("nginx:1"), sidecar("proxy:1"))}, ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Patch(ctx, dep("", sidecar("proxy:2")), client.Apply, client.FieldOwner("injector"), client.ForceOwnership); err != nil {
+		t.Fatal(err)
+	}
+	rules := []ssa.IgnoreRule{{Paths: []string{"/spec/template/spec/containers/1"}}}
+	if _, err := manager().ApplyAll(ctx, []*unstructured.Unstructured{dep(web("nginx:2"), sidecar("proxy:1"))}, ssa.ApplyOptions{Ignore: rules}); err != nil {
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	images := map[string]string{}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		images[c.Name] = c.Image
+	}
+	if len(images) != 2 || images["web"] != "nginx:2" || images["sidecar"] != "proxy:2" {
+		t.Errorf("containers %v, want web nginx:2 (applied) and sidecar proxy:2 (the injector's)", images)
 	}
 }
 
