@@ -37,7 +37,7 @@ type tarEntry struct {
 	body       string
 }
 
-func makeTarGz(t *testing.T, entries ...tarEntry) []byte {
+func makeTarGz(t testing.TB, entries ...tarEntry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -108,4 +108,64 @@ func TestExtractKeepsBackslashNames(t *testing.T) {
 	if err := artifact.Extract(bytes.NewReader(data), dst, artifact.DefaultLimits); err != nil {
 		t.Fatalf("a name with a backslash, legal in Git on Linux, was refused: %v", err)
 	}
+}
+
+// A symbolic link already in the extraction directory (left by an earlier
+// step, say) cannot lead a checked name outside it: os.Root refuses.
+func TestExtractStaysInsideThroughALink(t *testing.T) {
+	parent := t.TempDir()
+	dst, outside := filepath.Join(parent, "dst"), filepath.Join(parent, "outside")
+	os.Mkdir(dst, 0o755)
+	os.Mkdir(outside, 0o755)
+	if err := os.Symlink(outside, filepath.Join(dst, "link")); err != nil {
+		t.Fatal(err)
+	}
+	data := makeTarGz(t, tarEntry{name: "link/evil.yaml", typ: tar.TypeReg, body: "x"})
+	if err := artifact.Extract(bytes.NewReader(data), dst, artifact.DefaultLimits); err == nil {
+		t.Error("extracting through a link out of the directory succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "evil.yaml")); err == nil {
+		t.Error("a file was written outside the extraction directory")
+	}
+}
+
+// Artifacts are fetched from a URL a Kustomization's source names; the
+// reader must refuse or extract any stream without panicking, within its
+// limits and inside the directory.
+func FuzzExtract(f *testing.F) {
+	f.Add(makeTarGz(f, tarEntry{name: "a/b.yaml", typ: tar.TypeReg, body: "b"}, tarEntry{name: "a", typ: tar.TypeDir}))
+	f.Add(makeTarGz(f, tarEntry{name: "../evil", typ: tar.TypeReg, body: "x"}))
+	f.Add(makeTarGz(f, tarEntry{name: "l", link: "/etc", typ: tar.TypeSymlink}, tarEntry{name: "l/x", typ: tar.TypeReg}))
+	f.Add(makeTarGz(f, tarEntry{name: "./x/./../y", typ: tar.TypeReg, body: "y"}))
+	f.Add([]byte{})
+	lim := artifact.Limits{MaxBytes: 1 << 16, MaxFiles: 64}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parent := t.TempDir()
+		dst := filepath.Join(parent, "dst")
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_ = artifact.Extract(bytes.NewReader(data), dst, lim)
+		if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+			t.Fatalf("%d entries beside the extraction directory", len(entries)-1)
+		}
+		var size int64
+		filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+			if err != nil || p == dst {
+				return err
+			}
+			if !d.Type().IsRegular() && !d.IsDir() {
+				t.Errorf("%s is neither a file nor a directory", p)
+			}
+			if info, err := d.Info(); err == nil && d.Type().IsRegular() {
+				size += info.Size()
+			}
+			return nil
+		})
+		// Directories a file's path implies are made without an entry, so
+		// only the content is bounded exactly.
+		if size > lim.MaxBytes {
+			t.Errorf("%d bytes written, limit %d", size, lim.MaxBytes)
+		}
+	})
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -521,19 +522,11 @@ func (m *Manager) poll(ctx context.Context, done func() (bool, error)) error {
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		ok, err := done()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timeout after %s", timeout)
-		case <-time.After(interval):
-		}
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) { return done() })
+	if wait.Interrupted(err) {
+		return fmt.Errorf("timeout after %s", timeout)
 	}
+	return err
 }
 
 // PruneOptions select what DeleteStale may delete.
