@@ -168,6 +168,12 @@ func TestIgnoreRules(t *testing.T) {
 				"docs/img/pic.jpg", "guide.md", "secrets/key.yaml"},
 		},
 		{
+			name:  "a line longer than 64 KiB drops no pattern after it",
+			extra: map[string]string{".sourceignore": strings.Repeat("x", 70_000) + "\nsecrets/\n"},
+			want: []string{".github/workflows/ci.yaml", ".sourceignore", "deploy/app.yaml", "deploy/logo.png",
+				"docs/guide.md", "docs/img/pic.jpg"},
+		},
+		{
 			name: "spec.ignore replaces the defaults",
 			spec: ptr("/*\n!/deploy/\n"),
 			want: []string{"deploy/app.yaml", "deploy/logo.png"},
@@ -195,6 +201,31 @@ func TestIgnoreRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Ignore patterns come from the source's own files and from spec.ignore,
+// both written by whoever controls the repository or the object: loading
+// and matching any of them must not panic, and a pattern on a line of its
+// own counts whatever lines come before it.
+func FuzzLoadIgnore(f *testing.F) {
+	f.Add("secrets/\n# comment\n", "/*\n!/deploy/\n", "deploy/app.yaml")
+	f.Add("*.md\r\n\\#x\n", "!deploy/\n", "docs/guide.md")
+	f.Add("[a-\n**/x/**\n", "", ".git/config")
+	f.Fuzz(func(t *testing.T, sourceignore, spec, path string) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, artifact.IgnoreFile), []byte(sourceignore+"\nfuzz-marker.yaml\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ig, err := artifact.LoadIgnore(dir, &spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ig.Match(path, false)
+		ig.Match(path, true)
+		if !strings.Contains(spec, "!") && !ig.Match("fuzz-marker.yaml", false) {
+			t.Errorf("the last line of .sourceignore was dropped after %q", sourceignore)
+		}
+	})
 }
 
 func ptr(s string) *string { return &s }
