@@ -63,22 +63,30 @@ func archive(t *testing.T, root string, spec *string) ([]byte, []entry) {
 	return buf.Bytes(), readEntries(t, buf.Bytes())
 }
 
-func readEntries(t *testing.T, data []byte) []entry {
+// eachEntry calls fn with each header of the tar.gz data and its content.
+func eachEntry(t *testing.T, data []byte, fn func(*tar.Header, io.Reader)) {
 	t.Helper()
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := tar.NewReader(gz)
-	var es []entry
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			break
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		fn(h, tr)
+	}
+}
+
+func readEntries(t *testing.T, data []byte) []entry {
+	t.Helper()
+	var es []entry
+	eachEntry(t, data, func(h *tar.Header, _ io.Reader) {
 		if h.Uid != 0 || h.Gid != 0 || h.Uname != "" || h.Gname != "" || h.ModTime.Unix() > 0 {
 			t.Errorf("%s: header not sanitised: uid %d gid %d uname %q gname %q mtime %v", h.Name, h.Uid, h.Gid, h.Uname, h.Gname, h.ModTime)
 		}
@@ -86,7 +94,7 @@ func readEntries(t *testing.T, data []byte) []entry {
 			t.Errorf("entry name %q is not relative", h.Name)
 		}
 		es = append(es, entry{h.Name, h.Mode, h.Typeflag})
-	}
+	})
 	return es
 }
 
@@ -297,30 +305,18 @@ func TestArchiveTestdataRepos(t *testing.T) {
 
 func compareContents(t *testing.T, data []byte, tree string, want []string) {
 	t.Helper()
-	gz, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
 	seen := 0
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachEntry(t, data, func(h *tar.Header, r io.Reader) {
 		if h.Typeflag != tar.TypeReg {
-			continue
+			return
 		}
-		got, _ := io.ReadAll(tr)
+		got, _ := io.ReadAll(r)
 		orig, err := os.ReadFile(filepath.Join(tree, filepath.FromSlash(h.Name)))
 		if err != nil || !bytes.Equal(got, orig) {
 			t.Errorf("%s: archived content differs from the tree (%v)", h.Name, err)
 		}
 		seen++
-	}
+	})
 	if seen != len(want) || seen == 0 {
 		t.Errorf("compared %d files, want %d", seen, len(want))
 	}
