@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 )
 
 func TestExtractRoundTrip(t *testing.T) {
@@ -31,51 +32,23 @@ func TestExtractRoundTrip(t *testing.T) {
 	}
 }
 
-type tarEntry struct {
-	name, link string
-	typ        byte
-	body       string
-}
-
-func makeTarGz(t testing.TB, entries ...tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644, Size: int64(len(e.body))}
-		if e.typ != tar.TypeReg {
-			h.Size = 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if e.typ == tar.TypeReg {
-			tw.Write([]byte(e.body))
-		}
-	}
-	tw.Close()
-	gz.Close()
-	return buf.Bytes()
-}
-
 func TestExtractRefusesUnsafeEntries(t *testing.T) {
-	cases := map[string][]tarEntry{
-		"parent escape":  {{name: "../evil.yaml", typ: tar.TypeReg, body: "x"}},
-		"nested escape":  {{name: "a/../../evil.yaml", typ: tar.TypeReg, body: "x"}},
-		"absolute name":  {{name: "/etc/evil.yaml", typ: tar.TypeReg, body: "x"}},
-		"symbolic link":  {{name: "link", link: "/etc/passwd", typ: tar.TypeSymlink}},
-		"hard link":      {{name: "hard", link: "/etc/passwd", typ: tar.TypeLink}},
-		"device":         {{name: "dev", typ: tar.TypeChar}},
-		"too many files": {{name: "1", typ: tar.TypeReg}, {name: "2", typ: tar.TypeReg}, {name: "3", typ: tar.TypeReg}},
-		"too many bytes": {{name: "big", typ: tar.TypeReg, body: strings.Repeat("x", 200)}},
+	cases := map[string][]artifacttest.Entry{
+		"parent escape":  {{Name: "../evil.yaml", Type: tar.TypeReg, Content: "x"}},
+		"nested escape":  {{Name: "a/../../evil.yaml", Type: tar.TypeReg, Content: "x"}},
+		"absolute name":  {{Name: "/etc/evil.yaml", Type: tar.TypeReg, Content: "x"}},
+		"symbolic link":  {{Name: "link", Link: "/etc/passwd", Type: tar.TypeSymlink}},
+		"hard link":      {{Name: "hard", Link: "/etc/passwd", Type: tar.TypeLink}},
+		"device":         {{Name: "dev", Type: tar.TypeChar}},
+		"too many files": {{Name: "1", Type: tar.TypeReg}, {Name: "2", Type: tar.TypeReg}, {Name: "3", Type: tar.TypeReg}},
+		"too many bytes": {{Name: "big", Type: tar.TypeReg, Content: strings.Repeat("x", 200)}},
 	}
 	for name, entries := range cases {
 		t.Run(name, func(t *testing.T) {
 			parent := t.TempDir()
 			dst := filepath.Join(parent, "dst")
 			os.Mkdir(dst, 0o755)
-			err := artifact.Extract(bytes.NewReader(makeTarGz(t, entries...)), dst, artifact.Limits{MaxBytes: 100, MaxFiles: 2})
+			err := artifact.Extract(bytes.NewReader(artifacttest.TarGz(t, entries...)), dst, artifact.Limits{MaxBytes: 100, MaxFiles: 2})
 			if !errors.Is(err, artifact.ErrUnsafeArchive) {
 				t.Fatalf("got %v, want ErrUnsafeArchive", err)
 			}
@@ -120,7 +93,7 @@ func TestExtractStaysInsideThroughALink(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dst, "link")); err != nil {
 		t.Fatal(err)
 	}
-	data := makeTarGz(t, tarEntry{name: "link/evil.yaml", typ: tar.TypeReg, body: "x"})
+	data := artifacttest.TarGz(t, artifacttest.Entry{Name: "link/evil.yaml", Type: tar.TypeReg, Content: "x"})
 	if err := artifact.Extract(bytes.NewReader(data), dst, artifact.DefaultLimits); err == nil {
 		t.Error("extracting through a link out of the directory succeeded")
 	}
@@ -133,10 +106,10 @@ func TestExtractStaysInsideThroughALink(t *testing.T) {
 // reader must refuse or extract any stream without panicking, within its
 // limits and inside the directory.
 func FuzzExtract(f *testing.F) {
-	f.Add(makeTarGz(f, tarEntry{name: "a/b.yaml", typ: tar.TypeReg, body: "b"}, tarEntry{name: "a", typ: tar.TypeDir}))
-	f.Add(makeTarGz(f, tarEntry{name: "../evil", typ: tar.TypeReg, body: "x"}))
-	f.Add(makeTarGz(f, tarEntry{name: "l", link: "/etc", typ: tar.TypeSymlink}, tarEntry{name: "l/x", typ: tar.TypeReg}))
-	f.Add(makeTarGz(f, tarEntry{name: "./x/./../y", typ: tar.TypeReg, body: "y"}))
+	f.Add(artifacttest.TarGz(f, artifacttest.Entry{Name: "a/b.yaml", Type: tar.TypeReg, Content: "b"}, artifacttest.Entry{Name: "a", Type: tar.TypeDir}))
+	f.Add(artifacttest.TarGz(f, artifacttest.Entry{Name: "../evil", Type: tar.TypeReg, Content: "x"}))
+	f.Add(artifacttest.TarGz(f, artifacttest.Entry{Name: "l", Link: "/etc", Type: tar.TypeSymlink}, artifacttest.Entry{Name: "l/x", Type: tar.TypeReg}))
+	f.Add(artifacttest.TarGz(f, artifacttest.Entry{Name: "./x/./../y", Type: tar.TypeReg, Content: "y"}))
 	f.Add([]byte{})
 	lim := artifact.Limits{MaxBytes: 1 << 16, MaxFiles: 64}
 	f.Fuzz(func(t *testing.T, data []byte) {
