@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 
 	"strings"
@@ -209,7 +208,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	// needs none.
 	var refs map[string]string
 	if ref := obj.Spec.Reference; ref == nil || ref.Commit == "" || ref.Branch != "" {
-		if err = bounded(ctx, u, func() (e error) { refs, e = listRemote(ctx, obj.Spec.URL, auth); return e }); err != nil {
+		if err = bounded(ctx, u, "", func() (e error) { refs, e = listRemote(ctx, obj.Spec.URL, auth); return e }); err != nil {
 			return gitError(err, obj.Spec.URL, "")
 		}
 	}
@@ -253,9 +252,9 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.DirCreationFailedReason,
 			Message: "failed to create a temporary working directory"}
 	}
-	defer os.RemoveAll(dir)
+	defer removeWorkDir(dir)
 	var commit *object.Commit
-	err = bounded(ctx, u, func() (e error) {
+	err = bounded(ctx, u, dir, func() (e error) {
 		commit, e = checkout(ctx, dir, obj.Spec.URL, auth, tgt, obj.Spec.RecurseSubmodules, obj.Spec.SparseCheckout)
 		return e
 	})
@@ -392,24 +391,6 @@ func gitError(err error, rawURL, dir string) *reconcile.Failure {
 		msg = strings.ReplaceAll(msg, dir, ".")
 	}
 	return fetchFailed(sourcev1.GitOperationFailedReason, "failed to checkout and determine revision: unable to clone '%s': %s", redact.URL(rawURL), msg)
-}
-
-// bounded runs fn, giving up when ctx ends. go-git bounds HTTP operations
-// by the context but not the SSH handshake, so a server that accepts and
-// never answers would hold a worker forever; for SSH, fn runs apart and is
-// abandoned on timeout.
-func bounded(ctx context.Context, u *url.URL, fn func() error) error {
-	if u.Scheme != "ssh" {
-		return fn()
-	}
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func equalStringPtr(a, b *string) bool {
