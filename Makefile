@@ -40,7 +40,9 @@ test: tools build $(CONTROLLER_GEN)
 
 ## fuzz: each fuzz test for FUZZTIME (default 10s: replaying the corpus takes a few seconds)
 FUZZTIME ?= 10s
-FUZZ_TARGETS := FuzzEventHandler:./notification-controller/internal/server/ FuzzReceiverHandler:./notification-controller/internal/server/
+FUZZ_TARGETS := FuzzEventHandler:./notification-controller/internal/server/ FuzzReceiverHandler:./notification-controller/internal/server/ \
+	FuzzExtract:./pkg/artifact/ FuzzLoadIgnore:./pkg/artifact/ FuzzParseID:./pkg/ssa/ \
+	FuzzSubstitute:./kustomize-controller/internal/build/
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		echo "go test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZTIME) $${t#*:}"; \

@@ -113,31 +113,26 @@ func notFound(err error, kind string, key types.NamespacedName) error {
 	return err
 }
 
-// reconcilable is what reconcileObject reads from GitRepository and Kustomization.
+// reconcilable is what reconcileObject reads from GitRepository and
+// Kustomization: the API types' status accessors, and kind and suspend.
 type reconcilable interface {
 	client.Object
+	GetConditions() []metav1.Condition
+	GetObservedGeneration() int64
+	GetLastHandledReconcileRequest() string
 	kind() string
 	suspended() bool
-	handled() string
-	conditions() []metav1.Condition
-	observedGeneration() int64
 }
 
 type gitRepo struct{ *sourcev1.GitRepository }
 
-func (o gitRepo) kind() string                   { return "GitRepository" }
-func (o gitRepo) suspended() bool                { return o.Spec.Suspend }
-func (o gitRepo) handled() string                { return o.Status.LastHandledReconcileAt }
-func (o gitRepo) conditions() []metav1.Condition { return o.Status.Conditions }
-func (o gitRepo) observedGeneration() int64      { return o.Status.ObservedGeneration }
+func (o gitRepo) kind() string    { return "GitRepository" }
+func (o gitRepo) suspended() bool { return o.Spec.Suspend }
 
 type kustomization struct{ *kustomizev1.Kustomization }
 
-func (o kustomization) kind() string                   { return "Kustomization" }
-func (o kustomization) suspended() bool                { return o.Spec.Suspend }
-func (o kustomization) handled() string                { return o.Status.LastHandledReconcileAt }
-func (o kustomization) conditions() []metav1.Condition { return o.Status.Conditions }
-func (o kustomization) observedGeneration() int64      { return o.Status.ObservedGeneration }
+func (o kustomization) kind() string    { return "Kustomization" }
+func (o kustomization) suspended() bool { return o.Spec.Suspend }
 
 func wrap(obj client.Object) reconcilable {
 	switch o := obj.(type) {
@@ -176,7 +171,7 @@ func reconcileObject(ctx context.Context, c client.Client, u *ui, obj client.Obj
 	stop := u.Spin(fmt.Sprintf("waiting for %s reconciliation", r.kind()))
 	defer stop()
 	return waitFor(ctx, c, obj, key, func() (bool, error) {
-		if r.handled() != token {
+		if r.GetLastHandledReconcileRequest() != token {
 			return false, nil
 		}
 		return readyForGeneration(r)
@@ -186,7 +181,7 @@ func reconcileObject(ctx context.Context, c client.Client, u *ui, obj client.Obj
 // readyForGeneration is true when Ready=True for the current generation; an
 // error when the object is Stalled or its last reconcile failed.
 func readyForGeneration(r reconcilable) (bool, error) {
-	conds := r.conditions()
+	conds := r.GetConditions()
 	if s := apimeta.FindStatusCondition(conds, meta.StalledCondition); s != nil && s.Status == metav1.ConditionTrue {
 		return false, fmt.Errorf("%s reconciliation stalled: %s: %s", r.kind(), s.Reason, s.Message)
 	}
@@ -196,7 +191,7 @@ func readyForGeneration(r reconcilable) (bool, error) {
 	}
 	switch {
 	case ready.Status == metav1.ConditionTrue:
-		return r.observedGeneration() == r.GetGeneration(), nil
+		return r.GetObservedGeneration() == r.GetGeneration(), nil
 	case ready.Status == metav1.ConditionFalse && ready.Reason != meta.DependencyNotReadyReason && ready.Reason != meta.ProgressingReason:
 		return false, fmt.Errorf("%s reconciliation failed: %s: %s", r.kind(), ready.Reason, oneLine(ready.Message))
 	}
@@ -224,7 +219,7 @@ func waitFor(ctx context.Context, c client.Client, obj client.Object, key types.
 		select {
 		case <-ctx.Done():
 			msg := ""
-			if ready := apimeta.FindStatusCondition(wrap(obj).conditions(), meta.ReadyCondition); ready != nil {
+			if ready := apimeta.FindStatusCondition(wrap(obj).GetConditions(), meta.ReadyCondition); ready != nil {
 				msg = ": last status: " + ready.Reason + ": " + oneLine(ready.Message)
 			}
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {

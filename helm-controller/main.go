@@ -1,4 +1,8 @@
-// Command helm-controller is Eddy's helm-controller. It reconciles HelmRelease objects with the Helm SDK.
+// Command helm-controller is Eddy's helm-controller. Today it is an empty
+// manager: it takes the shared runtime flags, serves /healthz, /readyz and
+// metrics and takes part in leader election, and reconciles nothing;
+// HelmRelease objects are left alone until its reconciler lands (on the
+// skeleton of pkg/reconcile).
 //
 // It takes Flux's flag names and defaults, so Flux's deployment manifests
 // carry over; --kubeconfig or KUBECONFIG selects the cluster outside one.
@@ -6,28 +10,11 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"os"
-
 	"github.com/eddyops/eddy/helm-controller/internal/controller"
 	"github.com/eddyops/eddy/pkg/runtime"
 )
 
 func main() {
 	var c controller.Config
-	c.BindFlags(flag.CommandLine)
-	flag.Parse()
-	if err := c.SetupLogger(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", controller.ControllerName, err)
-		os.Exit(1)
-	}
-	mgr, err := controller.NewManager(c)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", controller.ControllerName, err)
-		os.Exit(1)
-	}
-	if err := runtime.Run(mgr, controller.ControllerName); err != nil {
-		os.Exit(1)
-	}
+	runtime.Main(controller.ControllerName, &c)
 }

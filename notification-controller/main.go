@@ -23,28 +23,11 @@
 package main
 
 import (
-	"flag"
-	"fmt"
-	"os"
-
 	"github.com/eddyops/eddy/notification-controller/internal/controller"
 	"github.com/eddyops/eddy/pkg/runtime"
 )
 
 func main() {
 	var c controller.Config
-	c.BindFlags(flag.CommandLine)
-	flag.Parse()
-	if err := c.SetupLogger(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", controller.ControllerName, err)
-		os.Exit(1)
-	}
-	mgr, _, err := controller.NewManager(c)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", controller.ControllerName, err)
-		os.Exit(1)
-	}
-	if err := runtime.Run(mgr, controller.ControllerName); err != nil {
-		os.Exit(1)
-	}
+	runtime.Main(controller.ControllerName, &c)
 }

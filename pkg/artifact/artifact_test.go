@@ -63,22 +63,30 @@ func archive(t *testing.T, root string, spec *string) ([]byte, []entry) {
 	return buf.Bytes(), readEntries(t, buf.Bytes())
 }
 
-func readEntries(t *testing.T, data []byte) []entry {
+// eachEntry calls fn with each header of the tar.gz data and its content.
+func eachEntry(t *testing.T, data []byte, fn func(*tar.Header, io.Reader)) {
 	t.Helper()
 	gz, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := tar.NewReader(gz)
-	var es []entry
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			break
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		fn(h, tr)
+	}
+}
+
+func readEntries(t *testing.T, data []byte) []entry {
+	t.Helper()
+	var es []entry
+	eachEntry(t, data, func(h *tar.Header, _ io.Reader) {
 		if h.Uid != 0 || h.Gid != 0 || h.Uname != "" || h.Gname != "" || h.ModTime.Unix() > 0 {
 			t.Errorf("%s: header not sanitised: uid %d gid %d uname %q gname %q mtime %v", h.Name, h.Uid, h.Gid, h.Uname, h.Gname, h.ModTime)
 		}
@@ -86,7 +94,7 @@ func readEntries(t *testing.T, data []byte) []entry {
 			t.Errorf("entry name %q is not relative", h.Name)
 		}
 		es = append(es, entry{h.Name, h.Mode, h.Typeflag})
-	}
+	})
 	return es
 }
 
@@ -168,6 +176,12 @@ func TestIgnoreRules(t *testing.T) {
 				"docs/img/pic.jpg", "guide.md", "secrets/key.yaml"},
 		},
 		{
+			name:  "a line longer than 64 KiB drops no pattern after it",
+			extra: map[string]string{".sourceignore": strings.Repeat("x", 70_000) + "\nsecrets/\n"},
+			want: []string{".github/workflows/ci.yaml", ".sourceignore", "deploy/app.yaml", "deploy/logo.png",
+				"docs/guide.md", "docs/img/pic.jpg"},
+		},
+		{
 			name: "spec.ignore replaces the defaults",
 			spec: ptr("/*\n!/deploy/\n"),
 			want: []string{"deploy/app.yaml", "deploy/logo.png"},
@@ -195,6 +209,31 @@ func TestIgnoreRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Ignore patterns come from the source's own files and from spec.ignore,
+// both written by whoever controls the repository or the object: loading
+// and matching any of them must not panic, and a pattern on a line of its
+// own counts whatever lines come before it.
+func FuzzLoadIgnore(f *testing.F) {
+	f.Add("secrets/\n# comment\n", "/*\n!/deploy/\n", "deploy/app.yaml")
+	f.Add("*.md\r\n\\#x\n", "!deploy/\n", "docs/guide.md")
+	f.Add("[a-\n**/x/**\n", "", ".git/config")
+	f.Fuzz(func(t *testing.T, sourceignore, spec, path string) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, artifact.IgnoreFile), []byte(sourceignore+"\nfuzz-marker.yaml\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ig, err := artifact.LoadIgnore(dir, &spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ig.Match(path, false)
+		ig.Match(path, true)
+		if !strings.Contains(spec, "!") && !ig.Match("fuzz-marker.yaml", false) {
+			t.Errorf("the last line of .sourceignore was dropped after %q", sourceignore)
+		}
+	})
 }
 
 func ptr(s string) *string { return &s }
@@ -266,30 +305,18 @@ func TestArchiveTestdataRepos(t *testing.T) {
 
 func compareContents(t *testing.T, data []byte, tree string, want []string) {
 	t.Helper()
-	gz, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
 	seen := 0
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachEntry(t, data, func(h *tar.Header, r io.Reader) {
 		if h.Typeflag != tar.TypeReg {
-			continue
+			return
 		}
-		got, _ := io.ReadAll(tr)
+		got, _ := io.ReadAll(r)
 		orig, err := os.ReadFile(filepath.Join(tree, filepath.FromSlash(h.Name)))
 		if err != nil || !bytes.Equal(got, orig) {
 			t.Errorf("%s: archived content differs from the tree (%v)", h.Name, err)
 		}
 		seen++
-	}
+	})
 	if seen != len(want) || seen == 0 {
 		t.Errorf("compared %d files, want %d", seen, len(want))
 	}

@@ -90,14 +90,21 @@ func ReadArchive(r io.Reader, lim Limits, visit func(Entry) error) error {
 
 // Extract unpacks the tar.gz stream r into dir, which must exist, with the
 // checks of ReadArchive. Files get mode 0644 (0755 when executable),
-// directories 0755.
+// directories 0755. Every write goes through an os.Root opened on dir, so
+// even a name that passed the checks cannot reach outside it (through a
+// symbolic link already in dir, say): defence in depth.
 func Extract(r io.Reader, dir string, lim Limits) error {
-	made := map[string]bool{dir: true} // directories known to exist: one MkdirAll each, not one per file
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	made := map[string]bool{".": true} // directories known to exist: one MkdirAll each, not one per file
 	return ReadArchive(r, lim, func(e Entry) error {
-		target := filepath.Join(dir, filepath.FromSlash(e.Name))
+		target := filepath.FromSlash(e.Name)
 		if e.Dir {
 			if !made[target] {
-				if err := os.MkdirAll(target, e.Mode); err != nil {
+				if err := root.MkdirAll(target, e.Mode); err != nil {
 					return err
 				}
 				made[target] = true
@@ -105,12 +112,12 @@ func Extract(r io.Reader, dir string, lim Limits) error {
 			return nil
 		}
 		if parent := filepath.Dir(target); !made[parent] {
-			if err := os.MkdirAll(parent, 0o755); err != nil {
+			if err := root.MkdirAll(parent, 0o755); err != nil {
 				return err
 			}
 			made[parent] = true
 		}
-		return writeFile(target, e.Content, e.Size, e.Mode)
+		return writeFile(root, target, e.Content, e.Size, e.Mode)
 	})
 }
 
@@ -126,8 +133,8 @@ func safeRel(name string) (string, error) {
 	return clean, nil
 }
 
-func writeFile(target string, r io.Reader, size int64, mode os.FileMode) error {
-	f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+func writeFile(root *os.Root, target string, r io.Reader, size int64, mode os.FileMode) error {
+	f, err := root.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
 	if err != nil {
 		return err
 	}

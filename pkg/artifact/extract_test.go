@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 )
 
 func TestExtractRoundTrip(t *testing.T) {
@@ -31,51 +32,23 @@ func TestExtractRoundTrip(t *testing.T) {
 	}
 }
 
-type tarEntry struct {
-	name, link string
-	typ        byte
-	body       string
-}
-
-func makeTarGz(t *testing.T, entries ...tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644, Size: int64(len(e.body))}
-		if e.typ != tar.TypeReg {
-			h.Size = 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if e.typ == tar.TypeReg {
-			tw.Write([]byte(e.body))
-		}
-	}
-	tw.Close()
-	gz.Close()
-	return buf.Bytes()
-}
-
 func TestExtractRefusesUnsafeEntries(t *testing.T) {
-	cases := map[string][]tarEntry{
-		"parent escape":  {{name: "../evil.yaml", typ: tar.TypeReg, body: "x"}},
-		"nested escape":  {{name: "a/../../evil.yaml", typ: tar.TypeReg, body: "x"}},
-		"absolute name":  {{name: "/etc/evil.yaml", typ: tar.TypeReg, body: "x"}},
-		"symbolic link":  {{name: "link", link: "/etc/passwd", typ: tar.TypeSymlink}},
-		"hard link":      {{name: "hard", link: "/etc/passwd", typ: tar.TypeLink}},
-		"device":         {{name: "dev", typ: tar.TypeChar}},
-		"too many files": {{name: "1", typ: tar.TypeReg}, {name: "2", typ: tar.TypeReg}, {name: "3", typ: tar.TypeReg}},
-		"too many bytes": {{name: "big", typ: tar.TypeReg, body: strings.Repeat("x", 200)}},
+	cases := map[string][]artifacttest.Entry{
+		"parent escape":  {{Name: "../evil.yaml", Type: tar.TypeReg, Content: "x"}},
+		"nested escape":  {{Name: "a/../../evil.yaml", Type: tar.TypeReg, Content: "x"}},
+		"absolute name":  {{Name: "/etc/evil.yaml", Type: tar.TypeReg, Content: "x"}},
+		"symbolic link":  {{Name: "link", Link: "/etc/passwd", Type: tar.TypeSymlink}},
+		"hard link":      {{Name: "hard", Link: "/etc/passwd", Type: tar.TypeLink}},
+		"device":         {{Name: "dev", Type: tar.TypeChar}},
+		"too many files": {{Name: "1", Type: tar.TypeReg}, {Name: "2", Type: tar.TypeReg}, {Name: "3", Type: tar.TypeReg}},
+		"too many bytes": {{Name: "big", Type: tar.TypeReg, Content: strings.Repeat("x", 200)}},
 	}
 	for name, entries := range cases {
 		t.Run(name, func(t *testing.T) {
 			parent := t.TempDir()
 			dst := filepath.Join(parent, "dst")
 			os.Mkdir(dst, 0o755)
-			err := artifact.Extract(bytes.NewReader(makeTarGz(t, entries...)), dst, artifact.Limits{MaxBytes: 100, MaxFiles: 2})
+			err := artifact.Extract(bytes.NewReader(artifacttest.TarGz(t, entries...)), dst, artifact.Limits{MaxBytes: 100, MaxFiles: 2})
 			if !errors.Is(err, artifact.ErrUnsafeArchive) {
 				t.Fatalf("got %v, want ErrUnsafeArchive", err)
 			}
@@ -108,4 +81,64 @@ func TestExtractKeepsBackslashNames(t *testing.T) {
 	if err := artifact.Extract(bytes.NewReader(data), dst, artifact.DefaultLimits); err != nil {
 		t.Fatalf("a name with a backslash, legal in Git on Linux, was refused: %v", err)
 	}
+}
+
+// A symbolic link already in the extraction directory (left by an earlier
+// step, say) cannot lead a checked name outside it: os.Root refuses.
+func TestExtractStaysInsideThroughALink(t *testing.T) {
+	parent := t.TempDir()
+	dst, outside := filepath.Join(parent, "dst"), filepath.Join(parent, "outside")
+	os.Mkdir(dst, 0o755)
+	os.Mkdir(outside, 0o755)
+	if err := os.Symlink(outside, filepath.Join(dst, "link")); err != nil {
+		t.Fatal(err)
+	}
+	data := artifacttest.TarGz(t, artifacttest.Entry{Name: "link/evil.yaml", Type: tar.TypeReg, Content: "x"})
+	if err := artifact.Extract(bytes.NewReader(data), dst, artifact.DefaultLimits); err == nil {
+		t.Error("extracting through a link out of the directory succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "evil.yaml")); err == nil {
+		t.Error("a file was written outside the extraction directory")
+	}
+}
+
+// Artifacts are fetched from a URL a Kustomization's source names; the
+// reader must refuse or extract any stream without panicking, within its
+// limits and inside the directory.
+func FuzzExtract(f *testing.F) {
+	f.Add(artifacttest.TarGz(f, artifacttest.Entry{Name: "a/b.yaml", Type: tar.TypeReg, Content: "b"}, artifacttest.Entry{Name: "a", Type: tar.TypeDir}))
+	f.Add(artifacttest.TarGz(f, artifacttest.Entry{Name: "../evil", Type: tar.TypeReg, Content: "x"}))
+	f.Add(artifacttest.TarGz(f, artifacttest.Entry{Name: "l", Link: "/etc", Type: tar.TypeSymlink}, artifacttest.Entry{Name: "l/x", Type: tar.TypeReg}))
+	f.Add(artifacttest.TarGz(f, artifacttest.Entry{Name: "./x/./../y", Type: tar.TypeReg, Content: "y"}))
+	f.Add([]byte{})
+	lim := artifact.Limits{MaxBytes: 1 << 16, MaxFiles: 64}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parent := t.TempDir()
+		dst := filepath.Join(parent, "dst")
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_ = artifact.Extract(bytes.NewReader(data), dst, lim)
+		if entries, _ := os.ReadDir(parent); len(entries) != 1 {
+			t.Fatalf("%d entries beside the extraction directory", len(entries)-1)
+		}
+		var size int64
+		filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+			if err != nil || p == dst {
+				return err
+			}
+			if !d.Type().IsRegular() && !d.IsDir() {
+				t.Errorf("%s is neither a file nor a directory", p)
+			}
+			if info, err := d.Info(); err == nil && d.Type().IsRegular() {
+				size += info.Size()
+			}
+			return nil
+		})
+		// Directories a file's path implies are made without an entry, so
+		// only the content is bounded exactly.
+		if size > lim.MaxBytes {
+			t.Errorf("%d bytes written, limit %d", size, lim.MaxBytes)
+		}
+	})
 }

@@ -1,8 +1,6 @@
 package artifact
 
 import (
-	"bufio"
-	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -83,11 +81,13 @@ func (i *Ignore) Match(rel string, isDir bool) bool {
 	return i.matcher.Match(splitPath(rel), isDir)
 }
 
+// parsePatterns reads one pattern a line. Lines are split by hand, not
+// with a bufio.Scanner, whose 64 KiB line limit would silently drop every
+// pattern after a longer line.
 func parsePatterns(data []byte, domain []string) []gitignore.Pattern {
 	var ps []gitignore.Pattern
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimRight(line, "\r\n")
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

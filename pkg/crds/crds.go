@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -62,18 +63,15 @@ func Install(ctx context.Context, c client.Client, crds []*apiextensionsv1.Custo
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	wait := func(what string, ready func() bool) error {
-		for !ready() {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s: %w", what, ctx.Err())
-			case <-time.After(50 * time.Millisecond):
-			}
+	waitFor := func(what string, ready func() bool) error {
+		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) { return ready(), nil })
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, ctx.Err())
 		}
 		return nil
 	}
 	for _, crd := range crds {
-		err := wait("CustomResourceDefinition "+crd.Name+" not Established", func() bool {
+		err := waitFor("CustomResourceDefinition "+crd.Name+" not Established", func() bool {
 			got := &apiextensionsv1.CustomResourceDefinition{}
 			return c.Get(ctx, client.ObjectKeyFromObject(crd), got) == nil && established(got)
 		})
@@ -84,7 +82,7 @@ func Install(ctx context.Context, c client.Client, crds []*apiextensionsv1.Custo
 		// map kinds through discovery.
 		for _, v := range crd.Spec.Versions {
 			gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}
-			err := wait(gvk.String()+" not in discovery", func() bool {
+			err := waitFor(gvk.String()+" not in discovery", func() bool {
 				_, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 				return err == nil
 			})

@@ -25,259 +25,119 @@ func obj(t *testing.T, y string) *unstructured.Unstructured {
 	return u
 }
 
+// manifest is an object as YAML: metadata and spec are the insides of
+// flow maps; status is appended after "status:" (" {...}" or an indented
+// block), none when "".
+func manifest(apiVersion, kind, metadata, spec, status string) string {
+	s := fmt.Sprintf("apiVersion: %s\nkind: %s\nmetadata: {%s}\nspec: {%s}\n", apiVersion, kind, metadata, spec)
+	if status != "" {
+		s += "status:" + status + "\n"
+	}
+	return s
+}
+
+func deployment(generation int, status string) string {
+	return manifest("apps/v1", "Deployment", fmt.Sprintf("name: web, namespace: app, generation: %d", generation),
+		"replicas: 2, progressDeadlineSeconds: 600", status)
+}
+
+// deploymentStatus has 2 ready and available replicas, Available, and the
+// given Progressing condition (its status and reason).
+func deploymentStatus(observed, replicas, updated int, extra, progressing string) string {
+	return fmt.Sprintf(`
+  observedGeneration: %d
+  replicas: %d
+  updatedReplicas: %d
+  readyReplicas: 2
+  availableReplicas: 2%s
+  conditions:
+  - {type: Available, status: "True", reason: MinimumReplicasAvailable}
+  - {type: Progressing, %s}`, observed, replicas, updated, extra, progressing)
+}
+
+// statefulSet has 3 replicas, observed; spec and status add to that.
+func statefulSet(generation int, spec, status string) string {
+	return manifest("apps/v1", "StatefulSet", fmt.Sprintf("name: db, namespace: app, generation: %d", generation),
+		"replicas: 3"+spec, fmt.Sprintf(" {observedGeneration: %d, replicas: 3, %s}", generation, status))
+}
+
+func daemonSet(status string) string {
+	return manifest("apps/v1", "DaemonSet", "name: agent, namespace: app, generation: 1", "", status)
+}
+
+func job(generation int, spec, status string) string {
+	return manifest("batch/v1", "Job", fmt.Sprintf("name: migrate, namespace: app, generation: %d", generation), spec, status)
+}
+
+func pod(metadata, spec, status string) string {
+	return manifest("v1", "Pod", "name: p, namespace: app"+metadata, "containers: [{name: c, image: busybox}]"+spec, status)
+}
+
 // The objects are shaped as the built-in controllers (deployment, statefulset,
 // daemonset, job, persistentvolume binder, service, kubelet) write them.
-const (
-	deployNew = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: app, generation: 1}
-spec: {replicas: 2, progressDeadlineSeconds: 600}
-`
-	deployRollout = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: app, generation: 2}
-spec: {replicas: 2, progressDeadlineSeconds: 600}
-status:
-  observedGeneration: 1
-  replicas: 2
-  updatedReplicas: 2
-  readyReplicas: 2
-  availableReplicas: 2
-  conditions:
-  - {type: Available, status: "True", reason: MinimumReplicasAvailable}
-  - {type: Progressing, status: "True", reason: NewReplicaSetAvailable}
-`
-	deployUnavailable = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: app, generation: 2}
-spec: {replicas: 2, progressDeadlineSeconds: 600}
-status:
-  observedGeneration: 2
-  replicas: 3
-  updatedReplicas: 1
-  readyReplicas: 2
-  availableReplicas: 2
-  unavailableReplicas: 1
-  conditions:
-  - {type: Available, status: "True", reason: MinimumReplicasAvailable}
-  - {type: Progressing, status: "True", reason: ReplicaSetUpdated}
-`
-	deployAvailable = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: app, generation: 2}
-spec: {replicas: 2, progressDeadlineSeconds: 600}
-status:
-  observedGeneration: 2
-  replicas: 2
-  updatedReplicas: 2
-  readyReplicas: 2
-  availableReplicas: 2
-  conditions:
-  - {type: Available, status: "True", reason: MinimumReplicasAvailable}
-  - {type: Progressing, status: "True", reason: NewReplicaSetAvailable}
-`
-	deployDeadline = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: app, generation: 2}
-spec: {replicas: 2, progressDeadlineSeconds: 600}
-status:
-  observedGeneration: 2
-  replicas: 3
-  updatedReplicas: 1
-  readyReplicas: 2
-  availableReplicas: 2
-  conditions:
-  - {type: Available, status: "True", reason: MinimumReplicasAvailable}
-  - {type: Progressing, status: "False", reason: ProgressDeadlineExceeded}
-`
-	deployDeleting = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: app, generation: 2, deletionTimestamp: "2026-01-01T00:00:00Z", finalizers: [foregroundDeletion]}
-spec: {replicas: 2}
-status: {observedGeneration: 2, replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2}
-`
-	stsNotReady = `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db, namespace: app, generation: 1}
-spec: {replicas: 3}
-status: {observedGeneration: 1, replicas: 3, readyReplicas: 1, currentReplicas: 3, updatedReplicas: 3, currentRevision: db-1, updateRevision: db-1}
-`
-	stsRevision = `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db, namespace: app, generation: 2}
-spec: {replicas: 3}
-status: {observedGeneration: 2, replicas: 3, readyReplicas: 3, currentReplicas: 3, updatedReplicas: 1, currentRevision: db-1, updateRevision: db-2}
-`
-	stsReady = `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db, namespace: app, generation: 2}
-spec: {replicas: 3}
-status: {observedGeneration: 2, replicas: 3, readyReplicas: 3, availableReplicas: 3, currentReplicas: 3, updatedReplicas: 3, currentRevision: db-2, updateRevision: db-2}
-`
-	stsOnDelete = `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db, namespace: app, generation: 2}
-spec: {replicas: 3, updateStrategy: {type: OnDelete}}
-status: {observedGeneration: 2, replicas: 3, readyReplicas: 1, currentReplicas: 3, currentRevision: db-1, updateRevision: db-2}
-`
-	dsUnobserved = `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent, namespace: app, generation: 1}
-spec: {}
-`
-	dsNotReady = `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent, namespace: app, generation: 1}
-spec: {}
-status: {observedGeneration: 1, desiredNumberScheduled: 2, currentNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 1, numberReady: 1}
-`
-	dsReady = `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent, namespace: app, generation: 1}
-spec: {}
-status: {observedGeneration: 1, desiredNumberScheduled: 2, currentNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 2, numberReady: 2}
-`
-	jobNew = `apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate, namespace: app, generation: 1}
-spec: {completions: 1, parallelism: 1}
-`
+var (
+	deployNew         = deployment(1, "")
+	deployRollout     = deployment(2, deploymentStatus(1, 2, 2, "", `status: "True", reason: NewReplicaSetAvailable`))
+	deployUnavailable = deployment(2, deploymentStatus(2, 3, 1, "\n  unavailableReplicas: 1", `status: "True", reason: ReplicaSetUpdated`))
+	deployAvailable   = deployment(2, deploymentStatus(2, 2, 2, "", `status: "True", reason: NewReplicaSetAvailable`))
+	deployDeadline    = deployment(2, deploymentStatus(2, 3, 1, "", `status: "False", reason: ProgressDeadlineExceeded`))
+	deployDeleting    = manifest("apps/v1", "Deployment",
+		`name: web, namespace: app, generation: 2, deletionTimestamp: "2026-01-01T00:00:00Z", finalizers: [foregroundDeletion]`,
+		"replicas: 2", " {observedGeneration: 2, replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2}")
+	stsNotReady  = statefulSet(1, "", "readyReplicas: 1, currentReplicas: 3, updatedReplicas: 3, currentRevision: db-1, updateRevision: db-1")
+	stsRevision  = statefulSet(2, "", "readyReplicas: 3, currentReplicas: 3, updatedReplicas: 1, currentRevision: db-1, updateRevision: db-2")
+	stsReady     = statefulSet(2, "", "readyReplicas: 3, availableReplicas: 3, currentReplicas: 3, updatedReplicas: 3, currentRevision: db-2, updateRevision: db-2")
+	stsOnDelete  = statefulSet(2, ", updateStrategy: {type: OnDelete}", "readyReplicas: 1, currentReplicas: 3, currentRevision: db-1, updateRevision: db-2")
+	dsUnobserved = daemonSet("")
+	dsNotReady   = daemonSet(" {observedGeneration: 1, desiredNumberScheduled: 2, currentNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 1, numberReady: 1}")
+	dsReady      = daemonSet(" {observedGeneration: 1, desiredNumberScheduled: 2, currentNumberScheduled: 2, updatedNumberScheduled: 2, numberAvailable: 2, numberReady: 2}")
+	jobNew       = job(1, "completions: 1, parallelism: 1", "")
 	// A started Job whose pod waits for a node: active, no condition.
-	jobActive = `apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate, namespace: app, generation: 1}
-spec: {completions: 1, parallelism: 1}
-status: {startTime: "2026-01-01T00:00:00Z", active: 1, ready: 0, terminating: 0, uncountedTerminatedPods: {}}
-`
-	jobComplete = `apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate, namespace: app, generation: 1}
-spec: {completions: 1, parallelism: 1, ttlSecondsAfterFinished: 0}
-status:
-  startTime: "2026-01-01T00:00:00Z"
-  completionTime: "2026-01-01T00:00:05Z"
-  succeeded: 1
-  conditions:
-  - {type: SuccessCriteriaMet, status: "True", reason: CompletionsReached}
-  - {type: Complete, status: "True", reason: CompletionsReached}
-`
-	jobFailed = `apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate, namespace: app, generation: 1}
-spec: {completions: 1, parallelism: 1, backoffLimit: 0}
-status:
-  startTime: "2026-01-01T00:00:00Z"
-  failed: 1
-  conditions:
-  - {type: FailureTarget, status: "True", reason: BackoffLimitExceeded}
-  - {type: Failed, status: "True", reason: BackoffLimitExceeded}
-`
+	jobActive = job(1, "completions: 1, parallelism: 1",
+		` {startTime: "2026-01-01T00:00:00Z", active: 1, ready: 0, terminating: 0, uncountedTerminatedPods: {}}`)
+	jobComplete = job(1, "completions: 1, parallelism: 1, ttlSecondsAfterFinished: 0", ` {startTime: "2026-01-01T00:00:00Z", completionTime: "2026-01-01T00:00:05Z", succeeded: 1, conditions: [`+
+		`{type: SuccessCriteriaMet, status: "True", reason: CompletionsReached}, {type: Complete, status: "True", reason: CompletionsReached}]}`)
+	jobFailed = job(1, "completions: 1, parallelism: 1, backoffLimit: 0", ` {startTime: "2026-01-01T00:00:00Z", failed: 1, conditions: [`+
+		`{type: FailureTarget, status: "True", reason: BackoffLimitExceeded}, {type: Failed, status: "True", reason: BackoffLimitExceeded}]}`)
 	// Created suspended: the Job controller never starts it.
-	jobSuspended = `apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate, namespace: app, generation: 1}
-spec: {completions: 1, parallelism: 1, suspend: true}
-status:
+	jobSuspended = job(1, "completions: 1, parallelism: 1, suspend: true", `
   conditions:
-  - {type: Suspended, status: "True", reason: JobSuspended, message: Job suspended}
-`
+  - {type: Suspended, status: "True", reason: JobSuspended, message: Job suspended}`)
 	// Suspended after it started: startTime stays, active drops to 0.
-	jobSuspendedStarted = `apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate, namespace: app, generation: 2}
-spec: {completions: 1, parallelism: 1, suspend: true}
-status:
+	jobSuspendedStarted = job(2, "completions: 1, parallelism: 1, suspend: true", `
   startTime: "2026-01-01T00:00:00Z"
   active: 0
   conditions:
-  - {type: Suspended, status: "True", reason: JobSuspended, message: Job suspended}
-`
-	pvcPending = `apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: data, namespace: app}
-spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
-status: {phase: Pending}
-`
-	pvcBound = `apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: data, namespace: app}
-spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, volumeName: pv-1}
-status: {phase: Bound, accessModes: [ReadWriteOnce], capacity: {storage: 1Gi}}
-`
-	svcLBNoIP = `apiVersion: v1
-kind: Service
-metadata: {name: edge, namespace: app}
-spec: {type: LoadBalancer, ports: [{port: 80}]}
-`
-	svcLBPending = `apiVersion: v1
-kind: Service
-metadata: {name: edge, namespace: app}
-spec: {type: LoadBalancer, clusterIP: 10.0.0.12, ports: [{port: 80, nodePort: 30080}]}
-status: {loadBalancer: {}}
-`
-	svcLBIngress = `apiVersion: v1
-kind: Service
-metadata: {name: edge, namespace: app}
-spec: {type: LoadBalancer, clusterIP: 10.0.0.12, ports: [{port: 80, nodePort: 30080}]}
-status: {loadBalancer: {ingress: [{ip: 192.0.2.10}]}}
-`
-	svcClusterIP = `apiVersion: v1
-kind: Service
-metadata: {name: api, namespace: app}
-spec: {clusterIP: 10.0.0.13, ports: [{port: 80}]}
-`
-	podNoPhase = `apiVersion: v1
-kind: Pod
-metadata: {name: p, namespace: app}
-spec: {containers: [{name: c, image: busybox}]}
-`
-	podPending = `apiVersion: v1
-kind: Pod
-metadata: {name: p, namespace: app}
-spec: {containers: [{name: c, image: busybox}]}
-status: {phase: Pending, conditions: [{type: PodScheduled, status: "True"}]}
-`
-	podUnschedulable = `apiVersion: v1
-kind: Pod
-metadata: {name: p, namespace: app, creationTimestamp: "%s"}
-spec: {containers: [{name: c, image: busybox}], nodeSelector: {disk: ssd}}
-status:
+  - {type: Suspended, status: "True", reason: JobSuspended, message: Job suspended}`)
+	pvcPending = manifest("v1", "PersistentVolumeClaim", "name: data, namespace: app",
+		"accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}", " {phase: Pending}")
+	pvcBound = manifest("v1", "PersistentVolumeClaim", "name: data, namespace: app",
+		"accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, volumeName: pv-1",
+		" {phase: Bound, accessModes: [ReadWriteOnce], capacity: {storage: 1Gi}}")
+	svcLBNoIP    = manifest("v1", "Service", "name: edge, namespace: app", "type: LoadBalancer, ports: [{port: 80}]", "")
+	svcLBPending = manifest("v1", "Service", "name: edge, namespace: app",
+		"type: LoadBalancer, clusterIP: 10.0.0.12, ports: [{port: 80, nodePort: 30080}]", " {loadBalancer: {}}")
+	svcLBIngress = manifest("v1", "Service", "name: edge, namespace: app",
+		"type: LoadBalancer, clusterIP: 10.0.0.12, ports: [{port: 80, nodePort: 30080}]", " {loadBalancer: {ingress: [{ip: 192.0.2.10}]}}")
+	svcClusterIP     = manifest("v1", "Service", "name: api, namespace: app", "clusterIP: 10.0.0.13, ports: [{port: 80}]", "")
+	podNoPhase       = pod("", "", "")
+	podPending       = pod("", "", ` {phase: Pending, conditions: [{type: PodScheduled, status: "True"}]}`)
+	podUnschedulable = pod(`, creationTimestamp: "%s"`, ", nodeSelector: {disk: ssd}", `
   phase: Pending
   conditions:
-  - {type: PodScheduled, status: "False", reason: Unschedulable, message: "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."}
-`
-	podRunningNotReady = `apiVersion: v1
-kind: Pod
-metadata: {name: p, namespace: app}
-spec: {containers: [{name: c, image: busybox}]}
-status:
+  - {type: PodScheduled, status: "False", reason: Unschedulable, message: "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."}`)
+	podRunningNotReady = pod("", "", `
   phase: Running
   conditions: [{type: Ready, status: "False", reason: ContainersNotReady}]
-  containerStatuses: [{name: c, ready: false, restartCount: 0, image: busybox, imageID: "", state: {running: {startedAt: "2026-01-01T00:00:00Z"}}}]
-`
-	podCrashLoop = `apiVersion: v1
-kind: Pod
-metadata: {name: p, namespace: app}
-spec: {containers: [{name: c, image: busybox}]}
-status:
+  containerStatuses: [{name: c, ready: false, restartCount: 0, image: busybox, imageID: "", state: {running: {startedAt: "2026-01-01T00:00:00Z"}}}]`)
+	podCrashLoop = pod("", "", `
   phase: Running
   conditions: [{type: Ready, status: "False", reason: ContainersNotReady}]
-  containerStatuses: [{name: c, ready: false, restartCount: 5, image: busybox, imageID: "", state: {waiting: {reason: CrashLoopBackOff}}}]
-`
-	podReady = `apiVersion: v1
-kind: Pod
-metadata: {name: p, namespace: app}
-spec: {containers: [{name: c, image: busybox}]}
-status:
+  containerStatuses: [{name: c, ready: false, restartCount: 5, image: busybox, imageID: "", state: {waiting: {reason: CrashLoopBackOff}}}]`)
+	podReady = pod("", "", `
   phase: Running
-  conditions: [{type: Ready, status: "True"}]
-`
-	podSucceeded = `apiVersion: v1
-kind: Pod
-metadata: {name: p, namespace: app}
-spec: {containers: [{name: c, image: busybox}], restartPolicy: Never}
-status: {phase: Succeeded}
-`
+  conditions: [{type: Ready, status: "True"}]`)
+	podSucceeded = pod("", ", restartPolicy: Never", " {phase: Succeeded}")
 )
 
 // TestComputeFollowsKstatus checks Compute against kstatus's status.Compute on
@@ -383,16 +243,8 @@ func TestDeletedWhenFinished(t *testing.T) {
 		{jobComplete, true}, // ttlSecondsAfterFinished: 0 counts
 		{jobNew, false},
 		{deployAvailable, false},
-		{`apiVersion: batch/v1
-kind: Job
-metadata: {name: j, namespace: app}
-spec: {ttlSecondsAfterFinished: 300}
-`, true},
-		{`apiVersion: example.com/v1
-kind: Job
-metadata: {name: j, namespace: app}
-spec: {ttlSecondsAfterFinished: 0}
-`, false},
+		{manifest("batch/v1", "Job", "name: j, namespace: app", "ttlSecondsAfterFinished: 300", ""), true},
+		{manifest("example.com/v1", "Job", "name: j, namespace: app", "ttlSecondsAfterFinished: 0", ""), false},
 	} {
 		u := obj(t, tc.yaml)
 		if got := DeletedWhenFinished(u); got != tc.want {

@@ -19,12 +19,21 @@ const (
 	// undefined variable without a default; off, it becomes "".
 	// kustomize-controller; default true (opt-out since kustomize-controller v1.9).
 	StrictPostBuildSubstitutions = "StrictPostBuildSubstitutions"
+	// CancelHealthCheckOnNewRevision cancels a Kustomization's running
+	// health checks (HealthCheckCanceled) when a new source revision or a
+	// new generation arrives, so the new one is applied at once; off, the
+	// wait goes on to its end first. kustomize-controller; default true,
+	// beyond Flux (whose default is false): Eddy's health checks hold no
+	// worker either way, and a fix should not wait for a timeout.
+	CancelHealthCheckOnNewRevision = "CancelHealthCheckOnNewRevision"
 )
 
-// gateDefaults are the Flux defaults of the gates above.
+// gateDefaults are the defaults of the gates above: Flux's, except
+// CancelHealthCheckOnNewRevision.
 var gateDefaults = map[string]bool{
-	CacheSecretsAndConfigMaps:    false,
-	StrictPostBuildSubstitutions: true,
+	CacheSecretsAndConfigMaps:      false,
+	StrictPostBuildSubstitutions:   true,
+	CancelHealthCheckOnNewRevision: true,
 }
 
 // FeatureGates is Flux's `--feature-gates` flag: a comma-separated list of

@@ -84,12 +84,22 @@ func TestFeatureGates(t *testing.T) {
 	if o.clientOptions().Cache != nil {
 		t.Error("CacheSecretsAndConfigMaps=true still reads Secrets uncached")
 	}
+	// kustomize-controller's gates: CancelHealthCheckOnNewRevision defaults
+	// to true (beyond Flux) and can be turned off.
+	kustomize := []string{StrictPostBuildSubstitutions, CancelHealthCheckOnNewRevision}
+	if o, err = parse(kustomize); err != nil || !o.FeatureGates.Enabled(CancelHealthCheckOnNewRevision) || !unbound.FeatureGates.Enabled(CancelHealthCheckOnNewRevision) {
+		t.Errorf("CancelHealthCheckOnNewRevision is off by default (%v); want on", err)
+	}
+	if o, err = parse(kustomize, "--feature-gates=CancelHealthCheckOnNewRevision=false"); err != nil || o.FeatureGates.Enabled(CancelHealthCheckOnNewRevision) {
+		t.Errorf("CancelHealthCheckOnNewRevision=false: %v", err)
+	}
 	for _, c := range []struct {
 		gates []string
 		arg   string
 		want  string
 	}{
 		{nil, "--feature-gates=StrictPostBuildSubstitutions=false", "feature-gate 'StrictPostBuildSubstitutions' not supported"},
+		{nil, "--feature-gates=CancelHealthCheckOnNewRevision=false", "feature-gate 'CancelHealthCheckOnNewRevision' not supported"},
 		{[]string{StrictPostBuildSubstitutions}, "--feature-gates=NoSuchGate=true", "feature-gate 'NoSuchGate' not supported"},
 		{[]string{StrictPostBuildSubstitutions}, "--feature-gates=StrictPostBuildSubstitutions=maybe", "invalid value of StrictPostBuildSubstitutions: maybe"},
 		{[]string{StrictPostBuildSubstitutions}, "--feature-gates=StrictPostBuildSubstitutions", "missing bool value for StrictPostBuildSubstitutions"},

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // lastAppliedAnnotation is kubectl's client-side apply record.
@@ -44,7 +45,7 @@ func (m *Manager) replacedManager(e metav1.ManagedFieldsEntry) bool {
 // is annotated `ssa: Merge`. After it, a field removed from Git is removed
 // from the object even if kubectl set it first. taken is the field set
 // handed over.
-func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) (patch []byte, taken map[string]any) {
+func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) (patch []byte, taken *fieldpath.Set) {
 	if live == nil || flag(desired, SSAAnnotation) == "merge" {
 		return nil, nil
 	}
@@ -53,7 +54,7 @@ func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) (patch 
 	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()}}
 	entries := live.GetManagedFields()
 	var kept []metav1.ManagedFieldsEntry
-	taken = map[string]any{}
+	taken = &fieldpath.Set{}
 	replaced := false
 	for _, e := range entries {
 		if !m.replacedManager(e) {
@@ -61,11 +62,8 @@ func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) (patch 
 			continue
 		}
 		replaced = true
-		if e.FieldsV1 != nil {
-			var set map[string]any
-			if json.Unmarshal(e.FieldsV1.Raw, &set) == nil {
-				unionFields(taken, set)
-			}
+		if set := fieldSet(e); set != nil {
+			taken = taken.Union(set)
 		}
 	}
 	if replaced {
@@ -81,12 +79,14 @@ func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) (patch 
 				APIVersion: live.GetAPIVersion(), FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")}})
 			own = len(kept) - 1
 		}
-		var set map[string]any
-		if f := kept[own].FieldsV1; f == nil || json.Unmarshal(f.Raw, &set) != nil || set == nil {
-			set = map[string]any{}
+		set := fieldSet(kept[own])
+		if set == nil {
+			set = &fieldpath.Set{}
 		}
-		unionFields(set, taken)
-		raw, _ := json.Marshal(set)
+		raw, err := set.Union(taken).ToJSON()
+		if err != nil {
+			return nil, nil
+		}
 		kept[own].FieldsV1 = &metav1.FieldsV1{Raw: raw}
 		ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/managedFields", "value": kept})
 	}
@@ -112,8 +112,8 @@ func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) (patch 
 // not in the applier's field set of the apply result res and absent from
 // it. The stale metadata the cleanup drops itself is bookkeeping and not
 // listed.
-func (m *Manager) takenRemoved(live, res *unstructured.Unstructured, taken map[string]any) []string {
-	if len(taken) == 0 {
+func (m *Manager) takenRemoved(live, res *unstructured.Unstructured, taken *fieldpath.Set) []string {
+	if taken == nil || taken.Empty() {
 		return nil
 	}
 	stale := map[string]bool{}
@@ -136,8 +136,8 @@ func (m *Manager) takenRemoved(live, res *unstructured.Unstructured, taken map[s
 // that the applier's field set of the dry-run result dry lacks, that no
 // manager the cleanup keeps holds, and whose live value the API server is
 // known to keep (knownKept): applying would leave them as they are.
-func (m *Manager) takenKept(live, dry *unstructured.Unstructured, taken map[string]any) []string {
-	if len(taken) == 0 {
+func (m *Manager) takenKept(live, dry *unstructured.Unstructured, taken *fieldpath.Set) []string {
+	if taken == nil || taken.Empty() {
 		return nil
 	}
 	newSet := ownedSet(ownApplyEntry(dry.GetManagedFields(), m.Owner))
@@ -146,40 +146,22 @@ func (m *Manager) takenKept(live, dry *unstructured.Unstructured, taken map[stri
 	}
 	var out []string
 next:
-	for _, path := range droppedLeaves(taken, newSet, nil) {
+	for _, path := range droppedLeaves(taken, newSet) {
 		v, ok := lookupField(live.Object, path)
 		if !ok || !knownKept(live, path, v) {
 			continue
 		}
 		for _, e := range live.GetManagedFields() {
-			if m.replacedManager(e) || e.FieldsV1 == nil || (e.Manager == m.Owner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "") {
+			if m.replacedManager(e) || (e.Manager == m.Owner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "") {
 				continue
 			}
-			if s := fieldSet(e); s != nil && hasField(s, path) {
+			if s := fieldSet(e); s != nil && holds(s, path) {
 				continue next
 			}
 		}
 		out = append(out, fieldPath(live.Object, path))
 	}
 	return out
-}
-
-// unionFields adds the field set src to dst (FieldsV1 sets are nested
-// objects whose keys name fields, items and values).
-func unionFields(dst, src map[string]any) {
-	for k, v := range src {
-		sv, ok := v.(map[string]any)
-		if !ok {
-			dst[k] = v
-			continue
-		}
-		dv, ok := dst[k].(map[string]any)
-		if !ok {
-			dv = map[string]any{}
-			dst[k] = dv
-		}
-		unionFields(dv, sv)
-	}
 }
 
 // escapePointer escapes a key for a JSON pointer (RFC 6901).

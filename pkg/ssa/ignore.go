@@ -1,12 +1,12 @@
 package ssa
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // IgnoreRule excludes fields of the matching objects from drift detection
@@ -47,8 +47,9 @@ func pointerTokens(p string) []string {
 	return parts
 }
 
-// removePointer deletes the value at tokens from obj, if present.
-func removePointer(obj map[string]any, tokens []string) {
+// blankPointer deletes the value at tokens from obj, a copy made for the
+// comparison only, if present.
+func blankPointer(obj map[string]any, tokens []string) {
 	var cur any = obj
 	for i, t := range tokens {
 		last := i == len(tokens)-1
@@ -81,36 +82,44 @@ func removePointer(obj map[string]any, tokens []string) {
 func withoutPaths(u *unstructured.Unstructured, paths [][]string) *unstructured.Unstructured {
 	c := u.DeepCopy()
 	for _, p := range paths {
-		removePointer(c.Object, p)
+		blankPointer(c.Object, p)
 	}
 	return c
 }
 
 // ownedByOther reports whether a field manager other than owner holds the
-// field at tokens, through any operation or subresource.
-func ownedByOther(entries []metav1.ManagedFieldsEntry, owner string, tokens []string, live map[string]any) bool {
+// field at tokens, read in the live object, through any operation or
+// subresource, and returns the field as that manager's field set names it
+// (a list item by its key or value, not by its position). A token is a
+// list position only where live has a list: a map's key "0" is a key.
+func ownedByOther(entries []metav1.ManagedFieldsEntry, owner string, tokens []string, live map[string]any) (fieldpath.Path, bool) {
 	path := make([]segment, len(tokens))
+	var cur any = live
 	for i, t := range tokens {
 		path[i] = segment{field: t, index: -1}
-		if n, err := strconv.Atoi(t); err == nil {
+		switch c := cur.(type) {
+		case []any:
+			n, err := strconv.Atoi(t)
+			if err != nil || n < 0 || n >= len(c) {
+				return nil, false
+			}
 			path[i] = segment{index: n}
+			cur = c[n]
+		case map[string]any:
+			cur = c[t]
+		default:
+			cur = nil
 		}
 	}
 	for _, e := range entries {
-		if e.Manager == owner || e.FieldsV1 == nil {
+		if e.Manager == owner {
 			continue
 		}
-		if set := fieldSet(e); set != nil && reachLive(set, path, live) == len(path) {
-			return true
+		if set := fieldSet(e); set != nil {
+			if field := pathIn(set, path, live); len(field) == len(path) {
+				return field, true
+			}
 		}
 	}
-	return false
-}
-
-func fieldSet(e metav1.ManagedFieldsEntry) map[string]any {
-	var set map[string]any
-	if json.Unmarshal(e.FieldsV1.Raw, &set) != nil {
-		return nil
-	}
-	return set
+	return nil, false
 }

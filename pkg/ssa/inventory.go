@@ -2,10 +2,10 @@ package ssa
 
 import (
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/cli-utils/pkg/object"
 )
 
 // ObjMeta identifies an object across API versions.
@@ -14,10 +14,11 @@ type ObjMeta struct {
 	GroupKind       schema.GroupKind
 }
 
-// ID is the inventory id `<namespace>_<name>_<group>_<kind>`, with ':' in
-// names encoded as "__". Flux compatible (cli-utils ObjMetadata.String).
+// ID is the inventory id `<namespace>_<name>_<group>_<kind>`, the string
+// of cli-utils' ObjMetadata, as Flux writes it: ':' in the names of RBAC
+// kinds is written "__".
 func (o ObjMeta) ID() string {
-	return fmt.Sprintf("%s_%s_%s_%s", o.Namespace, strings.ReplaceAll(o.Name, ":", "__"), o.GroupKind.Group, o.GroupKind.Kind)
+	return object.ObjMetadata{Namespace: o.Namespace, Name: o.Name, GroupKind: o.GroupKind}.String()
 }
 
 // String is `Kind/namespace/name`, or `Kind/name` for cluster-scoped objects.
@@ -33,23 +34,14 @@ func MetaOf(u *unstructured.Unstructured) ObjMeta {
 	return ObjMeta{Namespace: u.GetNamespace(), Name: u.GetName(), GroupKind: u.GroupVersionKind().GroupKind()}
 }
 
-// ParseID reads an inventory id back.
+// ParseID reads an inventory id back with cli-utils' ParseObjMetadata (the
+// namespace, group and kind hold no '_'; "__" in the name is ':'). It fails
+// with `invalid inventory id "<id>"` on anything else, such as a name that
+// holds a single '_'.
 func ParseID(id string) (ObjMeta, error) {
-	// Names may hold "__" (encoded ':'); the namespace and the group hold no
-	// '_' and kinds no '_', so split from both ends.
-	first := strings.Index(id, "_")
-	last := strings.LastIndex(id, "_")
-	if first < 0 || last <= first {
+	o, err := object.ParseObjMetadata(id)
+	if err != nil {
 		return ObjMeta{}, fmt.Errorf("invalid inventory id %q", id)
 	}
-	rest := id[first+1 : last]
-	groupSep := strings.LastIndex(rest, "_")
-	if groupSep < 0 {
-		return ObjMeta{}, fmt.Errorf("invalid inventory id %q", id)
-	}
-	return ObjMeta{
-		Namespace: id[:first],
-		Name:      strings.ReplaceAll(rest[:groupSep], "__", ":"),
-		GroupKind: schema.GroupKind{Group: rest[groupSep+1:], Kind: id[last+1:]},
-	}, nil
+	return ObjMeta{Namespace: o.Namespace, Name: o.Name, GroupKind: o.GroupKind}, nil
 }

@@ -22,8 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // Annotations and labels that steer the applier; matched case-insensitively
@@ -110,7 +112,7 @@ type planned struct {
 	removed  []string
 	recreate bool
 	dry      *unstructured.Unstructured // the dry-run result, when the cleanup hands fields (taken) to the applier
-	taken    map[string]any
+	taken    *fieldpath.Set
 	cleanup  []byte // JSON patch of managed fields and stale metadata, written before the apply
 }
 
@@ -313,11 +315,11 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 	ignored := ignoredPaths(opts.Ignore, u)
 	if live != nil && len(ignored) > 0 {
 		for _, path := range ignored {
-			if ownedByOther(live.GetManagedFields(), m.Owner, path, live.Object) {
+			if field, ok := ownedByOther(live.GetManagedFields(), m.Owner, path, live.Object); ok {
 				if p.obj == u {
 					p.obj = u.DeepCopy()
 				}
-				removePointer(p.obj.Object, path)
+				removeField(p.obj.Object, field)
 			}
 		}
 		u = p.obj
@@ -520,19 +522,11 @@ func (m *Manager) poll(ctx context.Context, done func() (bool, error)) error {
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		ok, err := done()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timeout after %s", timeout)
-		case <-time.After(interval):
-		}
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) { return done() })
+	if wait.Interrupted(err) {
+		return fmt.Errorf("timeout after %s", timeout)
 	}
+	return err
 }
 
 // PruneOptions select what DeleteStale may delete.

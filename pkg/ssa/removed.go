@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
-	"sort"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // A field removed from the desired object is normally deleted by the
@@ -34,13 +34,12 @@ func ownApplyEntry(entries []metav1.ManagedFieldsEntry, owner string) *metav1.Ma
 	return nil
 }
 
-// keptFields returns the fields (as field-set key paths) that the applier
-// owned in live, that it no longer owns in the dry-run result dry, and
-// that dry still holds while no other field manager owns them. It is nil
-// when the applier's field set did not shrink, which is decided by one
-// comparison of bytes: an object whose desired state did not change costs
-// nothing more.
-func keptFields(live, dry *unstructured.Unstructured, owner string) [][]string {
+// keptFields returns the fields that the applier owned in live, that it
+// no longer owns in the dry-run result dry, and that dry still holds while
+// no other field manager owns them. It is nil when the applier's field set
+// did not shrink, which is decided by one comparison of bytes: an object
+// whose desired state did not change costs nothing more.
+func keptFields(live, dry *unstructured.Unstructured, owner string) []fieldpath.Path {
 	was, now := ownApplyEntry(live.GetManagedFields(), owner), ownApplyEntry(dry.GetManagedFields(), owner)
 	if was == nil || (now != nil && (was.APIVersion != now.APIVersion || bytes.Equal(was.FieldsV1.Raw, now.FieldsV1.Raw))) {
 		return nil
@@ -49,34 +48,27 @@ func keptFields(live, dry *unstructured.Unstructured, owner string) [][]string {
 	if oldSet == nil || newSet == nil {
 		return nil
 	}
-	var others []map[string]any
+	var others []*fieldpath.Set
 	for _, e := range dry.GetManagedFields() {
-		if (e.Manager == owner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "") || e.FieldsV1 == nil {
+		if e.Manager == owner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
 			continue
 		}
 		if s := fieldSet(e); s != nil {
 			others = append(others, s)
 		}
 	}
-	var out [][]string
-	for _, path := range droppedLeaves(oldSet, newSet, nil) {
+	var out []fieldpath.Path
+	for _, path := range droppedLeaves(oldSet, newSet) {
 		// No built-in kind keeps labels or annotations the way it keeps
 		// spec fields, and some the server sets from the object itself (a
 		// Namespace's kubernetes.io/metadata.name): metadata never counts.
-		if path[0] == "f:metadata" {
+		if fieldName(path[0]) == "metadata" {
 			continue
 		}
 		if _, ok := lookupField(dry.Object, path); !ok {
 			continue // deleted by the apply, as it should be
 		}
-		owned := false
-		for _, s := range others {
-			if hasField(s, path) {
-				owned = true
-				break
-			}
-		}
-		if !owned {
+		if !slices.ContainsFunc(others, func(s *fieldpath.Set) bool { return holds(s, path) }) {
 			out = append(out, path)
 		}
 	}
@@ -85,113 +77,23 @@ func keptFields(live, dry *unstructured.Unstructured, owner string) [][]string {
 
 // ownedSet is the field set of the applier's Apply entry e; the API
 // server drops an entry that owns nothing, so no entry is the empty set.
-func ownedSet(e *metav1.ManagedFieldsEntry) map[string]any {
+func ownedSet(e *metav1.ManagedFieldsEntry) *fieldpath.Set {
 	if e == nil {
-		return map[string]any{}
+		return &fieldpath.Set{}
 	}
 	return fieldSet(*e)
 }
 
-// droppedLeaves lists the leaves of the field set old that are not in new.
-// "." (the map or item itself) is not a leaf of its own.
-func droppedLeaves(old, new map[string]any, prefix []string) [][]string {
-	var out [][]string
-	keys := make([]string, 0, len(old))
-	for k := range old {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if k == "." {
-			continue
+// droppedLeaves lists the leaves of the field set old (members without
+// members below them) that new does not hold.
+func droppedLeaves(old, new *fieldpath.Set) []fieldpath.Path {
+	var out []fieldpath.Path
+	for p := range old.Leaves().All() {
+		if !holds(new, p) {
+			out = append(out, p.Copy())
 		}
-		path := append(append([]string(nil), prefix...), k)
-		child, _ := old[k].(map[string]any)
-		newChild, inNew := new[k].(map[string]any)
-		if len(child) == 0 || (len(child) == 1 && child["."] != nil) {
-			if !inNew {
-				out = append(out, path)
-			}
-			continue
-		}
-		if newChild == nil {
-			newChild = map[string]any{}
-		}
-		out = append(out, droppedLeaves(child, newChild, path)...)
 	}
 	return out
-}
-
-// hasField reports whether the field set holds the key path.
-func hasField(set map[string]any, path []string) bool {
-	cur := set
-	for _, k := range path {
-		next, ok := cur[k].(map[string]any)
-		if !ok {
-			return false
-		}
-		cur = next
-	}
-	return true
-}
-
-// lookupField follows a field-set key path (f:<name>, k:{<key fields>},
-// v:<value>, i:<index>) in an object and returns the value found there.
-func lookupField(obj any, path []string) (any, bool) {
-	v, _, ok := walkField(obj, path)
-	return v, ok
-}
-
-// fieldPath renders a field-set key path the way Diff does, e.g.
-// `.spec.ports[0].nodePort`, with list positions read from obj.
-func fieldPath(obj any, path []string) string {
-	_, p, ok := walkField(obj, path)
-	if !ok {
-		var b strings.Builder
-		for _, k := range path {
-			b.WriteString("." + strings.TrimPrefix(k, "f:"))
-		}
-		return b.String()
-	}
-	return p
-}
-
-func walkField(obj any, path []string) (any, string, bool) {
-	cur := obj
-	var rendered strings.Builder
-	for _, k := range path {
-		switch {
-		case strings.HasPrefix(k, "f:"):
-			m, ok := cur.(map[string]any)
-			if !ok {
-				return nil, "", false
-			}
-			if cur, ok = m[k[2:]]; !ok {
-				return nil, "", false
-			}
-			rendered.WriteString("." + k[2:])
-		case strings.HasPrefix(k, "k:"), strings.HasPrefix(k, "v:"), strings.HasPrefix(k, "i:"):
-			l, ok := cur.([]any)
-			if !ok {
-				return nil, "", false
-			}
-			idx := -1
-			for i, item := range l {
-				if itemKey(map[string]any{k: nil}, item, i) == k {
-					idx = i
-					break
-				}
-			}
-			if idx < 0 {
-				return nil, "", false
-			}
-			cur = l[idx]
-			fmt.Fprintf(&rendered, "[%d]", idx)
-		default:
-			return nil, "", false
-		}
-	}
-	return cur, rendered.String(), true
 }
 
 // freshObject returns what the API server makes of desired as a new object:
@@ -226,7 +128,7 @@ func (m *Manager) freshObject(ctx context.Context, desired *unstructured.Unstruc
 // read as the live ones. When the dry-run create cannot be made (a full
 // quota, an admission webhook, fixed names) only the fields of
 // knownKept are flagged: defaults cannot be told apart then.
-func (m *Manager) serverKeeps(ctx context.Context, desired, dry *unstructured.Unstructured, kept [][]string) []string {
+func (m *Manager) serverKeeps(ctx context.Context, desired, dry *unstructured.Unstructured, kept []fieldpath.Path) []string {
 	fresh, err := m.freshObject(ctx, desired)
 	var out []string
 	if err != nil {
@@ -242,7 +144,7 @@ func (m *Manager) serverKeeps(ctx context.Context, desired, dry *unstructured.Un
 		have, _ := lookupField(dry.Object, path)
 		want, ok := lookupField(fresh.Object, path)
 		if ok && (sameJSON(have, want) || sameJSON(have, asLive(want, fresh, dry)) ||
-			(service && sameAllocation(path[len(path)-1], have, want))) {
+			(service && sameAllocation(fieldName(path[len(path)-1]), have, want))) {
 			continue
 		}
 		out = append(out, fieldPath(dry.Object, path))
@@ -278,14 +180,14 @@ func asLive(v any, fresh, live *unstructured.Unstructured) any {
 // Service storage copies the old cluster IPs into an update that has
 // none, kubernetes pkg/registry/core/service/storage). It is the fallback
 // of serverKeeps and what an adopted object is checked against.
-func knownKept(obj *unstructured.Unstructured, path []string, v any) bool {
-	if obj.GetKind() != "Service" || obj.GroupVersionKind().Group != "" || len(path) != 2 || path[0] != "f:spec" {
+func knownKept(obj *unstructured.Unstructured, path fieldpath.Path, v any) bool {
+	if obj.GetKind() != "Service" || obj.GroupVersionKind().Group != "" || len(path) != 2 || fieldName(path[0]) != "spec" {
 		return false
 	}
-	switch path[1] {
-	case "f:clusterIP":
+	switch fieldName(path[1]) {
+	case "clusterIP":
 		return v == "None"
-	case "f:clusterIPs":
+	case "clusterIPs":
 		l, ok := v.([]any)
 		return ok && len(l) > 0 && l[0] == "None"
 	}
@@ -297,9 +199,9 @@ func knownKept(obj *unstructured.Unstructured, path []string, v any) bool {
 // nodePort.
 func sameAllocation(field string, a, b any) bool {
 	switch field {
-	case "f:clusterIP":
+	case "clusterIP":
 		return isIP(a) && isIP(b)
-	case "f:clusterIPs":
+	case "clusterIPs":
 		la, ok1 := a.([]any)
 		lb, ok2 := b.([]any)
 		if !ok1 || !ok2 || len(la) != len(lb) || len(la) == 0 {
@@ -311,7 +213,7 @@ func sameAllocation(field string, a, b any) bool {
 			}
 		}
 		return true
-	case "f:nodePort", "f:healthCheckNodePort":
+	case "nodePort", "healthCheckNodePort":
 		return isPort(a) && isPort(b)
 	}
 	return false
@@ -335,7 +237,7 @@ func isPort(v any) bool {
 // deletes. A list item deleted whole is listed once, not field by field,
 // a map by its keys; values are never listed. It is nil without a change of the
 // applier's field set, at no cost.
-func removedFields(live, res *unstructured.Unstructured, owner string, taken map[string]any) []string {
+func removedFields(live, res *unstructured.Unstructured, owner string, taken *fieldpath.Set) []string {
 	now := ownApplyEntry(res.GetManagedFields(), owner)
 	old := taken
 	if old == nil {
@@ -359,74 +261,25 @@ func removedFields(live, res *unstructured.Unstructured, owner string, taken map
 // absentFields walks the field set old against new and returns the
 // top-most paths that old holds and new does not, present in live and
 // absent from res.
-func absentFields(old, new map[string]any, prefix []string, live, res any) [][]string {
-	keys := make([]string, 0, len(old))
-	for k := range old {
-		if k != "." {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var out [][]string
-	for _, k := range keys {
-		path := append(append([]string(nil), prefix...), k)
-		newChild, inNew := new[k].(map[string]any)
-		child, _ := old[k].(map[string]any)
-		item := !strings.HasPrefix(k, "f:")
-		if _, ok := lookupField(res, path); !ok && (item || len(child) == 0 || (len(child) == 1 && child["."] != nil)) {
+func absentFields(old, new *fieldpath.Set, prefix fieldpath.Path, live, res any) []fieldpath.Path {
+	var out []fieldpath.Path
+	for _, pe := range elements(old) {
+		path := append(prefix[:len(prefix):len(prefix)], pe)
+		child, _ := old.Children.Get(pe)
+		newChild, inNew := new.Children.Get(pe)
+		inNew = inNew || new.Members.Has(pe)
+		if _, ok := lookupField(res, path); !ok && (pe.FieldName == nil || child == nil) {
 			if _, inLive := lookupField(live, path); inLive && !inNew {
 				out = append(out, path)
 			}
 			continue
 		}
-		if len(child) > 0 {
+		if child != nil {
 			if newChild == nil {
-				newChild = map[string]any{}
+				newChild = &fieldpath.Set{}
 			}
 			out = append(out, absentFields(child, newChild, path, live, res)...)
 		}
 	}
 	return out
-}
-
-// removedPath renders a field-set key path read in obj, like
-// `.spec.template.spec.containers[name=web].env[name=OLD]`: fields by
-// name, keyed list items by their key fields (which identify an item and
-// are no secret), other list items by their position in obj.
-func removedPath(obj any, path []string) string {
-	var b strings.Builder
-	cur := obj
-	for i, k := range path {
-		if strings.HasPrefix(k, "k:") {
-			var key map[string]any
-			if json.Unmarshal([]byte(k[2:]), &key) == nil {
-				names := make([]string, 0, len(key))
-				for f := range key {
-					names = append(names, f)
-				}
-				sort.Strings(names)
-				parts := make([]string, 0, len(names))
-				for _, f := range names {
-					v := key[f]
-					if s, ok := v.(string); ok {
-						parts = append(parts, f+"="+s)
-					} else {
-						parts = append(parts, f+"="+render(v))
-					}
-				}
-				b.WriteString("[" + strings.Join(parts, ",") + "]")
-				cur, _ = lookupField(obj, path[:i+1])
-				continue
-			}
-		}
-		next, p, ok := walkField(cur, []string{k})
-		if !ok {
-			b.WriteString("." + strings.TrimPrefix(k, "f:"))
-			cur = nil
-			continue
-		}
-		b.WriteString(p)
-		cur = next
-	}
-	return b.String()
 }

@@ -28,9 +28,7 @@ func TestNamespaceNameLabelRemovedIsNotKept(t *testing.T) {
 	name := namespace(t) + "-label"
 	with := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {team: a, kubernetes.io/metadata.name: %s}}\n", name, name)
 	without := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {team: a}}\n", name)
-	if _, err := manager().ApplyAll(ctx, objects(t, with), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, with), ssa.ApplyOptions{})
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
@@ -56,9 +54,7 @@ func TestNamespaceNameLabelRemovedIsNotKept(t *testing.T) {
 func TestKeptFieldFlaggedWhenTwinRefused(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	if _, err := manager().ApplyAll(ctx, objects(t, dbService(ns, "clusterIP: None, ")), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, dbService(ns, "clusterIP: None, ")), ssa.ApplyOptions{})
 	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "svc", Namespace: ns},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"services": resource.MustParse("1")}}}
 	if err := env.Client.Create(ctx, q); err != nil {
@@ -99,10 +95,7 @@ func TestAdoptedServiceRemovedAndKept(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	kubectlService(t, ns, "db", "")
-	cs, err := manager().ApplyAll(ctx, objects(t, dbService(ns, "")), ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, objects(t, dbService(ns, "")), ssa.ApplyOptions{})
 	if len(cs) != 1 || cs[0].Action != ssa.Configured || len(cs[0].Removed) != 0 {
 		t.Errorf("adoption: %v removed %q, want configured with nothing removed", cs, cs[0].Removed)
 	}
@@ -110,7 +103,7 @@ func TestAdoptedServiceRemovedAndKept(t *testing.T) {
 	kubectlService(t, ns, "headless", "None")
 	doc := strings.Replace(dbService(ns, ""), "name: db", "name: headless", 1)
 	before := liveService(t, ns, "headless")
-	_, err = manager().ApplyAll(ctx, objects(t, doc), ssa.ApplyOptions{})
+	_, err := manager().ApplyAll(ctx, objects(t, doc), ssa.ApplyOptions{})
 	want := "Service/" + ns + "/headless dry-run failed: .spec.clusterIP removed from the desired state but kept by the API server; " +
 		"the object must be recreated: enable force (spec.force or the kustomize.toolkit.fluxcd.io/force: enabled annotation)"
 	if err == nil || err.Error() != want {
@@ -131,22 +124,16 @@ func TestAdoptedServiceRemovedAndKept(t *testing.T) {
 // List items removed from Git (an env var, a Service port, a container)
 // are listed as removed, by their key, without values.
 func TestRemovedListItemsAreListed(t *testing.T) {
-	ctx := context.Background()
 	ns := namespace(t)
 	dep := func(containers string) string {
-		return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\nspec: {replicas: 1, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [%s]}}}\n", ns, containers)
+		return deployment(ns, 1, containers)
 	}
 	svc := func(ports string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: %s}\nspec: {selector: {app: web}, ports: [%s]}\n", ns, ports)
 	}
 	oldDep := dep("{name: c, image: nginx, env: [{name: A, value: '1'}, {name: OLD, value: s3cr3t}]}, {name: sidecar, image: busybox}")
-	if _, err := manager().ApplyAll(ctx, objects(t, oldDep, svc("{name: http, port: 80}, {name: metrics, port: 9090}")), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := manager().ApplyAll(ctx, objects(t, dep("{name: c, image: nginx, env: [{name: A, value: '1'}]}"), svc("{name: http, port: 80}")), ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, oldDep, svc("{name: http, port: 80}, {name: metrics, port: 9090}")), ssa.ApplyOptions{})
+	cs := apply(t, objects(t, dep("{name: c, image: nginx, env: [{name: A, value: '1'}]}"), svc("{name: http, port: 80}")), ssa.ApplyOptions{})
 	want := map[string]string{
 		"Deployment": ".spec.template.spec.containers[name=c].env[name=OLD],.spec.template.spec.containers[name=sidecar]",
 		"Service":    ".spec.ports[port=9090,protocol=TCP]",
@@ -188,7 +175,7 @@ func TestUnchangedReapplyRequests(t *testing.T) {
 	docs := []string{
 		dbService(ns, "clusterIP: None, sessionAffinity: None, "),
 		configMap(ns, "cm", "1"),
-		fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\nspec: {replicas: 2, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: c, image: nginx}]}}}\n", ns),
+		deployment(ns, 2, "{name: c, image: nginx}"),
 	}
 	if _, err := m.ApplyAll(ctx, objects(t, docs...), ssa.ApplyOptions{}); err != nil {
 		t.Fatal(err)
@@ -225,9 +212,7 @@ func TestKeptFieldNeverRecreatesNamespace(t *testing.T) {
 	name := namespace(t) + "-fin"
 	with := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\nspec: {finalizers: [example.com/hold]}\n", name)
 	without := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", name)
-	if _, err := manager().ApplyAll(ctx, objects(t, with), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, with), ssa.ApplyOptions{})
 	before := get(t, "Namespace", "v1", "", name)
 	want := "Namespace/" + name + " dry-run failed: .spec.finalizers removed from the desired state but kept by the API server; " +
 		"a Namespace is not recreated: set the field in the desired state"
@@ -249,9 +234,7 @@ func TestRemovedAllFieldsAreListed(t *testing.T) {
 	ns := namespace(t)
 	with := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: all, namespace: %s}\ndata: {A: '1'}\n", ns)
 	without := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: all, namespace: %s}\n", ns)
-	if _, err := manager().ApplyAll(ctx, objects(t, with), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, with), ssa.ApplyOptions{})
 	cs, err := manager().ApplyAll(ctx, objects(t, without), ssa.ApplyOptions{})
 	if err != nil || len(cs) != 1 || cs[0].Action != ssa.Configured || strings.Join(cs[0].Removed, ",") != ".data.A" {
 		t.Errorf("%v %v removed %q, want configured with .data.A removed", cs, err, cs[0].Removed)

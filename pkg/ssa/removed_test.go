@@ -35,9 +35,7 @@ func TestRemovedFieldKeptByServerNeedsForce(t *testing.T) {
 	for _, how := range []string{"spec.force", "annotation"} {
 		t.Run(how, func(t *testing.T) {
 			ns := namespace(t)
-			if _, err := manager().ApplyAll(ctx, objects(t, dbService(ns, "clusterIP: None, ")), ssa.ApplyOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			apply(t, objects(t, dbService(ns, "clusterIP: None, ")), ssa.ApplyOptions{})
 			before := liveService(t, ns, "db")
 			if before.Spec.ClusterIP != "None" {
 				t.Fatalf("clusterIP %q, want None", before.Spec.ClusterIP)
@@ -60,10 +58,7 @@ func TestRemovedFieldKeptByServerNeedsForce(t *testing.T) {
 				set[0].SetAnnotations(map[string]string{ssa.ForceAnnotation: "enabled"})
 				opts.Force = false
 			}
-			cs, err := manager().ApplyAll(ctx, set, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cs := apply(t, set, opts)
 			if len(cs) != 1 || cs[0].String() != id+" replaced" {
 				t.Errorf("with force: %v, want %s replaced", cs, id)
 			}
@@ -122,10 +117,7 @@ func TestRemovedFieldWithServerDefaultIsNotFlagged(t *testing.T) {
 			t.Errorf("%s was recreated", name)
 		}
 	}
-	cs, err = manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs = apply(t, set, ssa.ApplyOptions{})
 	for _, c := range cs {
 		if c.Action != ssa.Unchanged {
 			t.Errorf("second apply: %s, want unchanged", c)
@@ -148,10 +140,7 @@ func TestAdoptionIsNotDrift(t *testing.T) {
 	}
 	set := objects(t, configMap(ns, "adopted", "1"))
 	set[0].SetLabels(map[string]string{"app": "shop", "kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"})
-	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, set, ssa.ApplyOptions{})
 	if len(cs) != 1 || cs[0].Action != ssa.Configured || len(cs[0].Drift) != 0 {
 		t.Errorf("adoption: %v drift %v, want configured without drift", cs, cs[0].Drift)
 	}
@@ -162,10 +151,7 @@ func TestAdoptionIsNotDrift(t *testing.T) {
 	if err := env.Client.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
-	cs, err = manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs = apply(t, set, ssa.ApplyOptions{})
 	var drift []string
 	for _, d := range cs[0].Drift {
 		drift = append(drift, d.String())
@@ -183,13 +169,8 @@ func TestRemovedFieldsAreListed(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	two := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: %s, labels: {team: a}}\ndata: {FEATURE_X: \"1\", OLD: x}\n", ns)
-	if _, err := manager().ApplyAll(ctx, objects(t, two), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := manager().ApplyAll(ctx, objects(t, configMap(ns, "cfg", "1")), ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, two), ssa.ApplyOptions{})
+	cs := apply(t, objects(t, configMap(ns, "cfg", "1")), ssa.ApplyOptions{})
 	if len(cs) != 1 || cs[0].Action != ssa.Configured || len(cs[0].Drift) != 0 ||
 		strings.Join(cs[0].Removed, ",") != ".data.OLD,.metadata.labels.team" {
 		t.Errorf("Git removal: %v removed %q drift %v, want configured with .data.OLD and .metadata.labels.team removed", cs, cs[0].Removed, cs[0].Drift)
@@ -203,10 +184,7 @@ func TestRemovedFieldsAreListed(t *testing.T) {
 	if err := env.Client.Create(ctx, kubectl, client.FieldOwner("kubectl-client-side-apply")); err != nil {
 		t.Fatal(err)
 	}
-	cs, err = manager().ApplyAll(ctx, objects(t, configMap(ns, "legacy", "1")), ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs = apply(t, objects(t, configMap(ns, "legacy", "1")), ssa.ApplyOptions{})
 	if len(cs) != 1 || len(cs[0].Drift) != 0 || strings.Join(cs[0].Removed, ",") != ".data.LEGACY" {
 		t.Errorf("adoption: %v removed %q drift %v, want .data.LEGACY removed", cs, cs[0].Removed, cs[0].Drift)
 	}

@@ -19,19 +19,14 @@ import (
 func TestLiveReconcileDisabledIsSkipped(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	if _, err := manager().ApplyAll(ctx, objects(t, configMap(ns, "paused", "1")), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, configMap(ns, "paused", "1")), ssa.ApplyOptions{})
 	live := get(t, "ConfigMap", "v1", ns, "paused")
 	live.SetAnnotations(map[string]string{ssa.ReconcileAnnotation: "disabled"})
 	unstructured.SetNestedField(live.Object, "hotfix", "data", "FEATURE_X")
 	if err := env.Client.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := manager().ApplyAll(ctx, objects(t, configMap(ns, "paused", "1")), ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, objects(t, configMap(ns, "paused", "1")), ssa.ApplyOptions{})
 	if a := actions(cs)["ConfigMap/"+ns+"/paused"]; a != ssa.Skipped {
 		t.Errorf("action %s, want skipped", a)
 	}
@@ -42,25 +37,17 @@ func TestLiveReconcileDisabledIsSkipped(t *testing.T) {
 
 // A key removed from a Secret's stringData in Git leaves the Secret.
 func TestSecretStringDataKeyRemoval(t *testing.T) {
-	ctx := context.Background()
 	ns := namespace(t)
 	sec := func(sd string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: %s}\nstringData: %s\n", ns, sd)
 	}
-	if _, err := manager().ApplyAll(ctx, objects(t, sec(`{a: "1", b: "2"}`)), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := manager().ApplyAll(ctx, objects(t, sec(`{a: "1"}`)), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, sec(`{a: "1", b: "2"}`)), ssa.ApplyOptions{})
+	apply(t, objects(t, sec(`{a: "1"}`)), ssa.ApplyOptions{})
 	data, _, _ := unstructured.NestedStringMap(get(t, "Secret", "v1", ns, "s").Object, "data")
 	if _, ok := data["b"]; ok || data["a"] != "MQ==" {
 		t.Errorf("data after removing key b: %v", data)
 	}
-	cs, err := manager().ApplyAll(ctx, objects(t, sec(`{a: "1"}`)), ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, objects(t, sec(`{a: "1"}`)), ssa.ApplyOptions{})
 	if a := actions(cs)["Secret/"+ns+"/s"]; a != ssa.Unchanged {
 		t.Errorf("same stringData again: %s, want unchanged", a)
 	}
@@ -72,12 +59,10 @@ func TestIgnoredReplicasSetThroughScale(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	dep := func(image string) string {
-		return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\nspec: {replicas: 2, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: %s}]}}}\n", ns, image)
+		return deployment(ns, 2, "{name: web, image: "+image+"}")
 	}
 	rules := []ssa.IgnoreRule{{Paths: []string{"/spec/replicas"}}}
-	if _, err := manager().ApplyAll(ctx, objects(t, dep("nginx:1")), ssa.ApplyOptions{Ignore: rules}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, dep("nginx:1")), ssa.ApplyOptions{Ignore: rules})
 	d := &appsv1.Deployment{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
 		t.Fatal(err)
@@ -87,10 +72,7 @@ func TestIgnoredReplicasSetThroughScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, image := range []string{"nginx:1", "nginx:2"} {
-		cs, err := manager().ApplyAll(ctx, objects(t, dep(image)), ssa.ApplyOptions{Ignore: rules})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs := apply(t, objects(t, dep(image)), ssa.ApplyOptions{Ignore: rules})
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d); err != nil {
 			t.Fatal(err)
 		}
@@ -107,17 +89,13 @@ func TestKubectlManagersAreCleanedUp(t *testing.T) {
 	ns := namespace(t)
 	for _, mgr := range []string{"kubectl-edit", "kubectl-client-side-apply", "kubectl-patch"} {
 		name := "cm-" + strings.TrimPrefix(mgr, "kubectl-")
-		if _, err := manager().ApplyAll(ctx, objects(t, configMap(ns, name, "1")), ssa.ApplyOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		apply(t, objects(t, configMap(ns, name, "1")), ssa.ApplyOptions{})
 		live := get(t, "ConfigMap", "v1", ns, name)
 		unstructured.SetNestedField(live.Object, "true", "data", "DEBUG")
 		if err := env.Client.Update(ctx, live, client.FieldOwner(mgr)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := manager().ApplyAll(ctx, objects(t, configMap(ns, name, "1")), ssa.ApplyOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		apply(t, objects(t, configMap(ns, name, "1")), ssa.ApplyOptions{})
 		if data, _, _ := unstructured.NestedStringMap(get(t, "ConfigMap", "v1", ns, name).Object, "data"); data["DEBUG"] != "" {
 			t.Errorf("%s: key added by %s kept: %v", name, mgr, data)
 		}
@@ -129,13 +107,8 @@ func TestKubectlManagersAreCleanedUp(t *testing.T) {
 func TestGitChangeIsNotDrift(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	if _, err := manager().ApplyAll(ctx, objects(t, configMap(ns, "cfg", "1")), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := manager().ApplyAll(ctx, objects(t, configMap(ns, "cfg", "2")), ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, configMap(ns, "cfg", "1")), ssa.ApplyOptions{})
+	cs := apply(t, objects(t, configMap(ns, "cfg", "2")), ssa.ApplyOptions{})
 	if len(cs) != 1 || cs[0].Action != ssa.Configured || len(cs[0].Drift) != 0 {
 		t.Errorf("Git change: %+v, want configured without drift", cs)
 	}
@@ -144,10 +117,7 @@ func TestGitChangeIsNotDrift(t *testing.T) {
 	if err := env.Client.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
-	cs, err = manager().ApplyAll(ctx, objects(t, configMap(ns, "cfg", "2")), ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs = apply(t, objects(t, configMap(ns, "cfg", "2")), ssa.ApplyOptions{})
 	if len(cs) != 1 || len(cs[0].Drift) != 1 || cs[0].Drift[0].String() != `.data.FEATURE_X "2" → "3" (by kubectl-edit)` {
 		t.Errorf("edit by kubectl-edit: %+v", cs)
 	}
@@ -158,32 +128,14 @@ func TestGitChangeIsNotDrift(t *testing.T) {
 func TestInvalidCustomResourceOfServedCRD(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	crd := `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: sprockets.review.example.com}
-spec:
-  group: review.example.com
-  names: {kind: Sprocket, plural: sprockets}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, properties: {size: {type: integer}}}
-`
+	crd := crd("review.example.com", "Sprocket", "sprockets")
 	role := func(verb string) string {
 		return "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: review-sprocket-" + ns + "}\nrules: [{apiGroups: [review.example.com], resources: [sprockets], verbs: [" + verb + "]}]\n"
 	}
 	sprocket := func(size string) string {
 		return fmt.Sprintf("apiVersion: review.example.com/v1\nkind: Sprocket\nmetadata: {name: s, namespace: %s}\nspec: {size: %s}\n", ns, size)
 	}
-	if _, err := manager().ApplyAll(ctx, objects(t, crd, role("get"), sprocket("1")), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, crd, role("get"), sprocket("1")), ssa.ApplyOptions{})
 	_, err := manager().ApplyAll(ctx, objects(t, crd, role("delete"), sprocket("not-a-number")), ssa.ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "Sprocket/"+ns+"/s dry-run failed") {
 		t.Errorf("error %v, want the Sprocket named", err)
@@ -198,10 +150,8 @@ spec:
 func TestDriftNamesTheManagerOfEachListItem(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
-	doc := fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\nspec: {replicas: 1, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: a, image: nginx:1}, {name: b, image: redis:1}]}}}\n", ns)
-	if _, err := manager().ApplyAll(ctx, objects(t, doc), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	doc := deployment(ns, 1, "{name: a, image: nginx:1}", "{name: b, image: redis:1}")
+	apply(t, objects(t, doc), ssa.ApplyOptions{})
 	for i, who := range []string{"alice-edit", "bob-edit"} {
 		if i > 0 {
 			time.Sleep(1100 * time.Millisecond) // managedFields times have one-second resolution
@@ -215,10 +165,7 @@ func TestDriftNamesTheManagerOfEachListItem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cs, err := manager().ApplyAll(ctx, objects(t, doc), ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, objects(t, doc), ssa.ApplyOptions{})
 	var got []string
 	for _, d := range cs[0].Drift {
 		got = append(got, d.String())

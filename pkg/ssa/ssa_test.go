@@ -2,7 +2,11 @@ package ssa_test
 
 import (
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +25,15 @@ import (
 
 var env *testenv.Environment
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+// TestMain starts a local cluster, except for a fuzz run (-fuzz): its
+// targets need none, and every fuzz worker process runs TestMain.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		os.Exit(m.Run())
+	}
+	testenv.Main(m, &env)
+}
 
 // applier is the Manager's client: its scheme has the built-in kinds only,
 // as a controller's may (kustomize-controller's lacks apiextensions.k8s.io),
@@ -41,6 +53,16 @@ func manager() *ssa.Manager {
 		applier = c
 	}
 	return &ssa.Manager{Client: applier, Owner: "kustomize-controller", StageTimeout: 30 * time.Second, Poll: 100 * time.Millisecond}
+}
+
+// apply applies set with the test's Manager and fails the test on an error.
+func apply(t *testing.T, set []*unstructured.Unstructured, opts ssa.ApplyOptions) []ssa.Change {
+	t.Helper()
+	cs, err := manager().ApplyAll(context.Background(), set, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 func objects(t *testing.T, docs ...string) []*unstructured.Unstructured {
@@ -63,6 +85,36 @@ func namespace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return ns.Name
+}
+
+// deployment is the Deployment web in ns with replicas and containers
+// (flow YAML maps, joined by ", ").
+func deployment(ns string, replicas int, containers ...string) string {
+	return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: %s}\n"+
+		"spec: {replicas: %d, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [%s]}}}\n",
+		ns, replicas, strings.Join(containers, ", "))
+}
+
+// crd is a namespaced CustomResourceDefinition, served and stored as v1,
+// whose objects have an integer spec.size.
+func crd(group, kind, plural string) string {
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: %[3]s.%[1]s}
+spec:
+  group: %[1]s
+  names: {kind: %[2]s, plural: %[3]s}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+`, group, kind, plural)
 }
 
 func configMap(ns, name, value string) string {
@@ -92,10 +144,7 @@ func TestApplyWritesOnlyNewAndDriftedObjects(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	set := objects(t, configMap(ns, "payment-config", "true"), configMap(ns, "other", "1"))
-	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, set, ssa.ApplyOptions{})
 	if a := actions(cs); a["ConfigMap/"+ns+"/payment-config"] != ssa.Created || a["ConfigMap/"+ns+"/other"] != ssa.Created {
 		t.Fatalf("first apply: %v", a)
 	}
@@ -108,10 +157,7 @@ func TestApplyWritesOnlyNewAndDriftedObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cs, err = manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs = apply(t, set, ssa.ApplyOptions{})
 	a := actions(cs)
 	if a["ConfigMap/"+ns+"/payment-config"] != ssa.Configured || a["ConfigMap/"+ns+"/other"] != ssa.Unchanged {
 		t.Fatalf("second apply: %v", a)
@@ -137,18 +183,13 @@ func TestSecretDriftIsMasked(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	set := objects(t, fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: %s}\nstringData: {password: hunter2}\n", ns))
-	if _, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, set, ssa.ApplyOptions{})
 	live := get(t, "Secret", "v1", ns, "creds")
 	unstructured.SetNestedField(live.Object, "Y2hhbmdlZA==", "data", "password")
 	if err := env.Client.Update(ctx, live, client.FieldOwner("kubectl-edit")); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, set, ssa.ApplyOptions{})
 	for _, c := range cs {
 		for _, d := range c.Drift {
 			if strings.Contains(d.String(), "Y2hh") || strings.Contains(d.String(), "aHVudGVy") || !strings.Contains(d.String(), "***") {
@@ -182,31 +223,11 @@ func TestInvalidObjectMeansNothingApplied(t *testing.T) {
 }
 
 func TestCRDAndCustomResourceInOneSet(t *testing.T) {
-	ctx := context.Background()
 	ns := "ssa-new-ns"
-	set := objects(t, `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
-spec:
-  group: example.com
-  names: {kind: Widget, plural: widgets, singular: widget}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec: {type: object, properties: {size: {type: integer}}}
-`, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: "+ns+"}\nspec: {size: 3}\n",
+	set := objects(t, crd("example.com", "Widget", "widgets"), "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: "+ns+"}\nspec: {size: 3}\n",
 		"apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n",
 		configMap(ns, "in-new-namespace", "1"))
-	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, set, ssa.ApplyOptions{})
 	a := actions(cs)
 	for _, id := range []string{"CustomResourceDefinition/widgets.example.com", "Namespace/" + ns, "Widget/" + ns + "/w", "ConfigMap/" + ns + "/in-new-namespace"} {
 		if a[id] != ssa.Created {
@@ -217,10 +238,7 @@ spec:
 		t.Errorf("the CRD was not applied first: %v", cs)
 	}
 	// Applied again, the installed CRD is unchanged and still waited for.
-	cs, err = manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs = apply(t, set, ssa.ApplyOptions{})
 	if a := actions(cs); a["CustomResourceDefinition/widgets.example.com"] != ssa.Unchanged || a["Widget/"+ns+"/w"] != ssa.Unchanged {
 		t.Errorf("re-applied: %v, want the CRD and the Widget unchanged", a)
 	}
@@ -232,18 +250,13 @@ func TestImmutableFieldNeedsForce(t *testing.T) {
 	job := func(image string) string {
 		return fmt.Sprintf("apiVersion: batch/v1\nkind: Job\nmetadata: {name: migrate, namespace: %s}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: m, image: %q}]}}}\n", ns, image)
 	}
-	if _, err := manager().ApplyAll(ctx, objects(t, job("migrate:1")), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, objects(t, job("migrate:1")), ssa.ApplyOptions{})
 	uid := get(t, "Job", "batch/v1", ns, "migrate").GetUID()
 	_, err := manager().ApplyAll(ctx, objects(t, job("migrate:2")), ssa.ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "Job/"+ns+"/migrate dry-run failed") || !strings.Contains(err.Error(), "immutable") {
 		t.Fatalf("without force: got %v, want an immutable-field error naming the Job", err)
 	}
-	cs, err := manager().ApplyAll(ctx, objects(t, job("migrate:2")), ssa.ApplyOptions{Force: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, objects(t, job("migrate:2")), ssa.ApplyOptions{Force: true})
 	if a := actions(cs)["Job/"+ns+"/migrate"]; a != ssa.Created {
 		t.Errorf("with force: %s, want created (recreated)", a)
 	}
@@ -266,10 +279,7 @@ func TestPruneOnlyOwnedObjects(t *testing.T) {
 	set := []*unstructured.Unstructured{
 		mk("owned", owner, nil), mk("kept", owner, map[string]string{ssa.PruneAnnotation: "disabled"}), mk("foreign", foreign, nil),
 	}
-	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, set, ssa.ApplyOptions{})
 	deleted, failed, err := manager().DeleteStale(ctx, cs, ssa.PruneOptions{OwnerLabels: owner})
 	if err != nil || len(failed) != 0 {
 		t.Fatal(err, failed)
@@ -292,32 +302,14 @@ func TestSkipAnnotations(t *testing.T) {
 	set := objects(t, configMap(ns, "once", "1"), configMap(ns, "never", "1"))
 	set[0].SetAnnotations(map[string]string{ssa.SSAAnnotation: "IfNotPresent"})
 	set[1].SetLabels(map[string]string{ssa.ReconcileAnnotation: "disabled"})
-	if _, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, set, ssa.ApplyOptions{})
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "never"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Errorf("reconcile: disabled object was applied (%v)", err)
 	}
 	unstructured.SetNestedField(set[0].Object, "2", "data", "FEATURE_X")
-	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, set, ssa.ApplyOptions{})
 	if a := actions(cs)["ConfigMap/"+ns+"/once"]; a != ssa.Skipped {
 		t.Errorf("ssa: IfNotPresent on an existing object: %s, want skipped", a)
-	}
-}
-
-func TestInventoryIDs(t *testing.T) {
-	for id, want := range map[string]string{
-		"default_svc__Service": "Service/default/svc",
-		"_system__controller__kube-dns_rbac.authorization.k8s.io_ClusterRole": "ClusterRole/system:controller:kube-dns",
-		"apps_web_apps_Deployment": "Deployment/apps/web",
-	} {
-		m, err := ssa.ParseID(id)
-		if err != nil || m.String() != want || m.ID() != id {
-			t.Errorf("ParseID(%q) = %v (%v), ID() %q; want %s", id, m, err, m.ID(), want)
-		}
 	}
 }
 
@@ -340,10 +332,7 @@ func TestManagedFieldsCleanup(t *testing.T) {
 	}
 	set := objects(t, configMap(ns, "adopted", "1"), configMap(ns, "merged", "1"))
 	set[1].SetAnnotations(map[string]string{ssa.SSAAnnotation: "Merge"})
-	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, set, ssa.ApplyOptions{})
 	if a := actions(cs); a["ConfigMap/"+ns+"/adopted"] != ssa.Configured || a["ConfigMap/"+ns+"/merged"] != ssa.Unchanged {
 		t.Errorf("actions = %v, want adopted configured (cleanup) and merged unchanged", a)
 	}
@@ -364,10 +353,7 @@ func TestManagedFieldsCleanup(t *testing.T) {
 		t.Errorf("ssa: Merge object lost the kubectl field: %v", merged.Object["data"])
 	}
 	// The cleanup happens once: the next apply changes nothing.
-	cs, err = manager().ApplyAll(ctx, set, ssa.ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs = apply(t, set, ssa.ApplyOptions{})
 	if a := actions(cs)["ConfigMap/"+ns+"/adopted"]; a != ssa.Unchanged {
 		t.Errorf("second apply: %s, want unchanged", a)
 	}
@@ -379,9 +365,7 @@ func TestIgnoreRules(t *testing.T) {
 	ctx := context.Background()
 	ns := namespace(t)
 	set := objects(t, configMap(ns, "tuned", "1"), configMap(ns, "plain", "1"))
-	if _, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, set, ssa.ApplyOptions{})
 	for _, name := range []string{"tuned", "plain"} {
 		other := objects(t, configMap(ns, name, "9"))[0]
 		if err := env.Client.Patch(ctx, other, client.Apply, client.FieldOwner("autotuner"), client.ForceOwnership); err != nil {
@@ -389,10 +373,7 @@ func TestIgnoreRules(t *testing.T) {
 		}
 	}
 	rules := []ssa.IgnoreRule{{Paths: []string{"/data/FEATURE_X"}, Match: func(u *unstructured.Unstructured) bool { return u.GetName() == "tuned" }}}
-	cs, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{Ignore: rules})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := apply(t, set, ssa.ApplyOptions{Ignore: rules})
 	if a := actions(cs); a["ConfigMap/"+ns+"/tuned"] != ssa.Unchanged || a["ConfigMap/"+ns+"/plain"] != ssa.Configured {
 		t.Errorf("actions %v: want the ignored field not to count as drift", a)
 	}
@@ -405,12 +386,61 @@ func TestIgnoreRules(t *testing.T) {
 	// A change elsewhere in the ignored object is applied without taking
 	// the ignored field back.
 	unstructured.SetNestedField(set[0].Object, "new", "data", "OTHER")
-	if _, err := manager().ApplyAll(ctx, set, ssa.ApplyOptions{Ignore: rules}); err != nil {
-		t.Fatal(err)
-	}
+	apply(t, set, ssa.ApplyOptions{Ignore: rules})
 	data, _, _ := unstructured.NestedStringMap(get(t, "ConfigMap", "v1", ns, "tuned").Object, "data")
 	if data["FEATURE_X"] != "9" || data["OTHER"] != "new" {
 		t.Errorf("after a change beside the ignored field: %v", data)
+	}
+}
+
+// Fields another applier holds under an ignore rule stay theirs when a
+// change beside them is applied: a map key that reads as a number is a key,
+// not a list position; an ignored list item is left out of the applied
+// object, not applied as null.
+func TestIgnoredFieldsOfAnotherApplier(t *testing.T) {
+	ns := namespace(t)
+	cm := func(data string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: numbered, namespace: %s}\ndata: %s\n", ns, data)
+	}
+	web := func(image string) string { return "{name: web, image: " + image + "}" }
+	sidecar := func(image string) string { return "{name: sidecar, image: " + image + "}" }
+	for _, tc := range []struct {
+		name, path              string
+		first, other, then, out string // the applier's first and second apply, the other's, the live result
+		kind, apiVersion, field string
+	}{
+		{name: "numeric map key", path: "/data/0", kind: "ConfigMap", apiVersion: "v1", field: "data",
+			first: cm(`{"0": "1"}`), other: cm(`{"0": "9"}`), then: cm(`{"0": "1", OTHER: new}`), out: `{"0":"9","OTHER":"new"}`},
+		{name: "list item", path: "/spec/template/spec/containers/1", kind: "Deployment", apiVersion: "apps/v1", field: "spec",
+			first: deployment(ns, 1, web("nginx:1"), sidecar("proxy:1")), other: deployment(ns, 1, sidecar("proxy:2")),
+			then: deployment(ns, 1, web("nginx:2"), sidecar("proxy:1")), out: `[{"image":"proxy:2","name":"sidecar"},{"image":"nginx:2","name":"web"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			apply(t, objects(t, tc.first), ssa.ApplyOptions{})
+			if err := env.Client.Patch(context.Background(), objects(t, tc.other)[0], client.Apply, client.FieldOwner("other"), client.ForceOwnership); err != nil {
+				t.Fatal(err)
+			}
+			live := objects(t, tc.then)[0]
+			apply(t, []*unstructured.Unstructured{live}, ssa.ApplyOptions{Ignore: []ssa.IgnoreRule{{Paths: []string{tc.path}}}})
+			got := get(t, tc.kind, tc.apiVersion, ns, live.GetName()).Object[tc.field]
+			if tc.kind == "Deployment" {
+				got, _, _ = unstructured.NestedFieldNoCopy(got.(map[string]any), "template", "spec", "containers")
+				slices.SortFunc(got.([]any), func(a, b any) int {
+					return strings.Compare(a.(map[string]any)["name"].(string), b.(map[string]any)["name"].(string))
+				})
+				for _, c := range got.([]any) {
+					c := c.(map[string]any)
+					for k := range c {
+						if k != "name" && k != "image" {
+							delete(c, k) // defaults
+						}
+					}
+				}
+			}
+			if b, _ := json.Marshal(got); string(b) != tc.out {
+				t.Errorf("%s %s, want %s", tc.field, b, tc.out)
+			}
+		})
 	}
 }
 

@@ -100,9 +100,10 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 type Setup func(*Environment) (teardown func(), err error)
 
 // Main is a TestMain body: it starts an Environment into *env, runs the
-// setups, runs the package's tests, prints the tail of each component's log
-// when a test failed, tears down, stops the cluster and exits with the tests'
-// code. It never returns.
+// setups, runs the package's tests, fails them when an object they left
+// breaks the status conventions (ClusterStatusViolations), prints the tail
+// of each component's log when a test failed, tears down, stops the
+// cluster and exits with the tests' code. It never returns.
 func Main(m *testing.M, env **Environment, setups ...Setup) {
 	MainWithOptions(m, env, Options{}, setups...)
 }
@@ -149,6 +150,17 @@ func MainWithOptions(m *testing.M, env **Environment, opts Options, setups ...Se
 		}
 	}
 	code := m.Run()
+	if code == 0 {
+		// Status conformance of what the scenarios left (ClusterStatusViolations).
+		vs, err := ClusterStatusViolations(ctx, e.Client)
+		if err != nil {
+			vs = append(vs, "listing the objects: "+err.Error())
+		}
+		for _, v := range vs {
+			fmt.Fprintf(os.Stderr, "testenv: status conformance: %s\n", v)
+			code = 1
+		}
+	}
 	for i := len(teardowns) - 1; i >= 0; i-- {
 		teardowns[i]()
 	}

@@ -31,6 +31,7 @@ type KustomizationSpec struct {
 	DependsOn []meta.DependencyReference `json:"dependsOn,omitempty"`
 
 	// Decryption of SOPS-encrypted Secrets before apply.
+	// Eddy: refused (Stalled) until implemented.
 	// +optional
 	Decryption *Decryption `json:"decryption,omitempty"`
 
@@ -47,6 +48,7 @@ type KustomizationSpec struct {
 	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 
 	// KubeConfig of a remote cluster to apply to instead of this one.
+	// Eddy: refused (Stalled) until implemented.
 	// +optional
 	KubeConfig *meta.KubeConfigReference `json:"kubeConfig,omitempty"`
 
@@ -144,6 +146,7 @@ type KustomizationSpec struct {
 	IgnoreMissingComponents bool `json:"ignoreMissingComponents,omitempty"`
 
 	// HealthCheckExprs are CEL expressions deciding the health of custom kinds.
+	// Eddy: refused (Stalled) until implemented.
 	// +optional
 	HealthCheckExprs []CustomHealthCheck `json:"healthCheckExprs,omitempty"`
 
@@ -237,6 +240,7 @@ type CrossNamespaceSourceReference struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 
 	// Kind of the source.
+	// Eddy: a kind other than GitRepository is refused (Stalled) until implemented.
 	// +kubebuilder:validation:Enum=OCIRepository;GitRepository;Bucket;ExternalArtifact
 	// +required
 	Kind string `json:"kind"`
@@ -312,4 +316,32 @@ type KustomizationList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Kustomization `json:"items"`
+}
+
+// GetConditions returns the status conditions of the Kustomization.
+func (in *Kustomization) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions of the Kustomization.
+func (in *Kustomization) SetConditions(conditions []metav1.Condition) {
+	in.Status.Conditions = conditions
+}
+
+// GetObservedGeneration returns status.observedGeneration: the generation
+// of the spec last reconciled.
+func (in *Kustomization) GetObservedGeneration() int64 { return in.Status.ObservedGeneration }
+
+// SetObservedGeneration sets status.observedGeneration.
+func (in *Kustomization) SetObservedGeneration(generation int64) {
+	in.Status.ObservedGeneration = generation
+}
+
+// GetLastHandledReconcileRequest returns status.lastHandledReconcileAt: the
+// last reconcile.fluxcd.io/requestedAt value a reconcile handled.
+func (in *Kustomization) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
+
+// SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
+func (in *Kustomization) SetLastHandledReconcileRequest(token string) {
+	in.Status.SetLastHandledReconcileRequest(token)
 }

@@ -32,11 +32,18 @@ const (
 // Condition reasons of a Receiver's Ready condition besides meta.SucceededReason.
 // Flux compatible.
 const (
-	// TokenNotFoundReason: the secret or its `token` key is missing.
+	// TokenNotFoundReason: spec.secretRef is not set, or its Secret or the
+	// Secret's `token` key is missing (Ready=False, status.webhookPath
+	// cleared; retried with the work queue's back-off).
 	TokenNotFoundReason = "TokenNotFound"
-	// ValidationFailedReason: the spec cannot be served.
+	// ValidationFailedReason: the spec asks for what Eddy does not serve:
+	// a receiver type it does not support, spec.resourceFilter or
+	// spec.resources[].filter (CEL) (Ready=False, status.webhookPath
+	// cleared; checked again at spec.interval).
 	ValidationFailedReason = "ValidationFailed"
-	// InvalidCELExpressionReason: a resource filter does not compile.
+	// InvalidCELExpressionReason: Flux's reason for a resource filter that
+	// does not compile; Eddy refuses CEL filters as a whole
+	// (ValidationFailedReason) and does not set it (kept for compatibility).
 	InvalidCELExpressionReason = "InvalidCELExpression"
 )
 
@@ -71,6 +78,7 @@ type ReceiverSpec struct {
 
 	// ResourceFilter is a CEL expression over `res` and `req` that must
 	// return true for a resource to be notified.
+	// Eddy: refused (Ready=False, ValidationFailed) until implemented.
 	// +optional
 	ResourceFilter string `json:"resourceFilter,omitempty"`
 
@@ -95,6 +103,7 @@ type ReceiverResource struct {
 	CrossNamespaceObjectReference `json:",inline"`
 
 	// Filter is a CEL expression over `res` and `req`, ANDed with resourceFilter.
+	// Eddy: refused (Ready=False, ValidationFailed) until implemented.
 	// +optional
 	Filter string `json:"filter,omitempty"`
 }
@@ -185,4 +194,30 @@ type ReceiverList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Receiver `json:"items"`
+}
+
+// GetConditions returns the status conditions of the Receiver.
+func (in *Receiver) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions of the Receiver.
+func (in *Receiver) SetConditions(conditions []metav1.Condition) { in.Status.Conditions = conditions }
+
+// GetObservedGeneration returns status.observedGeneration: the generation
+// of the spec last reconciled.
+func (in *Receiver) GetObservedGeneration() int64 { return in.Status.ObservedGeneration }
+
+// SetObservedGeneration sets status.observedGeneration.
+func (in *Receiver) SetObservedGeneration(generation int64) {
+	in.Status.ObservedGeneration = generation
+}
+
+// GetLastHandledReconcileRequest returns status.lastHandledReconcileAt: the
+// last reconcile.fluxcd.io/requestedAt value a reconcile handled.
+func (in *Receiver) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
+
+// SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
+func (in *Receiver) SetLastHandledReconcileRequest(token string) {
+	in.Status.SetLastHandledReconcileRequest(token)
 }

@@ -24,31 +24,114 @@ const (
 	SourceVerifiedCondition = "SourceVerified"
 )
 
-// Reasons for the conditions above.
+// Reasons for the conditions above. Flux compatible strings.
 const (
-	GitOperationSucceedReason     = "GitOperationSucceeded"
-	GitOperationFailedReason      = "GitOperationFailed"
-	AuthenticationFailedReason    = "AuthenticationFailed"
-	URLInvalidReason              = "URLInvalid"
-	VerificationErrorReason       = "VerificationError"
-	InvalidProviderConfigReason   = "InvalidProviderConfiguration"
-	DirCreationFailedReason       = "DirectoryCreationFailed"
-	StatOperationFailedReason     = "StatOperationFailed"
-	ArchiveOperationFailedReason  = "ArchiveOperationFailed"
-	SymlinkUpdateFailedReason     = "SymlinkUpdateFailed"
-	ArtifactUpToDateReason        = "ArtifactUpToDate"
-	PatchOperationFailedReason    = "PatchOperationFailed"
-	EmptyGitRepositoryReason      = "EmptyGitRepository"
+	// GitOperationSucceedReason: a Git operation succeeded (Flux's reason;
+	// Eddy reports success with meta.SucceededReason and does not set it).
+	GitOperationSucceedReason = "GitOperationSucceeded"
+
+	// GitOperationFailedReason: listing the remote's refs, cloning or checking
+	// out failed (FetchFailed=True, Ready=False); Stalled when the reference
+	// can never resolve.
+	GitOperationFailedReason = "GitOperationFailed"
+
+	// AuthenticationFailedReason: the spec.secretRef or spec.proxySecretRef
+	// Secret could not be read or its data does not configure authentication
+	// or a proxy (FetchFailed=True, Ready=False).
+	AuthenticationFailedReason = "AuthenticationFailed"
+
+	// URLInvalidReason: spec.url does not parse or has an unsupported scheme
+	// (FetchFailed=True, Ready=False, Stalled).
+	URLInvalidReason = "URLInvalid"
+
+	// VerificationErrorReason: commit signatures cannot be verified: set when
+	// spec.verify is given, which Eddy refuses (SourceVerified=False,
+	// Ready=False, Stalled).
+	VerificationErrorReason = "VerificationError"
+
+	// InvalidProviderConfigReason: spec.provider names a provider other than
+	// generic, which Eddy refuses (FetchFailed=True, Ready=False, Stalled).
+	InvalidProviderConfigReason = "InvalidProviderConfiguration"
+
+	// DirCreationFailedReason: the temporary working directory of a checkout
+	// could not be created (StorageOperationFailed=True, Ready=False).
+	DirCreationFailedReason = "DirectoryCreationFailed"
+
+	// StatOperationFailedReason: Flux's reason for a failed stat of a storage
+	// path; Eddy does not set it (kept for compatibility).
+	StatOperationFailedReason = "StatOperationFailed"
+
+	// ArchiveOperationFailedReason: the checkout could not be archived into
+	// storage (StorageOperationFailed=True, Ready=False).
+	ArchiveOperationFailedReason = "ArchiveOperationFailed"
+
+	// SymlinkUpdateFailedReason: Flux's reason for a failed update of the
+	// latest-artifact symlink; Eddy keeps no symlink and does not set it (kept
+	// for compatibility).
+	SymlinkUpdateFailedReason = "SymlinkUpdateFailed"
+
+	// ArtifactUpToDateReason: Flux's reason for an artifact already up to
+	// date; Eddy does not set it (kept for compatibility).
+	ArtifactUpToDateReason = "ArtifactUpToDate"
+
+	// PatchOperationFailedReason: Flux's reason for a failed status patch;
+	// Eddy returns the error instead and does not set it (kept for
+	// compatibility).
+	PatchOperationFailedReason = "PatchOperationFailed"
+
+	// EmptyGitRepositoryReason: the remote has no commits (FetchFailed=True,
+	// Ready=False).
+	EmptyGitRepositoryReason = "EmptyGitRepository"
+
+	// InvalidVerificationModeReason: Flux's reason for an unknown
+	// spec.verify.mode; Eddy refuses spec.verify as a whole
+	// (VerificationErrorReason) and does not set it.
 	InvalidVerificationModeReason = "InvalidVerificationMode"
-	InvalidGitObjectReason        = "InvalidGitObject"
-	InvalidTagSignatureReason     = "InvalidTagSignature"
-	InvalidCommitSignatureReason  = "InvalidCommitSignature"
-	SourceIgnoreErrorReason       = "SourceIgnoreError"
-	IllegalPathReason             = "IllegalPath"
-	CopyFailureReason             = "CopyFailure"
+
+	// InvalidGitObjectReason: Flux's reason for a Git object that cannot be
+	// read for verification; Eddy does not set it (kept for compatibility).
+	InvalidGitObjectReason = "InvalidGitObject"
+
+	// InvalidTagSignatureReason: Flux's reason for a tag whose signature does
+	// not verify; Eddy does not set it (kept for compatibility).
+	InvalidTagSignatureReason = "InvalidTagSignature"
+
+	// InvalidCommitSignatureReason: Flux's reason for a commit whose signature
+	// does not verify; Eddy does not set it (kept for compatibility).
+	InvalidCommitSignatureReason = "InvalidCommitSignature"
+
+	// SourceIgnoreErrorReason: the .sourceignore files or spec.ignore could
+	// not be read or parsed (StorageOperationFailed=True, Ready=False).
+	SourceIgnoreErrorReason = "SourceIgnoreError"
+
+	// IllegalPathReason: a spec.include path leaves the artifact or the
+	// includes form a cycle (StorageOperationFailed or
+	// IncludeUnavailable=True, Ready=False, Stalled).
+	IllegalPathReason = "IllegalPath"
+
+	// CopyFailureReason: an included artifact could not be extracted or copied
+	// into the checkout (StorageOperationFailed=True, Ready=False).
+	CopyFailureReason = "CopyFailure"
+
+	// GarbageCollectionFailedReason: Flux's reason for failed garbage
+	// collection of old artifacts; Eddy logs that failure and does not set it
+	// (kept for compatibility).
 	GarbageCollectionFailedReason = "GarbageCollectionFailed"
-	NewRevisionReason             = "NewRevision"
-	IncludeChangeReason           = "IncludeChange"
-	NotFoundReason                = "NotFound"
-	NoArtifactReason              = "NoArtifact"
+
+	// NewRevisionReason: the remote has a newer revision than the stored
+	// artifact (ArtifactOutdated=True until the new artifact is stored).
+	NewRevisionReason = "NewRevision"
+
+	// IncludeChangeReason: the included artifacts differ from those the stored
+	// artifact was built with (ArtifactOutdated=True until the new artifact is
+	// stored).
+	IncludeChangeReason = "IncludeChange"
+
+	// NotFoundReason: an included GitRepository does not exist
+	// (IncludeUnavailable=True, Ready=False; a wait, retried).
+	NotFoundReason = "NotFound"
+
+	// NoArtifactReason: an included GitRepository has no artifact yet
+	// (IncludeUnavailable=True, Ready=False; a wait, retried).
+	NoArtifactReason = "NoArtifact"
 )

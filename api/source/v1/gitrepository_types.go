@@ -44,6 +44,7 @@ type GitRepositorySpec struct {
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 
 	// Provider of the credentials: generic (the default), aws, azure or github.
+	// Eddy: a provider other than generic is refused (Stalled) until implemented.
 	// +kubebuilder:validation:Enum=generic;aws;azure;github
 	// +optional
 	Provider string `json:"provider,omitempty"`
@@ -70,6 +71,7 @@ type GitRepositorySpec struct {
 	Reference *GitRepositoryRef `json:"ref,omitempty"`
 
 	// Verification of commit or tag signatures.
+	// Eddy: refused (Stalled) until implemented.
 	// +optional
 	Verification *GitRepositoryVerification `json:"verify,omitempty"`
 
@@ -225,4 +227,32 @@ type GitRepositoryList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []GitRepository `json:"items"`
+}
+
+// GetConditions returns the status conditions of the GitRepository.
+func (in *GitRepository) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions replaces the status conditions of the GitRepository.
+func (in *GitRepository) SetConditions(conditions []metav1.Condition) {
+	in.Status.Conditions = conditions
+}
+
+// GetObservedGeneration returns status.observedGeneration: the generation
+// of the spec last reconciled.
+func (in *GitRepository) GetObservedGeneration() int64 { return in.Status.ObservedGeneration }
+
+// SetObservedGeneration sets status.observedGeneration.
+func (in *GitRepository) SetObservedGeneration(generation int64) {
+	in.Status.ObservedGeneration = generation
+}
+
+// GetLastHandledReconcileRequest returns status.lastHandledReconcileAt: the
+// last reconcile.fluxcd.io/requestedAt value a reconcile handled.
+func (in *GitRepository) GetLastHandledReconcileRequest() string {
+	return in.Status.GetLastHandledReconcileRequest()
+}
+
+// SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
+func (in *GitRepository) SetLastHandledReconcileRequest(token string) {
+	in.Status.SetLastHandledReconcileRequest(token)
 }

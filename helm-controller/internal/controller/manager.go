@@ -47,3 +47,6 @@ func NewManager(c Config) (ctrl.Manager, error) {
 	}
 	return c.Options.NewManager(ControllerName, c.RESTConfig, scheme)
 }
+
+// Manager is NewManager for runtime.Main.
+func (c *Config) Manager() (ctrl.Manager, error) { return NewManager(*c) }

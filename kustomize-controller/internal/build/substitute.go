@@ -81,7 +81,7 @@ func substitute(objs []*unstructured.Unstructured, vars map[string]string, strat
 		if name := firstUndefined(tree.Root, values); strict && name != "" {
 			return fmt.Errorf("postBuild substitution of %s failed: variable not set (strict mode): %q", id, name)
 		}
-		out, err := envsubst.Eval(string(data), mapping)
+		out, err := eval(string(data), mapping)
 		if err != nil {
 			return fmt.Errorf("postBuild substitution of %s failed: %v", id, err)
 		}
@@ -92,6 +92,18 @@ func substitute(objs []*unstructured.Unstructured, vars map[string]string, strat
 		u.Object = obj
 	}
 	return nil
+}
+
+// eval is envsubst.Eval, with its panics (drone/envsubst v1.0.3 slices out
+// of range on `${var:10:-5}`) returned as errors: a template from the
+// repository must not crash the controller.
+func eval(s string, mapping func(string) string) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("invalid substitution: %v", r)
+		}
+	}()
+	return envsubst.Eval(s, mapping)
 }
 
 // checkNames fails on the first (in sorted order, so the message is

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 )
 
@@ -280,4 +282,28 @@ func TestPostBuildOperatorsOnUnsetVariables(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", c.expr, got, c.want)
 		}
 	}
+}
+
+// postBuild templates come from the repository and values from the
+// Kustomization and its ConfigMaps: substitution must not panic, and a
+// value, from which newlines are removed, cannot change what object it is
+// written into.
+func FuzzSubstitute(f *testing.F) {
+	f.Add("${VAR}", "x", false)
+	f.Add("${VAR:=d}-${OTHER:-e}", "", true)
+	f.Add("$${VAR} ${VAR:0:3} ${VAR/a/b} ${#VAR}", "abcdef", false)
+	f.Add("${VAR:10:-5}", "a: b\nkind: Secret", true)
+	f.Fuzz(func(t *testing.T, template, value string, strict bool) {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "app", "namespace": "default"},
+			"data":     map[string]any{"key": template, "other": "${VAR}"},
+		}}
+		if err := substitute([]*unstructured.Unstructured{u}, map[string]string{"VAR": value}, "", strict); err != nil {
+			return
+		}
+		if u.GetAPIVersion() != "v1" || u.GetKind() != "ConfigMap" || u.GetName() != "app" || u.GetNamespace() != "default" {
+			t.Fatalf("template %q with VAR=%q made %v", template, value, u.Object)
+		}
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -15,29 +14,18 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/health"
+	"github.com/eddyops/eddy/pkg/reconcile"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	digest "github.com/opencontainers/go-digest"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // Owner labels set on every applied object; prune deletes only objects
@@ -88,99 +76,22 @@ type KustomizationReconciler struct {
 	// variable without a default instead of failing: Flux's feature gate
 	// StrictPostBuildSubstitutions=false (on by default).
 	NonStrictSubstitutions bool
+	// KeepHealthCheckOnNewRevision lets a running health check end (healthy,
+	// failed or timed out) before a new source revision or generation is
+	// applied, instead of canceling it: Flux's feature gate
+	// CancelHealthCheckOnNewRevision=false (Eddy's default is true).
+	KeepHealthCheckOnNewRevision bool
 
 	artifacts    *artifactCache
 	healthChecks *healthChecks
 }
 
-// Options of SetupWithManager.
-type Options struct {
-	Concurrent         int
-	MinRetry, MaxRetry time.Duration
-}
+// failure is the skeleton's failed reconcile; Retry 0 means
+// spec.retryInterval.
+type failure = reconcile.Failure
 
-// SetupWithManager registers the reconciler; it also reconciles the
-// Kustomizations of a GitRepository whose artifact revision changed.
-func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, o Options) error {
-	r.artifacts = newArtifactCache(r.Fetcher, r.ArtifactCacheBytes)
-	r.healthChecks = newHealthChecks()
-	if err := mgr.Add(r.healthChecks); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kustomizev1.Kustomization{}, sourceIndex,
-		func(obj client.Object) []string {
-			k := obj.(*kustomizev1.Kustomization)
-			ns := k.Spec.SourceRef.Namespace
-			if ns == "" {
-				ns = k.Namespace
-			}
-			return []string{k.Spec.SourceRef.Kind + "/" + ns + "/" + k.Spec.SourceRef.Name}
-		}); err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&kustomizev1.Kustomization{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
-		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.dependants),
-			builder.WithPredicates(revisionChanged{})).
-		// Reconciles a Kustomization whose background health checks ended.
-		WatchesRawSource(source.Channel(r.healthChecks.done, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: o.Concurrent,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinRetry, o.MaxRetry),
-		}).
-		Complete(r)
-}
-
-func (r *KustomizationReconciler) dependants(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &kustomizev1.KustomizationList{}
-	key := sourcev1.GitRepositoryKind + "/" + obj.GetNamespace() + "/" + obj.GetName()
-	if err := r.List(ctx, list, client.MatchingFields{sourceIndex: key}); err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, k := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&k)})
-	}
-	return reqs
-}
-
-// revisionChanged passes a source whose artifact appeared or changed revision
-// (Flux's SourceRevisionChangePredicate) or, beyond Flux, changed digest at
-// the same revision: new content of the same commit, e.g. after spec.ignore
-// changed, is applied (and what left it pruned) at once, not at the interval.
-type revisionChanged struct{ predicate.Funcs }
-
-func (revisionChanged) Create(event.CreateEvent) bool   { return false }
-func (revisionChanged) Delete(event.DeleteEvent) bool   { return false }
-func (revisionChanged) Generic(event.GenericEvent) bool { return false }
-func (revisionChanged) Update(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*sourcev1.GitRepository)
-	n, ok2 := e.ObjectNew.(*sourcev1.GitRepository)
-	if !ok1 || !ok2 || n.Status.Artifact == nil {
-		return false
-	}
-	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision ||
-		o.Status.Artifact.Digest != n.Status.Artifact.Digest
-}
-
-// failure is a failed reconcile: the Ready reason and a stable message,
-// whether only a spec change can help, and when to retry.
-type failure struct {
-	reason  string
-	message string
-	stalled bool
-	// waiting marks a wait for something another controller or the user
-	// is expected to provide soon (a source, its artifact): logged and
-	// retried, not an event. Flux compatible.
-	waiting bool
-	retry   time.Duration // 0: spec.retryInterval
-}
-
-func (f *failure) Error() string { return f.message }
-
-func fail(reason, format string, args ...any) *failure {
-	return &failure{reason: reason, message: fmt.Sprintf(format, args...)}
-}
+// fail is reconcile.Fail.
+var fail = reconcile.Fail
 
 // timeout is spec.timeout, else interval − 30s, never below 30s. Flux compatible.
 func timeout(k *kustomizev1.Kustomization) time.Duration {
@@ -192,67 +103,64 @@ func timeout(k *kustomizev1.Kustomization) time.Duration {
 }
 
 // Reconcile brings one Kustomization's objects to its source's revision.
+// The skeleton (pkg/reconcile) runs the finalizer and suspend prologue and
+// writes the status last; run does the rest.
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	skel := reconcile.Skeleton[*kustomizev1.Kustomization]{
+		Client: r.Client,
+		Kind:   kustomizev1.KustomizationKind,
+		// The finalizer is written as the status owner, not as the applier:
+		// the applier takes over its own Update entries (managed-fields
+		// cleanup), so a parent Kustomization applying this one would drop
+		// the finalizer. Flux compatible (gotk-kustomize-controller).
+		FieldOwner: statusOwner,
+		Finalizer:  kustomizev1.KustomizationFinalizer,
+		// A deleted or suspended Kustomization's health checks end with it.
+		Finalize: func(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
+			r.healthChecks.stop(req.NamespacedName)
+			return r.finalize(ctx, obj)
+		},
+		Suspended: func(obj *kustomizev1.Kustomization) bool {
+			if obj.Spec.Suspend {
+				r.healthChecks.stop(req.NamespacedName)
+			}
+			return obj.Spec.Suspend
+		},
+	}
+	return skel.Reconcile(ctx, req, &kustomizev1.Kustomization{}, r.run)
+}
+
+// run reconciles a live, unsuspended Kustomization, writes its status and
+// emits the outcome's event. Flux requeues failures at the retry interval
+// rather than with back-off; a stalled failure is returned as the error.
+func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
-	obj := &kustomizev1.Kustomization{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	defer eddyruntime.RecordDuration(kustomizev1.KustomizationKind, obj.Namespace, obj.Name, start)
-
-	if !obj.DeletionTimestamp.IsZero() {
-		r.healthChecks.stop(req.NamespacedName)
-		return r.finalize(ctx, obj)
-	}
-	// The finalizer is written as the status owner, not as the applier: the
-	// applier takes over its own Update entries (managed-fields cleanup), so
-	// a parent Kustomization applying this one would drop the finalizer.
-	// Flux compatible (gotk-kustomize-controller).
-	if base := obj.DeepCopy(); controllerutil.AddFinalizer(obj, kustomizev1.KustomizationFinalizer) {
-		if err := r.Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		log.Info("reconciliation is suspended for this object")
-		r.healthChecks.stop(req.NamespacedName)
-		return ctrl.Result{}, r.observeSuspended(ctx, obj)
-	}
-
-	base := obj.DeepCopy()
 	// progress reports a step of a reconcile on the object while it runs.
-	// Flux compatible: Ready=Unknown "Reconciliation in progress" and
-	// Reconciling=True Progressing with the step's message.
 	progress := func(msg string) {
-		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: meta.ReadyCondition, Status: metav1.ConditionUnknown,
-			Reason: meta.ProgressingReason, Message: "Reconciliation in progress", ObservedGeneration: obj.Generation})
-		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: meta.ReconcilingCondition, Status: metav1.ConditionTrue,
-			Reason: meta.ProgressingReason, Message: msg, ObservedGeneration: obj.Generation})
-		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
+		reconcile.Progressing(obj, msg)
+		if err := p.Patch(ctx); err != nil {
 			log.Error(err, "patching status")
-			return
 		}
-		base = obj.DeepCopy()
 	}
 	snap := &snapshot{}
+	// A reconcile whose health checks run in the background (healthPending)
+	// writes what it applied and leaves; the reconcile after their end
+	// resumes it (health.go).
 	f, resumed := r.resumeHealthCheck(ctx, obj, snap, &start)
 	if !resumed {
 		f = r.reconcile(ctx, obj, progress, snap)
 	}
 	if f == healthPending {
-		return ctrl.Result{}, r.awaitHealthCheck(ctx, obj, base, start, snap)
+		return ctrl.Result{}, r.awaitHealthCheck(ctx, obj, p, start, snap)
 	}
-	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
-		obj.Status.LastHandledReconcileAt = v
-	}
-	r.summarize(obj, f)
+	reconcile.Summarize(obj, f, kustomizev1.ReconciliationSucceededReason, "Applied revision: "+obj.Status.LastAppliedRevision)
 	if snap.digest != "" {
 		obj.Status.History.Upsert(snap.digest, time.Now(), time.Since(start),
 			apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition).Reason, snap.metadata)
 	}
-	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
+	if err := p.Finish(ctx); err != nil {
+		return ctrl.Result{}, err
 	}
 	annotations := r.eventMeta(obj)
 	switch {
@@ -262,50 +170,27 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason,
 			fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration), annotations)
 		return ctrl.Result{RequeueAfter: next}, nil
-	case f.waiting:
+	case f.Waiting:
 		// Flux compatible: waiting is not failing, so no Warning event
 		// (which an error-severity Alert would deliver).
-		log.Info(f.message)
-	case f.reason == meta.DependencyNotReadyReason:
-		r.Events.Event(obj, corev1.EventTypeNormal, f.reason,
-			fmt.Sprintf("Dependencies do not meet ready condition, retrying in %s", f.retry), annotations)
+		log.Info(f.Message)
+	case f.Reason == meta.DependencyNotReadyReason:
+		r.Events.Event(obj, corev1.EventTypeNormal, f.Reason,
+			fmt.Sprintf("Dependencies do not meet ready condition, retrying in %s", f.Retry), annotations)
 	default:
-		r.Events.Event(obj, corev1.EventTypeWarning, f.reason, f.message, annotations)
+		r.Events.Event(obj, corev1.EventTypeWarning, f.Reason, f.Message, annotations)
 	}
-	if f.stalled {
-		return ctrl.Result{}, nil
+	if f.Stalled {
+		return ctrl.Result{}, f
 	}
-	retry := f.retry
+	retry := f.Retry
 	if retry == 0 {
 		retry = obj.Spec.Interval.Duration
 		if obj.Spec.RetryInterval != nil {
 			retry = obj.Spec.RetryInterval.Duration
 		}
 	}
-	// Flux requeues failures at the retry interval rather than with back-off.
 	return ctrl.Result{RequeueAfter: retry}, nil
-}
-
-// observeSuspended writes eddyruntime.ObserveSuspended to the status of a
-// suspended Kustomization, with no event, patching only when it changed.
-func (r *KustomizationReconciler) observeSuspended(ctx context.Context, obj *kustomizev1.Kustomization) error {
-	base := obj.DeepCopy()
-	eddyruntime.ObserveSuspended(obj, &obj.Status.Conditions, &obj.Status.ObservedGeneration, &obj.Status.LastHandledReconcileAt)
-	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
-}
-
-func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[string]string {
-	m := map[string]string{}
-	if rev := obj.Status.LastAttemptedRevision; rev != "" {
-		m[kustomizev1.GroupVersion.Group+"/revision"] = rev
-	}
-	return m
 }
 
 // reconcile runs source, dependencies, fetch, build, apply, prune and
@@ -317,15 +202,15 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	switch {
 	case obj.Spec.KubeConfig != nil:
 		f := fail(meta.ReconciliationFailedReason, "spec.kubeConfig (remote clusters) is not supported by Eddy yet")
-		f.stalled = true
+		f.Stalled = true
 		return f
 	case obj.Spec.Decryption != nil:
 		f := fail(meta.BuildFailedReason, "spec.decryption (SOPS) is not supported by Eddy yet")
-		f.stalled = true
+		f.Stalled = true
 		return f
 	case len(obj.Spec.HealthCheckExprs) > 0:
 		f := fail(meta.HealthCheckFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy yet")
-		f.stalled = true
+		f.Stalled = true
 		return f
 	}
 	src, f := r.source(ctx, obj)
@@ -348,7 +233,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
 			f := fail(meta.ArtifactFailedReason, "Source is not ready, artifact not found, retrying in %s", r.RequeueDependency)
-			f.retry, f.waiting = r.RequeueDependency, true
+			f.Retry, f.Waiting = r.RequeueDependency, true
 			return f
 		}
 		return fail(meta.ArtifactFailedReason, "%s", err)
@@ -389,7 +274,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	ignore, err := ignoreRules(obj.Spec.Ignore)
 	if err != nil {
 		f := fail(meta.ReconciliationFailedReason, "%s", err)
-		f.stalled = true
+		f.Stalled = true
 		return f
 	}
 	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second, Concurrency: r.ConcurrentSSA}
@@ -476,26 +361,26 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 	id := fmt.Sprintf("%s/%s/%s", ref.Kind, ns, ref.Name)
 	if r.NoCrossNamespaceRefs && ns != obj.Namespace {
 		f := fail(kustomizev1.AccessDeniedReason, "can't access '%s', cross-namespace references have been blocked", id)
-		f.stalled = true
+		f.Stalled = true
 		return nil, f
 	}
 	if ref.Kind != sourcev1.GitRepositoryKind {
 		f := fail(meta.ArtifactFailedReason, "source kind '%s' is not supported by Eddy yet", ref.Kind)
-		f.stalled = true
+		f.Stalled = true
 		return nil, f
 	}
 	src := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, src); err != nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' not found", id)
 		if !apierrors.IsNotFound(err) {
-			f.message = fmt.Sprintf("Source '%s' could not be read: %s", id, err)
+			f.Message = fmt.Sprintf("Source '%s' could not be read: %s", id, err)
 		}
-		f.retry, f.waiting = r.RequeueDependency, true
+		f.Retry, f.Waiting = r.RequeueDependency, true
 		return nil, f
 	}
 	if src.Status.Artifact == nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' is not ready, artifact not found", id)
-		f.retry, f.waiting = r.RequeueDependency, true
+		f.Retry, f.Waiting = r.RequeueDependency, true
 		return nil, f
 	}
 	return src, nil
@@ -513,12 +398,12 @@ func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *ku
 		// Flux compatible messages.
 		notReady := func(why string) *failure {
 			f := fail(meta.DependencyNotReadyReason, "dependency '%s/%s' %s", ns, d.Name, why)
-			f.retry = r.RequeueDependency
+			f.Retry = r.RequeueDependency
 			return f
 		}
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.Name}, dep); err != nil {
 			f := fail(meta.DependencyNotReadyReason, "unable to get '%s/%s' dependency: %s", ns, d.Name, err)
-			f.retry = r.RequeueDependency
+			f.Retry = r.RequeueDependency
 			return f
 		}
 		if dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition) {
@@ -558,28 +443,27 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 	}
 	vars := map[string]string{}
 	for _, ref := range s.PostBuild.SubstituteFrom {
-		key := types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}
-		var data map[string]string
+		var from client.Object
 		switch ref.Kind {
 		case "ConfigMap":
-			cm := &corev1.ConfigMap{}
-			if err := r.Get(ctx, key, cm); err != nil {
-				if apierrors.IsNotFound(err) && ref.Optional {
-					continue
-				}
-				return opts, fail(meta.BuildFailedReason, "substitute from 'ConfigMap/%s' error: %s", ref.Name, err)
-			}
-			data = cm.Data
+			from = &corev1.ConfigMap{}
 		case "Secret":
-			sec := &corev1.Secret{}
-			if err := r.Get(ctx, key, sec); err != nil {
-				if apierrors.IsNotFound(err) && ref.Optional {
-					continue
-				}
-				return opts, fail(meta.BuildFailedReason, "substitute from 'Secret/%s' error: %s", ref.Name, err)
+			from = &corev1.Secret{}
+		default:
+			continue // the CRD allows only the two
+		}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, from); err != nil {
+			if apierrors.IsNotFound(err) && ref.Optional {
+				continue
 			}
-			data = map[string]string{}
-			for k, v := range sec.Data {
+			return opts, fail(meta.BuildFailedReason, "substitute from '%s/%s' error: %s", ref.Kind, ref.Name, err)
+		}
+		data := map[string]string{}
+		switch o := from.(type) {
+		case *corev1.ConfigMap:
+			data = o.Data
+		case *corev1.Secret:
+			for k, v := range o.Data {
 				data[k] = string(v)
 			}
 		}
@@ -613,165 +497,4 @@ func (r *KustomizationReconciler) clientFor(obj *kustomizev1.Kustomization) (cli
 	cfg := rest.CopyConfig(r.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", obj.Namespace, sa)}
 	return client.New(cfg, client.Options{Scheme: r.Scheme(), Mapper: r.RESTMapper()})
-}
-
-// reportChanges emits the change set as Flux does, and, beyond Flux, one
-// event per corrected drift naming the fields, values and field managers,
-// and one per object whose fields the apply deleted (`FieldsRemoved`).
-func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, changes []ssa.Change) {
-	var lines []string
-	for _, c := range changes {
-		if c.Action == ssa.Unchanged || c.Action == ssa.Skipped {
-			continue
-		}
-		lines = append(lines, c.String())
-		if len(c.Drift) > 0 {
-			var fields []string
-			for _, d := range c.Drift {
-				fields = append(fields, d.String())
-			}
-			r.Events.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
-				fmt.Sprintf("%s drifted: %s; corrected", c.Meta, strings.Join(fields, ", ")), r.eventMeta(obj))
-		}
-		if len(c.Removed) > 0 {
-			r.Events.Event(obj, corev1.EventTypeNormal, "FieldsRemoved",
-				fmt.Sprintf("%s %s: %s removed", c.Meta, c.Action, strings.Join(c.Removed, " removed, ")), r.eventMeta(obj))
-		}
-	}
-	if len(lines) > 0 {
-		r.Events.Event(obj, corev1.EventTypeNormal, "Progressing", strings.Join(lines, "\n"), r.eventMeta(obj))
-	}
-}
-
-// changed reports whether a change set wrote anything.
-func changed(changes []ssa.Change) bool {
-	for _, c := range changes {
-		if c.Action != ssa.Unchanged && c.Action != ssa.Skipped {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *KustomizationReconciler) unhealthy(obj *kustomizev1.Kustomization, msg string) *failure {
-	apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: kustomizev1.HealthyCondition,
-		Status: metav1.ConditionFalse, Reason: kustomizev1.HealthCheckFailedReason, Message: msg, ObservedGeneration: obj.Generation})
-	return fail(kustomizev1.HealthCheckFailedReason, "%s", msg)
-}
-
-// summarize writes Ready, Reconciling and Stalled. Flux compatible: Ready=True
-// `Applied revision: <rev>`; on failure Ready=False with the reason, and
-// Reconciling=True ProgressingWithRetry unless stalled.
-func (r *KustomizationReconciler) summarize(obj *kustomizev1.Kustomization, f *failure) {
-	gen := obj.Generation
-	set := func(typ string, st metav1.ConditionStatus, reason, msg string) {
-		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: gen})
-	}
-	if f == nil {
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
-		set(meta.ReadyCondition, metav1.ConditionTrue, kustomizev1.ReconciliationSucceededReason, "Applied revision: "+obj.Status.LastAppliedRevision)
-		obj.Status.ObservedGeneration = gen
-		return
-	}
-	set(meta.ReadyCondition, metav1.ConditionFalse, f.reason, f.message)
-	if f.stalled {
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.ReconcilingCondition)
-		set(meta.StalledCondition, metav1.ConditionTrue, f.reason, f.message)
-		obj.Status.ObservedGeneration = gen
-		return
-	}
-	apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
-	// Flux compatible: Reconciling keeps the step it failed in, with the
-	// reason ProgressingWithRetry; the failure itself is Ready's message.
-	msg := f.message
-	if c := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReconcilingCondition); c != nil && c.Reason == meta.ProgressingReason {
-		msg = c.Message
-	}
-	set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, msg)
-}
-
-// finalize prunes the inventory per spec.deletionPolicy and releases the object.
-func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
-	policy := obj.Spec.DeletionPolicy
-	if policy == "" {
-		policy = kustomizev1.DeletionPolicyMirrorPrune
-	}
-	del := policy == kustomizev1.DeletionPolicyDelete || policy == kustomizev1.DeletionPolicyWaitForTermination ||
-		(policy == kustomizev1.DeletionPolicyMirrorPrune && obj.Spec.Prune)
-	if del && !obj.Spec.Suspend && obj.Status.Inventory != nil && len(obj.Status.Inventory.Entries) > 0 {
-		var stale []ssa.Change
-		for _, e := range obj.Status.Inventory.Entries {
-			if m, err := ssa.ParseID(e.ID); err == nil {
-				stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
-			}
-		}
-		if sa := r.serviceAccount(obj); sa != "" {
-			// Flux compatible: without the account nothing can be deleted
-			// in its name; keeping the finalizer would block the namespace.
-			err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &corev1.ServiceAccount{})
-			if apierrors.IsNotFound(err) {
-				r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, fmt.Sprintf(
-					"Skipping pruning: ServiceAccount '%s/%s' not found; the objects of the inventory are left in place", obj.Namespace, sa), nil)
-				return r.release(ctx, obj)
-			}
-		}
-		c, err := r.clientFor(obj)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		mgr := &ssa.Manager{Client: c, Owner: FieldManager}
-		deleted, _, err := mgr.DeleteStale(ctx, stale, ssa.PruneOptions{OwnerLabels: map[string]string{NameLabel: obj.Name, NamespaceLabel: obj.Namespace}})
-		r.reportChanges(obj, deleted)
-		if err != nil {
-			r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
-			return ctrl.Result{}, err
-		}
-		if policy == kustomizev1.DeletionPolicyWaitForTermination {
-			if err := r.waitForTermination(ctx, obj, c, deleted); err != nil {
-				r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
-				return ctrl.Result{}, err
-			}
-		}
-	}
-	return r.release(ctx, obj)
-}
-
-// waitForTermination polls every 2s, up to the Kustomization's timeout,
-// until the deleted objects are gone. Flux compatible (WaitForTermination).
-func (r *KustomizationReconciler) waitForTermination(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, deleted []ssa.Change) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
-	defer cancel()
-	for {
-		var pending []string
-		for _, d := range deleted {
-			if d.Action != ssa.Deleted {
-				continue
-			}
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(d.Meta.GroupKind.WithVersion(d.Version))
-			if err := c.Get(ctx, client.ObjectKey{Namespace: d.Meta.Namespace, Name: d.Meta.Name}, u); !apierrors.IsNotFound(err) {
-				pending = append(pending, d.Meta.String())
-			}
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("timeout waiting for the termination of: [%s]", strings.Join(pending, ", "))
-		case <-time.After(2 * time.Second):
-		}
-	}
-}
-
-// release removes the finalizer.
-func (r *KustomizationReconciler) release(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
-	base := obj.DeepCopy()
-	if controllerutil.RemoveFinalizer(obj, kustomizev1.KustomizationFinalizer) {
-		if err := r.Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{}, nil
 }

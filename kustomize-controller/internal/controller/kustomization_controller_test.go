@@ -357,17 +357,43 @@ func TestHostilePath(t *testing.T) {
 	}
 }
 
-// TestUnsupportedFieldsStall refuses spec fields Eddy does not implement
-// yet instead of silently applying without them.
+// TestUnsupportedFieldsStall refuses each spec field the README lists as
+// refused (and a source kind Eddy does not read) instead of silently
+// applying without it: Ready=False and Stalled=True with the reason and
+// message below, and nothing applied.
 func TestUnsupportedFieldsStall(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: " + ns + "}\n"})
 	newSource(t, ns, "src", r)
-	k := newKustomization(t, ns, "remote", "src", func(k *kustomizev1.Kustomization) {
-		k.Spec.KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "kubeconfig"}}
-	})
-	waitFor(t, k, "Stalled", func() bool { return apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.StalledCondition) })
+	for _, tc := range []struct {
+		name, reason, message string
+		mutate                func(*kustomizev1.Kustomization)
+	}{
+		{"remote", meta.ReconciliationFailedReason, "spec.kubeConfig (remote clusters) is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
+			k.Spec.KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "kubeconfig"}}
+		}},
+		{"sops", meta.BuildFailedReason, "spec.decryption (SOPS) is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
+			k.Spec.Decryption = &kustomizev1.Decryption{Provider: "sops", SecretRef: &meta.LocalObjectReference{Name: "sops-keys"}}
+		}},
+		{"cel", meta.HealthCheckFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
+			k.Spec.HealthCheckExprs = []kustomizev1.CustomHealthCheck{{APIVersion: "v1", Kind: "ConfigMap", Current: "true"}}
+		}},
+		{"oci", meta.ArtifactFailedReason, "source kind 'OCIRepository' is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
+			k.Spec.SourceRef.Kind = "OCIRepository"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newKustomization(t, ns, tc.name, "src", tc.mutate)
+			waitFor(t, k, "Stalled", func() bool { return apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.StalledCondition) })
+			if c := readyCond(k); c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.reason || c.Message != tc.message {
+				t.Errorf("Ready %+v, want False %s %q", c, tc.reason, tc.message)
+			}
+			if apimeta.FindStatusCondition(k.Status.Conditions, meta.ReconcilingCondition) != nil {
+				t.Error("Reconciling is set on a stalled Kustomization")
+			}
+		})
+	}
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "x"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
-		t.Errorf("objects meant for a remote cluster were applied here (%v)", err)
+		t.Errorf("an object was applied by a refused Kustomization (%v)", err)
 	}
 }

@@ -41,7 +41,7 @@ type Config struct {
 
 // BindFlags registers the flags on fs.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	c.Options.BindFlags(fs, 4, runtime.StrictPostBuildSubstitutions)
+	c.Options.BindFlags(fs, 4, runtime.StrictPostBuildSubstitutions, runtime.CancelHealthCheckOnNewRevision)
 	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 	fs.DurationVar(&c.RequeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a Kustomization whose source or dependencies are not ready.")
 	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "The service account impersonated when a Kustomization names none.")
@@ -89,8 +89,12 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		ConcurrentSSA:         c.ConcurrentSSA,
 	}
 	r.NonStrictSubstitutions = !c.FeatureGates.Enabled(runtime.StrictPostBuildSubstitutions)
-	if err := r.SetupWithManager(mgr, Options{Concurrent: c.Concurrent, MinRetry: c.MinRetryDelay, MaxRetry: c.MaxRetryDelay}); err != nil {
+	r.KeepHealthCheckOnNewRevision = !c.FeatureGates.Enabled(runtime.CancelHealthCheckOnNewRevision)
+	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, err
 	}
 	return mgr, nil
 }
+
+// Manager is NewManager for runtime.Main.
+func (c *Config) Manager() (ctrl.Manager, error) { return NewManager(*c) }

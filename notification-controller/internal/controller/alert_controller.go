@@ -9,6 +9,8 @@ import (
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
+	"github.com/eddyops/eddy/pkg/reconcile"
+	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,19 +18,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // legacyFinalizer is the finalizer older Flux versions put on Alerts,
 // Providers and Receivers; v1beta3 controllers remove it. Flux compatible.
 const legacyFinalizer = "finalizers.fluxcd.io"
-
-func controllerutilRemoveFinalizer(obj client.Object) bool {
-	return controllerutil.RemoveFinalizer(obj, legacyFinalizer)
-}
 
 // AlertReconciler checks an Alert when it or its Provider changes: its
 // regexps compile and its Provider is of a type Eddy delivers to. Problems
@@ -53,32 +49,22 @@ const providerRequeue = time.Minute
 
 // SetupWithManager registers the reconciler, the Alert index by Provider
 // name and the watch of Providers.
-func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
+func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &notificationv1beta3.Alert{}, ProviderRefIndex, func(o client.Object) []string {
 		return []string{o.(*notificationv1beta3.Alert).Spec.ProviderRef.Name}
 	}); err != nil {
 		return err
 	}
+	// A Provider's change checks the Alerts whose spec.providerRef names it.
+	alerts := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &notificationv1beta3.AlertList{} },
+		func(p client.Object) []client.ListOption {
+			return []client.ListOption{client.InNamespace(p.GetNamespace()), client.MatchingFields{ProviderRefIndex: p.GetName()}}
+		})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&notificationv1beta3.Alert{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&notificationv1beta3.Provider{}, handler.EnqueueRequestsFromMapFunc(r.alertsOfProvider),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(opts.controller()).
+		Watches(&notificationv1beta3.Provider{}, alerts, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(opts).
 		Complete(r)
-}
-
-// alertsOfProvider lists the Alerts naming p in their providerRef.
-func (r *AlertReconciler) alertsOfProvider(ctx context.Context, p client.Object) []reconcile.Request {
-	var list notificationv1beta3.AlertList
-	if err := r.List(ctx, &list, client.InNamespace(p.GetNamespace()), client.MatchingFields{ProviderRefIndex: p.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the Alerts of a Provider", "provider", p.GetName())
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, a := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&a)})
-	}
-	return reqs
 }
 
 // Reconcile checks one Alert.
@@ -87,10 +73,8 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if controllerutilRemoveFinalizer(obj) {
-		if err := r.Update(ctx, obj); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := reconcile.RemoveFinalizers(ctx, r.Client, obj, ControllerName, legacyFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	if !obj.DeletionTimestamp.IsZero() || obj.Spec.Suspend {
 		return ctrl.Result{}, nil
@@ -127,10 +111,10 @@ type ProviderReconciler struct {
 }
 
 // SetupWithManager registers the reconciler.
-func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
+func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&notificationv1beta3.Provider{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(opts.controller()).
+		WithOptions(opts).
 		Complete(r)
 }
 
@@ -140,8 +124,5 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if controllerutilRemoveFinalizer(obj) {
-		return ctrl.Result{}, r.Update(ctx, obj)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, reconcile.RemoveFinalizers(ctx, r.Client, obj, ControllerName, legacyFinalizer)
 }

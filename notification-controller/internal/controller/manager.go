@@ -67,18 +67,17 @@ func NewManager(c Config) (ctrl.Manager, *server.EventServer, error) {
 		return nil, nil, err
 	}
 	rec := mgr.GetEventRecorderFor(ControllerName)
-	copts := Options{Concurrent: c.Concurrent, MinRetry: c.MinRetryDelay, MaxRetry: c.MaxRetryDelay}
 	rr := &ReceiverReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), JitterPercent: c.IntervalJitter}
 	if !c.WatchAllNamespaces {
 		rr.SecretsNamespace = os.Getenv("RUNTIME_NAMESPACE") // as the manager's cache
 	}
-	if err := rr.SetupWithManager(mgr, copts); err != nil {
+	if err := rr.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
-	if err := (&AlertReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr, copts); err != nil {
+	if err := (&AlertReconciler{Client: mgr.GetClient(), Recorder: rec}).SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
-	if err := (&ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, copts); err != nil {
+	if err := (&ProviderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
 	events := server.NewEventServer(mgr.GetClient(), mgr.GetAPIReader(), rec, c.RateLimitInterval, ctrl.Log.WithName("event-server"))
@@ -106,3 +105,9 @@ func (s serverRunnable) Start(ctx context.Context) error { return server.Serve(c
 
 // NeedLeaderElection is false: events and webhooks are served by all replicas.
 func (s serverRunnable) NeedLeaderElection() bool { return false }
+
+// Manager is NewManager for runtime.Main, which needs only the manager.
+func (c *Config) Manager() (ctrl.Manager, error) {
+	mgr, _, err := NewManager(*c)
+	return mgr, err
+}

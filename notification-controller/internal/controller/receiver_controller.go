@@ -13,35 +13,18 @@ import (
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
 	"github.com/eddyops/eddy/notification-controller/webhook"
+	"github.com/eddyops/eddy/pkg/reconcile"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
-
-// Options tune the controllers' work queues.
-type Options struct {
-	Concurrent         int
-	MinRetry, MaxRetry time.Duration
-}
-
-func (o Options) controller() controller.Options {
-	return controller.Options{
-		MaxConcurrentReconciles: max(o.Concurrent, 1),
-		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinRetry, o.MaxRetry),
-	}
-}
 
 // ReceiverReconciler keeps a Receiver's status: webhookPath computed from
 // its secret's token, Ready, observedGeneration and lastHandledReconcileAt.
@@ -77,7 +60,7 @@ func indexSecretRef(o client.Object) []string {
 // cache that keeps only each Secret's name, namespace and resourceVersion:
 // no data, labels or annotations (a last-applied annotation can hold the
 // data) are held in memory.
-func (r *ReceiverReconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
+func (r *ReceiverReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	ctx := context.Background()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &notificationv1.Receiver{}, server.WebhookPathIndex, server.IndexWebhookPath); err != nil {
 		return err
@@ -98,10 +81,15 @@ func (r *ReceiverReconciler) SetupWithManager(mgr ctrl.Manager, opts Options) er
 	}
 	secretMeta := &metav1.PartialObjectMetadata{}
 	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	// A Secret's change reconciles the Receivers whose spec.secretRef names it.
+	receivers := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &notificationv1.ReceiverList{} },
+		func(s client.Object) []client.ListOption {
+			return []client.ListOption{client.InNamespace(s.GetNamespace()), client.MatchingFields{SecretRefIndex: s.GetName()}}
+		})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&notificationv1.Receiver{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
-		WatchesRawSource(source.Kind(secrets, client.Object(secretMeta), handler.EnqueueRequestsFromMapFunc(r.receiversOfSecret))).
-		WithOptions(opts.controller()).
+		WatchesRawSource(source.Kind(secrets, client.Object(secretMeta), receivers)).
+		WithOptions(opts).
 		Complete(r)
 }
 
@@ -116,54 +104,29 @@ func secretIdentity(o any) (any, error) {
 	}}, nil
 }
 
-// receiversOfSecret lists the Receivers whose spec.secretRef names s.
-func (r *ReceiverReconciler) receiversOfSecret(ctx context.Context, s client.Object) []reconcile.Request {
-	var list notificationv1.ReceiverList
-	if err := r.List(ctx, &list, client.InNamespace(s.GetNamespace()), client.MatchingFields{SecretRefIndex: s.GetName()}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "cannot list the Receivers of a Secret", "secret", s.GetNamespace()+"/"+s.GetName())
-		return nil
+// Reconcile computes the receiver's path and status. The skeleton
+// (pkg/reconcile) removes the legacy finalizer, records a suspended
+// Receiver's observation and writes the status last.
+func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	skel := reconcile.Skeleton[*notificationv1.Receiver]{
+		Client:     r.Client,
+		FieldOwner: ControllerName,
+		// Flux's v1 Receiver had a finalizer in older versions; nothing needs it.
+		LegacyFinalizers: []string{legacyFinalizer},
+		Suspended:        func(obj *notificationv1.Receiver) bool { return obj.Spec.Suspend },
 	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, it := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&it)})
-	}
-	return out
+	return skel.Reconcile(ctx, req, &notificationv1.Receiver{}, r.run)
 }
 
-// Reconcile computes the receiver's path and status.
-func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := &notificationv1.Receiver{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !obj.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	// Flux's v1 Receiver had a finalizer in older versions; nothing needs it.
-	if controllerutilRemoveFinalizer(obj) {
-		if err := r.Update(ctx, obj); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		return ctrl.Result{}, r.observeSuspended(ctx, obj)
-	}
-	base := obj.DeepCopy()
+// run sets Ready from the observation, at the object's generation.
+func (r *ReceiverReconciler) run(ctx context.Context, obj *notificationv1.Receiver, _ *reconcile.StatusPatcher) (ctrl.Result, error) {
 	reason, msg := r.observe(ctx, obj)
 	status := metav1.ConditionTrue
 	if reason != meta.SucceededReason {
 		status = metav1.ConditionFalse
 	}
-	apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-		Type: meta.ReadyCondition, Status: status, Reason: reason, Message: msg, ObservedGeneration: obj.Generation,
-	})
+	reconcile.SetCondition(obj, meta.ReadyCondition, status, reason, msg)
 	obj.Status.ObservedGeneration = obj.Generation
-	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
-		obj.Status.LastHandledReconcileAt = v
-	}
-	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner("notification-controller")); err != nil {
-		return ctrl.Result{}, err
-	}
 	if reason == notificationv1.TokenNotFoundReason {
 		// Flux returns the error: retried with backoff. msg names the
 		// Secret and key, never a value.
@@ -174,17 +137,6 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		interval = obj.Spec.Interval.Duration
 	}
 	return ctrl.Result{RequeueAfter: eddyruntime.Jitter(interval, r.JitterPercent)}, nil
-}
-
-// observeSuspended writes eddyruntime.ObserveSuspended to the status of a
-// suspended Receiver, patching only when it changed.
-func (r *ReceiverReconciler) observeSuspended(ctx context.Context, obj *notificationv1.Receiver) error {
-	base := obj.DeepCopy()
-	eddyruntime.ObserveSuspended(obj, &obj.Status.Conditions, &obj.Status.ObservedGeneration, &obj.Status.LastHandledReconcileAt)
-	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
-		return nil
-	}
-	return r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner("notification-controller"))
 }
 
 // observe sets status.webhookPath and returns the Ready reason and message.

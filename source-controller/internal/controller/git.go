@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
@@ -394,4 +395,79 @@ func parseURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("failed to parse url '%s': missing host", redact.URL(raw))
 	}
 	return u, nil
+}
+
+// maxSSHOperations caps the SSH operations running at once, counting the
+// ones bounded abandoned: each holds a goroutine and a connection until its
+// server answers or the connection breaks.
+const maxSSHOperations = 32
+
+var (
+	sshSlots = make(chan struct{}, maxSSHOperations)
+	// abandonedDirs holds the working directories of abandoned operations:
+	// their goroutine removes them, not the reconcile that made them.
+	abandonedDirs sync.Map
+)
+
+// errTooManySSHOperations is returned while maxSSHOperations operations
+// still run.
+var errTooManySSHOperations = fmt.Errorf("more than %d SSH operations still wait for their servers", maxSSHOperations)
+
+// bounded runs fn, giving up when ctx ends. go-git bounds HTTP operations
+// by the context, and SSH ones once connected, but not the SSH handshake
+// (its dialer offers no hook for a deadline on the connection): a server
+// that accepts and never answers would hold a worker forever. For SSH, fn
+// runs apart and is abandoned when ctx ends; the abandoned goroutine then
+// owns dir (the directory fn writes into, "" for none) and removes it when
+// fn returns, so nothing writes into a directory already removed. At most
+// maxSSHOperations run at once; past that bounded fails at once.
+func bounded(ctx context.Context, u *url.URL, dir string, fn func() error) error {
+	if u.Scheme != "ssh" {
+		return fn()
+	}
+	select {
+	case sshSlots <- struct{}{}:
+	default:
+		return errTooManySSHOperations
+	}
+	var (
+		mu                  sync.Mutex
+		finished, abandoned bool
+		done                = make(chan error, 1)
+	)
+	go func() {
+		defer func() { <-sshSlots }()
+		err := fn()
+		mu.Lock()
+		if abandoned && dir != "" {
+			os.RemoveAll(dir)
+			abandonedDirs.Delete(dir)
+		}
+		finished = true
+		mu.Unlock()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		if finished {
+			return <-done
+		}
+		abandoned = true
+		if dir != "" {
+			abandonedDirs.Store(dir, true)
+		}
+		return ctx.Err()
+	}
+}
+
+// removeWorkDir removes a working directory unless an abandoned SSH
+// operation (bounded) still owns it.
+func removeWorkDir(dir string) {
+	if _, owned := abandonedDirs.Load(dir); !owned {
+		os.RemoveAll(dir)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 
 	"strings"
@@ -14,26 +13,20 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/reconcile"
 	"github.com/eddyops/eddy/pkg/redact"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // GitRepositoryReconciler turns GitRepository objects into artifacts: it
@@ -53,141 +46,81 @@ type GitRepositoryReconciler struct {
 	RequeueDependency time.Duration
 }
 
-// Options of SetupWithManager.
-type Options struct {
-	Concurrent         int
-	MinRetry, MaxRetry time.Duration
-}
-
-// SetupWithManager registers the reconciler: it reconciles on creation,
-// spec change and reconcile request (not on its own status updates), with
-// exponential back-off between MinRetry and MaxRetry after errors.
-func (r *GitRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, o Options) error {
+// SetupWithManager registers the reconciler with the work-queue options
+// opts (runtime.Options.ControllerOptions): it reconciles on creation, spec
+// change and reconcile request (not on its own status updates), and the
+// GitRepositories including one whose artifact changed.
+func (r *GitRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sourcev1.GitRepository{}, includeIndex,
 		func(o client.Object) []string { return indexIncludes(o.(*sourcev1.GitRepository)) }); err != nil {
 		return err
 	}
+	includers := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
+		func(inc client.Object) []client.ListOption {
+			return []client.ListOption{client.InNamespace(inc.GetNamespace()), client.MatchingFields{includeIndex: inc.GetName()}}
+		})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&sourcev1.GitRepository{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
 		// A new artifact of an included GitRepository rebuilds the includers.
-		Watches(&sourcev1.GitRepository{}, handler.EnqueueRequestsFromMapFunc(r.includers),
-			builder.WithPredicates(artifactChanged{})).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: o.Concurrent,
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinRetry, o.MaxRetry),
-		}).
+		Watches(&sourcev1.GitRepository{}, includers, builder.WithPredicates(eddyruntime.ArtifactChanged{})).
+		WithOptions(opts).
 		Complete(r)
 }
 
-// includers lists the GitRepositories that include obj.
-func (r *GitRepositoryReconciler) includers(ctx context.Context, obj client.Object) []reconcile.Request {
-	list := &sourcev1.GitRepositoryList{}
-	if err := r.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{includeIndex: obj.GetName()}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, o := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&o)})
-	}
-	return reqs
+// fetchFailed is a failure of condition FetchFailed.
+func fetchFailed(reason, format string, args ...any) *reconcile.Failure {
+	f := reconcile.Fail(reason, format, args...)
+	f.Condition = sourcev1.FetchFailedCondition
+	return f
 }
 
-// artifactChanged passes updates that change status.artifact's revision or digest.
-type artifactChanged struct{ predicate.Funcs }
-
-func (artifactChanged) Create(event.CreateEvent) bool   { return false }
-func (artifactChanged) Delete(event.DeleteEvent) bool   { return false }
-func (artifactChanged) Generic(event.GenericEvent) bool { return false }
-func (artifactChanged) Update(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*sourcev1.GitRepository)
-	n, ok2 := e.ObjectNew.(*sourcev1.GitRepository)
-	if !ok1 || !ok2 || n.Status.Artifact == nil {
-		return false
-	}
-	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision ||
-		o.Status.Artifact.Digest != n.Status.Artifact.Digest
-}
-
-// reconcileError is a failed step: the condition to set, its reason and a
-// stable message, and whether retrying can help.
-type reconcileError struct {
-	condition string // FetchFailed or StorageOperationFailed
-	reason    string
-	message   string
-	stalled   bool
-	// waiting marks a wait for another object (an include without an
-	// artifact yet): a Trace event, no alert. Flux compatible (serror.Waiting).
-	waiting bool
-}
-
-func (e *reconcileError) Error() string { return e.message }
-
-func fetchFailed(reason, format string, args ...any) *reconcileError {
-	return &reconcileError{condition: sourcev1.FetchFailedCondition, reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-// Reconcile brings one GitRepository's artifact up to date.
+// Reconcile brings one GitRepository's artifact up to date. The skeleton
+// (pkg/reconcile) runs the finalizer and suspend prologue and writes the
+// status last; run does the rest.
 func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	skel := reconcile.Skeleton[*sourcev1.GitRepository]{
+		Client:           r.Client,
+		Kind:             sourcev1.GitRepositoryKind,
+		Finalizer:        sourcev1.SourceFinalizer,
+		Finalize:         r.finalize,
+		Suspended:        func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
+		ObserveSuspended: observeSuspended,
+	}
+	return skel.Reconcile(ctx, req, &sourcev1.GitRepository{}, r.run)
+}
+
+// finalize removes the GitRepository's artifacts from storage.
+func (r *GitRepositoryReconciler) finalize(ctx context.Context, obj *sourcev1.GitRepository) (ctrl.Result, error) {
+	if err := r.Storage.RemoveObject(artifact.ObjectDir(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
+	return ctrl.Result{}, nil
+}
+
+// run reconciles a live, unsuspended GitRepository and summarizes the
+// outcome in its status. A wait is requeued after RequeueDependency; any
+// other failure is returned, retried with the work queue's back-off unless
+// stalled.
+func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepository, _ *reconcile.StatusPatcher) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
-	obj := &sourcev1.GitRepository{}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
 	objDir := artifact.ObjectDir(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name)
-	defer eddyruntime.RecordDuration(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name, start)
-
-	if !obj.DeletionTimestamp.IsZero() {
-		if err := r.Storage.RemoveObject(objDir); err != nil {
-			return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
-		}
-		base := obj.DeepCopy()
-		if controllerutil.RemoveFinalizer(obj, sourcev1.SourceFinalizer) {
-			if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err
-			}
-		}
-		log.Info("artifacts removed, object released")
-		return ctrl.Result{}, nil
-	}
-	// A patch, not an update: re-encoding the spec would rewrite durations
-	// ("60s" as "1m0s") and bump the generation.
-	if base := obj.DeepCopy(); controllerutil.AddFinalizer(obj, sourcev1.SourceFinalizer) {
-		if err := r.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if obj.Spec.Suspend {
-		log.Info("reconciliation is suspended for this object")
-		return ctrl.Result{}, r.observeSuspended(ctx, obj)
-	}
-
-	base := obj.DeepCopy()
 	wasReady := apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition)
 	recErr := r.reconcile(ctx, obj, objDir, wasReady)
-	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
-		obj.Status.LastHandledReconcileAt = v
-	}
 	r.summarize(obj, recErr)
-	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
-	}
-
 	switch {
 	case recErr == nil:
 		next := eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
 		log.Info(fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision),
 			"duration", time.Since(start).String(), "next", next.String())
 		return ctrl.Result{RequeueAfter: next}, nil
-	case recErr.stalled:
-		log.Error(recErr, "reconciliation stalled")
-		return ctrl.Result{}, nil
-	case recErr.waiting:
+	case recErr.Waiting && !recErr.Stalled:
 		wait := r.RequeueDependency
 		if wait <= 0 {
 			wait = 30 * time.Second
 		}
-		log.Info("reconciliation waiting", "reason", recErr.message, "duration", wait.String())
+		log.Info("reconciliation waiting", "reason", recErr.Message, "duration", wait.String())
 		return ctrl.Result{RequeueAfter: wait}, nil
 	default:
 		return ctrl.Result{}, recErr
@@ -201,11 +134,8 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // status and message at the new generation, Stalled is dropped, Reconciling
 // becomes ProgressingWithRetry. Flux compatible (summarize with an empty
 // result: ComputeReconcileResult, WithStatusObservedGeneration).
-func (r *GitRepositoryReconciler) observeSuspended(ctx context.Context, obj *sourcev1.GitRepository) error {
-	base := obj.DeepCopy()
-	if v, ok := obj.Annotations[meta.ReconcileRequestAnnotation]; ok {
-		obj.Status.LastHandledReconcileAt = v
-	}
+func observeSuspended(obj *sourcev1.GitRepository) {
+	reconcile.RecordHandledRequest(obj)
 	if len(obj.Status.Conditions) > 0 {
 		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
 		for _, typ := range []string{meta.ReconcilingCondition, meta.ReadyCondition} {
@@ -218,38 +148,31 @@ func (r *GitRepositoryReconciler) observeSuspended(ctx context.Context, obj *sou
 		}
 		obj.Status.ObservedGeneration = obj.Generation
 	}
-	if equality.Semantic.DeepEqual(base.Status, obj.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
 }
 
 // reconcile runs the storage, source and artifact steps; it records
 // observations in obj.Status and returns the first failure.
-func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.GitRepository, objDir string, wasReady bool) *reconcileError {
+func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.GitRepository, objDir string, wasReady bool) *reconcile.Failure {
 	r.reconcileStorage(obj)
 
 	u, err := parseURL(obj.Spec.URL)
 	if err != nil {
 		e := fetchFailed(sourcev1.URLInvalidReason, "%s", err)
-		e.stalled = true
+		e.Stalled = true
 		return e
 	}
 	if obj.Spec.Verification != nil {
 		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
-		e := &reconcileError{condition: sourcev1.SourceVerifiedCondition, reason: sourcev1.VerificationErrorReason,
-			message: "commit signature verification (spec.verify) is not supported by Eddy yet"}
-		e.stalled = true
+		e := &reconcile.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
+			Message: "commit signature verification (spec.verify) is not supported by Eddy yet"}
+		e.Stalled = true
 		return e
 	}
 	switch obj.Spec.Provider {
 	case "", sourcev1.GitProviderGeneric:
 	default:
 		e := fetchFailed(sourcev1.InvalidProviderConfigReason, "provider '%s' is not supported: use 'generic' with spec.secretRef", obj.Spec.Provider)
-		e.stalled = true
+		e.Stalled = true
 		return e
 	}
 	var data map[string][]byte
@@ -285,7 +208,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	// needs none.
 	var refs map[string]string
 	if ref := obj.Spec.Reference; ref == nil || ref.Commit == "" || ref.Branch != "" {
-		if err = bounded(ctx, u, func() (e error) { refs, e = listRemote(ctx, obj.Spec.URL, auth); return e }); err != nil {
+		if err = bounded(ctx, u, "", func() (e error) { refs, e = listRemote(ctx, obj.Spec.URL, auth); return e }); err != nil {
 			return gitError(err, obj.Spec.URL, "")
 		}
 	}
@@ -326,12 +249,12 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	}
 	dir, err := os.MkdirTemp("", "gitrepository-")
 	if err != nil {
-		return &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.DirCreationFailedReason,
-			message: "failed to create a temporary working directory"}
+		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.DirCreationFailedReason,
+			Message: "failed to create a temporary working directory"}
 	}
-	defer os.RemoveAll(dir)
+	defer removeWorkDir(dir)
 	var commit *object.Commit
-	err = bounded(ctx, u, func() (e error) {
+	err = bounded(ctx, u, dir, func() (e error) {
 		commit, e = checkout(ctx, dir, obj.Spec.URL, auth, tgt, obj.Spec.RecurseSubmodules, obj.Spec.SparseCheckout)
 		return e
 	})
@@ -345,13 +268,13 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 
 	ignore, err := artifact.LoadIgnore(dir, obj.Spec.Ignore)
 	if err != nil {
-		return &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.SourceIgnoreErrorReason,
-			message: "failed to load source ignore rules: " + strings.ReplaceAll(err.Error(), dir, ".")}
+		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.SourceIgnoreErrorReason,
+			Message: "failed to load source ignore rules: " + strings.ReplaceAll(err.Error(), dir, ".")}
 	}
 	art, err := r.Storage.Archive(objDir, artifact.FileName(rev), rev, dir, ignore)
 	if err != nil {
-		return &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.ArchiveOperationFailedReason,
-			message: "failed to archive the checkout: " + strings.ReplaceAll(err.Error(), dir, ".")}
+		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
+			Message: "failed to archive the checkout: " + strings.ReplaceAll(err.Error(), dir, ".")}
 	}
 	prev := obj.Status.Artifact
 	obj.Status.Artifact = art
@@ -421,68 +344,46 @@ func normalize(incs []sourcev1.GitRepositoryInclude) []sourcev1.GitRepositoryInc
 }
 
 // summarize writes the conditions for the outcome. Flux compatible: Ready
-// mirrors ArtifactInStorage on success and the failing condition otherwise;
-// Reconciling stays True with ProgressingWithRetry while retrying; Stalled is
-// set when only a spec change can help.
-func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr *reconcileError) {
-	gen := obj.Generation
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
-		})
-	}
-	del := func(types ...string) {
-		for _, t := range types {
-			apimeta.RemoveStatusCondition(&obj.Status.Conditions, t)
-		}
-	}
+// mirrors ArtifactInStorage on success and the failing condition otherwise
+// (reconcile.Summarize: Reconciling stays True with ProgressingWithRetry
+// while retrying; Stalled is set when only a spec change can help).
+func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr *reconcile.Failure) {
 	if art := obj.Status.Artifact; art != nil {
-		set(sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, meta.SucceededReason,
+		reconcile.SetCondition(obj, sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, meta.SucceededReason,
 			fmt.Sprintf("stored artifact for revision '%s'", art.Revision))
 	} else {
-		del(sourcev1.ArtifactInStorageCondition)
+		reconcile.RemoveConditions(obj, sourcev1.ArtifactInStorageCondition)
 	}
+	reconcile.RemoveConditions(obj, sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition,
+		sourcev1.IncludeUnavailableCondition, sourcev1.SourceVerifiedCondition)
 	if recErr == nil {
-		del(sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition, sourcev1.ArtifactOutdatedCondition,
-			sourcev1.IncludeUnavailableCondition, sourcev1.SourceVerifiedCondition, meta.ReconcilingCondition, meta.StalledCondition)
-		set(meta.ReadyCondition, metav1.ConditionTrue, meta.SucceededReason,
-			fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision))
-		obj.Status.ObservedGeneration = gen
+		reconcile.RemoveConditions(obj, sourcev1.ArtifactOutdatedCondition)
+		reconcile.Summarize(obj, nil, meta.SucceededReason, fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision))
 		return
 	}
-	del(sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition, sourcev1.IncludeUnavailableCondition,
-		sourcev1.SourceVerifiedCondition)
 	status := metav1.ConditionTrue // the failure conditions are abnormal-true
-	if recErr.condition == sourcev1.SourceVerifiedCondition {
+	if recErr.Condition == sourcev1.SourceVerifiedCondition {
 		status = metav1.ConditionFalse // SourceVerified is bi-polar
 	}
-	set(recErr.condition, status, recErr.reason, recErr.message)
-	set(meta.ReadyCondition, metav1.ConditionFalse, recErr.reason, recErr.message)
-	if recErr.stalled {
-		del(meta.ReconcilingCondition)
-		set(meta.StalledCondition, metav1.ConditionTrue, recErr.reason, recErr.message)
-		obj.Status.ObservedGeneration = gen
-	} else {
-		del(meta.StalledCondition)
-		set(meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, recErr.message)
-	}
+	reconcile.SetCondition(obj, recErr.Condition, status, recErr.Reason, recErr.Message)
+	reconcile.Summarize(obj, recErr, "", "")
 	eventType := corev1.EventTypeWarning
-	if recErr.waiting {
+	if recErr.Waiting {
 		eventType = events.EventTypeTrace
 	}
-	r.Events.Event(obj, eventType, recErr.reason, recErr.message, nil)
+	r.Events.Event(obj, eventType, recErr.Reason, recErr.Message, nil)
 }
 
 // gitError maps a fetch failure to the condition Flux sets for it. dir, the
 // checkout directory, is removed from messages so they stay stable.
-func gitError(err error, rawURL, dir string) *reconcileError {
+func gitError(err error, rawURL, dir string) *reconcile.Failure {
 	var stalling errStalling
 	switch {
 	case errors.Is(err, errEmptyRepository):
 		return fetchFailed(sourcev1.EmptyGitRepositoryReason, "%s", errEmptyRepository)
 	case errors.As(err, &stalling):
 		e := fetchFailed(sourcev1.GitOperationFailedReason, "failed to checkout and determine revision: %s", stalling.error)
-		e.stalled = true
+		e.Stalled = true
 		return e
 	}
 	msg := describeGitError(err, rawURL)
@@ -490,24 +391,6 @@ func gitError(err error, rawURL, dir string) *reconcileError {
 		msg = strings.ReplaceAll(msg, dir, ".")
 	}
 	return fetchFailed(sourcev1.GitOperationFailedReason, "failed to checkout and determine revision: unable to clone '%s': %s", redact.URL(rawURL), msg)
-}
-
-// bounded runs fn, giving up when ctx ends. go-git bounds HTTP operations
-// by the context but not the SSH handshake, so a server that accepts and
-// never answers would hold a worker forever; for SSH, fn runs apart and is
-// abandoned on timeout.
-func bounded(ctx context.Context, u *url.URL, fn func() error) error {
-	if u.Scheme != "ssh" {
-		return fn()
-	}
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func equalStringPtr(a, b *string) bool {

@@ -12,6 +12,7 @@ import (
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/reconcile"
 	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -31,11 +32,11 @@ func indexIncludes(obj *sourcev1.GitRepository) []string {
 // includedArtifacts gets the current artifact of each spec.include entry.
 // Flux compatible: a missing object or artifact sets IncludeUnavailable with
 // reason NotFound or NoArtifact, and is a wait, not a failure.
-func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *sourcev1.GitRepository) ([]*meta.Artifact, *reconcileError) {
+func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *sourcev1.GitRepository) ([]*meta.Artifact, *reconcile.Failure) {
 	if r.includeCycle(ctx, obj) {
-		e := &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.IllegalPathReason,
-			message: "spec.include forms a cycle back to this GitRepository"}
-		e.stalled = true
+		e := &reconcile.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.IllegalPathReason,
+			Message: "spec.include forms a cycle back to this GitRepository"}
+		e.Stalled = true
 		return nil, e
 	}
 	var arts []*meta.Artifact
@@ -44,11 +45,11 @@ func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *so
 		dep := &sourcev1.GitRepository{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, dep); err != nil {
 			msg := fmt.Sprintf("could not get resource for include '%s': %s", name, err)
-			return nil, &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.NotFoundReason, message: msg, waiting: true}
+			return nil, &reconcile.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NotFoundReason, Message: msg, Waiting: true}
 		}
 		if dep.Status.Artifact == nil || !r.Storage.Exists(*dep.Status.Artifact) {
-			return nil, &reconcileError{condition: sourcev1.IncludeUnavailableCondition, reason: sourcev1.NoArtifactReason,
-				message: fmt.Sprintf("no artifact available for include '%s'", name), waiting: true}
+			return nil, &reconcile.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NoArtifactReason,
+				Message: fmt.Sprintf("no artifact available for include '%s'", name), Waiting: true}
 		}
 		arts = append(arts, dep.Status.Artifact.DeepCopy())
 	}
@@ -72,7 +73,7 @@ func includesChanged(cur, prev []*meta.Artifact) bool {
 // copyIncludes extracts each included artifact and copies its fromPath into
 // the checkout at toPath (default: the included object's name), replacing
 // what was there.
-func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, arts []*meta.Artifact, dir string) *reconcileError {
+func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, arts []*meta.Artifact, dir string) *reconcile.Failure {
 	for i, inc := range obj.Spec.Include {
 		to := inc.ToPath
 		if to == "" {
@@ -81,14 +82,14 @@ func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, arts
 		from, errFrom := cleanRel(inc.FromPath)
 		to, errTo := cleanRel(to)
 		if errFrom != nil || errTo != nil || to == "." {
-			e := &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.IllegalPathReason,
-				message: fmt.Sprintf("include '%s': fromPath and toPath must be relative paths inside the artifact", inc.GitRepositoryRef.Name)}
-			e.stalled = true
+			e := &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.IllegalPathReason,
+				Message: fmt.Sprintf("include '%s': fromPath and toPath must be relative paths inside the artifact", inc.GitRepositoryRef.Name)}
+			e.Stalled = true
 			return e
 		}
-		fail := func(err error) *reconcileError {
-			return &reconcileError{condition: sourcev1.StorageOperationFailedCondition, reason: sourcev1.CopyFailureReason,
-				message: fmt.Sprintf("failed to copy include '%s' to '%s': %s", inc.GitRepositoryRef.Name, to,
+		fail := func(err error) *reconcile.Failure {
+			return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.CopyFailureReason,
+				Message: fmt.Sprintf("failed to copy include '%s' to '%s': %s", inc.GitRepositoryRef.Name, to,
 					strings.ReplaceAll(err.Error(), r.Storage.BasePath, ""))}
 		}
 		tmp, err := os.MkdirTemp("", "include-")
@@ -113,7 +114,7 @@ func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, arts
 		// would make RemoveAll and the copy act outside it.
 		if err := noSymlinks(dir, to); err != nil {
 			e := fail(err)
-			e.stalled = true
+			e.Stalled = true
 			return e
 		}
 		dst := filepath.Join(dir, filepath.FromSlash(to))

@@ -90,7 +90,7 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	r := &GitRepositoryReconciler{
 		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter,
 	}
-	if err := r.SetupWithManager(mgr, Options{Concurrent: c.Concurrent, MinRetry: c.MinRetryDelay, MaxRetry: c.MaxRetryDelay}); err != nil {
+	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
 	return mgr, storage, nil
@@ -120,4 +120,10 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// Manager is NewManager for runtime.Main, which needs only the manager.
+func (c *Config) Manager() (ctrl.Manager, error) {
+	mgr, _, err := NewManager(*c)
+	return mgr, err
 }

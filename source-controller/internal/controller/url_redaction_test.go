@@ -23,7 +23,7 @@ func TestURLMessagesCarryNoToken(t *testing.T) {
 		if _, err := parseURL(c.raw); err != nil {
 			msg = err.Error()
 		} else {
-			msg = gitError(errors.New("unexpected EOF fetching "+c.raw), c.raw, "").message
+			msg = gitError(errors.New("unexpected EOF fetching "+c.raw), c.raw, "").Message
 		}
 		if strings.Contains(msg, tok) || strings.Contains(msg, `":pa"`) || !strings.Contains(msg, c.want) {
 			t.Errorf("%s: %s; want %s and no secret", c.raw, msg, c.want)

@@ -5,11 +5,16 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/events"
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/go-logr/logr"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -125,5 +130,53 @@ func healthChecksHoldNoWorker(t *testing.T, shard func(*kustomizev1.Kustomizatio
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(k), k); err != nil || !checkingHealth(k, revs[0]) {
 			t.Errorf("%s: conditions %+v (%v); want it still running its health checks", k.Name, k.Status.Conditions, err)
 		}
+	}
+}
+
+// TestCancelHealthCheckOnNewRevisionGate: the decision of a reconcile that
+// finds its Kustomization's health checks running for an older generation.
+// With the gate on (Eddy's default) the wait is canceled with Flux's
+// HealthCheckCanceled event and failure. With
+// --feature-gates=CancelHealthCheckOnNewRevision=false it goes on
+// (healthPending, no event), and once it is decided the new generation is
+// reconciled in full (resumed false).
+func TestCancelHealthCheckOnNewRevisionGate(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keep=%t", keep), func(t *testing.T) {
+			rec := record.NewFakeRecorder(10)
+			r := &KustomizationReconciler{KeepHealthCheckOnNewRevision: keep, healthChecks: newHealthChecks(),
+				Events: events.NewRecorder(rec, nil, "", ControllerName, logr.Discard())}
+			waitCtx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w := &healthWait{key: types.NamespacedName{Namespace: "ns", Name: "k"}, generation: 1, cancel: cancel, detached: true}
+			r.healthChecks.waits[w.key] = w
+			obj := &kustomizev1.Kustomization{}
+			obj.Namespace, obj.Name, obj.Generation = "ns", "k", 2
+			resume := func() (*failure, bool) {
+				var start time.Time
+				return r.resumeHealthCheck(context.Background(), obj, &snapshot{}, &start)
+			}
+
+			f, resumed := resume()
+			if !keep {
+				if !resumed || f == nil || f.Reason != meta.HealthCheckCanceledReason || f.Message != "New reconciliation triggered by Kustomization/ns/k" {
+					t.Fatalf("got %+v, %t; want HealthCheckCanceled", f, resumed)
+				}
+				if waitCtx.Err() == nil || r.healthChecks.waits[w.key] != nil {
+					t.Errorf("the wait was not canceled and forgotten")
+				}
+				if got, want := <-rec.Events, "Normal HealthCheckCanceled Health checks canceled due to new reconciliation triggered by Kustomization/ns/k"; got != want {
+					t.Errorf("event %q, want %q", got, want)
+				}
+				return
+			}
+			if f != healthPending || !resumed || waitCtx.Err() != nil || r.healthChecks.waits[w.key] != w || len(rec.Events) > 0 {
+				t.Fatalf("got %+v, %t (canceled %v, %d events); want the wait going on", f, resumed, waitCtx.Err(), len(rec.Events))
+			}
+			w.decided = true
+			if f, resumed := resume(); f != nil || resumed || r.healthChecks.waits[w.key] != nil {
+				t.Errorf("once decided: got %+v, %t; want the new generation reconciled in full", f, resumed)
+			}
+		})
 	}
 }

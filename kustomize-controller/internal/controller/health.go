@@ -12,10 +12,10 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/pkg/health"
+	"github.com/eddyops/eddy/pkg/reconcile"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,18 +48,21 @@ import (
 //     same conditions, history and events as a reconcile that waited.
 //  4. A new generation of the Kustomization or a new artifact of its source
 //     cancels the wait, as Flux does with its feature gate
-//     CancelHealthCheckOnNewRevision (off by default there, always on
+//     CancelHealthCheckOnNewRevision (off by default there, on by default
 //     here; same conditions and event): Ready=False HealthCheckCanceled
 //     "New reconciliation triggered by <Kind>/<namespace>/<name>", a Normal
 //     event "Health checks canceled due to new reconciliation triggered by
-//     ...", and an immediate requeue, which applies the new revision.
+//     ...", and an immediate requeue, which applies the new revision. With
+//     --feature-gates=CancelHealthCheckOnNewRevision=false the wait goes on
+//     (in the background still) and the new revision is applied when it
+//     ends, as Flux without the gate.
 //
 // The waits live in memory: after a restart the Kustomization is reconciled
 // in full again, as after any restart.
 
 // healthPending is reconcile's answer while its health checks go on in the
 // background; Reconcile hands it to awaitHealthCheck.
-var healthPending = &failure{reason: meta.ProgressingReason, message: "health checks running"}
+var healthPending = &failure{Reason: meta.ProgressingReason, Message: "health checks running"}
 
 // healthChecks are the running health checks, at most one per
 // Kustomization. It is a manager Runnable that stops them all when the
@@ -381,8 +384,10 @@ func (r *KustomizationReconciler) healthResult(obj *kustomizev1.Kustomization, w
 // awaitHealthCheck frees the worker of a reconcile whose health checks go
 // on (healthPending): it keeps start and snap for the reconcile's end and
 // writes what reconcile observed so far (inventory, attempted revision,
-// Ready=Unknown, Reconciling "Running health checks ...").
-func (r *KustomizationReconciler) awaitHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, base *kustomizev1.Kustomization,
+// Ready=Unknown, Reconciling "Running health checks ...") through
+// p.Pending, which leaves the reconcile request unhandled until the
+// outcome is written.
+func (r *KustomizationReconciler) awaitHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, p *reconcile.StatusPatcher,
 	start time.Time, snap *snapshot) error {
 	h := r.healthChecks
 	h.mu.Lock()
@@ -393,10 +398,8 @@ func (r *KustomizationReconciler) awaitHealthCheck(ctx context.Context, obj *kus
 		decided = w.decided // decided after reconcile looked: enqueue here
 	}
 	h.mu.Unlock()
-	if !equality.Semantic.DeepEqual(base.Status, obj.Status) {
-		if err := r.Status().Patch(ctx, obj, client.MergeFrom(base), client.FieldOwner(statusOwner)); err != nil {
-			return fmt.Errorf("patching status: %w", err)
-		}
+	if err := p.Pending(ctx); err != nil {
+		return err
 	}
 	if decided {
 		h.enqueue(w.key)
@@ -413,10 +416,14 @@ func (r *KustomizationReconciler) awaitHealthCheck(ctx context.Context, obj *kus
 //     time and snapshot of the reconcile that applied, so that Reconcile
 //     ends that reconcile;
 //   - a new generation, or a new artifact of the source: the wait is
-//     canceled, HealthCheckCanceled. Flux compatible.
+//     canceled, HealthCheckCanceled. Flux compatible with its feature gate
+//     CancelHealthCheckOnNewRevision, on by default in Eddy. With the gate
+//     off (r.KeepHealthCheckOnNewRevision) the wait goes on, still without
+//     a worker: healthPending, as if nothing had changed.
 //
 // A decided wait of an older generation or artifact is dropped (resumed
-// false): the new one is reconciled in full.
+// false): the new one is reconciled in full, so with the gate off the new
+// revision is applied once the wait ends, as Flux without the gate.
 func (r *KustomizationReconciler) resumeHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, snap *snapshot, start *time.Time) (f *failure, resumed bool) {
 	h := r.healthChecks
 	key := client.ObjectKeyFromObject(obj)
@@ -434,14 +441,15 @@ func (r *KustomizationReconciler) resumeHealthCheck(ctx context.Context, obj *ku
 	}
 	h.mu.Lock()
 	current, decided := h.waits[key] == w, w.decided
-	if current && (decided || trigger != "") {
+	keep := trigger != "" && !decided && r.KeepHealthCheckOnNewRevision
+	if current && (decided || trigger != "") && !keep {
 		delete(h.waits, key)
 	}
 	h.mu.Unlock()
 	switch {
 	case !current:
 		return nil, false
-	case trigger == "" && !decided:
+	case (trigger == "" || keep) && !decided:
 		return healthPending, true
 	case trigger == "":
 		*start, *snap = w.reconcileStart, w.snap
@@ -461,6 +469,22 @@ func (r *KustomizationReconciler) resumeHealthCheck(ctx context.Context, obj *ku
 	f = fail(meta.HealthCheckCanceledReason, "New reconciliation triggered by %s", trigger)
 	// Logged, not a Warning: the new revision or generation is applied at
 	// once, as Flux requeues at once.
-	f.waiting, f.retry = true, time.Millisecond
+	f.Waiting, f.Retry = true, time.Millisecond
 	return f, true
+}
+
+// changed reports whether a change set wrote anything.
+func changed(changes []ssa.Change) bool {
+	for _, c := range changes {
+		if c.Action != ssa.Unchanged && c.Action != ssa.Skipped {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *KustomizationReconciler) unhealthy(obj *kustomizev1.Kustomization, msg string) *failure {
+	apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: kustomizev1.HealthyCondition,
+		Status: metav1.ConditionFalse, Reason: kustomizev1.HealthCheckFailedReason, Message: msg, ObservedGeneration: obj.Generation})
+	return fail(kustomizev1.HealthCheckFailedReason, "%s", msg)
 }

@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/ssa"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// finalize prunes the inventory per spec.deletionPolicy; the skeleton then
+// removes the finalizer when it returns no error.
+func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
+	policy := obj.Spec.DeletionPolicy
+	if policy == "" {
+		policy = kustomizev1.DeletionPolicyMirrorPrune
+	}
+	del := policy == kustomizev1.DeletionPolicyDelete || policy == kustomizev1.DeletionPolicyWaitForTermination ||
+		(policy == kustomizev1.DeletionPolicyMirrorPrune && obj.Spec.Prune)
+	if del && !obj.Spec.Suspend && obj.Status.Inventory != nil && len(obj.Status.Inventory.Entries) > 0 {
+		var stale []ssa.Change
+		for _, e := range obj.Status.Inventory.Entries {
+			if m, err := ssa.ParseID(e.ID); err == nil {
+				stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
+			}
+		}
+		if sa := r.serviceAccount(obj); sa != "" {
+			// Flux compatible: without the account nothing can be deleted
+			// in its name; keeping the finalizer would block the namespace.
+			err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &corev1.ServiceAccount{})
+			if apierrors.IsNotFound(err) {
+				r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, fmt.Sprintf(
+					"Skipping pruning: ServiceAccount '%s/%s' not found; the objects of the inventory are left in place", obj.Namespace, sa), nil)
+				return ctrl.Result{}, nil
+			}
+		}
+		c, err := r.clientFor(obj)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		mgr := &ssa.Manager{Client: c, Owner: FieldManager}
+		deleted, _, err := mgr.DeleteStale(ctx, stale, ssa.PruneOptions{OwnerLabels: map[string]string{NameLabel: obj.Name, NamespaceLabel: obj.Namespace}})
+		r.reportChanges(obj, deleted)
+		if err != nil {
+			r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
+			return ctrl.Result{}, err
+		}
+		if policy == kustomizev1.DeletionPolicyWaitForTermination {
+			if err := r.waitForTermination(ctx, obj, c, deleted); err != nil {
+				r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// waitForTermination polls every 2s, up to the Kustomization's timeout,
+// until the deleted objects are gone; it returns early with the context's
+// error if ctx ends first. Flux compatible (WaitForTermination).
+func (r *KustomizationReconciler) waitForTermination(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, deleted []ssa.Change) error {
+	var pending []string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, timeout(obj), true, func(ctx context.Context) (bool, error) {
+		pending = pending[:0]
+		for _, d := range deleted {
+			if d.Action != ssa.Deleted {
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(d.Meta.GroupKind.WithVersion(d.Version))
+			if err := c.Get(ctx, client.ObjectKey{Namespace: d.Meta.Namespace, Name: d.Meta.Name}, u); !apierrors.IsNotFound(err) {
+				pending = append(pending, d.Meta.String())
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("timeout waiting for the termination of: [%s]", strings.Join(pending, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package controller
+
+import (
+	"context"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// SetupWithManager registers the reconciler with the work-queue options
+// opts (runtime.Options.ControllerOptions); it also reconciles the
+// Kustomizations of a GitRepository whose artifact changed
+// (runtime.ArtifactChanged), and those whose background health checks
+// ended (health.go).
+func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.artifacts = newArtifactCache(r.Fetcher, r.ArtifactCacheBytes)
+	r.healthChecks = newHealthChecks()
+	if err := mgr.Add(r.healthChecks); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &kustomizev1.Kustomization{}, sourceIndex,
+		func(obj client.Object) []string {
+			k := obj.(*kustomizev1.Kustomization)
+			ns := k.Spec.SourceRef.Namespace
+			if ns == "" {
+				ns = k.Namespace
+			}
+			return []string{k.Spec.SourceRef.Kind + "/" + ns + "/" + k.Spec.SourceRef.Name}
+		}); err != nil {
+		return err
+	}
+	dependants := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &kustomizev1.KustomizationList{} },
+		func(src client.Object) []client.ListOption {
+			key := sourcev1.GitRepositoryKind + "/" + src.GetNamespace() + "/" + src.GetName()
+			return []client.ListOption{client.MatchingFields{sourceIndex: key}}
+		})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&kustomizev1.Kustomization{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		Watches(&sourcev1.GitRepository{}, dependants, builder.WithPredicates(eddyruntime.ArtifactChanged{})).
+		WatchesRawSource(source.Channel(r.healthChecks.done, &handler.EnqueueRequestForObject{})).
+		WithOptions(opts).
+		Complete(r)
+}

@@ -1,0 +1,48 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/ssa"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// eventMeta is the metadata of a Kustomization's events: the revision of
+// the last attempt. Flux compatible.
+func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[string]string {
+	m := map[string]string{}
+	if rev := obj.Status.LastAttemptedRevision; rev != "" {
+		m[kustomizev1.GroupVersion.Group+"/revision"] = rev
+	}
+	return m
+}
+
+// reportChanges emits the change set as Flux does, and, beyond Flux, one
+// event per corrected drift naming the fields, values and field managers,
+// and one per object whose fields the apply deleted (`FieldsRemoved`).
+func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, changes []ssa.Change) {
+	var lines []string
+	for _, c := range changes {
+		if c.Action == ssa.Unchanged || c.Action == ssa.Skipped {
+			continue
+		}
+		lines = append(lines, c.String())
+		if len(c.Drift) > 0 {
+			var fields []string
+			for _, d := range c.Drift {
+				fields = append(fields, d.String())
+			}
+			r.Events.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
+				fmt.Sprintf("%s drifted: %s; corrected", c.Meta, strings.Join(fields, ", ")), r.eventMeta(obj))
+		}
+		if len(c.Removed) > 0 {
+			r.Events.Event(obj, corev1.EventTypeNormal, "FieldsRemoved",
+				fmt.Sprintf("%s %s: %s removed", c.Meta, c.Action, strings.Join(c.Removed, " removed, ")), r.eventMeta(obj))
+		}
+	}
+	if len(lines) > 0 {
+		r.Events.Event(obj, corev1.EventTypeNormal, "Progressing", strings.Join(lines, "\n"), r.eventMeta(obj))
+	}
+}

@@ -1,0 +1,56 @@
+package runtime
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Config is a controller binary's command line: its controller package's
+// Config, which embeds Options (SetupLogger), registers its own flags and
+// builds the manager from them.
+type Config interface {
+	BindFlags(fs *flag.FlagSet)
+	SetupLogger() error
+	Manager() (ctrl.Manager, error)
+}
+
+// Main is a controller binary's main function: it binds and parses the
+// flags into cfg, installs the logger, builds the manager (cfg.Manager) and
+// runs it until SIGINT or SIGTERM (Run). A start-up error is printed as
+// "<name>: <error>" on stderr; any failure exits 1.
+func Main(name string, cfg Config) {
+	cfg.BindFlags(flag.CommandLine)
+	flag.Parse()
+	if err := cfg.SetupLogger(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	mgr, err := cfg.Manager()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	if err := Run(mgr, name); err != nil {
+		os.Exit(1)
+	}
+}
+
+// ControllerOptions are the work-queue options of every controller of the
+// binary, from the flags: --concurrent reconciles per kind (at least 1) and
+// a per-object exponential back-off after a returned error, from
+// --min-retry-delay doubling up to --max-retry-delay. Flux compatible
+// (fluxcd/pkg/runtime's GetRateLimiter). Each call returns a new rate
+// limiter: give each controller its own, so the back-off of one kind's
+// object does not delay another kind's object of the same name.
+func (o *Options) ControllerOptions() controller.Options {
+	return controller.Options{
+		MaxConcurrentReconciles: max(o.Concurrent, 1),
+		RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](o.MinRetryDelay, o.MaxRetryDelay),
+	}
+}

@@ -1,0 +1,48 @@
+package ssa_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/eddyops/eddy/pkg/ssa"
+)
+
+func TestInventoryIDs(t *testing.T) {
+	for id, want := range map[string]string{
+		"default_svc__Service": "Service/default/svc",
+		"_system__controller__kube-dns_rbac.authorization.k8s.io_ClusterRole": "ClusterRole/system:controller:kube-dns",
+		"apps_web_apps_Deployment": "Deployment/apps/web",
+	} {
+		m, err := ssa.ParseID(id)
+		if err != nil || m.String() != want || m.ID() != id {
+			t.Errorf("ParseID(%q) = %v (%v), ID() %q; want %s", id, m, err, m.ID(), want)
+		}
+	}
+	// A single '_' in a name is no id Flux writes.
+	if _, err := ssa.ParseID("apps_my_web_apps_Deployment"); err == nil || err.Error() != `invalid inventory id "apps_my_web_apps_Deployment"` {
+		t.Errorf("ParseID of a name with '_': %v", err)
+	}
+}
+
+// Inventory ids come from the status of a Kustomization, which anyone who
+// may edit its status writes: ParseID must not panic, and what it accepts
+// reads back the same from its own ID.
+func FuzzParseID(f *testing.F) {
+	for _, s := range []string{"default_svc__Service", "_system__controller__kube-dns_rbac.authorization.k8s.io_ClusterRole",
+		"apps_web_apps_Deployment", "", "_", "___", "a_b_c_d_e", "ns_a___g_K"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		m, err := ssa.ParseID(id)
+		if err != nil {
+			return
+		}
+		if strings.Contains(m.Namespace, "_") || strings.Contains(m.Name, "_") || strings.Contains(m.GroupKind.Group, "_") || strings.Contains(m.GroupKind.Kind, "_") {
+			t.Fatalf("ParseID(%q) = %#v: a field holds '_'", id, m)
+		}
+		again, err := ssa.ParseID(m.ID())
+		if err != nil || again != m {
+			t.Fatalf("ParseID(%q) = %#v, ID() %q reads back as %#v (%v)", id, m, m.ID(), again, err)
+		}
+	})
+}
