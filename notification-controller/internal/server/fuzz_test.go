@@ -70,7 +70,8 @@ func FuzzEventHandler(f *testing.F) {
 				ExclusionList: []string{"^never$"}}},
 	).Build()
 	s := NewEventServer(c, c, nil, time.Minute, logr.Discard())
-	s.dedup.max = 64
+	s.dedup = newDedup(time.Minute, 64)
+	defer s.Close()
 	s.Retry = &notifier.Retry{Max: 0}
 	f.Fuzz(func(t *testing.T, body []byte, method, path, contentType string) {
 		if !validMethod(method) {
@@ -89,11 +90,8 @@ func FuzzEventHandler(f *testing.F) {
 		if len(body) > MaxBodyBytes && w.Code != http.StatusRequestEntityTooLarge {
 			t.Fatalf("a %d-byte body answered %d, want 413", len(body), w.Code)
 		}
-		s.dedup.mu.Lock()
-		n := len(s.dedup.seen)
-		s.dedup.mu.Unlock()
-		if n > s.dedup.max {
-			t.Fatalf("dedup holds %d keys, more than %d", n, s.dedup.max)
+		if n := s.dedup.len(); n > 64 {
+			t.Fatalf("dedup holds %d keys, more than 64", n)
 		}
 	})
 }
