@@ -20,15 +20,9 @@ type GitHub struct {
 }
 
 func newGitHub(opts Options) (*GitHub, error) {
-	if err := requireAddress(opts); err != nil {
-		return nil, err
-	}
-	if opts.Token == "" {
-		return nil, fmt.Errorf("github provider: the secret has no token key")
-	}
-	base, project, err := repoAddress(opts.Address)
+	base, project, err := gitAddress(opts)
 	if err != nil {
-		return nil, fmt.Errorf("github provider: %w", err)
+		return nil, err
 	}
 	api := base.String() + "/api/v3"
 	if base.Host == "github.com" {
