@@ -20,6 +20,7 @@ import (
 	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/process"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	appsv1 "k8s.io/api/apps/v1"
@@ -140,7 +141,7 @@ func (u *user) client() client.Client {
 	if err != nil {
 		u.t.Fatal(err)
 	}
-	c, err := clientFor(s.Kubeconfig)
+	c, err := dev.ClientFor(s.Kubeconfig)
 	if err != nil {
 		u.t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func checkAllGone(t *testing.T, s *dev.State, dir string) {
 		}
 	}
 	for _, port := range s.Ports {
-		if !portFree(port) {
+		if !dev.PortFree(port) {
 			t.Errorf("port %d still in use", port)
 		}
 	}
@@ -714,7 +715,7 @@ func TestDevWebhookAlertsE2E(t *testing.T) {
 	waitUntil(t, "the sink prints the alert of "+rev, 30*time.Second, func() (bool, string) {
 		data, _ := os.ReadFile(alertsLog)
 		sup, _ := os.ReadFile(filepath.Join(u.dir(), "logs", "supervise.log"))
-		return strings.Contains(string(data), want) && strings.Contains(string(sup), want), tail(alertsLog, 3)
+		return strings.Contains(string(data), want) && strings.Contains(string(sup), want), process.TailFile(alertsLog, 3)
 	})
 	events, _ := os.ReadFile(filepath.Join(u.dir(), "logs", "events.log"))
 	if !strings.Contains(string(events), head) {
@@ -812,4 +813,9 @@ func TestDevDownWithUnreadableState(t *testing.T) {
 	} else {
 		l.Close()
 	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -135,46 +137,54 @@ func TestMissingBinariesSayMakeTools(t *testing.T) {
 	}
 }
 
-// TestSignalStopsCluster runs a helper process that starts a cluster and
-// then receives a signal: no component may outlive it.
+// startHelper runs TestHelperCluster in a child process in mode (the value
+// of EDDY_LOCALCLUSTER_HELPER) and returns it with the pids, ports and
+// directory of the cluster it started; lines is the rest of its output.
+func startHelper(t *testing.T, mode string) (cmd *exec.Cmd, pids, ports []int, dir string, lines *bufio.Scanner) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^TestHelperCluster$")
+	cmd.Env = append(os.Environ(), "EDDY_LOCALCLUSTER_HELPER="+mode)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "READY ")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Fields(rest) {
+			kind, val, _ := strings.Cut(f, "=")
+			n, _ := strconv.Atoi(val)
+			switch kind {
+			case "pid":
+				pids = append(pids, n)
+			case "port":
+				ports = append(ports, n)
+			case "dir":
+				dir = val
+			}
+		}
+		break
+	}
+	if len(pids) == 0 {
+		t.Fatal("helper did not report a running cluster")
+	}
+	return cmd, pids, ports, dir, sc
+}
+
+// TestSignalStopsCluster runs a helper process that starts a cluster with
+// HandleSignals and then receives a signal: no component may outlive it.
 func TestSignalStopsCluster(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCluster$")
-			cmd.Env = append(os.Environ(), "EDDY_LOCALCLUSTER_HELPER=1")
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			var pids, ports []int
-			var dir string
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				line := sc.Text()
-				if rest, ok := strings.CutPrefix(line, "READY "); ok {
-					for _, f := range strings.Fields(rest) {
-						kind, val, _ := strings.Cut(f, "=")
-						n, _ := strconv.Atoi(val)
-						switch kind {
-						case "pid":
-							pids = append(pids, n)
-						case "port":
-							ports = append(ports, n)
-						case "dir":
-							dir = val
-						}
-					}
-					break
-				}
-			}
-			if len(pids) == 0 {
-				t.Fatal("helper did not report a running cluster")
-			}
+			cmd, pids, ports, dir, _ := startHelper(t, "handle")
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -194,12 +204,36 @@ func TestSignalStopsCluster(t *testing.T) {
 	}
 }
 
-// TestHelperCluster is the helper process of TestSignalStopsCluster.
-func TestHelperCluster(t *testing.T) {
-	if os.Getenv("EDDY_LOCALCLUSTER_HELPER") != "1" {
-		t.Skip("helper process for TestSignalStopsCluster")
+// Without HandleSignals, Start installs no signal handler: a SIGTERM is the
+// caller's, which here finds its cluster still running, then stops it.
+func TestNoSignalHandlerUnlessAsked(t *testing.T) {
+	cmd, pids, ports, _, lines := startHelper(t, "own")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
-	c, err := localcluster.Start(context.Background(), localcluster.Options{})
+	var said []string
+	for lines.Scan() {
+		said = append(said, lines.Text())
+	}
+	if err := cmd.Wait(); err != nil || !slices.Contains(said, "CLUSTER RUNNING") {
+		t.Errorf("helper: %v, said %q; want it to see its cluster running after SIGTERM", err, said)
+	}
+	assertGone(t, pids, ports)
+}
+
+// TestHelperCluster is the helper process of TestSignalStopsCluster
+// (EDDY_LOCALCLUSTER_HELPER=handle) and TestNoSignalHandlerUnlessAsked (own).
+func TestHelperCluster(t *testing.T) {
+	mode := os.Getenv("EDDY_LOCALCLUSTER_HELPER")
+	if mode == "" {
+		t.Skip("helper process of TestSignalStopsCluster and TestNoSignalHandlerUnlessAsked")
+	}
+	var sigs chan os.Signal
+	if mode == "own" {
+		sigs = make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM)
+	}
+	c, err := localcluster.Start(context.Background(), localcluster.Options{HandleSignals: mode == "handle"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +246,14 @@ func TestHelperCluster(t *testing.T) {
 		fmt.Fprintf(&b, " port=%d", p)
 	}
 	fmt.Println(b.String())
+	if mode == "own" {
+		<-sigs
+		if _, err := kubernetes.NewForConfigOrDie(c.Config).Discovery().ServerVersion(); err == nil {
+			fmt.Println("CLUSTER RUNNING")
+		}
+		c.Stop()
+		return
+	}
 	time.Sleep(time.Minute)
 	c.Stop()
 	t.Fatal("helper was not signalled")

@@ -1,6 +1,7 @@
 package dev
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,66 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/process"
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/eddyops/eddy/pkg/gitserver"
 )
 
 func waitTrue(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// A process that exits is restarted with back-off and counted; a held one
-// waits for Release; Stop ends it and restarts nothing.
-func TestSupervisorRestartsHoldsAndStops(t *testing.T) {
-	dir := t.TempDir()
-	s := &Supervisor{}
-	changes := 0
-	s.OnChange = func() { changes++ }
-	if err := s.Start(ProcSpec{Name: "sleeper", Bin: "/bin/sh", Args: []string{"-c", "sleep 300"}, LogPath: filepath.Join(dir, "log")}); err != nil {
-		t.Fatal(err)
-	}
-	first := s.Status()[0]
-	if !Alive(first.PID) {
-		t.Fatal("process not running")
-	}
-	if err := s.Kill("sleeper"); err != nil {
-		t.Fatal(err)
-	}
-	waitTrue(t, "restart after kill", func() bool { st := s.Status()[0]; return st.Restarts == 1 && Alive(st.PID) })
-	st := s.Status()[0]
-	if st.PID == first.PID || !strings.Contains(st.LastExit, "killed") {
-		t.Errorf("after a kill: pid %d (was %d), last exit %q", st.PID, first.PID, st.LastExit)
-	}
-	t.Logf("restarted after the first back-off; last exit %q", st.LastExit)
-
-	s.Hold("sleeper")
-	if err := s.Kill("sleeper"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond) // past the back-off: a held process stays down
-	if st := s.Status()[0]; st.Restarts != 1 || Alive(st.PID) {
-		t.Fatalf("held process restarted: %+v", st)
-	}
-	s.Release("sleeper")
-	waitTrue(t, "restart after release", func() bool { st := s.Status()[0]; return st.Restarts == 2 && Alive(st.PID) })
-
-	last := s.Status()[0].PID
-	s.Stop(5 * time.Second)
-	if Alive(last) {
-		t.Errorf("pid %d survives Stop", last)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	if st := s.Status()[0]; st.Restarts != 2 || Alive(st.PID) {
-		t.Errorf("restarted after Stop: %+v", st)
-	}
-	if changes == 0 {
-		t.Error("OnChange never called")
+	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("%s: not within 20s", what)
 	}
 }
 
@@ -327,10 +280,10 @@ func TestSetWorkTreeOutlivesTheOwnersStateWrites(t *testing.T) {
 // name and the last line of its log (message and error of a JSON line).
 func TestWaitControllersReadyNamesACrashLoopingController(t *testing.T) {
 	dir := t.TempDir()
-	e := &Env{Opts: Options{StateDir: dir}, Sup: &Supervisor{}}
+	e := &Env{Opts: Options{StateDir: dir}, Sup: &process.Supervisor{}}
 	defer e.Sup.Stop(time.Second)
 	script := `echo '{"level":"info","msg":"starting"}'; echo '{"level":"error","msg":"unable to start manager","error":"listen tcp: address in use"}'; exit 1`
-	if err := e.Sup.Start(ProcSpec{Name: "source-controller", Bin: "/bin/sh", Args: []string{"-c", script},
+	if err := e.Sup.Start(process.Spec{Name: "source-controller", Bin: "/bin/sh", Args: []string{"-c", script},
 		LogPath: filepath.Join(dir, "source-controller.log"), HealthURL: "http://127.0.0.1:1/readyz"}); err != nil {
 		t.Fatal(err)
 	}

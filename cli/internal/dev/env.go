@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/eddyops/eddy/pkg/crds"
 	"io"
 	"net"
 	"net/http"
@@ -38,8 +37,10 @@ import (
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/crds"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/process"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,7 +85,7 @@ type Env struct {
 	Opts    Options
 	Cluster *localcluster.Cluster
 	Git     *gitserver.Server
-	Sup     *Supervisor
+	Sup     *process.Supervisor
 	// Client is an admin client with Eddy's kinds and CRDs in its scheme.
 	Client client.Client
 	Scheme *runtime.Scheme
@@ -169,7 +170,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
 	_ = os.Remove(syncPath(opts.StateDir))
-	e := &Env{Opts: opts, Sup: &Supervisor{}, Scheme: NewScheme(), lock: lock}
+	e := &Env{Opts: opts, Sup: &process.Supervisor{}, Scheme: NewScheme(), lock: lock}
 	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now()}
 	defer func() {
 		if err != nil {
@@ -184,7 +185,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	e.progress("starting the local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok, %d fake node(s))", opts.Nodes)
 	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{
 		Profile: localcluster.ProfileFull, Nodes: opts.Nodes, BinDir: opts.K8sBinDir,
-		Dir: filepath.Join(opts.StateDir, "cluster"), NoSignalHandler: true,
+		Dir: filepath.Join(opts.StateDir, "cluster"),
 	})
 	if err != nil {
 		return nil, err
@@ -274,7 +275,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		if err := e.Sup.Start(spec); err != nil {
 			return nil, err
 		}
-		e.progress("started %s (pid %d, log %s)", name, e.Sup.find(name).pid, spec.LogPath)
+		st := e.Sup.Status()
+		e.progress("started %s (pid %d, log %s)", name, st[len(st)-1].PID, spec.LogPath)
 	}
 	if err := e.waitControllersReady(ctx, 60*time.Second); err != nil {
 		return nil, err
@@ -305,10 +307,10 @@ func (e *Env) State() State {
 // in a cluster (contract §9) and loopback ports picked free.
 // notification-controller serves events and webhooks on the ports Start
 // picked; the others POST their events to the recorder, which forwards them.
-func (e *Env) controllerSpec(name string) (ProcSpec, []int, error) {
+func (e *Env) controllerSpec(name string) (process.Spec, []int, error) {
 	ports, err := localcluster.FreePorts(3)
 	if err != nil {
-		return ProcSpec{}, nil, err
+		return process.Spec{}, nil, err
 	}
 	health, metrics := ports[0], ports[1]
 	args := []string{
@@ -343,7 +345,7 @@ func (e *Env) controllerSpec(name string) (ProcSpec, []int, error) {
 			fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storage))
 		used = append(used, storage)
 	}
-	return ProcSpec{
+	return process.Spec{
 		Name: name, Bin: filepath.Join(e.Opts.Root, "bin", name), Args: args,
 		Env:       []string{"RUNTIME_NAMESPACE=" + Namespace},
 		LogPath:   filepath.Join(e.Opts.StateDir, "logs", name+".log"),
@@ -484,4 +486,18 @@ func LastLogLine(path string) string {
 		line = line[:300] + "…"
 	}
 	return line
+}
+
+// Healthy reports whether url answers 200 within a second.
+func Healthy(url string) bool {
+	if url == "" {
+		return false
+	}
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
