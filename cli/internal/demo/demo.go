@@ -8,14 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
@@ -242,37 +245,40 @@ func (d *demo) deployment(name string) (*appsv1.Deployment, error) {
 // waitAvailable waits until the Deployment has replicas available pods, all
 // scheduled on fake nodes; it returns the node names.
 func (d *demo) waitAvailable(name string, replicas int32) ([]string, error) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		dep, err := d.deployment(name)
-		if err == nil && dep.Status.ObservedGeneration == dep.Generation && dep.Status.AvailableReplicas == replicas &&
-			dep.Status.UpdatedReplicas == replicas && *dep.Spec.Replicas == replicas {
-			pods := &corev1.PodList{}
-			if err := d.c.List(d.ctx, pods, client.InNamespace("production"), client.MatchingLabels{"app": name}); err != nil {
-				return nil, err
-			}
-			nodes := map[string]bool{}
-			running := 0
-			for _, p := range pods.Items {
-				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-					running++
-					nodes[p.Spec.NodeName] = true
-				}
-			}
-			if running == int(replicas) {
-				var ns []string
-				for n := range nodes {
-					ns = append(ns, n)
-				}
-				sort.Strings(ns)
-				return ns, nil
+	dep := &appsv1.Deployment{}
+	var nodes []string
+	err := d.poll(2*time.Minute, func() (bool, error) {
+		var err error
+		dep, err = d.deployment(name)
+		if err != nil || dep.Status.ObservedGeneration != dep.Generation || dep.Status.AvailableReplicas != replicas ||
+			dep.Status.UpdatedReplicas != replicas || *dep.Spec.Replicas != replicas {
+			return false, nil
+		}
+		pods := &corev1.PodList{}
+		if err := d.c.List(d.ctx, pods, client.InNamespace("production"), client.MatchingLabels{"app": name}); err != nil {
+			return false, err
+		}
+		on := map[string]bool{}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running++
+				on[p.Spec.NodeName] = true
 			}
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("Deployment production/%s: %d of %d replicas available after 2m", name, dep.Status.AvailableReplicas, replicas)
-		}
-		time.Sleep(250 * time.Millisecond)
+		nodes = slices.Sorted(maps.Keys(on))
+		return running == int(replicas), nil
+	})
+	if err != nil && wait.Interrupted(err) && d.ctx.Err() == nil {
+		return nil, fmt.Errorf("Deployment production/%s: %d of %d replicas available after 2m", name, dep.Status.AvailableReplicas, replicas)
 	}
+	return nodes, err
+}
+
+// poll calls cond every pollInterval until it is true or fails, for at
+// most timeout; wait.Interrupted(err) tells a timeout.
+func (d *demo) poll(timeout time.Duration, cond func() (bool, error)) error {
+	return wait.PollUntilContextTimeout(d.ctx, pollInterval, timeout, true, func(context.Context) (bool, error) { return cond() })
 }
 
 // events returns the Kubernetes Events of Kustomization flux-system/name
@@ -293,22 +299,24 @@ func (d *demo) events(name, reason string) (map[string]corev1.Event, error) {
 
 // newEvent waits for an event not in before whose message contains substr.
 func (d *demo) newEvent(name, reason, substr string, before map[string]corev1.Event) (string, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
+	msg := ""
+	err := d.poll(time.Minute, func() (bool, error) {
 		now, err := d.events(name, reason)
 		if err != nil {
-			return "", err
+			return false, err
 		}
 		for k, e := range now {
 			if _, old := before[k]; !old && strings.Contains(e.Message, substr) {
-				return e.Message, nil
+				msg = e.Message
+				return true, nil
 			}
 		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("no %s event of Kustomization %s mentioning %q within 1m", reason, name, substr)
-		}
-		time.Sleep(250 * time.Millisecond)
+		return false, nil
+	})
+	if err != nil && wait.Interrupted(err) && d.ctx.Err() == nil {
+		return "", fmt.Errorf("no %s event of Kustomization %s mentioning %q within 1m", reason, name, substr)
 	}
+	return msg, err
 }
 
 func (d *demo) firstSync() (string, error) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/eddyops/eddy/cli/internal/ui"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Down is `eddy dev down`: it stops the environment of the default state
@@ -31,7 +32,7 @@ func Down(ctx context.Context, out io.Writer) error {
 		return nil
 	}
 	if err != nil {
-		return downUnreadable(u, dir, err)
+		return downUnreadable(ctx, u, dir, err)
 	}
 	pids := []int{}
 	for _, p := range s.Cluster {
@@ -41,29 +42,24 @@ func Down(ctx context.Context, out io.Writer) error {
 		pids = append(pids, p.PID)
 	}
 	if IsOwner(s.PID) {
-		u.Action("stopping the environment (pid %d)", s.PID)
-		_ = syscall.Kill(s.PID, syscall.SIGTERM)
-		stop := u.Spin("waiting for the controllers, the Git server and the cluster to stop")
-		deadline := time.Now().Add(60 * time.Second)
-		for IsOwner(s.PID) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		stop()
-		if IsOwner(s.PID) {
-			u.Warning("pid %d did not stop within 60s: killing it", s.PID)
-			_ = syscall.Kill(s.PID, syscall.SIGKILL)
-		}
+		stopOwner(ctx, u, s.PID, "waiting for the controllers, the Git server and the cluster to stop")
 	}
 	// Children die with their owner (parent-death signal); wait for that
 	// and kill any left, e.g. after the owner itself was killed outright.
-	deadline := time.Now().Add(15 * time.Second)
-	for _, pid := range pids {
-		for Mentions(pid, dir) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
+	left := func() []int {
+		var l []int
+		for _, pid := range pids {
+			if Mentions(pid, dir) {
+				l = append(l, pid)
+			}
 		}
-		if Mentions(pid, dir) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+		return l
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		return len(left()) == 0, nil
+	})
+	for _, pid := range left() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	var busy []string
 	for _, port := range s.Ports {
@@ -91,7 +87,7 @@ func removeState(dir string) {
 // downUnreadable stops an environment whose state file cannot be read
 // (readErr): the process that holds the state directory's lock is its
 // owner, which stops the rest; then the state is removed.
-func downUnreadable(u *ui.UI, dir string, readErr error) error {
+func downUnreadable(ctx context.Context, u *ui.UI, dir string, readErr error) error {
 	holders, ok := LockHolders(dir)
 	if !ok {
 		return fmt.Errorf("%v: cannot tell which process owns the environment (no /proc): stop it, then remove %s, %s and %s",
@@ -103,16 +99,7 @@ func downUnreadable(u *ui.UI, dir string, readErr error) error {
 		if pid == os.Getpid() || !IsOwner(pid) {
 			continue
 		}
-		u.Action("stopping the environment (pid %d)", pid)
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-		deadline := time.Now().Add(60 * time.Second)
-		for IsOwner(pid) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if IsOwner(pid) {
-			u.Warning("pid %d did not stop within 60s: killing it", pid)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+		stopOwner(ctx, u, pid, "")
 		stopped++
 	}
 	lock, err := Lock(dir)
@@ -126,6 +113,26 @@ func downUnreadable(u *ui.UI, dir string, readErr error) error {
 	return nil
 }
 
+// stopOwner sends SIGTERM to the environment's owner pid and waits up to
+// 60s for it to end (showing spin, when not "", meanwhile), then SIGKILLs it.
+func stopOwner(ctx context.Context, u *ui.UI, pid int, spin string) {
+	u.Action("stopping the environment (pid %d)", pid)
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	stop := func() {}
+	if spin != "" {
+		stop = u.Spin(spin)
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		return !IsOwner(pid), nil
+	})
+	stop()
+	if IsOwner(pid) {
+		u.Warning("pid %d did not stop within 60s: killing it", pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// PortFree reports whether the loopback port can be listened on.
 func PortFree(port int) bool {
 	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {

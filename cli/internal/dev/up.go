@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -411,27 +413,28 @@ func upDetached(ctx context.Context, out io.Writer, timeout time.Duration, u *ui
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 	stop := u.Spin("starting the local cluster and the controllers (log: " + logPath + ")")
-	for {
-		s, _ := ReadState(dir)
-		if s != nil && s.PID == child.Process.Pid && s.Phase == PhaseRunning {
-			break
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if s, _ := ReadState(dir); s != nil && s.PID == child.Process.Pid && s.Phase == PhaseRunning {
+			return true, nil
 		}
 		select {
 		case <-exited:
-			stop()
 			if data, err := os.ReadFile(errPath); err == nil {
-				return fmt.Errorf("%s (log: %s)", strings.TrimSpace(string(data)), logPath)
+				return false, fmt.Errorf("%s (log: %s)", strings.TrimSpace(string(data)), logPath)
 			}
-			return fmt.Errorf("eddy dev supervise exited: %s", lastLine(logPath))
-		case <-time.After(200 * time.Millisecond):
+			return false, fmt.Errorf("eddy dev supervise exited: %s", lastLine(logPath))
+		default:
+			return false, nil
 		}
-		if time.Since(begin) > timeout {
-			stop()
-			_ = child.Process.Signal(syscall.SIGTERM)
-			return fmt.Errorf("the environment did not start within %s: see %s", timeout, logPath)
-		}
-	}
+	})
 	stop()
+	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
+		_ = child.Process.Signal(syscall.SIGTERM)
+		return fmt.Errorf("the environment did not start within %s: see %s", timeout, logPath)
+	}
+	if err != nil {
+		return err
+	}
 	s, _ := ReadState(dir)
 	u.Success("environment running (supervisor pid %d, started in %s)", s.PID, time.Since(begin).Round(100*time.Millisecond))
 	c, err := ClientFor(s.Kubeconfig)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,43 +53,31 @@ func waitSynced(ctx context.Context, c client.Client, u *ui.UI, timeout time.Dur
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	seen := map[string]string{}
+	report := func(key string, conds []metav1.Condition) {
+		ready, msg := status.ReadyOf(conds)
+		if line := ready + " " + ui.OneLine(msg); seen[key] != line {
+			seen[key] = line
+			if ready == "True" {
+				u.Success("%s: %s", key, ui.OneLine(msg))
+			} else {
+				u.Waiting("%s: %s", key, ui.OneLine(msg))
+			}
+		}
+	}
 	stop := u.Spin("waiting for the GitRepository and the Kustomizations to be Ready")
 	defer stop()
-	for {
+	var kss *kustomizev1.KustomizationList
+	var failed error // the repository cannot be fetched
+	// A List that fails is tried again after the interval, like any read.
+	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		repos := &sourcev1.GitRepositoryList{}
-		kss := &kustomizev1.KustomizationList{}
-		if err := c.List(ctx, repos); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		if err := c.List(ctx, kss); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		report := func(key, ready, msg string) {
-			line := ready + " " + ui.OneLine(msg)
-			if seen[key] != line {
-				seen[key] = line
-				switch ready {
-				case "True":
-					u.Success("%s: %s", key, ui.OneLine(msg))
-				case "False":
-					u.Waiting("%s: %s", key, ui.OneLine(msg))
-				default:
-					u.Waiting("%s: %s", key, ui.OneLine(msg))
-				}
-			}
-		}
-		for _, o := range repos.Items {
-			ready, msg := status.ReadyOf(o.Status.Conditions)
-			report("GitRepository "+o.Namespace+"/"+o.Name, ready, msg)
+		kss = &kustomizev1.KustomizationList{}
+		if c.List(ctx, repos) != nil || c.List(ctx, kss) != nil {
+			return false, nil
 		}
 		artifact := ""
 		for _, o := range repos.Items {
+			report("GitRepository "+o.Namespace+"/"+o.Name, o.Status.Conditions)
 			if o.Namespace != Namespace || o.Name != SyncName {
 				continue
 			}
@@ -95,53 +85,46 @@ func waitSynced(ctx context.Context, c client.Client, u *ui.UI, timeout time.Dur
 				artifact = o.Status.Artifact.Revision
 			} else if r := apimeta.FindStatusCondition(o.Status.Conditions, meta.ReadyCondition); r != nil &&
 				r.Status == metav1.ConditionFalse && r.ObservedGeneration == o.Generation && r.Reason != meta.ProgressingReason {
-				stop()
-				return fmt.Errorf("GitRepository %s/%s cannot fetch the repository: %s: %s", o.Namespace, o.Name, r.Reason, ui.OneLine(r.Message))
+				failed = fmt.Errorf("GitRepository %s/%s cannot fetch the repository: %s: %s", o.Namespace, o.Name, r.Reason, ui.OneLine(r.Message))
+				return false, failed
 			}
 		}
-		all := true
-		rootDone := false
+		all, rootDone := true, false
 		for i := range kss.Items {
 			k := &kss.Items[i]
-			ready, msg := status.ReadyOf(k.Status.Conditions)
-			report("Kustomization "+k.Namespace+"/"+k.Name, ready, msg)
+			report("Kustomization "+k.Namespace+"/"+k.Name, k.Status.Conditions)
 			if !settled(k) {
 				all = false
 			} else if k.Namespace == Namespace && k.Name == SyncName && artifact != "" && k.Status.LastAttemptedRevision == artifact {
 				rootDone = true
 			}
 		}
-		if rootDone && all {
-			stop()
-			var failed []string
-			sort.Slice(kss.Items, func(i, j int) bool { return kss.Items[i].Name < kss.Items[j].Name })
-			for _, k := range kss.Items {
-				if ready, _ := status.ReadyOf(k.Status.Conditions); ready != "True" {
-					failed = append(failed, k.Namespace+"/"+k.Name)
-				}
-			}
-			fmt.Fprintln(u.Out())
-			status.PrintSyncTable(ctx, u.Out(), c)
-			if len(failed) > 0 {
-				for _, k := range kss.Items {
-					if _, msg := status.ReadyOf(k.Status.Conditions); hint(msg) != "" {
-						u.Warning("Kustomization %s/%s: %s", k.Namespace, k.Name, hint(msg))
-					}
-				}
-				return fmt.Errorf("not Ready: Kustomization %s (see the MESSAGE column)", strings.Join(failed, ", "))
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-		if ctx.Err() != nil {
-			break
+		return rootDone && all, nil
+	})
+	stop()
+	if failed != nil {
+		return failed
+	}
+	fmt.Fprintln(u.Out())
+	if ctx.Err() != nil {
+		status.PrintSyncTable(context.Background(), u.Out(), c)
+		return fmt.Errorf("not all Kustomizations settled within %s (see the MESSAGE column)", timeout)
+	}
+	var notReady []string
+	sort.Slice(kss.Items, func(i, j int) bool { return kss.Items[i].Name < kss.Items[j].Name })
+	for _, k := range kss.Items {
+		if ready, _ := status.ReadyOf(k.Status.Conditions); ready != "True" {
+			notReady = append(notReady, k.Namespace+"/"+k.Name)
 		}
 	}
-	stop()
-	fmt.Fprintln(u.Out())
-	status.PrintSyncTable(context.Background(), u.Out(), c)
-	return fmt.Errorf("not all Kustomizations settled within %s (see the MESSAGE column)", timeout)
+	status.PrintSyncTable(ctx, u.Out(), c)
+	if len(notReady) == 0 {
+		return nil
+	}
+	for _, k := range kss.Items {
+		if _, msg := status.ReadyOf(k.Status.Conditions); hint(msg) != "" {
+			u.Warning("Kustomization %s/%s: %s", k.Namespace, k.Name, hint(msg))
+		}
+	}
+	return fmt.Errorf("not Ready: Kustomization %s (see the MESSAGE column)", strings.Join(notReady, ", "))
 }
