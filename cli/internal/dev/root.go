@@ -13,7 +13,7 @@ import (
 	"github.com/eddyops/eddy/pkg/localcluster"
 )
 
-// findRoot returns the Eddy checkout that holds bin/ and config/: $EDDY_ROOT,
+// FindRoot returns the Eddy checkout that holds bin/ and config/: $EDDY_ROOT,
 // else the parent of the directory of this executable (bin/eddy), else the
 // nearest directory above the working directory with go.work.
 func FindRoot() (string, error) {
@@ -37,6 +37,8 @@ func FindRoot() (string, error) {
 	return "", errors.New("cannot find the Eddy checkout (bin/ and config/): run bin/eddy of a checkout, or set EDDY_ROOT")
 }
 
+// K8sBinDir is where the local cluster's binaries are: $EDDY_K8S_BIN_DIR,
+// else root/bin/k8s.
 func K8sBinDir(root string) string {
 	if d := os.Getenv("EDDY_K8S_BIN_DIR"); d != "" {
 		return d
@@ -44,7 +46,7 @@ func K8sBinDir(root string) string {
 	return filepath.Join(root, "bin", "k8s")
 }
 
-// ensureBinaries builds what is missing: bin/k8s (once, about 15 minutes)
+// EnsureBinaries builds what is missing: bin/k8s (once, about 15 minutes)
 // and the controller binaries, with the build's output shown.
 func EnsureBinaries(root string, u *ui.UI, out io.Writer) error {
 	k8s := K8sBinDir(root)

@@ -151,22 +151,12 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	begin := time.Now()
 	opts := optionsFor(root, dir, f, u)
 	opts.Lock = lock
-	env, err := Start(ctx, opts)
+	env, stop, err := startSync(ctx, u, opts, src, "stopping the controllers, the Git server and the cluster",
+		"stopped; nothing of the environment is left running")
 	if err != nil {
 		return OneLineErr(err)
 	}
-	defer func() {
-		u.Action("stopping the controllers, the Git server and the cluster")
-		env.Stop()
-		u.Success("stopped; nothing of the environment is left running")
-	}()
-	src.SetServer(env.Git.URL)
-	if err := SyncSource(ctx, env.Client, u, src); err != nil {
-		return err
-	}
-	if err := env.SetRunning(src.WorkTree); err != nil {
-		return err
-	}
+	defer stop()
 	if hookTree != "" {
 		if err := installHook(u, hookTree, dir); err != nil {
 			return err
@@ -186,14 +176,37 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	return nil
 }
 
-// devOptions are the options of Start for the flags f; alerts go to u.
+// optionsFor returns the options of Start for the flags f; alerts go to u.
 func optionsFor(root, dir string, f *Flags, u *ui.UI) Options {
 	return Options{Root: root, K8sBinDir: K8sBinDir(root), StateDir: dir, Nodes: f.Nodes,
 		Progress: func(s string) { u.Action("%s", s) }, AlertsSink: f.AlertsSink,
 		OnAlert: func(line string) { u.Alert("%s", line) }}
 }
 
-// oneLineErr puts a start-up error's first line first and the tails of the
+// startSync starts an environment with opts, points it at src and records
+// it running. stop stops it, printing stopping before and stopped after; on
+// error nothing is left running.
+func startSync(ctx context.Context, u *ui.UI, opts Options, src *Source, stopping, stopped string) (env *Env, stop func(), err error) {
+	if env, err = Start(ctx, opts); err != nil {
+		return nil, nil, err
+	}
+	stop = func() {
+		u.Action("%s", stopping)
+		env.Stop()
+		u.Success("%s", stopped)
+	}
+	src.SetServer(env.Git.URL)
+	if err = SyncSource(ctx, env.Client, u, src); err == nil {
+		err = env.SetRunning(src.WorkTree)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return env, stop, nil
+}
+
+// OneLineErr puts a start-up error's first line first and the tails of the
 // component logs it carries (localcluster appends them) after it.
 func OneLineErr(err error) error {
 	msg := err.Error()
@@ -203,6 +216,8 @@ func OneLineErr(err error) error {
 	return err
 }
 
+// SyncSource says what it syncs and applies the flux-system GitRepository
+// and Kustomization for src (see ApplySync).
 func SyncSource(ctx context.Context, c client.Client, u *ui.UI, src *Source) error {
 	what := src.URL
 	if src.WorkTree != "" {
@@ -366,6 +381,8 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 	return werr
 }
 
+// ClientFor returns an admin client of the cluster of kubeconfig, with
+// Eddy's kinds in its scheme.
 func ClientFor(kubeconfig string) (client.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -508,28 +525,17 @@ func Supervise(ctx context.Context, out io.Writer, f *Flags) (err error) {
 	defer stopSignals()
 	o := optionsFor(root, dir, f, u)
 	o.Lock = opts.Lock
-	env, err := Start(ctx, o)
+	_, stop, err := startSync(ctx, u, o, src, "stopping", "stopped")
 	if err != nil {
 		return err
 	}
-	defer func() {
-		u.Action("stopping")
-		env.Stop()
-		u.Success("stopped")
-	}()
-	src.SetServer(env.Git.URL)
-	if err := SyncSource(ctx, env.Client, u, src); err != nil {
-		return err
-	}
-	if err := env.SetRunning(src.WorkTree); err != nil {
-		return err
-	}
+	defer stop()
 	u.Success("running")
 	<-ctx.Done()
 	return nil
 }
 
-// stopSignalsOf lists the signals that stop a foreground environment:
+// StopSignals lists the signals that stop a foreground environment:
 // Ctrl-C, SIGTERM and SIGHUP (the terminal closed: a window, an ssh
 // session), except a SIGHUP that the process was started to ignore
 // (`nohup eddy dev up &`), since asking to be notified would undo nohup.
