@@ -287,7 +287,7 @@ func checkAllGone(t *testing.T, s *dev.State, dir string) {
 		}
 	}
 	for _, port := range s.Ports {
-		if !dev.PortFree(port) {
+		if !localcluster.PortFree(port) {
 			t.Errorf("port %d still in use", port)
 		}
 	}

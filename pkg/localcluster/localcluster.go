@@ -267,14 +267,14 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 
 func (c *Cluster) startFull(ctx context.Context, binDir string, files map[string]string, opts Options, kcmPort, schedPort, kwokPort int) error {
 	kc := c.KubeconfigPath
-	if err := c.start("kube-controller-manager", binDir, c.Dir,
-		"--kubeconfig="+kc,
-		"--authentication-kubeconfig="+kc,
-		"--authorization-kubeconfig="+kc,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(kcmPort),
-		"--cert-dir="+filepath.Join(c.Dir, "kcm-certs"),
-		"--leader-elect=false",
+	// What kube-controller-manager and kube-scheduler share: the admin
+	// kubeconfig, a loopback port of their own, no leader election.
+	common := func(port int, certDir string, args ...string) []string {
+		return append([]string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--cert-dir=" + filepath.Join(c.Dir, certDir),
+			"--leader-elect=false", "--v=1"}, args...)
+	}
+	if err := c.start("kube-controller-manager", binDir, c.Dir, common(kcmPort, "kcm-certs",
 		"--use-service-account-credentials=false",
 		"--service-account-private-key-file="+files["sa.key"],
 		"--root-ca-file="+files["ca.crt"],
@@ -282,20 +282,10 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, files map[string
 		"--cluster-signing-key-file="+files["ca.key"],
 		"--service-cluster-ip-range="+opts.ServiceCIDR,
 		"--controllers=*", // includes the node lifecycle controller, which clears the not-ready taint
-		"--v=1",
-	); err != nil {
+	)...); err != nil {
 		return err
 	}
-	if err := c.start("kube-scheduler", binDir, c.Dir,
-		"--kubeconfig="+kc,
-		"--authentication-kubeconfig="+kc,
-		"--authorization-kubeconfig="+kc,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(schedPort),
-		"--cert-dir="+filepath.Join(c.Dir, "scheduler-certs"),
-		"--leader-elect=false",
-		"--v=1",
-	); err != nil {
+	if err := c.start("kube-scheduler", binDir, c.Dir, common(schedPort, "scheduler-certs")...); err != nil {
 		return err
 	}
 	kwokArgs := []string{
@@ -580,6 +570,16 @@ func FreePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// PortFree reports whether TCP port on 127.0.0.1 can be listened on now.
+func PortFree(port int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
 }
 
 func firstIP(n *net.IPNet) net.IP {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -47,15 +46,6 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
-
 func assertGone(t *testing.T, pids, ports []int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -68,10 +58,10 @@ func assertGone(t *testing.T, pids, ports []int) {
 		}
 	}
 	for _, port := range ports {
-		for !portFree(port) && time.Now().Before(deadline) {
+		for !localcluster.PortFree(port) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if !portFree(port) {
+		if !localcluster.PortFree(port) {
 			t.Errorf("port %d is still in use", port)
 		}
 	}

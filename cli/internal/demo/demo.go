@@ -32,6 +32,7 @@ import (
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/process"
 	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -118,7 +119,7 @@ func Run(ctx context.Context, out, errOut io.Writer) error {
 		}
 		var busy []int
 		for _, p := range st.Ports {
-			if !dev.PortFree(p) {
+			if !localcluster.PortFree(p) {
 				busy = append(busy, p)
 			}
 		}
@@ -425,6 +426,20 @@ func (d *demo) commit(msg string, files map[string]string) (string, error) {
 	return d.head()
 }
 
+// applied takes the result of a commit (its revision, or an error), asks
+// for a reconcile of Kustomization apps with its source and waits until it
+// applied that revision.
+func (d *demo) applied(rev string, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	if err := d.eddy("reconcile", "ks", "apps", "--with-source"); err != nil {
+		return "", err
+	}
+	_, err = d.waitApplied("apps", rev)
+	return rev, err
+}
+
 func (d *demo) read(name string) (string, error) {
 	data, err := os.ReadFile(filepath.Join(d.work, filepath.FromSlash(name)))
 	return string(data), err
@@ -438,15 +453,9 @@ func (d *demo) scale() (string, error) {
 	if !strings.Contains(dep, "replicas: 2") {
 		return "", errors.New("apps/cart-api/deployment.yaml has no `replicas: 2`")
 	}
-	rev, err := d.commit("cart-api: scale to 4 replicas", map[string]string{
-		"apps/cart-api/deployment.yaml": strings.Replace(dep, "replicas: 2", "replicas: 4", 1)})
+	rev, err := d.applied(d.commit("cart-api: scale to 4 replicas", map[string]string{
+		"apps/cart-api/deployment.yaml": strings.Replace(dep, "replicas: 2", "replicas: 4", 1)}))
 	if err != nil {
-		return "", err
-	}
-	if err := d.eddy("reconcile", "ks", "apps", "--with-source"); err != nil {
-		return "", err
-	}
-	if _, err := d.waitApplied("apps", rev); err != nil {
 		return "", err
 	}
 	nodes, err := d.waitAvailable("cart-api", 4)
@@ -489,17 +498,10 @@ func (d *demo) prune() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	rev, err := d.commit("payment-api: remove the Service", map[string]string{
+	if _, err := d.applied(d.commit("payment-api: remove the Service", map[string]string{
 		"apps/payment-api/service.yaml":       "",
 		"apps/payment-api/kustomization.yaml": strings.Replace(kz, "  - service.yaml\n", "", 1),
-	})
-	if err != nil {
-		return "", err
-	}
-	if err := d.eddy("reconcile", "ks", "apps", "--with-source"); err != nil {
-		return "", err
-	}
-	if _, err := d.waitApplied("apps", rev); err != nil {
+	})); err != nil {
 		return "", err
 	}
 	err = d.c.Get(d.ctx, key, &corev1.Service{})
@@ -522,14 +524,8 @@ func (d *demo) revert() (string, error) {
 	if _, err := d.git("revert", "--no-edit", "HEAD"); err != nil {
 		return "", err
 	}
-	rev, err := d.head()
+	rev, err := d.applied(d.head())
 	if err != nil {
-		return "", err
-	}
-	if err := d.eddy("reconcile", "ks", "apps", "--with-source"); err != nil {
-		return "", err
-	}
-	if _, err := d.waitApplied("apps", rev); err != nil {
 		return "", err
 	}
 	svc := &corev1.Service{}

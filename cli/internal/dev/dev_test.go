@@ -10,20 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/process"
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/eddyops/eddy/pkg/gitserver"
 )
-
-func waitTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("%s: not within 20s", what)
-	}
-}
 
 func TestAliveSeesZombiesAsDead(t *testing.T) {
 	if !Alive(os.Getpid()) {
@@ -37,7 +27,11 @@ func TestAliveSeesZombiesAsDead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitTrue(t, "zombie", func() bool { return !Alive(pid) })
+	// The child exits at once; unreaped, it is a zombie, which Alive sees as dead.
+	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return !Alive(pid), nil }); err != nil {
+		t.Fatal("a zombie is alive")
+	}
 	_, _ = syscall.Wait4(pid, &ws, 0, nil)
 }
 
@@ -138,6 +132,24 @@ func gitT(t *testing.T, dir string, args ...string) string {
 	return out
 }
 
+// commitAll makes dir a Git repository on branch main with its files in
+// one commit.
+func commitAll(t *testing.T, dir string) {
+	t.Helper()
+	gitT(t, dir, "init", "-q", "--initial-branch=main")
+	gitT(t, dir, "add", ".")
+	gitT(t, dir, "commit", "-qm", "init")
+}
+
+// cmRepo returns a new Git repository with one commit of a ConfigMap.
+func cmRepo(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	writeT(t, filepath.Join(dir, "cm.yaml"), configMapYAML)
+	commitAll(t, dir)
+	return dir
+}
+
 func writeT(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -154,11 +166,7 @@ const configMapYAML = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"
 // its internals as files), and a push to it is seen by the next fetch.
 func TestPrepareSourceServesBareRepository(t *testing.T) {
 	state := t.TempDir()
-	work := filepath.Join(t.TempDir(), "w")
-	writeT(t, filepath.Join(work, "cm.yaml"), configMapYAML)
-	gitT(t, work, "init", "-q", "--initial-branch=main")
-	gitT(t, work, "add", ".")
-	gitT(t, work, "commit", "-qm", "init")
+	work := cmRepo(t)
 	bare := filepath.Join(t.TempDir(), "r.git")
 	gitT(t, filepath.Dir(bare), "clone", "-q", "--bare", work, bare)
 
@@ -206,9 +214,7 @@ func TestPrepareSourcePlainDirectoryLaterGitRepository(t *testing.T) {
 	if err != nil || !first.Snapshot {
 		t.Fatalf("plain directory: %+v, %v; want a snapshot", first, err)
 	}
-	gitT(t, repo, "init", "-q", "--initial-branch=main")
-	gitT(t, repo, "add", ".")
-	gitT(t, repo, "commit", "-qm", "init")
+	commitAll(t, repo)
 	src, err := PrepareSource(state, repo, "./", "")
 	if err != nil {
 		t.Fatalf("after git init: %v", err)
@@ -225,11 +231,7 @@ func TestPrepareSourcePlainDirectoryLaterGitRepository(t *testing.T) {
 // leaves the repositories the symlinks point to alone.
 func TestRemoveServedKeepsTheUsersRepositories(t *testing.T) {
 	state := t.TempDir()
-	repo := filepath.Join(t.TempDir(), "repo")
-	writeT(t, filepath.Join(repo, "cm.yaml"), configMapYAML)
-	gitT(t, repo, "init", "-q", "--initial-branch=main")
-	gitT(t, repo, "add", ".")
-	gitT(t, repo, "commit", "-qm", "init")
+	repo := cmRepo(t)
 	plain := filepath.Join(t.TempDir(), "plain")
 	writeT(t, filepath.Join(plain, "cm.yaml"), configMapYAML)
 	for _, d := range []string{repo, plain} {

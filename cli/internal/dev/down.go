@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eddyops/eddy/cli/internal/ui"
+	"github.com/eddyops/eddy/pkg/localcluster"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -63,7 +63,7 @@ func Down(ctx context.Context, out io.Writer) error {
 	}
 	var busy []string
 	for _, port := range s.Ports {
-		if !PortFree(port) {
+		if !localcluster.PortFree(port) {
 			busy = append(busy, strconv.Itoa(port))
 		}
 	}
@@ -130,14 +130,4 @@ func stopOwner(ctx context.Context, u *ui.UI, pid int, spin string) {
 		u.Warning("pid %d did not stop within 60s: killing it", pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-}
-
-// PortFree reports whether the loopback port can be listened on.
-func PortFree(port int) bool {
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
 }

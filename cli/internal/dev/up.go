@@ -41,8 +41,10 @@ type Flags struct {
 	LockFD             int  // supervise --lock-fd: the inherited lock's file descriptor
 }
 
-// resolveSource applies the defaults of --repo and --path and checks them.
-func resolveSource(root, dir string, f *Flags) (*Source, error) {
+// resolveSource applies the defaults of --repo and --path and checks them;
+// with --install-hook it also returns the work tree to install the hook
+// into (see hookTarget).
+func resolveSource(root, dir string, f *Flags) (src *Source, hookTree string, err error) {
 	repo, p := f.Repo, f.Path
 	if repo == "" {
 		repo = filepath.Join(root, "examples", "platform-config")
@@ -53,12 +55,16 @@ func resolveSource(root, dir string, f *Flags) (*Source, error) {
 	if p == "" {
 		p = "./"
 	}
-	src, err := PrepareSource(dir, repo, p, f.Branch)
-	if err != nil {
-		return nil, err
+	if src, err = PrepareSource(dir, repo, p, f.Branch); err != nil {
+		return nil, "", err
 	}
 	src.TargetNamespace = f.TargetNamespace
-	return src, nil
+	if f.InstallHook {
+		if hookTree, err = hookTarget(dir, src, nil); err != nil {
+			return nil, "", err
+		}
+	}
+	return src, hookTree, nil
 }
 
 // hookTarget returns the Git work tree that --install-hook installs into:
@@ -129,15 +135,9 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 		return err
 	}
 	defer lock.Close() // the environment's owner holds it (this process, or the supervisor's inherited copy)
-	src, err := resolveSource(root, dir, f)
+	src, hookTree, err := resolveSource(root, dir, f)
 	if err != nil {
 		return err
-	}
-	hookTree := ""
-	if f.InstallHook {
-		if hookTree, err = hookTarget(dir, src, nil); err != nil {
-			return err
-		}
 	}
 	if err := EnsureBinaries(root, u, errOut); err != nil {
 		return err
@@ -356,15 +356,9 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 		printNotification(ctx, out, c, s, dir, "by the environment (see `eddy dev status`)")
 		return nil
 	}
-	src, err := resolveSource(root, dir, f)
+	src, hookTree, err := resolveSource(root, dir, f)
 	if err != nil {
 		return err
-	}
-	hookTree := ""
-	if f.InstallHook {
-		if hookTree, err = hookTarget(dir, src, nil); err != nil {
-			return err
-		}
 	}
 	src.SetServer(s.GitServer)
 	if err := resync(ctx, c, u, dir, src, timeout); err != nil {
@@ -517,7 +511,7 @@ func Supervise(ctx context.Context, out io.Writer, f *Flags) (err error) {
 	if err != nil {
 		return err
 	}
-	src, err := resolveSource(root, dir, f)
+	src, _, err := resolveSource(root, dir, f)
 	if err != nil {
 		return err
 	}
