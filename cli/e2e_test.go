@@ -162,7 +162,7 @@ func (u *user) kustomization(name string) *kustomizev1.Kustomization {
 func repoFrom(t *testing.T, name string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	if err := copyDir(filepath.Join(testenv.TestdataDir(t), "repos", name), dir); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(testenv.TestdataDir(t), "repos", name))); err != nil {
 		t.Fatal(err)
 	}
 	return gitInit(t, dir)
@@ -176,24 +176,6 @@ func gitInit(t *testing.T, dir string) string {
 		}
 	}
 	return dir
-}
-
-func copyDir(src, dst string) error {
-	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
 }
 
 // inventoryLines returns a Kustomization's inventory in the format of
@@ -597,7 +579,7 @@ func TestDevWebhookAlertsE2E(t *testing.T) {
 	root, _ := built(t)
 	u := newUser(t)
 	repo := filepath.Join(t.TempDir(), "platform-config")
-	if err := copyDir(filepath.Join(root, "examples", "platform-config"), repo); err != nil {
+	if err := os.CopyFS(repo, os.DirFS(filepath.Join(root, "examples", "platform-config"))); err != nil {
 		t.Fatal(err)
 	}
 	gitInit(t, repo)
