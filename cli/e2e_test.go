@@ -20,6 +20,7 @@ import (
 	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/process"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	appsv1 "k8s.io/api/apps/v1"
@@ -140,7 +141,7 @@ func (u *user) client() client.Client {
 	if err != nil {
 		u.t.Fatal(err)
 	}
-	c, err := clientFor(s.Kubeconfig)
+	c, err := dev.ClientFor(s.Kubeconfig)
 	if err != nil {
 		u.t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func (u *user) kustomization(name string) *kustomizev1.Kustomization {
 func repoFrom(t *testing.T, name string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	if err := copyDir(filepath.Join(testenv.TestdataDir(t), "repos", name), dir); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(testenv.TestdataDir(t), "repos", name))); err != nil {
 		t.Fatal(err)
 	}
 	return gitInit(t, dir)
@@ -175,24 +176,6 @@ func gitInit(t *testing.T, dir string) string {
 		}
 	}
 	return dir
-}
-
-func copyDir(src, dst string) error {
-	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if fi.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
 }
 
 // inventoryLines returns a Kustomization's inventory in the format of
@@ -286,7 +269,7 @@ func checkAllGone(t *testing.T, s *dev.State, dir string) {
 		}
 	}
 	for _, port := range s.Ports {
-		if !portFree(port) {
+		if !localcluster.PortFree(port) {
 			t.Errorf("port %d still in use", port)
 		}
 	}
@@ -596,7 +579,7 @@ func TestDevWebhookAlertsE2E(t *testing.T) {
 	root, _ := built(t)
 	u := newUser(t)
 	repo := filepath.Join(t.TempDir(), "platform-config")
-	if err := copyDir(filepath.Join(root, "examples", "platform-config"), repo); err != nil {
+	if err := os.CopyFS(repo, os.DirFS(filepath.Join(root, "examples", "platform-config"))); err != nil {
 		t.Fatal(err)
 	}
 	gitInit(t, repo)
@@ -714,7 +697,7 @@ func TestDevWebhookAlertsE2E(t *testing.T) {
 	waitUntil(t, "the sink prints the alert of "+rev, 30*time.Second, func() (bool, string) {
 		data, _ := os.ReadFile(alertsLog)
 		sup, _ := os.ReadFile(filepath.Join(u.dir(), "logs", "supervise.log"))
-		return strings.Contains(string(data), want) && strings.Contains(string(sup), want), tail(alertsLog, 3)
+		return strings.Contains(string(data), want) && strings.Contains(string(sup), want), process.TailFile(alertsLog, 3)
 	})
 	events, _ := os.ReadFile(filepath.Join(u.dir(), "logs", "events.log"))
 	if !strings.Contains(string(events), head) {
@@ -812,4 +795,9 @@ func TestDevDownWithUnreadableState(t *testing.T) {
 	} else {
 		l.Close()
 	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

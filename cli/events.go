@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -79,18 +79,11 @@ func newEventsCommand(g *globalFlags) *cobra.Command {
 				fmt.Fprintln(cmd.ErrOrStderr(), "no events found")
 				return nil
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 3, ' ', 0)
-			if allNamespaces {
-				fmt.Fprint(tw, "NAMESPACE\t")
-			}
-			fmt.Fprintln(tw, "LAST SEEN\tTYPE\tREASON\tOBJECT\tMESSAGE")
+			tw := status.NewTable(cmd.OutOrStdout(), allNamespaces, "LAST SEEN\tTYPE\tREASON\tOBJECT\tMESSAGE")
 			for _, e := range evs {
-				if allNamespaces {
-					fmt.Fprintf(tw, "%s\t", e.Namespace)
-				}
 				age := duration.HumanDuration(time.Since(lastSeen(e)))
 				msg := strings.ReplaceAll(strings.TrimSpace(e.Message), "\n", "\n\t\t\t\t")
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\n", age, e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, msg)
+				tw.Row(e.Namespace, "%s\t%s\t%s\t%s/%s\t%s", age, e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, msg)
 			}
 			return tw.Flush()
 		},

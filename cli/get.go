@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/spf13/cobra"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,23 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 )
-
-// row is one line of flux's `get` table.
-type row struct {
-	namespace, name, revision string
-	suspended                 bool
-	ready, message            string
-}
-
-// readyOf returns the Ready status and message as flux prints them: "False"
-// and "waiting to be reconciled" while there is no Ready condition.
-func readyOf(conds []metav1.Condition) (string, string) {
-	c := apimeta.FindStatusCondition(conds, meta.ReadyCondition)
-	if c == nil {
-		return "False", "waiting to be reconciled"
-	}
-	return string(c.Status), c.Message
-}
 
 func newGetCommand(g *globalFlags) *cobra.Command {
 	var allNamespaces bool
@@ -47,7 +28,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 	get.PersistentFlags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the objects of all namespaces")
 	get.PersistentFlags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
 
-	list := func(cmd *cobra.Command, args []string, obj client.ObjectList, rows func() []row) error {
+	list := func(cmd *cobra.Command, args []string, obj client.ObjectList, rows func() []status.Row) error {
 		if output != "table" && output != "yaml" && output != "json" {
 			return fmt.Errorf("--output %q: use table, yaml or json", output)
 		}
@@ -84,7 +65,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 			fmt.Fprintf(cmd.ErrOrStderr(), "no %s objects found in %s\n", strings.TrimSuffix(gvk.Kind, "List"), where)
 			return nil
 		}
-		printTable(cmd.OutOrStdout(), rs, allNamespaces)
+		status.PrintTable(cmd.OutOrStdout(), rs, allNamespaces)
 		return nil
 	}
 
@@ -96,18 +77,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 		Example: "  eddy get sources git\n  eddy get sources git flux-system -o yaml",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l := &sourcev1.GitRepositoryList{}
-			return list(cmd, args, l, func() []row {
-				var rs []row
-				for _, o := range l.Items {
-					r := row{namespace: o.Namespace, name: o.Name, suspended: o.Spec.Suspend}
-					if o.Status.Artifact != nil {
-						r.revision = o.Status.Artifact.Revision
-					}
-					r.ready, r.message = readyOf(o.Status.Conditions)
-					rs = append(rs, r)
-				}
-				return rs
-			})
+			return list(cmd, args, l, func() []status.Row { return status.GitRepositoryRows(l, "") })
 		},
 	})
 	get.AddCommand(sources)
@@ -119,33 +89,10 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 		Example: "  eddy get kustomizations\n  eddy get ks -A\n  eddy get ks flux-system -o json",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l := &kustomizev1.KustomizationList{}
-			return list(cmd, args, l, func() []row {
-				var rs []row
-				for _, o := range l.Items {
-					r := row{namespace: o.Namespace, name: o.Name, suspended: o.Spec.Suspend, revision: o.Status.LastAppliedRevision}
-					r.ready, r.message = readyOf(o.Status.Conditions)
-					rs = append(rs, r)
-				}
-				return rs
-			})
+			return list(cmd, args, l, func() []status.Row { return status.KustomizationRows(l, "") })
 		},
 	})
 	return get
-}
-
-func printTable(w io.Writer, rs []row, withNamespace bool) {
-	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	if withNamespace {
-		fmt.Fprint(tw, "NAMESPACE\t")
-	}
-	fmt.Fprintln(tw, "NAME\tREVISION\tSUSPENDED\tREADY\tMESSAGE")
-	for _, r := range rs {
-		if withNamespace {
-			fmt.Fprintf(tw, "%s\t", r.namespace)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.name, r.revision, strconv.FormatBool(r.suspended), r.ready, oneLine(r.message))
-	}
-	tw.Flush()
 }
 
 // printObjects writes list as YAML or JSON: the one object when single, else

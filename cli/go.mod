@@ -6,7 +6,6 @@ require (
 	github.com/charmbracelet/x/ansi v0.11.9
 	github.com/creack/pty v1.1.24
 	github.com/eddyops/eddy/api v0.0.0-00010101000000-000000000000
-	github.com/eddyops/eddy/notification-controller v0.0.0-00010101000000-000000000000
 	github.com/eddyops/eddy/pkg v0.0.0-00010101000000-000000000000
 	github.com/fluxcd/pkg/apis/meta v1.33.0
 	github.com/hinshun/vt10x v0.0.0-20220301184237-5011da428d02
@@ -88,6 +87,5 @@ require (
 
 replace (
 	github.com/eddyops/eddy/api => ../api
-	github.com/eddyops/eddy/notification-controller => ../notification-controller
 	github.com/eddyops/eddy/pkg => ../pkg
 )

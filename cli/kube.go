@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/eddyops/eddy/cli/internal/dev"
@@ -66,9 +65,4 @@ func (g *globalFlags) client() (client.Client, error) {
 // ctx bounds a command by --timeout.
 func (g *globalFlags) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), g.timeout)
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -44,25 +43,4 @@ func TestFlagUsageHasNoBackQuotes(t *testing.T) {
 		}
 	}
 	walk(newRootCommand())
-}
-
-// The printed export line is one shell word whatever the path holds.
-func TestPrintExportQuotesTheKubeconfigPath(t *testing.T) {
-	for path, want := range map[string]string{
-		"/home/a/.local/state/eddy/dev/cluster/kubeconfig": "export KUBECONFIG=/home/a/.local/state/eddy/dev/cluster/kubeconfig",
-		"/home/a b/kubeconfig":                             "export KUBECONFIG='/home/a b/kubeconfig'",
-		"/home/o'neil/kubeconfig":                          `export KUBECONFIG='/home/o'\''neil/kubeconfig'`,
-		"/tmp/$x/kubeconfig":                               "export KUBECONFIG='/tmp/$x/kubeconfig'",
-	} {
-		var out bytes.Buffer
-		printExport(&out, path, nil, false)
-		if got := strings.TrimSpace(out.String()); got != want {
-			t.Errorf("kubeconfig %q: printed %q, want %q", path, got, want)
-		}
-		// The shell reads it back as the path.
-		echo, err := exec.Command("sh", "-c", strings.Replace(want, "export KUBECONFIG=", "printf %s ", 1)).Output()
-		if err != nil || string(echo) != path {
-			t.Errorf("sh reads %q back as %q (%v)", want, echo, err)
-		}
-	}
 }

@@ -202,6 +202,19 @@ func (r *ttyRun) checkTerminal(timeout time.Duration, noColor bool) []string {
 	return lines
 }
 
+// upForeground starts `eddy dev up` at a terminal (NO_COLOR) and waits
+// until it runs; it returns the terminal and the environment's state.
+func (u *user) upForeground() (*ttyRun, *dev.State) {
+	u.t.Helper()
+	fg := u.startTTY(80, true, "dev", "up")
+	fg.waitFor("press Ctrl-C", 4*time.Minute)
+	state, err := dev.ReadState(u.dir())
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	return fg, state
+}
+
 // TestTerminalDevUp: `eddy dev up` in the foreground at a terminal (NO_COLOR)
 // comes up and stays up; `eddy reconcile ks --with-source` at a terminal
 // against it; Ctrl-C typed at the terminal stops everything. Then `eddy dev
@@ -210,12 +223,7 @@ func (r *ttyRun) checkTerminal(timeout time.Duration, noColor bool) []string {
 func TestTerminalDevUp(t *testing.T) {
 	u := newUser(t)
 
-	fg := u.startTTY(80, true, "dev", "up")
-	fg.waitFor("press Ctrl-C", 4*time.Minute)
-	state, err := dev.ReadState(u.dir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	fg, state := u.upForeground()
 
 	rec := u.startTTY(80, true, "reconcile", "ks", "flux-system", "--with-source")
 	screen := strings.Join(rec.checkTerminal(2*time.Minute, true), "\n")
@@ -243,7 +251,8 @@ func TestTerminalDevUp(t *testing.T) {
 			t.Errorf("eddy dev up --detach at a terminal does not show %q", want)
 		}
 	}
-	if state, err = dev.ReadState(u.dir()); err != nil {
+	state, err := dev.ReadState(u.dir())
+	if err != nil {
 		t.Fatalf("after eddy dev up --detach: %v", err)
 	}
 	down := u.startTTY(80, false, "dev", "down")
@@ -258,12 +267,7 @@ func TestTerminalDevUp(t *testing.T) {
 // environment as Ctrl-C does: nothing runs, no state is left.
 func TestTerminalDevUpHangup(t *testing.T) {
 	u := newUser(t)
-	fg := u.startTTY(80, true, "dev", "up")
-	fg.waitFor("press Ctrl-C", 4*time.Minute)
-	state, err := dev.ReadState(u.dir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	fg, state := u.upForeground()
 	fg.pty.Close() // the terminal goes away: the kernel sends SIGHUP to eddy
 	select {
 	case <-fg.exited:

@@ -10,7 +10,7 @@
 //
 //	--events-addr=:9090          event server; other controllers' --events-addr is http://<this>/
 //	--receiverAddr=:9292         webhook receivers (alias --receiver-addr); a Receiver's URL is
-//	                             http://<this><status.webhookPath>, see package webhook
+//	                             http://<this><status.webhookPath>, see pkg/webhook
 //	--rate-limit-interval=5m     repeats of an event within it are dropped (429)
 //
 // To run it beside the other controllers on one machine (as `eddy dev`

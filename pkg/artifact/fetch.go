@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/httpretry"
+	"github.com/eddyops/eddy/pkg/redact"
+	"github.com/hashicorp/go-retryablehttp"
 	digest "github.com/opencontainers/go-digest"
 )
 
@@ -75,29 +78,7 @@ func (f *Fetcher) FetchWith(ctx context.Context, rawURL, want string, use func(r
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 
-	client := f.Client
-	if client == nil {
-		client = &http.Client{Timeout: 30 * time.Second}
-	}
-	wait := f.RetryWait
-	if wait <= 0 {
-		wait = 5 * time.Second
-	}
-	for attempt := 0; ; attempt++ {
-		err = f.download(ctx, client, u.String(), tmp)
-		if err == nil || errors.Is(err, ErrNotFound) || attempt >= f.Retries || ctx.Err() != nil {
-			break
-		}
-		if !retriable(err) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 30*time.Second)
-	}
-	if err != nil {
+	if err := f.download(ctx, u.String(), tmp); err != nil {
 		return fmt.Errorf("failed to download artifact from %s: %w", shown, err)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
@@ -127,32 +108,41 @@ type httpStatus int
 
 func (s httpStatus) Error() string { return fmt.Sprintf("unexpected status %d", int(s)) }
 
-func retriable(err error) bool {
-	var s httpStatus
-	if errors.As(err, &s) {
-		return s >= 500
+// download writes the body at rawURL into dst, retrying (f.Retries times,
+// waiting f.RetryWait doubled up to 30s) after connection errors, 5xx
+// answers and bodies cut short; a 404 is ErrNotFound at once. Errors carry
+// no URL.
+func (f *Fetcher) download(ctx context.Context, rawURL string, dst *os.File) error {
+	c := f.Client
+	if c == nil {
+		c = &http.Client{Timeout: 30 * time.Second}
 	}
-	return true // connection errors
-}
-
-func (f *Fetcher) download(ctx context.Context, c *http.Client, rawURL string, dst *os.File) error {
-	if err := dst.Truncate(0); err != nil {
-		return err
+	wait := f.RetryWait
+	if wait <= 0 {
+		wait = 5 * time.Second
 	}
-	if _, err := dst.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	rc := httpretry.New(c, f.Retries, wait, max(wait, 30*time.Second), httpretry.RetryErrorsAnd5xx)
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			return ue.Err
+	// Reading the body within the retry loop retries a download cut short.
+	req.SetResponseHandler(func(resp *http.Response) error {
+		if resp.StatusCode != http.StatusOK {
+			return nil
 		}
+		if err := dst.Truncate(0); err != nil {
+			return err
+		}
+		if _, err := dst.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		_, err := io.Copy(dst, resp.Body)
 		return err
+	})
+	resp, err := rc.Do(req)
+	if err != nil {
+		return redact.URLError(err)
 	}
 	defer resp.Body.Close()
 	switch {
@@ -161,6 +151,5 @@ func (f *Fetcher) download(ctx context.Context, c *http.Client, rawURL string, d
 	case resp.StatusCode != http.StatusOK:
 		return httpStatus(resp.StatusCode)
 	}
-	_, err = io.Copy(dst, resp.Body)
-	return err
+	return nil
 }

@@ -11,16 +11,19 @@
 package events
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/httpretry"
+	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/go-logr/logr"
+	"github.com/hashicorp/go-retryablehttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,7 +46,8 @@ const (
 // MetadataPrefix marks object annotations copied into every event's metadata.
 const MetadataPrefix = "event.toolkit.fluxcd.io/"
 
-// MaxMessageLength is the longest message sent; longer ones are cut. Flux compatible.
+// MaxMessageLength is the longest message sent, in characters; longer ones
+// are cut. Flux compatible: the maxLength of the event API's message.
 const MaxMessageLength = 39000
 
 // Event is the JSON body POSTed to the notification-controller.
@@ -58,6 +62,16 @@ type Event struct {
 	ReportingInstance   string                 `json:"reportingInstance,omitempty"`
 }
 
+// Sizes of a Recorder's delivery queue: a few workers suffice for the
+// events of one controller, and a full queue drops (counted in
+// `eddy_event_queue_dropped_total{queue="recorder"}`) rather than holding a
+// reconcile or growing without bound while the notification-controller is
+// unreachable.
+const (
+	RecorderWorkers   = 4
+	RecorderQueueSize = 256
+)
+
 // Recorder records events for one controller.
 type Recorder struct {
 	k8s        record.EventRecorder
@@ -65,25 +79,43 @@ type Recorder struct {
 	webhook    string
 	controller string
 	instance   string
-	client     *http.Client
+	client     *retryablehttp.Client
+	queue      *Queue
 	log        logr.Logger
 }
 
 // NewRecorder returns a recorder that writes Kubernetes Events through k8s
 // and, when webhook (--events-addr) is not empty, POSTs each non-trace event
-// there. controller names the reporting controller, e.g. "source-controller".
+// there from a queue of RecorderWorkers workers. controller names the
+// reporting controller, e.g. "source-controller".
 func NewRecorder(k8s record.EventRecorder, scheme *runtime.Scheme, webhook, controller string, log logr.Logger) *Recorder {
+	return newRecorder(k8s, scheme, webhook, controller, log, RecorderWorkers, RecorderQueueSize)
+}
+
+func newRecorder(k8s record.EventRecorder, scheme *runtime.Scheme, webhook, controller string, log logr.Logger, workers, size int) *Recorder {
 	host, _ := os.Hostname()
-	return &Recorder{
-		k8s: k8s, scheme: scheme, webhook: webhook, controller: controller, instance: host,
-		client: &http.Client{Timeout: 5 * time.Second}, log: log,
+	r := &Recorder{k8s: k8s, scheme: scheme, webhook: webhook, controller: controller, instance: host, log: log}
+	if webhook != "" {
+		// 4 attempts, 1s, 2s, 4s apart, 5s each.
+		r.client = httpretry.New(&http.Client{Timeout: 5 * time.Second}, 3, time.Second, 4*time.Second, httpretry.RetryErrorsAnd5xx)
+		r.queue = NewQueue("recorder", workers, size)
+	}
+	return r
+}
+
+// Close stops posting: events being sent are abandoned, queued ones
+// dropped. The controllers never close their recorder; tests do.
+func (r *Recorder) Close() {
+	if r.queue != nil {
+		r.queue.Close()
 	}
 }
 
 // Event records an event of eventType (corev1.EventTypeNormal,
 // corev1.EventTypeWarning or EventTypeTrace) about obj. metadata may be nil.
-// Sending to the webhook happens in the background and never blocks a
-// reconcile; failures are logged.
+// A message longer than MaxMessageLength characters is cut there. Posting
+// to the webhook is queued and never blocks a reconcile: when the queue is
+// full the event is dropped (and counted); failures are logged.
 func (r *Recorder) Event(obj client.Object, eventType, reason, message string, metadata map[string]string) {
 	meta := map[string]string{}
 	for k, v := range obj.GetAnnotations() {
@@ -94,9 +126,7 @@ func (r *Recorder) Event(obj client.Object, eventType, reason, message string, m
 	for k, v := range metadata {
 		meta[k] = v
 	}
-	if len(message) > MaxMessageLength {
-		message = message[:MaxMessageLength]
-	}
+	message = Truncate(message, MaxMessageLength)
 	k8sType := eventType
 	if eventType == EventTypeTrace {
 		k8sType = corev1.EventTypeNormal
@@ -110,7 +140,29 @@ func (r *Recorder) Event(obj client.Object, eventType, reason, message string, m
 		r.log.Error(err, "cannot build the event", "reason", reason)
 		return
 	}
-	go r.post(ev)
+	if !r.queue.Add(func(ctx context.Context) { r.post(ctx, ev) }) {
+		r.log.V(1).Info("event dropped: the queue to the notification-controller is full", "reason", reason, "object", eventObject(ev))
+	}
+}
+
+// Truncate returns s cut to at most n characters (runes), never inside a
+// UTF-8 sequence. Flux's event API limits the message with an OpenAPI
+// maxLength, which counts characters.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
+func eventObject(ev *Event) string {
+	return ev.InvolvedObject.Kind + "/" + ev.InvolvedObject.Namespace + "/" + ev.InvolvedObject.Name
 }
 
 func (r *Recorder) flux(obj client.Object, eventType, reason, message string, meta map[string]string) (*Event, error) {
@@ -141,55 +193,31 @@ func (r *Recorder) flux(obj client.Object, eventType, reason, message string, me
 	}, nil
 }
 
-// post sends the event with up to 4 attempts (1s, 2s, 4s apart); it does not
-// retry on 4xx answers: 429 means the receiver already has this event.
-func (r *Recorder) post(ev *Event) {
+// post sends the event with up to 4 attempts (1s, 2s, 4s apart) after
+// connection errors and 5xx answers; 4xx answers are final: 429 means the
+// receiver already has this event. Flux compatible.
+func (r *Recorder) post(ctx context.Context, ev *Event) {
 	body, err := json.Marshal(ev)
 	if err != nil {
 		r.log.Error(err, "cannot encode the event")
 		return
 	}
-	delay := time.Second
-	for attempt := 1; ; attempt++ {
-		err = r.postOnce(body)
-		if err == nil || attempt == 4 || isClientError(err) {
-			break
-		}
-		time.Sleep(delay)
-		delay *= 2
-	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, r.webhook, body)
 	if err != nil {
-		r.log.Error(err, "cannot send the event to the notification-controller",
-			"reason", ev.Reason, "object", ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Namespace+"/"+ev.InvolvedObject.Name)
-	}
-}
-
-type statusError int
-
-func (s statusError) Error() string {
-	return fmt.Sprintf("notification-controller answered %d", int(s))
-}
-
-func isClientError(err error) bool {
-	s, ok := err.(statusError)
-	return ok && s >= 400 && s < 500
-}
-
-func (r *Recorder) postOnce(body []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.webhook, bytes.NewReader(body))
-	if err != nil {
-		return err
+		r.log.Error(redact.URLError(err), "cannot send the event to the notification-controller")
+		return
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := r.client.Do(req)
+	if err == nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // drained: the connection is reused
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			err = fmt.Errorf("notification-controller answered %d", resp.StatusCode)
+		}
+	}
 	if err != nil {
-		return err
+		r.log.Error(redact.URLError(err), "cannot send the event to the notification-controller",
+			"reason", ev.Reason, "object", eventObject(ev))
 	}
-	resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return statusError(resp.StatusCode)
-	}
-	return nil
 }

@@ -6,7 +6,7 @@
 //
 // Every component listens on a free loopback port and keeps its state and log
 // in one directory; Stop kills every child process, and so does a SIGINT or
-// SIGTERM to this process (unless Options.NoSignalHandler).
+// SIGTERM to this process when Options.HandleSignals asks for it.
 package localcluster
 
 import (
@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,9 +22,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/process"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -69,11 +70,12 @@ type Options struct {
 	ServiceCIDR string
 	// Timeout bounds the start-up; default 2 minutes.
 	Timeout time.Duration
-	// NoSignalHandler leaves SIGINT and SIGTERM to the caller, which then
-	// must call Stop itself (e.g. a CLI that tears down more than the
-	// cluster on Ctrl-C). By default a signal stops every running cluster
-	// and the process dies of it.
-	NoSignalHandler bool
+	// HandleSignals installs a process-wide SIGINT and SIGTERM handler that
+	// stops every cluster started with it, then lets the process die of the
+	// signal: for a process that owns nothing else to tear down, such as a
+	// test binary. By default signals are left to the caller, which calls
+	// Stop itself (its children die with it anyway: parent-death signal).
+	HandleSignals bool
 }
 
 // Cluster is a running local control plane.
@@ -95,7 +97,7 @@ type Cluster struct {
 	stopOnce sync.Once
 
 	mu      sync.Mutex // guards procs and stopped: a signal may stop the cluster during Start
-	procs   []*process
+	procs   []*process.Process
 	stopped bool
 }
 
@@ -179,7 +181,9 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	} else if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	register(c, !opts.NoSignalHandler)
+	if opts.HandleSignals {
+		handleSignals(c)
+	}
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w\n%s", err, c.Logs(40))
@@ -263,14 +267,14 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 
 func (c *Cluster) startFull(ctx context.Context, binDir string, files map[string]string, opts Options, kcmPort, schedPort, kwokPort int) error {
 	kc := c.KubeconfigPath
-	if err := c.start("kube-controller-manager", binDir, c.Dir,
-		"--kubeconfig="+kc,
-		"--authentication-kubeconfig="+kc,
-		"--authorization-kubeconfig="+kc,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(kcmPort),
-		"--cert-dir="+filepath.Join(c.Dir, "kcm-certs"),
-		"--leader-elect=false",
+	// What kube-controller-manager and kube-scheduler share: the admin
+	// kubeconfig, a loopback port of their own, no leader election.
+	common := func(port int, certDir string, args ...string) []string {
+		return append([]string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--cert-dir=" + filepath.Join(c.Dir, certDir),
+			"--leader-elect=false", "--v=1"}, args...)
+	}
+	if err := c.start("kube-controller-manager", binDir, c.Dir, common(kcmPort, "kcm-certs",
 		"--use-service-account-credentials=false",
 		"--service-account-private-key-file="+files["sa.key"],
 		"--root-ca-file="+files["ca.crt"],
@@ -278,20 +282,10 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, files map[string
 		"--cluster-signing-key-file="+files["ca.key"],
 		"--service-cluster-ip-range="+opts.ServiceCIDR,
 		"--controllers=*", // includes the node lifecycle controller, which clears the not-ready taint
-		"--v=1",
-	); err != nil {
+	)...); err != nil {
 		return err
 	}
-	if err := c.start("kube-scheduler", binDir, c.Dir,
-		"--kubeconfig="+kc,
-		"--authentication-kubeconfig="+kc,
-		"--authorization-kubeconfig="+kc,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(schedPort),
-		"--cert-dir="+filepath.Join(c.Dir, "scheduler-certs"),
-		"--leader-elect=false",
-		"--v=1",
-	); err != nil {
+	if err := c.start("kube-scheduler", binDir, c.Dir, common(schedPort, "scheduler-certs")...); err != nil {
 		return err
 	}
 	kwokArgs := []string{
@@ -376,7 +370,8 @@ func (c *Cluster) start(name, binDir, logDir string, args ...string) error {
 	if c.stopped {
 		return errors.New("the cluster was stopped while starting")
 	}
-	p, err := startProcess(name, filepath.Join(binDir, name), logDir, args...)
+	p, err := process.Start(process.Spec{Name: name, Bin: filepath.Join(binDir, name), Args: args,
+		Dir: logDir, LogPath: filepath.Join(logDir, name+".log")})
 	if err != nil {
 		return err
 	}
@@ -385,10 +380,10 @@ func (c *Cluster) start(name, binDir, logDir string, args ...string) error {
 }
 
 // processes returns a snapshot of the started components.
-func (c *Cluster) processes() []*process {
+func (c *Cluster) processes() []*process.Process {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]*process(nil), c.procs...)
+	return append([]*process.Process(nil), c.procs...)
 }
 
 func (c *Cluster) waitAPIReady(ctx context.Context) error {
@@ -406,30 +401,24 @@ func (c *Cluster) waitAPIReady(ctx context.Context) error {
 
 // poll calls check every 100ms until it is true, a child process exits, or ctx ends.
 func (c *Cluster) poll(ctx context.Context, what string, check func() (bool, error)) error {
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
-	for {
-		ok, err := check()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		if ok, err := check(); ok || err != nil {
+			return ok, err
 		}
 		for _, p := range c.processes() {
-			if done, perr := p.exited(); done {
-				if strings.Contains(p.tail(20), "address already in use") {
-					return fmt.Errorf("waiting for %s: %s exited: %w", what, p.name, errPortTaken)
+			if done, perr := p.Exited(); done {
+				if strings.Contains(p.Tail(20), "address already in use") {
+					return false, fmt.Errorf("%s exited: %w", p.Name(), errPortTaken)
 				}
-				return fmt.Errorf("waiting for %s: %s exited: %v", what, p.name, perr)
+				return false, fmt.Errorf("%s exited: %v", p.Name(), perr)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-t.C:
-		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
 	}
+	return nil
 }
 
 // Stop kills every child process (SIGTERM, then SIGKILL after 5s), waits for
@@ -439,10 +428,10 @@ func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
 		c.mu.Lock()
 		c.stopped = true
-		procs := append([]*process(nil), c.procs...)
+		procs := append([]*process.Process(nil), c.procs...)
 		c.mu.Unlock()
 		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop(5 * time.Second)
+			procs[i].Stop(5 * time.Second)
 		}
 		if c.ownDir && os.Getenv("EDDY_KEEP_CLUSTER_DIR") == "" {
 			_ = os.RemoveAll(c.Dir)
@@ -456,7 +445,7 @@ func (c *Cluster) Pids() []int {
 	procs := c.processes()
 	pids := make([]int, 0, len(procs))
 	for _, p := range procs {
-		pids = append(pids, p.pid())
+		pids = append(pids, p.PID())
 	}
 	return pids
 }
@@ -478,13 +467,19 @@ type Component struct {
 func (c *Cluster) Components() []Component {
 	var out []Component
 	for _, p := range c.processes() {
-		out = append(out, Component{Name: p.name, PID: p.pid(), LogPath: p.logPath})
+		out = append(out, Component{Name: p.Name(), PID: p.PID(), LogPath: p.LogPath()})
 	}
 	return out
 }
 
 // Logs returns the last n lines of each component's log, headed by its name.
-func (c *Cluster) Logs(n int) string { return formatLogs(c.processes(), n) }
+func (c *Cluster) Logs(n int) string {
+	var b strings.Builder
+	for _, p := range c.processes() {
+		fmt.Fprintf(&b, "----- %s (last %d lines of %s) -----\n%s\n", p.Name(), n, filepath.Base(p.LogPath()), p.Tail(n))
+	}
+	return b.String()
+}
 
 const (
 	dirPrefix = "eddy-localcluster-"
@@ -577,44 +572,18 @@ func FreePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// PortFree reports whether TCP port on 127.0.0.1 can be listened on now.
+func PortFree(port int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
 func firstIP(n *net.IPNet) net.IP {
 	ip := append(net.IP(nil), n.IP.To4()...)
 	ip[3]++
 	return ip
-}
-
-func register(c *Cluster, handleSignals bool) {
-	registry.Lock()
-	if handleSignals {
-		registry.clusters[c] = struct{}{}
-	}
-	registry.Unlock()
-	if !handleSignals {
-		return
-	}
-	registry.once.Do(func() {
-		sigs := make(chan os.Signal, 1)
-		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-		go func() {
-			sig := <-sigs
-			registry.Lock()
-			running := make([]*Cluster, 0, len(registry.clusters))
-			for c := range registry.clusters {
-				running = append(running, c)
-			}
-			registry.Unlock()
-			for _, c := range running {
-				c.Stop()
-			}
-			// Die of the same signal, as if it had not been caught.
-			signal.Reset(sig)
-			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
-		}()
-	})
-}
-
-func unregister(c *Cluster) {
-	registry.Lock()
-	delete(registry.clusters, c)
-	registry.Unlock()
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,15 +44,6 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
-
 func assertGone(t *testing.T, pids, ports []int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -66,10 +56,10 @@ func assertGone(t *testing.T, pids, ports []int) {
 		}
 	}
 	for _, port := range ports {
-		for !portFree(port) && time.Now().Before(deadline) {
+		for !localcluster.PortFree(port) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if !portFree(port) {
+		if !localcluster.PortFree(port) {
 			t.Errorf("port %d is still in use", port)
 		}
 	}
@@ -135,46 +125,54 @@ func TestMissingBinariesSayMakeTools(t *testing.T) {
 	}
 }
 
-// TestSignalStopsCluster runs a helper process that starts a cluster and
-// then receives a signal: no component may outlive it.
+// startHelper runs TestHelperCluster in a child process in mode (the value
+// of EDDY_LOCALCLUSTER_HELPER) and returns it with the pids, ports and
+// directory of the cluster it started.
+func startHelper(t *testing.T, mode string) (cmd *exec.Cmd, pids, ports []int, dir string) {
+	t.Helper()
+	cmd = exec.Command(os.Args[0], "-test.run=^TestHelperCluster$")
+	cmd.Env = append(os.Environ(), "EDDY_LOCALCLUSTER_HELPER="+mode)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "READY ")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Fields(rest) {
+			kind, val, _ := strings.Cut(f, "=")
+			n, _ := strconv.Atoi(val)
+			switch kind {
+			case "pid":
+				pids = append(pids, n)
+			case "port":
+				ports = append(ports, n)
+			case "dir":
+				dir = val
+			}
+		}
+		break
+	}
+	if len(pids) == 0 {
+		t.Fatal("helper did not report a running cluster")
+	}
+	return cmd, pids, ports, dir
+}
+
+// TestSignalStopsCluster runs a helper process that starts a cluster with
+// HandleSignals and then receives a signal: no component may outlive it.
 func TestSignalStopsCluster(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCluster$")
-			cmd.Env = append(os.Environ(), "EDDY_LOCALCLUSTER_HELPER=1")
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			var pids, ports []int
-			var dir string
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				line := sc.Text()
-				if rest, ok := strings.CutPrefix(line, "READY "); ok {
-					for _, f := range strings.Fields(rest) {
-						kind, val, _ := strings.Cut(f, "=")
-						n, _ := strconv.Atoi(val)
-						switch kind {
-						case "pid":
-							pids = append(pids, n)
-						case "port":
-							ports = append(ports, n)
-						case "dir":
-							dir = val
-						}
-					}
-					break
-				}
-			}
-			if len(pids) == 0 {
-				t.Fatal("helper did not report a running cluster")
-			}
+			cmd, pids, ports, dir := startHelper(t, "handle")
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -194,12 +192,36 @@ func TestSignalStopsCluster(t *testing.T) {
 	}
 }
 
-// TestHelperCluster is the helper process of TestSignalStopsCluster.
-func TestHelperCluster(t *testing.T) {
-	if os.Getenv("EDDY_LOCALCLUSTER_HELPER") != "1" {
-		t.Skip("helper process for TestSignalStopsCluster")
+// Without HandleSignals, Start installs no signal handler: a SIGTERM kills
+// the process outright (the default action), so the cluster is not stopped
+// in order and its directory stays (a handler removes it before the process
+// dies); the components die with the process (parent-death signal).
+func TestNoSignalHandlerUnlessAsked(t *testing.T) {
+	cmd, pids, ports, dir := startHelper(t, "plain")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
-	c, err := localcluster.Start(context.Background(), localcluster.Options{})
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Errorf("helper ended with %v; want killed by SIGTERM", err)
+	}
+	assertGone(t, pids, ports)
+	if _, err := os.Stat(dir); err != nil {
+		t.Errorf("cluster directory %s: %v; want it left, as no handler stopped the cluster", dir, err)
+	}
+	_ = os.RemoveAll(dir)
+}
+
+// TestHelperCluster is the helper process of TestSignalStopsCluster
+// (EDDY_LOCALCLUSTER_HELPER=handle: with HandleSignals) and
+// TestNoSignalHandlerUnlessAsked (plain: without).
+func TestHelperCluster(t *testing.T) {
+	mode := os.Getenv("EDDY_LOCALCLUSTER_HELPER")
+	if mode == "" {
+		t.Skip("helper process of TestSignalStopsCluster and TestNoSignalHandlerUnlessAsked")
+	}
+	c, err := localcluster.Start(context.Background(), localcluster.Options{HandleSignals: mode == "handle"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,3 +116,14 @@ func ParseURL(raw string) (*url.URL, error) {
 }
 
 var errInvalidUserinfo = errors.New("net/url: invalid userinfo")
+
+// URLError returns the cause of err when err is a *url.Error, which quotes
+// the request's URL (a webhook URL or one with credentials may be a
+// secret); otherwise err.
+func URLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

@@ -114,6 +114,7 @@ func MainWithOptions(m *testing.M, env **Environment, opts Options, setups ...Se
 	// Controllers log through controller-runtime; tests that want the logs set
 	// a logger of their own.
 	ctrllog.SetLogger(logr.Discard())
+	opts.Cluster.HandleSignals = true // the test binary owns the process: Ctrl-C stops the cluster
 	e, err := Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)

@@ -1,6 +1,7 @@
 package dev
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,67 +11,9 @@ import (
 	"time"
 
 	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/eddyops/eddy/pkg/process"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
-
-func waitTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// A process that exits is restarted with back-off and counted; a held one
-// waits for Release; Stop ends it and restarts nothing.
-func TestSupervisorRestartsHoldsAndStops(t *testing.T) {
-	dir := t.TempDir()
-	s := &Supervisor{}
-	changes := 0
-	s.OnChange = func() { changes++ }
-	if err := s.Start(ProcSpec{Name: "sleeper", Bin: "/bin/sh", Args: []string{"-c", "sleep 300"}, LogPath: filepath.Join(dir, "log")}); err != nil {
-		t.Fatal(err)
-	}
-	first := s.Status()[0]
-	if !Alive(first.PID) {
-		t.Fatal("process not running")
-	}
-	if err := s.Kill("sleeper"); err != nil {
-		t.Fatal(err)
-	}
-	waitTrue(t, "restart after kill", func() bool { st := s.Status()[0]; return st.Restarts == 1 && Alive(st.PID) })
-	st := s.Status()[0]
-	if st.PID == first.PID || !strings.Contains(st.LastExit, "killed") {
-		t.Errorf("after a kill: pid %d (was %d), last exit %q", st.PID, first.PID, st.LastExit)
-	}
-	t.Logf("restarted after the first back-off; last exit %q", st.LastExit)
-
-	s.Hold("sleeper")
-	if err := s.Kill("sleeper"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(1500 * time.Millisecond) // past the back-off: a held process stays down
-	if st := s.Status()[0]; st.Restarts != 1 || Alive(st.PID) {
-		t.Fatalf("held process restarted: %+v", st)
-	}
-	s.Release("sleeper")
-	waitTrue(t, "restart after release", func() bool { st := s.Status()[0]; return st.Restarts == 2 && Alive(st.PID) })
-
-	last := s.Status()[0].PID
-	s.Stop(5 * time.Second)
-	if Alive(last) {
-		t.Errorf("pid %d survives Stop", last)
-	}
-	time.Sleep(1500 * time.Millisecond)
-	if st := s.Status()[0]; st.Restarts != 2 || Alive(st.PID) {
-		t.Errorf("restarted after Stop: %+v", st)
-	}
-	if changes == 0 {
-		t.Error("OnChange never called")
-	}
-}
 
 func TestAliveSeesZombiesAsDead(t *testing.T) {
 	if !Alive(os.Getpid()) {
@@ -84,7 +27,11 @@ func TestAliveSeesZombiesAsDead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitTrue(t, "zombie", func() bool { return !Alive(pid) })
+	// The child exits at once; unreaped, it is a zombie, which Alive sees as dead.
+	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 20*time.Second, true,
+		func(context.Context) (bool, error) { return !Alive(pid), nil }); err != nil {
+		t.Fatal("a zombie is alive")
+	}
 	_, _ = syscall.Wait4(pid, &ws, 0, nil)
 }
 
@@ -185,6 +132,24 @@ func gitT(t *testing.T, dir string, args ...string) string {
 	return out
 }
 
+// commitAll makes dir a Git repository on branch main with its files in
+// one commit.
+func commitAll(t *testing.T, dir string) {
+	t.Helper()
+	gitT(t, dir, "init", "-q", "--initial-branch=main")
+	gitT(t, dir, "add", ".")
+	gitT(t, dir, "commit", "-qm", "init")
+}
+
+// cmRepo returns a new Git repository with one commit of a ConfigMap.
+func cmRepo(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	writeT(t, filepath.Join(dir, "cm.yaml"), configMapYAML)
+	commitAll(t, dir)
+	return dir
+}
+
 func writeT(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -201,11 +166,7 @@ const configMapYAML = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"
 // its internals as files), and a push to it is seen by the next fetch.
 func TestPrepareSourceServesBareRepository(t *testing.T) {
 	state := t.TempDir()
-	work := filepath.Join(t.TempDir(), "w")
-	writeT(t, filepath.Join(work, "cm.yaml"), configMapYAML)
-	gitT(t, work, "init", "-q", "--initial-branch=main")
-	gitT(t, work, "add", ".")
-	gitT(t, work, "commit", "-qm", "init")
+	work := cmRepo(t)
 	bare := filepath.Join(t.TempDir(), "r.git")
 	gitT(t, filepath.Dir(bare), "clone", "-q", "--bare", work, bare)
 
@@ -253,9 +214,7 @@ func TestPrepareSourcePlainDirectoryLaterGitRepository(t *testing.T) {
 	if err != nil || !first.Snapshot {
 		t.Fatalf("plain directory: %+v, %v; want a snapshot", first, err)
 	}
-	gitT(t, repo, "init", "-q", "--initial-branch=main")
-	gitT(t, repo, "add", ".")
-	gitT(t, repo, "commit", "-qm", "init")
+	commitAll(t, repo)
 	src, err := PrepareSource(state, repo, "./", "")
 	if err != nil {
 		t.Fatalf("after git init: %v", err)
@@ -272,11 +231,7 @@ func TestPrepareSourcePlainDirectoryLaterGitRepository(t *testing.T) {
 // leaves the repositories the symlinks point to alone.
 func TestRemoveServedKeepsTheUsersRepositories(t *testing.T) {
 	state := t.TempDir()
-	repo := filepath.Join(t.TempDir(), "repo")
-	writeT(t, filepath.Join(repo, "cm.yaml"), configMapYAML)
-	gitT(t, repo, "init", "-q", "--initial-branch=main")
-	gitT(t, repo, "add", ".")
-	gitT(t, repo, "commit", "-qm", "init")
+	repo := cmRepo(t)
 	plain := filepath.Join(t.TempDir(), "plain")
 	writeT(t, filepath.Join(plain, "cm.yaml"), configMapYAML)
 	for _, d := range []string{repo, plain} {
@@ -327,10 +282,10 @@ func TestSetWorkTreeOutlivesTheOwnersStateWrites(t *testing.T) {
 // name and the last line of its log (message and error of a JSON line).
 func TestWaitControllersReadyNamesACrashLoopingController(t *testing.T) {
 	dir := t.TempDir()
-	e := &Env{Opts: Options{StateDir: dir}, Sup: &Supervisor{}}
+	e := &Env{Opts: Options{StateDir: dir}, Sup: &process.Supervisor{}}
 	defer e.Sup.Stop(time.Second)
 	script := `echo '{"level":"info","msg":"starting"}'; echo '{"level":"error","msg":"unable to start manager","error":"listen tcp: address in use"}'; exit 1`
-	if err := e.Sup.Start(ProcSpec{Name: "source-controller", Bin: "/bin/sh", Args: []string{"-c", script},
+	if err := e.Sup.Start(process.Spec{Name: "source-controller", Bin: "/bin/sh", Args: []string{"-c", script},
 		LogPath: filepath.Join(dir, "source-controller.log"), HealthURL: "http://127.0.0.1:1/readyz"}); err != nil {
 		t.Fatal(err)
 	}

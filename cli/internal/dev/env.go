@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/eddyops/eddy/pkg/crds"
 	"io"
 	"net"
 	"net/http"
@@ -34,12 +33,16 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/crds"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/process"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,7 +87,7 @@ type Env struct {
 	Opts    Options
 	Cluster *localcluster.Cluster
 	Git     *gitserver.Server
-	Sup     *Supervisor
+	Sup     *process.Supervisor
 	// Client is an admin client with Eddy's kinds and CRDs in its scheme.
 	Client client.Client
 	Scheme *runtime.Scheme
@@ -169,7 +172,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
 	_ = os.Remove(syncPath(opts.StateDir))
-	e := &Env{Opts: opts, Sup: &Supervisor{}, Scheme: NewScheme(), lock: lock}
+	e := &Env{Opts: opts, Sup: &process.Supervisor{}, Scheme: NewScheme(), lock: lock}
 	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now()}
 	defer func() {
 		if err != nil {
@@ -181,13 +184,24 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	e.Sup.OnChange = func() { _ = e.save() }
 
-	e.progress("starting the local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok, %d fake node(s))", opts.Nodes)
+	for _, step := range []func(context.Context) error{e.startCluster, e.startServers, e.startControllers} {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// startCluster starts the local cluster, records its processes and ports,
+// makes the admin client, installs the CRDs and the flux-system namespace.
+func (e *Env) startCluster(ctx context.Context) (err error) {
+	e.progress("starting the local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok, %d fake node(s))", e.Opts.Nodes)
 	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{
-		Profile: localcluster.ProfileFull, Nodes: opts.Nodes, BinDir: opts.K8sBinDir,
-		Dir: filepath.Join(opts.StateDir, "cluster"), NoSignalHandler: true,
+		Profile: localcluster.ProfileFull, Nodes: e.Opts.Nodes, BinDir: e.Opts.K8sBinDir,
+		Dir: filepath.Join(e.Opts.StateDir, "cluster"),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.mu.Lock()
 	e.state.Kubeconfig = e.Cluster.KubeconfigPath
@@ -200,39 +214,45 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	e.progress("cluster ready in %s", e.Cluster.StartupDuration.Round(100*time.Millisecond))
 
 	if e.Client, err = client.New(e.Cluster.Config, client.Options{Scheme: e.Scheme}); err != nil {
-		return nil, err
+		return err
 	}
 	e.progress("installing the CRDs from config/crd/bases")
-	defs, err := crds.Read(filepath.Join(opts.Root, "config", "crd", "bases"))
+	defs, err := crds.Read(filepath.Join(e.Opts.Root, "config", "crd", "bases"))
 	if err == nil {
 		err = crds.Install(ctx, e.Client, defs)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, err
+		return err
 	}
+	return nil
+}
 
-	if e.Git, err = gitserver.Start(gitserver.Options{Root: filepath.Join(opts.StateDir, "git")}); err != nil {
-		return nil, err
+// startServers starts the Git server, the event recorder and the alerts
+// sink, picks notification-controller's ports and applies the Secrets of
+// the webhook token and the sink's address.
+func (e *Env) startServers(ctx context.Context) (err error) {
+	if e.Git, err = gitserver.Start(gitserver.Options{Root: filepath.Join(e.Opts.StateDir, "git")}); err != nil {
+		return err
 	}
 	// The recorder and the sink listen first, so the ports picked for
 	// notification-controller cannot be theirs.
 	eventsPort, err := e.startEventRecorder()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sinkPort := 0
-	if opts.AlertsSink {
+	if e.Opts.AlertsSink {
 		if sinkPort, err = e.startAlertsSink(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	ncPorts, err := localcluster.FreePorts(2)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	e.mu.Lock()
 	e.ncEvents, e.ncReceiver = ncPorts[0], ncPorts[1]
@@ -243,43 +263,46 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	e.state.Ports = append(e.state.Ports, portOf(e.Git.URL), eventsPort, e.ncEvents, e.ncReceiver)
 	e.mu.Unlock()
 
-	token, err := WebhookToken(opts.StateDir)
+	token, err := WebhookToken(e.Opts.StateDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := applySecret(ctx, e.Client, WebhookSecret, map[string]string{"token": token}); err != nil {
-		return nil, err
+		return err
 	}
-	if opts.AlertsSink {
+	if e.Opts.AlertsSink {
 		sinkURL := fmt.Sprintf("http://127.0.0.1:%d/", sinkPort)
 		if err := applySecret(ctx, e.Client, AlertsSinkSecret, map[string]string{"address": sinkURL}); err != nil {
-			return nil, err
+			return err
 		}
 		e.mu.Lock()
 		e.state.AlertsSink = sinkURL
 		e.state.Ports = append(e.state.Ports, sinkPort)
 		e.mu.Unlock()
 		e.progress("alerts sink listening at %s (Secret %s/%s; log %s)", sinkURL, Namespace, AlertsSinkSecret,
-			filepath.Join(opts.StateDir, "logs", "alerts.log"))
+			filepath.Join(e.Opts.StateDir, "logs", "alerts.log"))
 	}
+	return nil
+}
 
+// startControllers starts each controller as a supervised process and waits
+// until all are ready.
+func (e *Env) startControllers(ctx context.Context) error {
 	for _, name := range Controllers {
 		spec, ports, err := e.controllerSpec(name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		e.mu.Lock()
 		e.state.Ports = append(e.state.Ports, ports...)
 		e.mu.Unlock()
 		if err := e.Sup.Start(spec); err != nil {
-			return nil, err
+			return err
 		}
-		e.progress("started %s (pid %d, log %s)", name, e.Sup.find(name).pid, spec.LogPath)
+		st := e.Sup.Status()
+		e.progress("started %s (pid %d, log %s)", name, st[len(st)-1].PID, spec.LogPath)
 	}
-	if err := e.waitControllersReady(ctx, 60*time.Second); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return e.waitControllersReady(ctx, 60*time.Second)
 }
 
 // SetRunning records the phase running, with the served work tree (empty
@@ -305,10 +328,10 @@ func (e *Env) State() State {
 // in a cluster (contract §9) and loopback ports picked free.
 // notification-controller serves events and webhooks on the ports Start
 // picked; the others POST their events to the recorder, which forwards them.
-func (e *Env) controllerSpec(name string) (ProcSpec, []int, error) {
+func (e *Env) controllerSpec(name string) (process.Spec, []int, error) {
 	ports, err := localcluster.FreePorts(3)
 	if err != nil {
-		return ProcSpec{}, nil, err
+		return process.Spec{}, nil, err
 	}
 	health, metrics := ports[0], ports[1]
 	args := []string{
@@ -343,7 +366,7 @@ func (e *Env) controllerSpec(name string) (ProcSpec, []int, error) {
 			fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storage))
 		used = append(used, storage)
 	}
-	return ProcSpec{
+	return process.Spec{
 		Name: name, Bin: filepath.Join(e.Opts.Root, "bin", name), Args: args,
 		Env:       []string{"RUNTIME_NAMESPACE=" + Namespace},
 		LogPath:   filepath.Join(e.Opts.StateDir, "logs", name+".log"),
@@ -356,12 +379,14 @@ func (e *Env) controllerSpec(name string) (ProcSpec, []int, error) {
 // the error names it with the last line of its log, at once; at the
 // timeout, the error names those not ready the same way.
 func (e *Env) waitControllersReady(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		var notReady []string
+	var notReady []string
+	var crashed error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		notReady = nil
 		for _, p := range e.Sup.Status() {
 			if p.Restarts >= 1 && p.LastExit != "" && !Alive(p.PID) {
-				return fmt.Errorf("%s keeps exiting (%s, %d restarts): %s (log %s)", p.Name, p.LastExit, p.Restarts, LastLogLine(p.LogPath), p.LogPath)
+				crashed = fmt.Errorf("%s keeps exiting (%s, %d restarts): %s (log %s)", p.Name, p.LastExit, p.Restarts, LastLogLine(p.LogPath), p.LogPath)
+				return false, crashed
 			}
 			if !Healthy(p.HealthURL) {
 				notReady = append(notReady, fmt.Sprintf("%s: %s (log %s)", p.Name, LastLogLine(p.LogPath), p.LogPath))
@@ -373,22 +398,18 @@ func (e *Env) waitControllersReady(ctx context.Context, timeout time.Duration) e
 				ready = false
 			}
 		}
-		if ready {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if len(notReady) == 0 {
-				return fmt.Errorf("notification-controller does not listen on its event or receiver port after %s: see %s", timeout,
-					filepath.Join(e.Opts.StateDir, "logs", "notification-controller.log"))
-			}
-			return fmt.Errorf("not ready after %s: %s", timeout, strings.Join(notReady, "; "))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return ready, nil
+	})
+	switch {
+	case err == nil || crashed != nil:
+		return crashed
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case len(notReady) == 0:
+		return fmt.Errorf("notification-controller does not listen on its event or receiver port after %s: see %s", timeout,
+			filepath.Join(e.Opts.StateDir, "logs", "notification-controller.log"))
 	}
+	return fmt.Errorf("not ready after %s: %s", timeout, strings.Join(notReady, "; "))
 }
 
 func (e *Env) save() error {
@@ -484,4 +505,18 @@ func LastLogLine(path string) string {
 		line = line[:300] + "…"
 	}
 	return line
+}
+
+// Healthy reports whether url answers 200 within a second.
+func Healthy(url string) bool {
+	if url == "" {
+		return false
+	}
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }

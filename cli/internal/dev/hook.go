@@ -14,8 +14,8 @@ import (
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/notification-controller/webhook"
 	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/eddyops/eddy/pkg/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"

@@ -135,14 +135,8 @@ func TestAlertsSink(t *testing.T) {
 func gitRepo(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("a: 1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"init", "-q", "--initial-branch=main"}, {"add", "-A"}, {"commit", "-q", "-m", "initial"}} {
-		if _, err := gitserver.Git(dir, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeT(t, filepath.Join(dir, "a.yaml"), "a: 1\n")
+	commitAll(t, dir)
 	return dir
 }
 

@@ -47,15 +47,10 @@ func TestPostCommitHungEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hung.Close()
 	conns := make(chan net.Conn, 100)
-	defer func() {
-		close(conns)
-		for c := range conns {
-			c.Close()
-		}
-	}()
+	accepted := make(chan struct{})
 	go func() {
+		defer close(accepted)
 		for {
 			c, err := hung.Accept()
 			if err != nil {
@@ -66,6 +61,14 @@ func TestPostCommitHungEnvironment(t *testing.T) {
 			default:
 				c.Close()
 			}
+		}
+	}()
+	defer func() { // the accept loop ends before conns is closed
+		hung.Close()
+		<-accepted
+		close(conns)
+		for c := range conns {
+			c.Close()
 		}
 	}()
 	url := "http://" + hung.Addr().String()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/eddyops/eddy/pkg/process"
 )
 
 // Phases of a dev environment, as written in its state file.
@@ -47,8 +49,8 @@ type State struct {
 	// Ports are every loopback port the environment listens on.
 	Ports []int `json:"ports,omitempty"`
 	// Cluster are the local cluster's processes; Controllers the supervised ones.
-	Cluster     []ClusterProc `json:"cluster,omitempty"`
-	Controllers []ProcStatus  `json:"controllers,omitempty"`
+	Cluster     []ClusterProc    `json:"cluster,omitempty"`
+	Controllers []process.Status `json:"controllers,omitempty"`
 }
 
 // ClusterProc is one process of the local cluster.

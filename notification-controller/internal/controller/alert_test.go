@@ -76,6 +76,7 @@ func TestSlackFailingKustomizationOnce(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	eventServer.Wait() // the deliveries of the events answered so far are done
 	if n := len(slack.requests()); n != 1 {
 		t.Fatalf("Slack received %d payloads, want exactly 1", n)
 	}
@@ -311,7 +312,7 @@ func TestInvalidRegexpReportedOnAlert(t *testing.T) {
 		t.Fatalf("event answered %d", code)
 	}
 	s.waitRequest(t, "the event through the good Alert", func(sinkRequest) bool { return true })
-	time.Sleep(200 * time.Millisecond)
+	eventServer.Wait() // a delivery through the bad Alert would be done too
 	if n := len(s.requests()); n != 1 {
 		t.Errorf("the provider got %d events, want 1 (only the valid Alert)", n)
 	}
@@ -338,7 +339,17 @@ func TestGitHubCommitStatusFromKustomization(t *testing.T) {
 		status["state"] != "success" || status["context"] != "kustomization/apps/"+uid || status["description"] != "reconciliation succeeded" {
 		t.Errorf("commit status %s %s (auth %q)", got.Path, got.Body, got.Header.Get("Authorization"))
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The change set (Progressing) is posted too: once the event server has
+	// answered it and its deliveries are done, a commit status for it would
+	// have arrived.
+	deadline := time.Now().Add(30 * time.Second)
+	for eventStats.servedCount(ns, "apps", "Progressing") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the change-set event did not reach the event server")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	eventServer.Wait()
 	if n := len(api.requests()); n != 1 {
 		t.Errorf("the GitHub API got %d requests, want 1 (change-set events are not commit statuses)", n)
 	}

@@ -1,20 +1,29 @@
 package controller
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/notification-controller/webhook"
+	"github.com/eddyops/eddy/notification-controller/internal/server"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/eddyops/eddy/pkg/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestBinaryReceiverOnBootstrappedRepository runs the built
@@ -88,4 +97,107 @@ func TestBinaryReceiverOnBootstrappedRepository(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	waitReady("main@sha1:" + after)
+}
+
+// TestBinaryEventBurstBounded: the built binary takes a burst of 5,000
+// distinct events for an Alert whose Provider is unreachable (nothing
+// listens on its port; each delivery retries for about 30s): its goroutine
+// count and memory stay bounded, read on its /metrics after every event was
+// answered, because deliveries wait in a fixed queue and those beyond it
+// are dropped and counted.
+func TestBinaryEventBurstBounded(t *testing.T) {
+	const burst = 5000
+	evPort, _ := testenv.FreePort()
+	metricsPort, _ := testenv.FreePort()
+	dead, _ := testenv.FreePort() // nothing listens there
+	testenv.RunController(t, env, ControllerName,
+		"--watch-label-selector="+shardKey+"=burst", fmt.Sprintf("--events-addr=127.0.0.1:%d", evPort), "--receiverAddr=",
+		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", metricsPort))
+	eventsAt := fmt.Sprintf("http://127.0.0.1:%d/", evPort)
+	metricsAt := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+
+	ns := newNamespace(t)
+	probe := newSink(t, 0)
+	shard := func(o client.Object) client.Object { o.SetLabels(map[string]string{shardKey: "burst"}); return o }
+	create(t,
+		shard(provider(ns, "dead", notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) {
+			p.Spec.Address = fmt.Sprintf("http://127.0.0.1:%d/hook", dead)
+			p.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
+		})),
+		shard(alert(ns, "to-dead", "dead", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "app"})),
+		shard(provider(ns, "probe", notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) { p.Spec.Address = probe.URL })),
+		shard(alert(ns, "to-probe", "probe", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "probe"})))
+	// The binary's cache has both Alerts once the later one delivers.
+	for i := 0; len(probe.requests()) == 0; i++ {
+		if i == 600 {
+			t.Fatal("the binary never delivered the probe event")
+		}
+		postEventTo(t, eventsAt, fluxEvent(ns, "GitRepository", "probe", "info", fmt.Sprintf("probe %d", i), nil))
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := scrape(t, metricsAt)
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < burst; i += 8 {
+				b, _ := json.Marshal(fluxEvent(ns, "GitRepository", "app", "error", fmt.Sprintf("failed to checkout (%d)", i), nil))
+				code := 0
+				if resp, err := http.Post(eventsAt, "application/json", bytes.NewReader(b)); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					code = resp.StatusCode
+				}
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	after := scrape(t, metricsAt)
+	dropped := after[`eddy_event_queue_dropped_total{queue="delivery"}`] - before[`eddy_event_queue_dropped_total{queue="delivery"}`]
+	t.Logf("burst of %d events to an unreachable provider: answers %v; goroutines %v before, %v after; resident memory %.1f MiB before, %.1f MiB after; heap in use %.1f MiB before, %.1f MiB after; %v deliveries dropped",
+		burst, codes, before["go_goroutines"], after["go_goroutines"],
+		before["process_resident_memory_bytes"]/(1<<20), after["process_resident_memory_bytes"]/(1<<20),
+		before["go_memstats_heap_inuse_bytes"]/(1<<20), after["go_memstats_heap_inuse_bytes"]/(1<<20), dropped)
+	if codes[http.StatusAccepted] != burst {
+		t.Fatalf("answers %v, want %d × 202", codes, burst)
+	}
+	// Workers, the queue's waiting deliveries (no goroutine each) and a few
+	// connections: not one goroutine per delivery.
+	if after["go_goroutines"] > before["go_goroutines"]+100 {
+		t.Errorf("goroutines grew from %v to %v over the burst", before["go_goroutines"], after["go_goroutines"])
+	}
+	if grown := after["process_resident_memory_bytes"] - before["process_resident_memory_bytes"]; grown > 100<<20 {
+		t.Errorf("resident memory grew by %.1f MiB over the burst", grown/(1<<20))
+	}
+	if dropped < burst-1000 {
+		t.Errorf("%v deliveries dropped, want most of the %d (the queue holds %d)", dropped, burst, server.DeliveryQueueSize)
+	}
+}
+
+// scrape reads the gauges and counters of a Prometheus text endpoint, by
+// name with labels as written, e.g. `go_goroutines`.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); i > 0 && err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
 }

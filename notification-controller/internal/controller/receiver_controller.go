@@ -12,9 +12,9 @@ import (
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
-	"github.com/eddyops/eddy/notification-controller/webhook"
 	"github.com/eddyops/eddy/pkg/reconcile"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

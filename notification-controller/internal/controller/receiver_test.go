@@ -14,7 +14,7 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/notification-controller/webhook"
+	"github.com/eddyops/eddy/pkg/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -42,7 +42,8 @@ var (
 	gitSrv      *gitserver.Server
 	eventsURL   string // http://127.0.0.1:<port>/
 	receiverURL string // http://127.0.0.1:<port>
-	eventStats  = &codeCounter{codes: map[int]int{}}
+	eventStats  = &codeCounter{codes: map[int]int{}, served: map[string]int{}}
+	eventServer *server.EventServer
 	kcLog       *lockedFile
 	stopEvents  func()
 	startEvents func() error
@@ -73,10 +74,21 @@ func startGit(*testenv.Environment) (func(), error) {
 	return func() { gitSrv.Close(); os.RemoveAll(gitRoot) }, nil
 }
 
-// codeCounter counts the event server's answers by status code.
+// codeCounter counts the event server's answers by status code, and the
+// events it has answered by "<namespace>/<name>/<reason>" of their object.
 type codeCounter struct {
-	mu    sync.Mutex
-	codes map[int]int
+	mu     sync.Mutex
+	codes  map[int]int
+	served map[string]int
+}
+
+// servedCount is how many events with reason about ns/name the event
+// server has answered: once it has, the deliveries they cause are queued,
+// and eventServer.Wait is a barrier for them.
+func (c *codeCounter) servedCount(ns, name, reason string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.served[ns+"/"+name+"/"+reason]
 }
 
 func (c *codeCounter) get(code int) int {
@@ -94,10 +106,15 @@ func (w *countingWriter) WriteHeader(code int) { w.code = code; w.ResponseWriter
 
 func (c *codeCounter) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var ev eventJSON
+		_ = json.Unmarshal(body, &ev)
 		cw := &countingWriter{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(cw, r)
 		c.mu.Lock()
 		c.codes[cw.code]++
+		c.served[ev.InvolvedObject.Namespace+"/"+ev.InvolvedObject.Name+"/"+ev.Reason]++
 		c.mu.Unlock()
 	})
 }
@@ -125,6 +142,7 @@ func startNotificationController(e *testenv.Environment) (func(), error) {
 		return nil, err
 	}
 	evs.Retry = &testRetry
+	eventServer = evs
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -432,8 +450,14 @@ func waitFor(t testing.TB, obj client.Object, what string, cond func() bool) {
 // postEvent POSTs a Flux event JSON to the event server and returns the code.
 func postEvent(t testing.TB, ev map[string]any) int {
 	t.Helper()
+	return postEventTo(t, eventsURL, ev)
+}
+
+// postEventTo posts ev to the event server at url and returns the answer's code.
+func postEventTo(t testing.TB, url string, ev map[string]any) int {
+	t.Helper()
 	b, _ := json.Marshal(ev)
-	resp, err := http.Post(eventsURL, "application/json", bytes.NewReader(b))
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}

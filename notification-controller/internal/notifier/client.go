@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
+
+	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/httpretry"
+	"github.com/eddyops/eddy/pkg/redact"
+	"github.com/hashicorp/go-retryablehttp"
 )
 
 // Retry is the back-off of failed deliveries: up to Max retries, waiting
-// Min, 2·Min, … capped at Wait. Flux compatible defaults: 4 retries, 2s–30s
+// Min, 2·Min, … capped at Cap. Flux compatible defaults: 4 retries, 2s–30s
 // (go-retryablehttp as notification-controller configures it).
 type Retry struct {
 	Max      int
@@ -22,11 +26,12 @@ type Retry struct {
 // DefaultRetry is Flux's retry policy.
 var DefaultRetry = Retry{Max: 4, Min: 2 * time.Second, Cap: 30 * time.Second}
 
-// Client posts payloads with retries. Network errors, 429 and 5xx (but
-// 501) are retried; other answers are final.
+// Client posts payloads with retries (go-retryablehttp's default policy,
+// as Flux: network errors, 429 and 5xx but 501 are retried; other answers
+// are final). One Client, and so one transport and its connection pool,
+// serves every delivery of one Provider; it is safe for concurrent use.
 type Client struct {
-	http  *http.Client
-	retry Retry
+	http *retryablehttp.Client
 }
 
 // NewClient returns a Client with retry policy r over transport t (nil:
@@ -35,13 +40,39 @@ func NewClient(r Retry, t http.RoundTripper) *Client {
 	if t == nil {
 		t = http.DefaultTransport.(*http.Transport).Clone()
 	}
-	return &Client{http: &http.Client{Transport: t}, retry: r}
+	return &Client{http: httpretry.New(&http.Client{Transport: t}, r.Max, r.Min, r.Cap, checkRetry)}
 }
+
+// attempts records a delivery's attempts, so that one cut short by its
+// context still says what failed before.
+type attempts struct {
+	n    int
+	last error
+}
+
+type attemptsKey struct{}
+
+func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if a, ok := ctx.Value(attemptsKey{}).(*attempts); ok {
+		a.n++
+		switch {
+		case err != nil:
+			a.last = fmt.Errorf("sending: %w", redact.URLError(err))
+		case resp != nil:
+			a.last = &StatusError{Code: resp.StatusCode}
+		}
+	}
+	return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+}
+
+// CloseIdleConnections closes the transport's idle connections, for a
+// Client no longer used.
+func (c *Client) CloseIdleConnections() { c.http.HTTPClient.CloseIdleConnections() }
 
 // StatusError is a final non-2xx answer.
 type StatusError struct {
 	Code int
-	// Body is the start of the answer, at most 256 bytes.
+	// Body is the start of the answer, at most 256 characters.
 	Body string
 }
 
@@ -53,36 +84,13 @@ func (e *StatusError) Error() string {
 }
 
 // PostJSON posts body to address with the given headers and returns the
-// answer's body (at most 1 MiB). Errors leave out the address, which may be
-// a secret webhook URL.
+// answer's body (at most 1 MiB; the rest is drained so the connection is
+// reused). Errors leave out the address, which may be a secret webhook URL.
 func (c *Client) PostJSON(ctx context.Context, address string, body []byte, headers map[string]string) ([]byte, error) {
-	wait := c.retry.Min
-	var lastErr error
-	for attempt := 0; ; attempt++ {
-		out, retry, err := c.once(ctx, address, body, headers)
-		if err == nil {
-			return out, nil
-		}
-		lastErr = err
-		if !retry || attempt >= c.retry.Max {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (after %d attempts, last: %v)", ctx.Err(), attempt+1, lastErr)
-		case <-time.After(wait):
-		}
-		if wait *= 2; wait > c.retry.Cap {
-			wait = c.retry.Cap
-		}
-	}
-	return nil, lastErr
-}
-
-func (c *Client) once(ctx context.Context, address string, body []byte, headers map[string]string) ([]byte, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, address, bytes.NewReader(body))
+	tries := &attempts{}
+	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, attemptsKey{}, tries), http.MethodPost, address, body)
 	if err != nil {
-		return nil, false, errors.New("invalid address")
+		return nil, errors.New("invalid address")
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range headers {
@@ -90,21 +98,16 @@ func (c *Client) once(ctx context.Context, address string, body []byte, headers 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		// url.Error quotes the URL; keep only the cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
+		if ctx.Err() != nil && tries.last != nil {
+			return nil, fmt.Errorf("%w (after %d attempts, last: %v)", ctx.Err(), tries.n, tries.last)
 		}
-		return nil, true, fmt.Errorf("sending: %w", err)
+		return nil, fmt.Errorf("sending: %w", redact.URLError(err))
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return out, false, nil
+		return out, nil
 	}
-	if len(out) > 256 {
-		out = out[:256]
-	}
-	retry := resp.StatusCode == http.StatusTooManyRequests || (resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented)
-	return nil, retry, &StatusError{Code: resp.StatusCode, Body: string(bytes.TrimSpace(out))}
+	return nil, &StatusError{Code: resp.StatusCode, Body: events.Truncate(string(bytes.TrimSpace(out)), 256)}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/redact"
 )
 
 // Discord posts the Slack payload to the webhook's Slack-compatible endpoint
@@ -18,12 +17,9 @@ type Discord struct {
 }
 
 func newDiscord(opts Options) (*Discord, error) {
-	if err := requireAddress(opts); err != nil {
+	u, err := webhookAddress(opts)
+	if err != nil {
 		return nil, err
-	}
-	u, err := redact.ParseURL(opts.Address)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("discord provider: the address is not a URL%s", urlReason(err))
 	}
 	if !strings.HasSuffix(u.Path, "/slack") {
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/slack"

@@ -2,13 +2,11 @@ package notifier
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/webhook"
 )
 
 // Generic POSTs the event JSON with header `gotk-component:
@@ -32,13 +30,6 @@ func newGeneric(opts Options, withHMAC bool) (*Generic, error) {
 	return &Generic{address: opts.Address, token: opts.Token, headers: opts.Headers, hmac: withHMAC, client: opts.Client}, nil
 }
 
-// Signature returns `sha256=<hex HMAC-SHA256(body, key)>`, the X-Signature value.
-func Signature(body, key []byte) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
-
 // Post sends ev.
 func (g *Generic) Post(ctx context.Context, ev *events.Event) error {
 	body, err := json.Marshal(ev)
@@ -51,7 +42,7 @@ func (g *Generic) Post(ctx context.Context, ev *events.Event) error {
 	}
 	headers["gotk-component"] = ev.ReportingController
 	if g.hmac {
-		headers["X-Signature"] = Signature(body, []byte(g.token))
+		headers["X-Signature"] = webhook.GitHubSignature(body, g.token)
 	}
 	if _, err := g.client.PostJSON(ctx, g.address, body, headers); err != nil {
 		return fmt.Errorf("generic: %w", err)

@@ -20,15 +20,9 @@ type GitHub struct {
 }
 
 func newGitHub(opts Options) (*GitHub, error) {
-	if err := requireAddress(opts); err != nil {
-		return nil, err
-	}
-	if opts.Token == "" {
-		return nil, fmt.Errorf("github provider: the secret has no token key")
-	}
-	base, project, err := repoAddress(opts.Address)
+	base, project, err := gitAddress(opts)
 	if err != nil {
-		return nil, fmt.Errorf("github provider: %w", err)
+		return nil, err
 	}
 	api := base.String() + "/api/v3"
 	if base.Host == "github.com" {
@@ -48,10 +42,7 @@ func (g *GitHub) Post(ctx context.Context, ev *events.Event) error {
 	if ev.Severity == events.SeverityError {
 		state = "failure"
 	}
-	desc := statusDescription(ev)
-	if len(desc) > 140 {
-		desc = desc[:140]
-	}
+	desc := events.Truncate(statusDescription(ev), 140) // GitHub's limit
 	body, _ := json.Marshal(map[string]string{"state": state, "context": statusID(ev, g.uid), "description": desc})
 	url := fmt.Sprintf("%s/repos/%s/%s/statuses/%s", g.api, g.owner, g.repo, sha)
 	headers := map[string]string{"Authorization": "Bearer " + g.token, "Accept": "application/vnd.github+json"}

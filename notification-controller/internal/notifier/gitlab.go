@@ -19,15 +19,9 @@ type GitLab struct {
 }
 
 func newGitLab(opts Options) (*GitLab, error) {
-	if err := requireAddress(opts); err != nil {
-		return nil, err
-	}
-	if opts.Token == "" {
-		return nil, fmt.Errorf("gitlab provider: the secret has no token key")
-	}
-	base, project, err := repoAddress(opts.Address)
+	base, project, err := gitAddress(opts)
 	if err != nil {
-		return nil, fmt.Errorf("gitlab provider: %w", err)
+		return nil, err
 	}
 	return &GitLab{api: base.String() + "/api/v4", project: project, token: opts.Token, uid: opts.ProviderUID, client: opts.Client}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/redact"
 )
 
 // MSTeams posts to Microsoft Teams in the schema the address takes. Flux
@@ -23,12 +22,9 @@ type MSTeams struct {
 }
 
 func newMSTeams(opts Options) (*MSTeams, error) {
-	if err := requireAddress(opts); err != nil {
+	u, err := webhookAddress(opts)
+	if err != nil {
 		return nil, err
-	}
-	u, err := redact.ParseURL(opts.Address)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("msteams provider: the address is not a URL%s", urlReason(err))
 	}
 	return &MSTeams{address: opts.Address, legacy: isTeamsConnector(u), client: opts.Client}, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/redact"
 )
 
 // Notifier sends one event to one destination. Post returns when the
@@ -116,6 +117,34 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// webhookAddress checks a chat provider's address: set, and a URL with a
+// host; errors say why without the address.
+func webhookAddress(opts Options) (*url.URL, error) {
+	if err := requireAddress(opts); err != nil {
+		return nil, err
+	}
+	u, err := redact.ParseURL(opts.Address)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("%s provider: the address is not a URL%s", opts.Type, urlReason(err))
+	}
+	return u, nil
+}
+
+// gitAddress checks a commit-status provider's options: a token, and an
+// address that is an http(s) repository URL, split as repoAddress does.
+func gitAddress(opts Options) (base *url.URL, project string, err error) {
+	if err := requireAddress(opts); err != nil {
+		return nil, "", err
+	}
+	if opts.Token == "" {
+		return nil, "", fmt.Errorf("%s provider: the secret has no token key", opts.Type)
+	}
+	if base, project, err = repoAddress(opts.Address); err != nil {
+		return nil, "", fmt.Errorf("%s provider: %w", opts.Type, err)
+	}
+	return base, project, nil
 }
 
 func requireAddress(opts Options) error {

@@ -51,6 +51,17 @@ func newRecorder(t *testing.T, answer func(n int) (int, string)) *recorder {
 
 var fastRetry = Retry{Max: 2, Min: time.Millisecond, Cap: 5 * time.Millisecond}
 
+// newNotifier is New with a fast-retrying client.
+func newNotifier(t *testing.T, opts Options) Notifier {
+	t.Helper()
+	opts.Client = NewClient(fastRetry, nil)
+	n, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func testEvent(severity, reason string, md map[string]string) *events.Event {
 	return &events.Event{
 		InvolvedObject: corev1.ObjectReference{Kind: "Kustomization", Namespace: "flux-system", Name: "apps",
@@ -66,11 +77,7 @@ const sha = "0123456789abcdef0123456789abcdef01234567"
 // on a local server posts the status to <host>/api/v3/repos/<owner>/<repo>/statuses/<sha>.
 func TestGitHubCommitStatus(t *testing.T) {
 	srv := newRecorder(t, nil)
-	n, err := New(Options{Type: "github", Address: srv.URL + "/acme/platform.git", Token: "ghp_secret", ProviderUID: "4e8a9c1d-aaaa-bbbb",
-		Client: NewClient(fastRetry, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := newNotifier(t, Options{Type: "github", Address: srv.URL + "/acme/platform.git", Token: "ghp_secret", ProviderUID: "4e8a9c1d-aaaa-bbbb"})
 	if err := n.Post(context.Background(), testEvent("info", "ReconciliationSucceeded", map[string]string{"revision": "main@sha1:" + sha})); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +104,7 @@ func TestGitHubCommitStatus(t *testing.T) {
 		}
 	}
 	// A revision that is not a commit is an error, not a guess.
-	err = n.Post(context.Background(), testEvent("info", "Succeeded", map[string]string{"revision": "v1.0.0@sha256:abc"}))
+	err := n.Post(context.Background(), testEvent("info", "Succeeded", map[string]string{"revision": "v1.0.0@sha256:abc"}))
 	if err == nil || !strings.Contains(err.Error(), "not a Git commit") {
 		t.Errorf("OCI revision: %v", err)
 	}
@@ -107,11 +114,7 @@ func TestGitHubCommitStatus(t *testing.T) {
 // in PRIVATE-TOKEN, the commit comes from originRevision before revision.
 func TestGitLabCommitStatus(t *testing.T) {
 	srv := newRecorder(t, nil)
-	n, err := New(Options{Type: "gitlab", Address: srv.URL + "/group/sub/project", Token: "glpat-secret", ProviderUID: "77aa-1",
-		Client: NewClient(fastRetry, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := newNotifier(t, Options{Type: "gitlab", Address: srv.URL + "/group/sub/project", Token: "glpat-secret", ProviderUID: "77aa-1"})
 	other := strings.Repeat("f", 40)
 	if err := n.Post(context.Background(), testEvent("error", "BuildFailed", map[string]string{"revision": "main@sha1:" + other, "originRevision": "sha1:" + sha})); err != nil {
 		t.Fatal(err)
@@ -136,11 +139,7 @@ func TestSlackToken(t *testing.T) {
 		}
 		return 200, `{"ok":false,"error":"channel_not_found"}`
 	})
-	n, err := New(Options{Type: "slack", Address: srv.URL + "/api/chat.postMessage", Token: "xoxb-secret", Channel: "C123", Username: "flux",
-		Client: NewClient(fastRetry, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := newNotifier(t, Options{Type: "slack", Address: srv.URL + "/api/chat.postMessage", Token: "xoxb-secret", Channel: "C123", Username: "flux"})
 	ev := testEvent("info", "ReconciliationSucceeded", map[string]string{"revision": "main@sha1:" + sha, "summary": "prod"})
 	if err := n.Post(context.Background(), ev); err != nil {
 		t.Fatal(err)
@@ -161,7 +160,7 @@ func TestSlackToken(t *testing.T) {
 		msg.Attachments[0].Fields[0].Title != "revision" || msg.Attachments[0].Fields[1].Title != "summary" {
 		t.Errorf("payload %s", srv.bodies[0])
 	}
-	err = n.Post(context.Background(), ev)
+	err := n.Post(context.Background(), ev)
 	if err == nil || !strings.Contains(err.Error(), "channel_not_found") || strings.Contains(err.Error(), "xoxb") || strings.Contains(err.Error(), srv.URL) {
 		t.Errorf("not-ok answer: %v", err)
 	}
@@ -174,10 +173,7 @@ func TestSlackToken(t *testing.T) {
 func TestDiscord(t *testing.T) {
 	srv := newRecorder(t, func(int) (int, string) { return 204, "" })
 	ev := testEvent("error", "BuildFailed", map[string]string{"revision": "main@sha1:" + sha})
-	d, err := New(Options{Type: "discord", Address: srv.URL + "/api/webhooks/1/tok", Client: NewClient(fastRetry, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := newNotifier(t, Options{Type: "discord", Address: srv.URL + "/api/webhooks/1/tok"})
 	if err := d.Post(context.Background(), ev); err != nil {
 		t.Fatal(err)
 	}
@@ -198,43 +194,37 @@ func TestTeams(t *testing.T) {
 	}
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	md := map[string]string{"revision": "main@sha1:" + sha, "summary": "prod cluster", "env": "prod"}
+	// connector is the legacy MessageCard, workflows the Adaptive Card; only
+	// the colour of an error differs between severities.
+	connector := func(themeColor string) string {
+		return `{
+			"@type": "MessageCard", "@context": "http://schema.org/extensions", "themeColor": "` + themeColor + `",
+			"summary": "kustomization/apps.flux-system",
+			"sections": [{"activityTitle": "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line",
+				"activitySubtitle": "kustomization/apps.flux-system",
+				"facts": [{"name": "env", "value": "prod"}, {"name": "revision", "value": "main@sha1:` + sha + `"},
+					{"name": "summary", "value": "prod cluster"}]}]}`
+	}
+	workflows := func(color string) string {
+		return `{
+			"type": "message",
+			"attachments": [{"contentType": "application/vnd.microsoft.card.adaptive", "content": {
+				"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard", "version": "1.4",
+				"msteams": {"width": "Full"},
+				"body": [{"type": "Container", "items": [
+					{"type": "TextBlock", "text": "kustomization/apps.flux-system", "size": "large", "weight": "bolder", "wrap": true},
+					{"type": "TextBlock", "text": "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line", ` + color + `"wrap": true},
+					{"type": "FactSet", "facts": [{"title": "summary", "value": "prod cluster"}, {"title": "env", "value": "prod"},
+						{"title": "revision", "value": "main@sha1:` + sha + `"}]}]}]}}]}`
+	}
 	cases := []struct {
 		name, address, severity, want string
 	}{
-		{"connector, error", "http://acme.webhook.office.com:" + port + "/webhookb2/x/IncomingWebhook/y", "error", `{
-			"@type": "MessageCard", "@context": "http://schema.org/extensions", "themeColor": "FF0000",
-			"summary": "kustomization/apps.flux-system",
-			"sections": [{"activityTitle": "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line",
-				"activitySubtitle": "kustomization/apps.flux-system",
-				"facts": [{"name": "env", "value": "prod"}, {"name": "revision", "value": "main@sha1:` + sha + `"},
-					{"name": "summary", "value": "prod cluster"}]}]}`},
-		{"connector, info", "http://ACME.webhook.office.com:" + port + "/webhookb2/x", "info", `{
-			"@type": "MessageCard", "@context": "http://schema.org/extensions", "themeColor": "0076D7",
-			"summary": "kustomization/apps.flux-system",
-			"sections": [{"activityTitle": "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line",
-				"activitySubtitle": "kustomization/apps.flux-system",
-				"facts": [{"name": "env", "value": "prod"}, {"name": "revision", "value": "main@sha1:` + sha + `"},
-					{"name": "summary", "value": "prod cluster"}]}]}`},
-		{"workflows, error", "http://prod-01.westeurope.logic.azure.com:" + port + "/workflows/abc/triggers/manual/paths/invoke", "error", `{
-			"type": "message",
-			"attachments": [{"contentType": "application/vnd.microsoft.card.adaptive", "content": {
-				"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard", "version": "1.4",
-				"msteams": {"width": "Full"},
-				"body": [{"type": "Container", "items": [
-					{"type": "TextBlock", "text": "kustomization/apps.flux-system", "size": "large", "weight": "bolder", "wrap": true},
-					{"type": "TextBlock", "text": "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line", "color": "attention", "wrap": true},
-					{"type": "FactSet", "facts": [{"title": "summary", "value": "prod cluster"}, {"title": "env", "value": "prod"},
-						{"title": "revision", "value": "main@sha1:` + sha + `"}]}]}]}}]}`},
-		{"workflows, info", srv.URL + "/workflows/x", "info", `{
-			"type": "message",
-			"attachments": [{"contentType": "application/vnd.microsoft.card.adaptive", "content": {
-				"$schema": "http://adaptivecards.io/schemas/adaptive-card.json", "type": "AdaptiveCard", "version": "1.4",
-				"msteams": {"width": "Full"},
-				"body": [{"type": "Container", "items": [
-					{"type": "TextBlock", "text": "kustomization/apps.flux-system", "size": "large", "weight": "bolder", "wrap": true},
-					{"type": "TextBlock", "text": "Reconciliation finished in 1.2s, next run in 10m0s\nsecond line", "wrap": true},
-					{"type": "FactSet", "facts": [{"title": "summary", "value": "prod cluster"}, {"title": "env", "value": "prod"},
-						{"title": "revision", "value": "main@sha1:` + sha + `"}]}]}]}}]}`},
+		{"connector, error", "http://acme.webhook.office.com:" + port + "/webhookb2/x/IncomingWebhook/y", "error", connector("FF0000")},
+		{"connector, info", "http://ACME.webhook.office.com:" + port + "/webhookb2/x", "info", connector("0076D7")},
+		{"workflows, error", "http://prod-01.westeurope.logic.azure.com:" + port + "/workflows/abc/triggers/manual/paths/invoke", "error",
+			workflows(`"color": "attention", `)},
+		{"workflows, info", srv.URL + "/workflows/x", "info", workflows("")},
 	}
 	for i, c := range cases {
 		m, err := New(Options{Type: "msteams", Address: c.address, Client: NewClient(fastRetry, tr)})

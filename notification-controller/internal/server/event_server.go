@@ -10,17 +10,20 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/go-logr/logr"
+	lru "github.com/hashicorp/golang-lru/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -37,13 +40,24 @@ const (
 // DefaultDedupKeys bounds the dedup memory: 2^16 keys.
 const DefaultDedupKeys = 1 << 16
 
+// Sizes of the delivery queue: deliveries run on DeliveryWorkers workers
+// and at most DeliveryQueueSize wait; past that a delivery is dropped and
+// counted in `eddy_event_queue_dropped_total{queue="delivery"}`, so a
+// burst of events to a slow or unreachable provider costs neither a
+// goroutine per delivery nor unbounded memory.
+const (
+	DeliveryWorkers   = 8
+	DeliveryQueueSize = 512
+)
+
 // EventServer routes Flux events to the Providers of matching Alerts.
 //
 // Flux compatible (contract §6.1, §6.2): any path and method; 413 over
 // MaxBodyBytes; 400 for a body that is not an event; metadata cleaned to
 // `event.toolkit.fluxcd.io/*` and `<group>/*` keys; 429 for a repeat of the
 // same (object, message, revision, origin revision, token) within the rate
-// limit interval; otherwise 202, with delivery in the background.
+// limit interval; otherwise 202, with delivery in the background (queued:
+// see DeliveryWorkers).
 type EventServer struct {
 	// Client reads Alerts, Providers and involved objects' labels.
 	Client client.Client
@@ -58,13 +72,26 @@ type EventServer struct {
 	Log   logr.Logger
 
 	dedup *dedup
+	queue *events.Queue
+
+	clientsMu sync.Mutex
+	clients   *lru.Cache[types.UID, providerClient]
 }
 
 // NewEventServer returns an EventServer that drops repeats within
-// rateLimit (0 disables the dedup).
+// rateLimit (0 disables the dedup), with its delivery workers started.
 func NewEventServer(c client.Client, secrets client.Reader, rec record.EventRecorder, rateLimit time.Duration, log logr.Logger) *EventServer {
-	return &EventServer{Client: c, Secrets: secrets, Recorder: rec, Log: log, dedup: newDedup(rateLimit, DefaultDedupKeys)}
+	return &EventServer{Client: c, Secrets: secrets, Recorder: rec, Log: log, dedup: newDedup(rateLimit, DefaultDedupKeys),
+		queue: events.NewQueue("delivery", DeliveryWorkers, DeliveryQueueSize)}
 }
+
+// Wait blocks until the deliveries queued so far are done: every event
+// answered 202 before the call has reached its providers (or failed).
+func (s *EventServer) Wait() { s.queue.Wait() }
+
+// Close stops the delivery workers: deliveries under way are abandoned,
+// queued ones dropped. The binary never closes its server; tests do.
+func (s *EventServer) Close() { s.queue.Close() }
 
 // ServeHTTP handles one event.
 func (s *EventServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +101,7 @@ func (s *EventServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cleanupMetadata(ev)
-	if !s.dedup.allow(dedupKey(ev), time.Now()) {
+	if !s.dedup.allow(dedupKey(ev)) {
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}
@@ -89,7 +116,9 @@ func (s *EventServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, t := range targets {
-		go s.dispatch(t)
+		if !s.queue.Add(func(ctx context.Context) { s.dispatch(ctx, t) }) {
+			s.Log.V(1).Info("delivery dropped: the queue is full", "alert", t.alert.Namespace+"/"+t.alert.Name, "object", objRef(ev))
+		}
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
@@ -326,12 +355,12 @@ func presented(ev *events.Event, a *notificationv1beta3.Alert) *events.Event {
 
 // dispatch delivers one event within the provider's timeout (default 15s)
 // and records a failure as a Warning event on the Alert.
-func (s *EventServer) dispatch(t target) {
+func (s *EventServer) dispatch(ctx context.Context, t target) {
 	timeout := time.Duration(notificationv1beta3.DefaultProviderTimeoutSeconds) * time.Second
 	if t.provider.Spec.Timeout != nil {
 		timeout = t.provider.Spec.Timeout.Duration
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	log := s.Log.WithValues("alert", t.alert.Namespace+"/"+t.alert.Name, "provider", t.provider.Name, "object", objRef(t.event))
 	n, err := s.notifier(ctx, t.provider)

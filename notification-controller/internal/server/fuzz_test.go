@@ -16,7 +16,7 @@ import (
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
-	"github.com/eddyops/eddy/notification-controller/webhook"
+	"github.com/eddyops/eddy/pkg/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -70,7 +70,8 @@ func FuzzEventHandler(f *testing.F) {
 				ExclusionList: []string{"^never$"}}},
 	).Build()
 	s := NewEventServer(c, c, nil, time.Minute, logr.Discard())
-	s.dedup.max = 64
+	s.dedup = newDedup(time.Minute, 64)
+	defer s.Close()
 	s.Retry = &notifier.Retry{Max: 0}
 	f.Fuzz(func(t *testing.T, body []byte, method, path, contentType string) {
 		if !validMethod(method) {
@@ -89,11 +90,8 @@ func FuzzEventHandler(f *testing.F) {
 		if len(body) > MaxBodyBytes && w.Code != http.StatusRequestEntityTooLarge {
 			t.Fatalf("a %d-byte body answered %d, want 413", len(body), w.Code)
 		}
-		s.dedup.mu.Lock()
-		n := len(s.dedup.seen)
-		s.dedup.mu.Unlock()
-		if n > s.dedup.max {
-			t.Fatalf("dedup holds %d keys, more than %d", n, s.dedup.max)
+		if n := s.dedup.len(); n > 64 {
+			t.Fatalf("dedup holds %d keys, more than 64", n)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -11,7 +12,9 @@ import (
 
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
+	lru "github.com/hashicorp/golang-lru/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -47,7 +50,11 @@ func (s *EventServer) notifier(ctx context.Context, p *notificationv1beta3.Provi
 			}
 		}
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	var (
+		proxyURL *url.URL
+		tlsCfg   *tls.Config
+		key      = sha256.New() // what the transport is made of, secrets included
+	)
 	if p.Spec.ProxySecretRef != nil {
 		sec, err := s.secret(ctx, p.Namespace, p.Spec.ProxySecretRef.Name)
 		if err != nil {
@@ -60,13 +67,16 @@ func (s *EventServer) notifier(ctx context.Context, p *notificationv1beta3.Provi
 		if user, ok := sec.Data["username"]; ok {
 			u.User = url.UserPassword(string(user), string(sec.Data["password"]))
 		}
-		tr.Proxy = http.ProxyURL(u)
+		proxyURL = u
 	} else if proxy != "" {
 		u, err := url.Parse(proxy)
 		if err != nil || u.Host == "" {
 			return nil, fmt.Errorf("provider %s: the proxy is not a URL", p.Name)
 		}
-		tr.Proxy = http.ProxyURL(u)
+		proxyURL = u
+	}
+	if proxyURL != nil {
+		fmt.Fprintf(key, "proxy %q\n", proxyURL.String())
 	}
 	if p.Spec.CertSecretRef != nil {
 		sec, err := s.secret(ctx, p.Namespace, p.Spec.CertSecretRef.Name)
@@ -80,6 +90,7 @@ func (s *EventServer) notifier(ctx context.Context, p *notificationv1beta3.Provi
 				return nil, fmt.Errorf("secret %s: key ca.crt holds no PEM certificate", p.Spec.CertSecretRef.Name)
 			}
 			cfg.RootCAs = pool
+			fmt.Fprintf(key, "ca %q\n", ca)
 		}
 		if crt, ok := sec.Data["tls.crt"]; ok {
 			pair, err := tls.X509KeyPair(crt, sec.Data["tls.key"])
@@ -87,15 +98,57 @@ func (s *EventServer) notifier(ctx context.Context, p *notificationv1beta3.Provi
 				return nil, fmt.Errorf("secret %s: keys tls.crt and tls.key are not a key pair", p.Spec.CertSecretRef.Name)
 			}
 			cfg.Certificates = []tls.Certificate{pair}
+			fmt.Fprintf(key, "cert %q %q\n", crt, sec.Data["tls.key"])
 		}
-		tr.TLSClientConfig = cfg
+		tlsCfg = cfg
+		fmt.Fprintf(key, "tls\n")
+	}
+	opts.Client = s.client(p.UID, [32]byte(key.Sum(nil)), func() http.RoundTripper {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if proxyURL != nil {
+			tr.Proxy = http.ProxyURL(proxyURL)
+		}
+		if tlsCfg != nil {
+			tr.TLSClientConfig = tlsCfg
+		}
+		return tr
+	})
+	return notifier.New(opts)
+}
+
+// providerClient is the HTTP client of one Provider and what it was made of.
+type providerClient struct {
+	key    [32]byte
+	client *notifier.Client
+}
+
+// maxProviderClients bounds the cached clients (and their idle
+// connections); the least recently used is closed first.
+const maxProviderClients = 1024
+
+// client returns the Provider uid's client: the cached one while its
+// proxy and TLS settings (key) are unchanged, so deliveries share one
+// transport and its connections, else a new one over newTransport.
+func (s *EventServer) client(uid types.UID, key [32]byte, newTransport func() http.RoundTripper) *notifier.Client {
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	if s.clients == nil {
+		s.clients, _ = lru.NewWithEvict(maxProviderClients, func(_ types.UID, pc providerClient) { pc.client.CloseIdleConnections() })
+	}
+	pc, ok := s.clients.Get(uid)
+	if ok && pc.key == key {
+		return pc.client
+	}
+	if ok {
+		pc.client.CloseIdleConnections() // its settings changed
 	}
 	retry := notifier.DefaultRetry
 	if s.Retry != nil {
 		retry = *s.Retry
 	}
-	opts.Client = notifier.NewClient(retry, tr)
-	return notifier.New(opts)
+	c := notifier.NewClient(retry, newTransport())
+	s.clients.Add(uid, providerClient{key: key, client: c})
+	return c
 }
 
 func (s *EventServer) secret(ctx context.Context, ns, name string) (*corev1.Secret, error) {

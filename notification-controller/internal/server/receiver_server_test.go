@@ -10,7 +10,7 @@ import (
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/notification-controller/webhook"
+	"github.com/eddyops/eddy/pkg/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	"github.com/eddyops/eddy/pkg/events"
 	"github.com/google/go-github/v84/github"
 )
 
@@ -93,7 +94,7 @@ func allow(allowed []string, event, sender string) error {
 			return nil
 		}
 	}
-	return errVerify{fmt.Sprintf("%s event %q is not in the receiver's events", sender, truncate(event, 64))}
+	return errVerify{fmt.Sprintf("%s event %q is not in the receiver's events", sender, events.Truncate(event, 64))}
 }
 
 func verifyHMAC(header string, token, body []byte) error {
@@ -122,11 +123,4 @@ func verifyHMAC(header string, token, body []byte) error {
 		return errVerify{"the HMAC signature does not verify"}
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

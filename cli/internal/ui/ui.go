@@ -1,21 +1,23 @@
-package main
+// Package ui prints the eddy command's progress the way the flux CLI does,
+// and lays out tables by their width on screen.
+package ui
 
 import (
 	"fmt"
-	"github.com/charmbracelet/x/ansi"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"golang.org/x/term"
 )
 
-// ui prints flux-style progress lines: ► action, ◎ waiting, ✔ done,
+// UI prints flux-style progress lines: ► action, ◎ waiting, ✔ done,
 // ✗ failure, ⚠ warning. Colour and the spinner only on a terminal (and not
 // with NO_COLOR).
-type ui struct {
+type UI struct {
 	out   io.Writer
 	color bool
 	tty   bool
@@ -25,8 +27,9 @@ type ui struct {
 	spinMsg string
 }
 
-func newUI(out io.Writer) *ui {
-	u := &ui{out: out}
+// New returns a UI that writes to out.
+func New(out io.Writer) *UI {
+	u := &UI{out: out}
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		u.tty, u.fd = true, int(f.Fd())
 		u.color = os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
@@ -34,36 +37,43 @@ func newUI(out io.Writer) *ui {
 	return u
 }
 
-func (u *ui) paint(code, s string) string {
+// Paint wraps s in the SGR colour code (e.g. "32" green, "1" bold) when
+// colour is on.
+func (u *UI) Paint(code, s string) string {
 	if !u.color {
 		return s
 	}
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
-func (u *ui) line(sym, code, format string, args ...any) {
+func (u *UI) line(sym, code, format string, args ...any) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.spinMsg != "" {
 		fmt.Fprint(u.out, "\r\x1b[2K")
 	}
-	fmt.Fprintf(u.out, "%s %s\n", u.paint(code, sym), fmt.Sprintf(format, args...))
+	fmt.Fprintf(u.out, "%s %s\n", u.Paint(code, sym), fmt.Sprintf(format, args...))
 }
 
-func (u *ui) Action(format string, args ...any)  { u.line("►", "34", format, args...) }
-func (u *ui) Waiting(format string, args ...any) { u.line("◎", "33", format, args...) }
-func (u *ui) Success(format string, args ...any) { u.line("✔", "32", format, args...) }
-func (u *ui) Failure(format string, args ...any) { u.line("✗", "31", format, args...) }
-func (u *ui) Warning(format string, args ...any) { u.line("⚠", "33", format, args...) }
-func (u *ui) Info(format string, args ...any)    { u.line(" ", "0", format, args...) }
-func (u *ui) Alert(format string, args ...any)   { u.line("◆", "35", format, args...) }
+// Out is the writer the UI prints to.
+func (u *UI) Out() io.Writer { return u.out }
+
+// Action, Waiting, Success, Failure, Warning, Info and Alert print one line
+// with their symbol (format as fmt.Sprintf), erasing a running spinner first.
+func (u *UI) Action(format string, args ...any)  { u.line("►", "34", format, args...) }
+func (u *UI) Waiting(format string, args ...any) { u.line("◎", "33", format, args...) }
+func (u *UI) Success(format string, args ...any) { u.line("✔", "32", format, args...) }
+func (u *UI) Failure(format string, args ...any) { u.line("✗", "31", format, args...) }
+func (u *UI) Warning(format string, args ...any) { u.line("⚠", "33", format, args...) }
+func (u *UI) Info(format string, args ...any)    { u.line(" ", "0", format, args...) }
+func (u *UI) Alert(format string, args ...any)   { u.line("◆", "35", format, args...) }
 
 // Spin shows msg with a spinner and the elapsed time until the returned
 // function is called; calling it again does nothing. Off a terminal it
 // prints msg once as a waiting line. The spinner's line is cut to the
 // terminal's width: a line that wrapped could not be erased by "\r\x1b[2K",
 // and each frame would leave its first rows behind.
-func (u *ui) Spin(msg string) (stop func()) {
+func (u *UI) Spin(msg string) (stop func()) {
 	if !u.tty {
 		u.Waiting("%s", msg)
 		return func() {}
@@ -84,9 +94,9 @@ func (u *ui) Spin(msg string) (stop func()) {
 			if cols, _, err := term.GetSize(u.fd); err == nil && cols > 0 {
 				// The frame and its space take 2 columns; the last column is
 				// left free, where some terminals wrap at once.
-				text = truncate(text, cols-3)
+				text = Truncate(text, cols-3)
 			}
-			fmt.Fprintf(u.out, "\r\x1b[2K%s %s", u.paint("33", frames[i%len(frames)]), text)
+			fmt.Fprintf(u.out, "\r\x1b[2K%s %s", u.Paint("33", frames[i%len(frames)]), text)
 			u.mu.Unlock()
 			select {
 			case <-stopC:
@@ -109,7 +119,7 @@ func (u *ui) Spin(msg string) (stop func()) {
 }
 
 // SetSpin changes the message of the running spinner.
-func (u *ui) SetSpin(msg string) {
+func (u *UI) SetSpin(msg string) {
 	u.mu.Lock()
 	if u.spinMsg != "" {
 		u.spinMsg = msg
@@ -117,34 +127,34 @@ func (u *ui) SetSpin(msg string) {
 	u.mu.Unlock()
 }
 
-// oneLine shortens s to its first line.
-func oneLine(s string) string {
+// OneLine shortens s to its first line.
+func OneLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
 }
 
-// visibleWidth is the number of terminal columns s takes: escape sequences
+// VisibleWidth is the number of terminal columns s takes: escape sequences
 // (colours) take none, East Asian wide runes two, combining marks none.
-func visibleWidth(s string) int { return ansi.StringWidth(s) }
+func VisibleWidth(s string) int { return ansi.StringWidth(s) }
 
-// stripEscapes removes ANSI escape sequences (colours, erasing) from s.
-func stripEscapes(s string) string { return ansi.Strip(s) }
+// StripEscapes removes ANSI escape sequences (colours, erasing) from s.
+func StripEscapes(s string) string { return ansi.Strip(s) }
 
-// truncate cuts s to at most n columns, ending in "…" when it cut.
-func truncate(s string, n int) string { return ansi.Truncate(s, max(n, 0), "…") }
+// Truncate cuts s to at most n columns, ending in "…" when it cut.
+func Truncate(s string, n int) string { return ansi.Truncate(s, max(n, 0), "…") }
 
-// writeTable writes rows (the header first) as left-aligned columns gap
+// WriteTable writes rows (the header first) as left-aligned columns gap
 // spaces apart, each as wide as its widest cell on screen: unlike
-// text/tabwriter it measures visibleWidth, so coloured cells line up with
+// text/tabwriter it measures VisibleWidth, so coloured cells line up with
 // plain ones. The last column is not padded.
-func writeTable(w io.Writer, rows [][]string, gap int) error {
+func WriteTable(w io.Writer, rows [][]string, gap int) error {
 	var widths []int
 	for _, r := range rows {
 		for i, c := range r {
 			if i >= len(widths) {
 				widths = append(widths, 0)
 			}
-			widths[i] = max(widths[i], visibleWidth(c))
+			widths[i] = max(widths[i], VisibleWidth(c))
 		}
 	}
 	var b strings.Builder
@@ -152,7 +162,7 @@ func writeTable(w io.Writer, rows [][]string, gap int) error {
 		for i, c := range r {
 			b.WriteString(c)
 			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-visibleWidth(c)+gap))
+				b.WriteString(strings.Repeat(" ", widths[i]-VisibleWidth(c)+gap))
 			}
 		}
 		b.WriteByte('\n')

@@ -1,6 +1,7 @@
 // Package webhook holds what a webhook sender needs to reach an Eddy
 // Receiver, for tools such as `eddy dev` and for tests: the receiver path,
-// and a signed GitHub push payload.
+// and a signed GitHub push payload; and the one HMAC-SHA256 signer of the
+// tree, also used by notification-controller's generic-hmac provider.
 //
 // Flux compatible: the path is `/hook/` + hex(sha256(token + name +
 // namespace)) (notification-controller api/v1 GetWebhookPath), served by
@@ -27,8 +28,10 @@ func Path(token, name, namespace string) string {
 	return notificationv1.ReceiverWebhookPath + hex.EncodeToString(sum[:])
 }
 
-// GitHubSignature returns the `X-Hub-Signature-256` header value of body:
-// `sha256=<hex HMAC-SHA256(body, token)>`.
+// GitHubSignature returns `sha256=<hex HMAC-SHA256(body, token)>`: the
+// value of GitHub's `X-Hub-Signature-256` header, and of the `X-Signature`
+// header Flux's generic-hmac provider sends (forwarder.go), which is the
+// same form.
 func GitHubSignature(body []byte, token string) string {
 	mac := hmac.New(sha256.New, []byte(token))
 	mac.Write(body)

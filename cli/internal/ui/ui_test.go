@@ -1,10 +1,7 @@
-package main
+package ui
 
 import (
 	"bytes"
-	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -13,16 +10,16 @@ import (
 // column on screen in every row, whatever escape sequences or wide runes a
 // cell holds.
 func TestWriteTableAlignsOnVisibleWidth(t *testing.T) {
-	u := &ui{color: true}
+	u := &UI{color: true}
 	rows := [][]string{
 		{"STEP", "RESULT", "TIME", "OBSERVED"},
-		{"1 first sync", u.paint("32", "ok"), "12.3s", "12 objects applied"},
-		{"2 drift corrected", u.paint("31", "failed"), "1.1s", u.paint("1", "bold") + " and plain"},
+		{"1 first sync", u.Paint("32", "ok"), "12.3s", "12 objects applied"},
+		{"2 drift corrected", u.Paint("31", "failed"), "1.1s", u.Paint("1", "bold") + " and plain"},
 		{"3 commit: scale cart-api 2 → 4", "ok", "900ms", "日本語 wide runes"},
 		{"4 日本", "ok", "1s", "x"},
 	}
 	var out bytes.Buffer
-	if err := writeTable(&out, rows, 2); err != nil {
+	if err := WriteTable(&out, rows, 2); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "\x1b[32mok\x1b[0m") {
@@ -41,7 +38,7 @@ func TestWriteTableAlignsOnVisibleWidth(t *testing.T) {
 			if i < 0 {
 				t.Fatalf("line %d %q does not hold cell %q", n, lines[n], cell)
 			}
-			s = append(s, visibleWidth(lines[n][:at+i]))
+			s = append(s, VisibleWidth(lines[n][:at+i]))
 			at += i + len(cell)
 		}
 		return s
@@ -51,7 +48,7 @@ func TestWriteTableAlignsOnVisibleWidth(t *testing.T) {
 		for i, got := range starts(n) {
 			if got != header[i] {
 				t.Errorf("row %d: column %s starts at screen column %d, its header at %d:\n%s",
-					n, rows[0][i], got, header[i], stripEscapes(out.String()))
+					n, rows[0][i], got, header[i], StripEscapes(out.String()))
 			}
 		}
 	}
@@ -75,8 +72,8 @@ func TestVisibleWidth(t *testing.T) {
 		"\x1b]0;title\x07visible":    7,
 		"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\": 4,
 	} {
-		if got := visibleWidth(s); got != want {
-			t.Errorf("visibleWidth(%q) = %d, want %d", s, got, want)
+		if got := VisibleWidth(s); got != want {
+			t.Errorf("VisibleWidth(%q) = %d, want %d", s, got, want)
 		}
 	}
 }
@@ -95,9 +92,9 @@ func TestTruncate(t *testing.T) {
 		{"日本語の文字", 5, "日本…"},
 		{"anything", 0, ""},
 	} {
-		got := truncate(c.s, c.n)
-		if got != c.want || visibleWidth(got) > c.n {
-			t.Errorf("truncate(%q, %d) = %q (width %d), want %q", c.s, c.n, got, visibleWidth(got), c.want)
+		got := Truncate(c.s, c.n)
+		if got != c.want || VisibleWidth(got) > c.n {
+			t.Errorf("Truncate(%q, %d) = %q (width %d), want %q", c.s, c.n, got, VisibleWidth(got), c.want)
 		}
 	}
 }
@@ -106,40 +103,11 @@ func TestTruncate(t *testing.T) {
 // an early stop): only the first stops it.
 func TestSpinStopTwice(t *testing.T) {
 	var out bytes.Buffer
-	u := &ui{out: &out, tty: true, fd: -1}
+	u := &UI{out: &out, tty: true, fd: -1}
 	stop := u.Spin("waiting")
 	stop()
 	stop()
 	if !strings.Contains(out.String(), "waiting") || !strings.HasSuffix(out.String(), "\r\x1b[2K") {
 		t.Errorf("spinner output %q; want its frame, then the line erased", out.String())
-	}
-}
-
-// TestStopSignalsHonourNohup: `nohup eddy dev up &` must survive the
-// terminal closing, so SIGHUP stops a foreground environment only when the
-// process was not started with SIGHUP ignored (asking to be notified of a
-// signal undoes nohup in Go). The child is this test binary under nohup.
-func TestStopSignalsHonourNohup(t *testing.T) {
-	if os.Getenv("EDDY_TEST_STOP_SIGNALS") == "1" {
-		fmt.Println("stop signals:", stopSignalsOf())
-		return
-	}
-	for _, tc := range []struct {
-		name   string
-		argv   []string
-		hangup bool
-	}{
-		{"plain", []string{os.Args[0]}, true},
-		{"nohup", []string{"nohup", os.Args[0]}, false},
-	} {
-		cmd := exec.Command(tc.argv[0], append(tc.argv[1:], "-test.run=^TestStopSignalsHonourNohup$")...)
-		cmd.Env = append(os.Environ(), "EDDY_TEST_STOP_SIGNALS=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", tc.name, err, out)
-		}
-		if got := strings.Contains(string(out), "hangup"); got != tc.hangup {
-			t.Errorf("%s: SIGHUP among the stop signals = %v, want %v:\n%s", tc.name, got, tc.hangup, out)
-		}
 	}
 }

@@ -1,0 +1,133 @@
+package dev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/eddyops/eddy/cli/internal/ui"
+	"github.com/eddyops/eddy/pkg/localcluster"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Down is `eddy dev down`: it stops the environment of the default state
+// directory (its owner, then any process left), checks its ports are free
+// and removes its state.
+func Down(ctx context.Context, out io.Writer) error {
+	u := ui.New(out)
+	dir, err := DefaultStateDir()
+	if err != nil {
+		return err
+	}
+	s, err := ReadState(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		u.Success("no eddy dev environment is running")
+		return nil
+	}
+	if err != nil {
+		return downUnreadable(ctx, u, dir, err)
+	}
+	pids := []int{}
+	for _, p := range s.Cluster {
+		pids = append(pids, p.PID)
+	}
+	for _, p := range s.Controllers {
+		pids = append(pids, p.PID)
+	}
+	if IsOwner(s.PID) {
+		stopOwner(ctx, u, s.PID, "waiting for the controllers, the Git server and the cluster to stop")
+	}
+	// Children die with their owner (parent-death signal); wait for that
+	// and kill any left, e.g. after the owner itself was killed outright.
+	left := func() []int {
+		var l []int
+		for _, pid := range pids {
+			if Mentions(pid, dir) {
+				l = append(l, pid)
+			}
+		}
+		return l
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		return len(left()) == 0, nil
+	})
+	for _, pid := range left() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	var busy []string
+	for _, port := range s.Ports {
+		if !localcluster.PortFree(port) {
+			busy = append(busy, strconv.Itoa(port))
+		}
+	}
+	removeState(dir)
+	if len(busy) > 0 {
+		return fmt.Errorf("stopped, but ports %s are still in use", strings.Join(busy, ", "))
+	}
+	u.Success("stopped: %d processes ended, %d ports released", len(pids)+1, len(s.Ports))
+	return nil
+}
+
+// removeState removes what an environment leaves in its state directory
+// besides logs/ and the webhook token.
+func removeState(dir string) {
+	for _, sub := range []string{"cluster", "storage", "sync.json", "state.json"} {
+		_ = os.RemoveAll(filepath.Join(dir, sub))
+	}
+	_ = RemoveServed(dir)
+}
+
+// downUnreadable stops an environment whose state file cannot be read
+// (readErr): the process that holds the state directory's lock is its
+// owner, which stops the rest; then the state is removed.
+func downUnreadable(ctx context.Context, u *ui.UI, dir string, readErr error) error {
+	holders, ok := LockHolders(dir)
+	if !ok {
+		return fmt.Errorf("%v: cannot tell which process owns the environment (no /proc): stop it, then remove %s, %s and %s",
+			readErr, filepath.Join(dir, "state.json"), filepath.Join(dir, "cluster"), filepath.Join(dir, "storage"))
+	}
+	u.Warning("%v: stopping the process that holds %s, and removing the state", readErr, filepath.Join(dir, "lock"))
+	stopped := 0
+	for _, pid := range holders {
+		if pid == os.Getpid() || !IsOwner(pid) {
+			continue
+		}
+		stopOwner(ctx, u, pid, "")
+		stopped++
+	}
+	lock, err := Lock(dir)
+	if err != nil {
+		left, _ := LockHolders(dir)
+		return fmt.Errorf("processes %v still hold %s: stop them, then run `eddy dev down` again", left, filepath.Join(dir, "lock"))
+	}
+	defer lock.Close()
+	removeState(dir)
+	u.Success("stopped: %d process(es) ended; the unreadable state file is removed", stopped)
+	return nil
+}
+
+// stopOwner sends SIGTERM to the environment's owner pid and waits up to
+// 60s for it to end (showing spin, when not "", meanwhile), then SIGKILLs it.
+func stopOwner(ctx context.Context, u *ui.UI, pid int, spin string) {
+	u.Action("stopping the environment (pid %d)", pid)
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	stop := func() {}
+	if spin != "" {
+		stop = u.Spin(spin)
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		return !IsOwner(pid), nil
+	})
+	stop()
+	if IsOwner(pid) {
+		u.Warning("pid %d did not stop within 60s: killing it", pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}

@@ -1,0 +1,564 @@
+package dev
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/status"
+	"github.com/eddyops/eddy/cli/internal/ui"
+	"github.com/fluxcd/pkg/apis/meta"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Flags are the flags of `eddy dev up` (and of the hidden `supervise`).
+type Flags struct {
+	// Repo, Path, Branch and TargetNamespace: --repo, --path, --branch and
+	// --target-namespace (defaults in resolveSource).
+	Repo, Path, Branch string
+	TargetNamespace    string
+	Nodes              int  // --nodes: fake nodes
+	Detach             bool // --detach
+	AlertsSink         bool // --alerts-sink
+	InstallHook        bool // --install-hook
+	LockFD             int  // supervise --lock-fd: the inherited lock's file descriptor
+}
+
+// resolveSource applies the defaults of --repo and --path and checks them;
+// with --install-hook it also returns the work tree to install the hook
+// into (see hookTarget).
+func resolveSource(root, dir string, f *Flags) (src *Source, hookTree string, err error) {
+	repo, p := f.Repo, f.Path
+	if repo == "" {
+		repo = filepath.Join(root, "examples", "platform-config")
+		if p == "" {
+			p = "./clusters/dev"
+		}
+	}
+	if p == "" {
+		p = "./"
+	}
+	if src, err = PrepareSource(dir, repo, p, f.Branch); err != nil {
+		return nil, "", err
+	}
+	src.TargetNamespace = f.TargetNamespace
+	if f.InstallHook {
+		if hookTree, err = hookTarget(dir, src, nil); err != nil {
+			return nil, "", err
+		}
+	}
+	return src, hookTree, nil
+}
+
+// hookTarget returns the Git work tree that --install-hook installs into:
+// the repository of src, or the running environment's when src is nil. A
+// remote repository or a snapshot of a plain directory has none (error).
+func hookTarget(dir string, src *Source, running *State) (string, error) {
+	workTree, snapshot, bare := "", false, false
+	switch {
+	case src != nil:
+		workTree, snapshot, bare = src.WorkTree, src.Snapshot, src.Bare
+	case running != nil:
+		workTree = running.WorkTree
+		snapshot = workTree != "" && strings.HasPrefix(workTree, filepath.Join(dir, "git")+string(filepath.Separator))
+		bare = workTree != "" && IsBare(workTree)
+	}
+	if workTree == "" {
+		return "", errors.New("--install-hook needs --repo to be a local Git work tree, not a URL")
+	}
+	if bare {
+		return "", errors.New("--install-hook needs --repo to be a Git work tree: a bare repository gets pushes, not commits (pushes to it are picked up within 1m)")
+	}
+	if snapshot {
+		return "", errors.New("--install-hook needs --repo to be the top of a Git work tree; a plain directory (such as the default example) is synced as a snapshot")
+	}
+	if _, err := CheckHook(workTree); err != nil {
+		return "", fmt.Errorf("--install-hook: %w", err)
+	}
+	return workTree, nil
+}
+
+// installHook installs the post-commit hook into workTree and says so.
+func installHook(u *ui.UI, workTree, dir string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	path, err := InstallHook(workTree, exe, dir)
+	if err != nil {
+		return fmt.Errorf("--install-hook: %w", err)
+	}
+	u.Success("installed the post-commit hook %s: each commit is sent to Receiver %s/%s (created by eddy dev for GitRepository %s/%s)",
+		path, Namespace, HookReceiver, Namespace, SyncName)
+	return nil
+}
+
+// Up is `eddy dev up`: it starts an environment for f and syncs its
+// repository, in the foreground until a stop signal or ctx ends (or, with
+// f.Detach, as a background `eddy dev supervise`); on a running environment
+// it re-points the sync. Progress goes to out, build output to errOut;
+// timeout bounds each wait for the sync.
+func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Flags) error {
+	u := ui.New(out)
+	dir, err := DefaultStateDir()
+	if err != nil {
+		return err
+	}
+	root, err := FindRoot()
+	if err != nil {
+		return err
+	}
+	if s := Running(dir); s != nil {
+		return upRunning(ctx, out, timeout, u, root, dir, s, f)
+	}
+	// The lock first: a second `up` at the same time stops here, before it
+	// touches the state directory (snapshots, logs) of the first.
+	lock, err := Lock(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // the environment's owner holds it (this process, or the supervisor's inherited copy)
+	src, hookTree, err := resolveSource(root, dir, f)
+	if err != nil {
+		return err
+	}
+	if err := EnsureBinaries(root, u, errOut); err != nil {
+		return err
+	}
+	if f.Detach {
+		return upDetached(ctx, out, timeout, u, dir, lock, f, src, hookTree)
+	}
+
+	ctx, stopSignals := signal.NotifyContext(ctx, StopSignals()...)
+	defer stopSignals()
+	begin := time.Now()
+	opts := optionsFor(root, dir, f, u)
+	opts.Lock = lock
+	env, stop, err := startSync(ctx, u, opts, src, "stopping the controllers, the Git server and the cluster",
+		"stopped; nothing of the environment is left running")
+	if err != nil {
+		return OneLineErr(err)
+	}
+	defer stop()
+	if hookTree != "" {
+		if err := installHook(u, hookTree, dir); err != nil {
+			return err
+		}
+	}
+	werr := waitSynced(ctx, env.Client, u, timeout)
+	u.Info("up in %s", time.Since(begin).Round(100*time.Millisecond))
+	st := env.State()
+	printExport(out, env.Cluster.KubeconfigPath, src, hookTree != "")
+	printNotification(ctx, out, env.Client, &st, dir, "here")
+	if werr != nil {
+		u.Warning("%v; the environment keeps running: fix the repository and commit, or press Ctrl-C", werr)
+	}
+	u.Info("running in the foreground: press Ctrl-C to stop (or run `eddy dev down`)")
+	<-ctx.Done()
+	fmt.Fprintln(out)
+	return nil
+}
+
+// optionsFor returns the options of Start for the flags f; alerts go to u.
+func optionsFor(root, dir string, f *Flags, u *ui.UI) Options {
+	return Options{Root: root, K8sBinDir: K8sBinDir(root), StateDir: dir, Nodes: f.Nodes,
+		Progress: func(s string) { u.Action("%s", s) }, AlertsSink: f.AlertsSink,
+		OnAlert: func(line string) { u.Alert("%s", line) }}
+}
+
+// startSync starts an environment with opts, points it at src and records
+// it running. stop stops it, printing stopping before and stopped after; on
+// error nothing is left running.
+func startSync(ctx context.Context, u *ui.UI, opts Options, src *Source, stopping, stopped string) (env *Env, stop func(), err error) {
+	if env, err = Start(ctx, opts); err != nil {
+		return nil, nil, err
+	}
+	stop = func() {
+		u.Action("%s", stopping)
+		env.Stop()
+		u.Success("%s", stopped)
+	}
+	src.SetServer(env.Git.URL)
+	if err = SyncSource(ctx, env.Client, u, src); err == nil {
+		err = env.SetRunning(src.WorkTree)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return env, stop, nil
+}
+
+// OneLineErr puts a start-up error's first line first and the tails of the
+// component logs it carries (localcluster appends them) after it.
+func OneLineErr(err error) error {
+	msg := err.Error()
+	if first, rest, ok := strings.Cut(msg, "\n"); ok && rest != "" {
+		return fmt.Errorf("%s\n\ncomponent logs (set EDDY_KEEP_CLUSTER_DIR=1 to keep them):\n%s", first, rest)
+	}
+	return err
+}
+
+// SyncSource says what it syncs and applies the flux-system GitRepository
+// and Kustomization for src (see ApplySync).
+func SyncSource(ctx context.Context, c client.Client, u *ui.UI, src *Source) error {
+	what := src.URL
+	if src.WorkTree != "" {
+		what = src.WorkTree
+		if src.Snapshot {
+			what += " (snapshot: commit there to change what is synced)"
+		}
+	}
+	u.Action("syncing %s, branch %s, path %s", what, src.Branch, src.Path)
+	return ApplySync(ctx, c, src)
+}
+
+// resync points the running sync at src: it suspends the Kustomization,
+// points the GitRepository at src, and once that fetched, sets the new path
+// and resumes the Kustomization; so no path is built from the wrong
+// repository's artifact. A source that cannot be fetched leaves the
+// Kustomization suspended, with the error.
+func resync(ctx context.Context, c client.Client, u *ui.UI, dir string, src *Source, timeout time.Duration) error {
+	u.Action("syncing %s, branch %s, path %s", src.URL, src.Branch, src.Path)
+	if err := SuspendKustomization(ctx, c); err != nil {
+		return err
+	}
+	if err := ApplySource(ctx, c, src); err != nil {
+		return err
+	}
+	// From here the GitRepository follows src: status and the hook say so.
+	if err := SetWorkTree(dir, src.WorkTree); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	repo := &sourcev1.GitRepository{}
+	key := client.ObjectKey{Namespace: Namespace, Name: SyncName}
+	stop := u.Spin("waiting for the GitRepository to fetch " + src.URL)
+	err := status.WaitFor(ctx, c, repo, key, status.PollInterval, func() (bool, error) {
+		// source-controller handled the request ApplySource made, for this
+		// generation: a failed fetch leaves status.observedGeneration behind,
+		// so that is not waited for unless the fetch succeeded.
+		ready := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
+		requested := repo.Annotations[meta.ReconcileRequestAnnotation]
+		if ready == nil || ready.ObservedGeneration != repo.Generation || requested == "" || repo.Status.LastHandledReconcileAt != requested {
+			return false, nil
+		}
+		if ready.Status == metav1.ConditionFalse && ready.Reason != meta.ProgressingReason && ready.Reason != meta.ProgressingWithRetryReason {
+			return false, fmt.Errorf("GitRepository %s cannot fetch the repository: %s: %s (Kustomization %s stays suspended until a repository is fetched)",
+				key, ready.Reason, ui.OneLine(ready.Message), key)
+		}
+		return ready.Status == metav1.ConditionTrue && repo.Status.ObservedGeneration == repo.Generation, nil
+	}, "GitRepository "+key.String())
+	stop()
+	if err != nil {
+		return err
+	}
+	return ApplyKustomization(ctx, c, src)
+}
+
+func printExport(w io.Writer, kubeconfig string, src *Source, hook bool) {
+	fmt.Fprintf(w, "\nexport KUBECONFIG=%s\n\n", shellWord(kubeconfig))
+	switch {
+	case src != nil && src.WorkTree != "" && hook:
+		fmt.Fprintf(w, "Commits to %s (branch %s) are applied at once: its post-commit hook sends them to Receiver %s/%s.\n", src.WorkTree, src.Branch, Namespace, HookReceiver)
+	case src != nil && src.Bare:
+		fmt.Fprintf(w, "Pushes to %s (branch %s) are picked up within 1m, or at once with\n  eddy reconcile ks flux-system --with-source\n", src.WorkTree, src.Branch)
+	case src != nil && src.WorkTree != "":
+		fmt.Fprintf(w, "Commits to %s (branch %s) are picked up within 1m, or at once with\n  eddy reconcile ks flux-system --with-source\n", src.WorkTree, src.Branch)
+	}
+}
+
+// shellWord returns s as one word for a POSIX shell: as it is when it has
+// no character the shell treats specially, else in single quotes.
+func shellWord(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// printNotification prints notification-controller's webhook receiver base
+// URL, the URL of each Receiver that has a path, and the alerts sink, whose
+// lines are printed where alertsTo says.
+func printNotification(ctx context.Context, w io.Writer, c client.Client, s *State, dir, alertsTo string) {
+	if s.ReceiverURL == "" {
+		return
+	}
+	fmt.Fprintf(w, "Webhook receiver (notification-controller): %s\n", s.ReceiverURL)
+	if c != nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		rs := &notificationv1.ReceiverList{}
+		if err := c.List(ctx, rs); err == nil {
+			for _, r := range rs.Items {
+				if r.Status.WebhookPath != "" {
+					fmt.Fprintf(w, "  Receiver %s/%s (%s): %s%s\n", r.Namespace, r.Name, r.Spec.Type, s.ReceiverURL, r.Status.WebhookPath)
+				}
+			}
+		}
+	}
+	if s.AlertsSink != "" {
+		fmt.Fprintf(w, "Alerts sink: %s (Secret %s/%s); alerts are printed %s and in %s\n", s.AlertsSink, Namespace, AlertsSinkSecret,
+			alertsTo, filepath.Join(dir, "logs", "alerts.log"))
+	}
+}
+
+// upRunning re-points a running environment at another repository or path;
+// bad input leaves it as it was.
+func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.UI, root, dir string, s *State, f *Flags) error {
+	if s.Phase != PhaseRunning {
+		return fmt.Errorf("an eddy dev environment is already running (%s, pid %d): wait for it, or run `eddy dev down`", s.Phase, s.PID)
+	}
+	if f.AlertsSink && s.AlertsSink == "" {
+		return errors.New("--alerts-sink: the running environment was started without it: run `eddy dev down`, then `eddy dev up --alerts-sink`")
+	}
+	c, err := ClientFor(s.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	if f.Repo == "" && f.Path == "" && f.Branch == "" {
+		if f.InstallHook {
+			tree, err := hookTarget(dir, nil, s)
+			if err != nil {
+				return err
+			}
+			if err := installHook(u, tree, dir); err != nil {
+				return err
+			}
+		}
+		u.Success("an eddy dev environment is already running (pid %d)", s.PID)
+		printExport(out, s.Kubeconfig, nil, false)
+		printNotification(ctx, out, c, s, dir, "by the environment (see `eddy dev status`)")
+		return nil
+	}
+	src, hookTree, err := resolveSource(root, dir, f)
+	if err != nil {
+		return err
+	}
+	src.SetServer(s.GitServer)
+	if err := resync(ctx, c, u, dir, src, timeout); err != nil {
+		return err
+	}
+	if hookTree != "" {
+		if err := installHook(u, hookTree, dir); err != nil {
+			return err
+		}
+	}
+	werr := waitSynced(ctx, c, u, timeout)
+	printExport(out, s.Kubeconfig, src, hookTree != "")
+	printNotification(ctx, out, c, s, dir, "by the environment (see `eddy dev status`)")
+	return werr
+}
+
+// ClientFor returns an admin client of the cluster of kubeconfig, with
+// Eddy's kinds in its scheme.
+func ClientFor(kubeconfig string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: NewScheme()})
+}
+
+// upDetached starts `eddy dev supervise` as a daemon (own session, output to
+// logs/supervise.log), waits until it reports the environment running, then
+// shows the sync like the foreground does.
+func upDetached(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.UI, dir string, lock *os.File, f *Flags, src *Source, hookTree string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
+		return err
+	}
+	// This process holds the lock, and passes it to the supervisor: no other
+	// process owns these files.
+	logPath := filepath.Join(dir, "logs", "supervise.log")
+	errPath := filepath.Join(dir, "logs", "supervise.err")
+	_ = os.Remove(errPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	repo := f.Repo
+	if repo != "" && !IsURL(repo) {
+		repo, _ = filepath.Abs(repo)
+	}
+	args := []string{"dev", "supervise", "--repo=" + repo, "--path=" + f.Path, "--branch=" + f.Branch,
+		"--target-namespace=" + f.TargetNamespace, "--nodes=" + strconv.Itoa(f.Nodes), "--alerts-sink=" + strconv.FormatBool(f.AlertsSink),
+		"--lock-fd=3"}
+	child := exec.Command(exe, args...)
+	child.Stdout, child.Stderr = logFile, logFile
+	child.ExtraFiles = []*os.File{lock} // fd 3: the supervisor holds the lock from here on
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	begin := time.Now()
+	if err := child.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	stop := u.Spin("starting the local cluster and the controllers (log: " + logPath + ")")
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if s, _ := ReadState(dir); s != nil && s.PID == child.Process.Pid && s.Phase == PhaseRunning {
+			return true, nil
+		}
+		select {
+		case <-exited:
+			if data, err := os.ReadFile(errPath); err == nil {
+				return false, fmt.Errorf("%s (log: %s)", strings.TrimSpace(string(data)), logPath)
+			}
+			return false, fmt.Errorf("eddy dev supervise exited: %s", lastLine(logPath))
+		default:
+			return false, nil
+		}
+	})
+	stop()
+	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
+		_ = child.Process.Signal(syscall.SIGTERM)
+		return fmt.Errorf("the environment did not start within %s: see %s", timeout, logPath)
+	}
+	if err != nil {
+		return err
+	}
+	s, _ := ReadState(dir)
+	u.Success("environment running (supervisor pid %d, started in %s)", s.PID, time.Since(begin).Round(100*time.Millisecond))
+	c, err := ClientFor(s.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	src.SetServer(s.GitServer)
+	if hookTree != "" {
+		if err := installHook(u, hookTree, dir); err != nil {
+			return err
+		}
+	}
+	werr := waitSynced(ctx, c, u, timeout)
+	u.Info("up in %s", time.Since(begin).Round(100*time.Millisecond))
+	printExport(out, s.Kubeconfig, src, hookTree != "")
+	printNotification(ctx, out, c, s, dir, "in "+logPath)
+	fmt.Fprintln(out, "Run `eddy dev down` to stop it.")
+	if werr != nil {
+		return fmt.Errorf("%w (the environment keeps running)", werr)
+	}
+	return nil
+}
+
+func lastLine(path string) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return strings.TrimPrefix(l, "✗ ")
+		}
+	}
+	return "no output"
+}
+
+// Supervise is the hidden `eddy dev supervise`: it owns a detached
+// environment until SIGTERM or SIGINT. A failure's first line also goes to
+// logs/supervise.err, for `up` to show.
+func Supervise(ctx context.Context, out io.Writer, f *Flags) (err error) {
+	defer func() {
+		if err != nil {
+			if dir, derr := DefaultStateDir(); derr == nil {
+				first, _, _ := strings.Cut(err.Error(), "\n")
+				_ = os.WriteFile(filepath.Join(dir, "logs", "supervise.err"), []byte(first+"\n"), 0o600)
+			}
+		}
+	}()
+	u := ui.New(out)
+	dir, err := DefaultStateDir()
+	if err != nil {
+		return err
+	}
+	opts := Options{}
+	if f.LockFD > 0 {
+		// The lock `eddy dev up --detach` took for this process; not passed on to the controllers.
+		if err := syscall.Flock(f.LockFD, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			return fmt.Errorf("--lock-fd %d is not the lock of %s: %v", f.LockFD, dir, err)
+		}
+		syscall.CloseOnExec(f.LockFD)
+		opts.Lock = os.NewFile(uintptr(f.LockFD), filepath.Join(dir, "lock"))
+		defer opts.Lock.Close()
+	}
+	root, err := FindRoot()
+	if err != nil {
+		return err
+	}
+	src, _, err := resolveSource(root, dir, f)
+	if err != nil {
+		return err
+	}
+	ctx, stopSignals := signal.NotifyContext(ctx, StopSignals()...)
+	defer stopSignals()
+	o := optionsFor(root, dir, f, u)
+	o.Lock = opts.Lock
+	_, stop, err := startSync(ctx, u, o, src, "stopping", "stopped")
+	if err != nil {
+		return err
+	}
+	defer stop()
+	u.Success("running")
+	<-ctx.Done()
+	return nil
+}
+
+// StopSignals lists the signals that stop a foreground environment:
+// Ctrl-C, SIGTERM and SIGHUP (the terminal closed: a window, an ssh
+// session), except a SIGHUP that the process was started to ignore
+// (`nohup eddy dev up &`), since asking to be notified would undo nohup.
+func StopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
+}
+
+// PostCommitHook is `eddy dev hook post-commit`, what the hook installed by
+// --install-hook runs in a work tree: it sends the commit at HEAD of the
+// working directory to the Receiver of the environment in stateDir (""
+// for the default). It prints one line and never fails, so a commit never
+// fails because of it.
+func PostCommitHook(ctx context.Context, out io.Writer, stateDir string) {
+	if stateDir == "" {
+		d, err := DefaultStateDir()
+		if err != nil {
+			fmt.Fprintf(out, "eddy dev: %v: commit not sent\n", err)
+			return
+		}
+		stateDir = d
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(out, "eddy dev: %v: commit not sent\n", err)
+		return
+	}
+	PostCommit(ctx, stateDir, wd, out)
+}

@@ -1,0 +1,60 @@
+package dev
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The printed export line is one shell word whatever the path holds.
+func TestPrintExportQuotesTheKubeconfigPath(t *testing.T) {
+	for path, want := range map[string]string{
+		"/home/a/.local/state/eddy/dev/cluster/kubeconfig": "export KUBECONFIG=/home/a/.local/state/eddy/dev/cluster/kubeconfig",
+		"/home/a b/kubeconfig":                             "export KUBECONFIG='/home/a b/kubeconfig'",
+		"/home/o'neil/kubeconfig":                          `export KUBECONFIG='/home/o'\''neil/kubeconfig'`,
+		"/tmp/$x/kubeconfig":                               "export KUBECONFIG='/tmp/$x/kubeconfig'",
+	} {
+		var out bytes.Buffer
+		printExport(&out, path, nil, false)
+		if got := strings.TrimSpace(out.String()); got != want {
+			t.Errorf("kubeconfig %q: printed %q, want %q", path, got, want)
+		}
+		// The shell reads it back as the path.
+		echo, err := exec.Command("sh", "-c", strings.Replace(want, "export KUBECONFIG=", "printf %s ", 1)).Output()
+		if err != nil || string(echo) != path {
+			t.Errorf("sh reads %q back as %q (%v)", want, echo, err)
+		}
+	}
+}
+
+// TestStopSignalsHonourNohup: `nohup eddy dev up &` must survive the
+// terminal closing, so SIGHUP stops a foreground environment only when the
+// process was not started with SIGHUP ignored (asking to be notified of a
+// signal undoes nohup in Go). The child is this test binary under nohup.
+func TestStopSignalsHonourNohup(t *testing.T) {
+	if os.Getenv("EDDY_TEST_STOP_SIGNALS") == "1" {
+		fmt.Println("stop signals:", StopSignals())
+		return
+	}
+	for _, tc := range []struct {
+		name   string
+		argv   []string
+		hangup bool
+	}{
+		{"plain", []string{os.Args[0]}, true},
+		{"nohup", []string{"nohup", os.Args[0]}, false},
+	} {
+		cmd := exec.Command(tc.argv[0], append(tc.argv[1:], "-test.run=^TestStopSignalsHonourNohup$")...)
+		cmd.Env = append(os.Environ(), "EDDY_TEST_STOP_SIGNALS=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.name, err, out)
+		}
+		if got := strings.Contains(string(out), "hangup"); got != tc.hangup {
+			t.Errorf("%s: SIGHUP among the stop signals = %v, want %v:\n%s", tc.name, got, tc.hangup, out)
+		}
+	}
+}

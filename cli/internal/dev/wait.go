@@ -1,0 +1,130 @@
+package dev
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+
+	"github.com/eddyops/eddy/cli/internal/status"
+	"github.com/eddyops/eddy/cli/internal/ui"
+	"github.com/fluxcd/pkg/apis/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// settled reports whether a Kustomization's last reconcile of its current
+// generation has ended: Ready=True, Stalled, or failed with a reason (which
+// includes waiting for a dependency that failed).
+func settled(k *kustomizev1.Kustomization) bool {
+	ready := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
+	if ready == nil || ready.ObservedGeneration != k.Generation || k.Status.LastAttemptedRevision == "" && ready.Reason != meta.DependencyNotReadyReason {
+		return false
+	}
+	return ready.Status == metav1.ConditionTrue || ready.Reason != meta.ProgressingReason && ready.Reason != meta.ProgressingWithRetryReason
+}
+
+// hint says how to fix the usual causes of a failed first sync, from the
+// Ready message; "" when it knows none.
+func hint(msg string) string {
+	switch {
+	case strings.Contains(msg, "namespace not specified"):
+		return "objects without metadata.namespace: set it in the repository, or pass --target-namespace"
+	case strings.Contains(msg, "no matches for kind"):
+		return "a kind whose CRD is not installed: eddy dev installs the CRDs of source-controller (GitRepository), kustomize-controller and notification-controller only (no helm-controller yet)"
+	case strings.Contains(msg, "kustomize build failed"), strings.Contains(msg, "yaml: "), strings.Contains(msg, "failed to decode"):
+		return "the manifests do not parse: fix the file named in the message and commit"
+	}
+	return ""
+}
+
+// waitSynced prints each change of the sync objects' Ready status until the
+// flux-system Kustomization and every Kustomization it created settled, then
+// prints them. The error says which are not Ready and why.
+func waitSynced(ctx context.Context, c client.Client, u *ui.UI, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	seen := map[string]string{}
+	report := func(key string, conds []metav1.Condition) {
+		ready, msg := status.ReadyOf(conds)
+		if line := ready + " " + ui.OneLine(msg); seen[key] != line {
+			seen[key] = line
+			if ready == "True" {
+				u.Success("%s: %s", key, ui.OneLine(msg))
+			} else {
+				u.Waiting("%s: %s", key, ui.OneLine(msg))
+			}
+		}
+	}
+	stop := u.Spin("waiting for the GitRepository and the Kustomizations to be Ready")
+	defer stop()
+	var kss *kustomizev1.KustomizationList
+	var failed error // the repository cannot be fetched
+	// A List that fails is tried again after the interval, like any read.
+	_ = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		repos := &sourcev1.GitRepositoryList{}
+		kss = &kustomizev1.KustomizationList{}
+		if c.List(ctx, repos) != nil || c.List(ctx, kss) != nil {
+			return false, nil
+		}
+		artifact := ""
+		for _, o := range repos.Items {
+			report("GitRepository "+o.Namespace+"/"+o.Name, o.Status.Conditions)
+			if o.Namespace != Namespace || o.Name != SyncName {
+				continue
+			}
+			if o.Status.Artifact != nil {
+				artifact = o.Status.Artifact.Revision
+			} else if r := apimeta.FindStatusCondition(o.Status.Conditions, meta.ReadyCondition); r != nil &&
+				r.Status == metav1.ConditionFalse && r.ObservedGeneration == o.Generation && r.Reason != meta.ProgressingReason {
+				failed = fmt.Errorf("GitRepository %s/%s cannot fetch the repository: %s: %s", o.Namespace, o.Name, r.Reason, ui.OneLine(r.Message))
+				return false, failed
+			}
+		}
+		all, rootDone := true, false
+		for i := range kss.Items {
+			k := &kss.Items[i]
+			report("Kustomization "+k.Namespace+"/"+k.Name, k.Status.Conditions)
+			if !settled(k) {
+				all = false
+			} else if k.Namespace == Namespace && k.Name == SyncName && artifact != "" && k.Status.LastAttemptedRevision == artifact {
+				rootDone = true
+			}
+		}
+		return rootDone && all, nil
+	})
+	stop()
+	if failed != nil {
+		return failed
+	}
+	fmt.Fprintln(u.Out())
+	if ctx.Err() != nil {
+		status.PrintSyncTable(context.Background(), u.Out(), c)
+		return fmt.Errorf("not all Kustomizations settled within %s (see the MESSAGE column)", timeout)
+	}
+	var notReady []string
+	sort.Slice(kss.Items, func(i, j int) bool { return kss.Items[i].Name < kss.Items[j].Name })
+	for _, k := range kss.Items {
+		if ready, _ := status.ReadyOf(k.Status.Conditions); ready != "True" {
+			notReady = append(notReady, k.Namespace+"/"+k.Name)
+		}
+	}
+	status.PrintSyncTable(ctx, u.Out(), c)
+	if len(notReady) == 0 {
+		return nil
+	}
+	for _, k := range kss.Items {
+		if _, msg := status.ReadyOf(k.Status.Conditions); hint(msg) != "" {
+			u.Warning("Kustomization %s/%s: %s", k.Namespace, k.Name, hint(msg))
+		}
+	}
+	return fmt.Errorf("not Ready: Kustomization %s (see the MESSAGE column)", strings.Join(notReady, ", "))
+}

@@ -1,0 +1,252 @@
+// Package status reads the status of Eddy's GitRepositories and
+// Kustomizations the way the flux CLI shows and waits for it: the `get`
+// table, and the request-and-wait of `reconcile`.
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/ui"
+	"github.com/fluxcd/pkg/apis/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// PollInterval is flux's: how often a waiting command re-reads the object.
+const PollInterval = 2 * time.Second
+
+// Row is one line of flux's `get` table.
+type Row struct {
+	Namespace, Name, Revision string
+	Suspended                 bool
+	Ready, Message            string
+}
+
+// ReadyOf returns the Ready status and message as flux prints them: "False"
+// and "waiting to be reconciled" while there is no Ready condition.
+func ReadyOf(conds []metav1.Condition) (string, string) {
+	c := apimeta.FindStatusCondition(conds, meta.ReadyCondition)
+	if c == nil {
+		return "False", "waiting to be reconciled"
+	}
+	return string(c.Status), c.Message
+}
+
+// GitRepositoryRows are the rows of l's items, each named prefix+name.
+func GitRepositoryRows(l *sourcev1.GitRepositoryList, prefix string) []Row {
+	var rs []Row
+	for _, o := range l.Items {
+		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend}
+		if o.Status.Artifact != nil {
+			r.Revision = o.Status.Artifact.Revision
+		}
+		r.Ready, r.Message = ReadyOf(o.Status.Conditions)
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// KustomizationRows are the rows of l's items, each named prefix+name.
+func KustomizationRows(l *kustomizev1.KustomizationList, prefix string) []Row {
+	var rs []Row
+	for _, o := range l.Items {
+		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend, Revision: o.Status.LastAppliedRevision}
+		r.Ready, r.Message = ReadyOf(o.Status.Conditions)
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// NewTable returns a tabwriter with flux's column spacing that has written
+// header, after a NAMESPACE column when withNamespace; Cell writes that
+// column's cell of a row.
+func NewTable(w io.Writer, withNamespace bool, header string) *Table {
+	t := &Table{tw: tabwriter.NewWriter(w, 0, 0, 3, ' ', 0), withNamespace: withNamespace}
+	t.Row("NAMESPACE", "%s", header)
+	return t
+}
+
+// Table is a table with an optional NAMESPACE column; see NewTable.
+type Table struct {
+	tw            *tabwriter.Writer
+	withNamespace bool
+}
+
+// Row writes one line: namespace (when the table has that column), then
+// the other cells as format and args say (tab-separated, no newline).
+func (t *Table) Row(namespace, format string, args ...any) {
+	if t.withNamespace {
+		fmt.Fprintf(t.tw, "%s\t", namespace)
+	}
+	fmt.Fprintf(t.tw, format+"\n", args...)
+}
+
+// Flush writes the table out.
+func (t *Table) Flush() error { return t.tw.Flush() }
+
+// PrintTable prints rs as `flux get` does.
+func PrintTable(w io.Writer, rs []Row, withNamespace bool) {
+	t := NewTable(w, withNamespace, "NAME\tREVISION\tSUSPENDED\tREADY\tMESSAGE")
+	for _, r := range rs {
+		t.Row(r.Namespace, "%s\t%s\t%s\t%s\t%s", r.Name, r.Revision, strconv.FormatBool(r.Suspended), r.Ready, ui.OneLine(r.Message))
+	}
+	_ = t.Flush()
+}
+
+// PrintSyncTable prints every GitRepository and Kustomization as `get -A`
+// does; a kind that cannot be listed is left out.
+func PrintSyncTable(ctx context.Context, w io.Writer, c client.Client) {
+	var rs []Row
+	repos := &sourcev1.GitRepositoryList{}
+	if err := c.List(ctx, repos); err == nil {
+		rs = append(rs, GitRepositoryRows(repos, "gitrepository/")...)
+	}
+	kss := &kustomizev1.KustomizationList{}
+	if err := c.List(ctx, kss); err == nil {
+		rs = append(rs, KustomizationRows(kss, "kustomization/")...)
+	}
+	if len(rs) > 0 {
+		PrintTable(w, rs, true)
+	}
+}
+
+// NotFound words a NotFound error of kind key as flux does; other errors
+// are returned as they are.
+func NotFound(err error, kind string, key types.NamespacedName) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s %s not found in namespace %s", kind, key.Name, key.Namespace)
+	}
+	return err
+}
+
+// reconcilable is what Reconcile reads from GitRepository and
+// Kustomization: the API types' status accessors, and kind and suspend.
+type reconcilable interface {
+	client.Object
+	GetConditions() []metav1.Condition
+	GetObservedGeneration() int64
+	GetLastHandledReconcileRequest() string
+	kind() string
+	suspended() bool
+}
+
+type gitRepo struct{ *sourcev1.GitRepository }
+
+func (o gitRepo) kind() string    { return "GitRepository" }
+func (o gitRepo) suspended() bool { return o.Spec.Suspend }
+
+type kustomization struct{ *kustomizev1.Kustomization }
+
+func (o kustomization) kind() string    { return "Kustomization" }
+func (o kustomization) suspended() bool { return o.Spec.Suspend }
+
+func wrap(obj client.Object) reconcilable {
+	switch o := obj.(type) {
+	case *sourcev1.GitRepository:
+		return gitRepo{o}
+	case *kustomizev1.Kustomization:
+		return kustomization{o}
+	}
+	panic(fmt.Sprintf("cannot reconcile %T", obj))
+}
+
+// Reconcile does what `flux reconcile` does: it sets
+// reconcile.fluxcd.io/requestedAt to now (merge patch, retried on
+// conflict), waits until status.lastHandledReconcileAt equals it, then until
+// the object is Ready for its generation. It fails at once when the object
+// is suspended, Stalled, or when the handled reconcile ended Ready=False
+// (other than waiting for dependencies). obj (a *GitRepository or
+// *Kustomization) holds the final object.
+func Reconcile(ctx context.Context, c client.Client, u *ui.UI, obj client.Object, key types.NamespacedName) error {
+	r := wrap(obj)
+	if err := c.Get(ctx, key, obj); err != nil {
+		return NotFound(err, r.kind(), key)
+	}
+	if r.suspended() {
+		return fmt.Errorf("%s %s is suspended: set spec.suspend to false first", r.kind(), key)
+	}
+	u.Action("annotating %s %s in %s namespace", r.kind(), key.Name, key.Namespace)
+	token := time.Now().Format(time.RFC3339Nano)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token)
+		return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+	})
+	if err != nil {
+		return fmt.Errorf("annotating %s %s: %w", r.kind(), key, err)
+	}
+	u.Success("%s annotated", r.kind())
+	stop := u.Spin(fmt.Sprintf("waiting for %s reconciliation", r.kind()))
+	defer stop()
+	return WaitFor(ctx, c, obj, key, PollInterval, func() (bool, error) {
+		if r.GetLastHandledReconcileRequest() != token {
+			return false, nil
+		}
+		return readyForGeneration(r)
+	}, r.kind()+" reconciliation")
+}
+
+// readyForGeneration is true when Ready=True for the current generation; an
+// error when the object is Stalled or its last reconcile failed.
+func readyForGeneration(r reconcilable) (bool, error) {
+	conds := r.GetConditions()
+	if s := apimeta.FindStatusCondition(conds, meta.StalledCondition); s != nil && s.Status == metav1.ConditionTrue {
+		return false, fmt.Errorf("%s reconciliation stalled: %s: %s", r.kind(), s.Reason, s.Message)
+	}
+	ready := apimeta.FindStatusCondition(conds, meta.ReadyCondition)
+	if ready == nil || ready.ObservedGeneration != r.GetGeneration() {
+		return false, nil
+	}
+	switch {
+	case ready.Status == metav1.ConditionTrue:
+		return r.GetObservedGeneration() == r.GetGeneration(), nil
+	case ready.Status == metav1.ConditionFalse && ready.Reason != meta.DependencyNotReadyReason && ready.Reason != meta.ProgressingReason:
+		return false, fmt.Errorf("%s reconciliation failed: %s: %s", r.kind(), ready.Reason, ui.OneLine(ready.Message))
+	}
+	return false, nil
+}
+
+// WaitFor reads obj (a *GitRepository or *Kustomization) every interval
+// until cond is true or fails, or ctx ends: then the error names what was
+// awaited and the last Ready message. An object not found yet is waited
+// for; another read error ends the wait.
+func WaitFor(ctx context.Context, c client.Client, obj client.Object, key types.NamespacedName, interval time.Duration,
+	cond func() (bool, error), what string) error {
+	var failed error // from cond or the read, not from ctx
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, key, obj)
+		switch {
+		case err == nil:
+			ok, err := cond()
+			failed = err
+			return ok, err
+		case ctx.Err() != nil || apierrors.IsNotFound(err):
+			return false, nil
+		}
+		failed = err
+		return false, err
+	})
+	if err == nil || failed != nil {
+		return failed
+	}
+	msg := ""
+	if ready := apimeta.FindStatusCondition(wrap(obj).GetConditions(), meta.ReadyCondition); ready != nil {
+		msg = ": last status: " + ready.Reason + ": " + ui.OneLine(ready.Message)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("timed out waiting for %s%s", what, msg)
+	}
+	return ctx.Err()
+}
