@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/testenv"
 )
 
 func TestExtractRoundTrip(t *testing.T) {
@@ -31,44 +32,20 @@ func TestExtractRoundTrip(t *testing.T) {
 	}
 }
 
-type tarEntry struct {
-	name, link string
-	typ        byte
-	body       string
-}
+type tarEntry = testenv.TarEntry
 
-func makeTarGz(t *testing.T, entries ...tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644, Size: int64(len(e.body))}
-		if e.typ != tar.TypeReg {
-			h.Size = 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if e.typ == tar.TypeReg {
-			tw.Write([]byte(e.body))
-		}
-	}
-	tw.Close()
-	gz.Close()
-	return buf.Bytes()
-}
+func makeTarGz(t *testing.T, entries ...tarEntry) []byte { return testenv.TarGz(t, entries...) }
 
 func TestExtractRefusesUnsafeEntries(t *testing.T) {
 	cases := map[string][]tarEntry{
-		"parent escape":  {{name: "../evil.yaml", typ: tar.TypeReg, body: "x"}},
-		"nested escape":  {{name: "a/../../evil.yaml", typ: tar.TypeReg, body: "x"}},
-		"absolute name":  {{name: "/etc/evil.yaml", typ: tar.TypeReg, body: "x"}},
-		"symbolic link":  {{name: "link", link: "/etc/passwd", typ: tar.TypeSymlink}},
-		"hard link":      {{name: "hard", link: "/etc/passwd", typ: tar.TypeLink}},
-		"device":         {{name: "dev", typ: tar.TypeChar}},
-		"too many files": {{name: "1", typ: tar.TypeReg}, {name: "2", typ: tar.TypeReg}, {name: "3", typ: tar.TypeReg}},
-		"too many bytes": {{name: "big", typ: tar.TypeReg, body: strings.Repeat("x", 200)}},
+		"parent escape":  {{Name: "../evil.yaml", Type: tar.TypeReg, Body: "x"}},
+		"nested escape":  {{Name: "a/../../evil.yaml", Type: tar.TypeReg, Body: "x"}},
+		"absolute name":  {{Name: "/etc/evil.yaml", Type: tar.TypeReg, Body: "x"}},
+		"symbolic link":  {{Name: "link", Link: "/etc/passwd", Type: tar.TypeSymlink}},
+		"hard link":      {{Name: "hard", Link: "/etc/passwd", Type: tar.TypeLink}},
+		"device":         {{Name: "dev", Type: tar.TypeChar}},
+		"too many files": {{Name: "1", Type: tar.TypeReg}, {Name: "2", Type: tar.TypeReg}, {Name: "3", Type: tar.TypeReg}},
+		"too many bytes": {{Name: "big", Type: tar.TypeReg, Body: strings.Repeat("x", 200)}},
 	}
 	for name, entries := range cases {
 		t.Run(name, func(t *testing.T) {

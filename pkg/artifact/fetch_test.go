@@ -33,7 +33,7 @@ func TestFetchVerifiesAndExtracts(t *testing.T) {
 			}
 			w.Write(data)
 		case "/hostile.tar.gz":
-			w.Write(makeTarGz(t, tarEntry{name: "../escape.yaml", typ: '0', body: "x"}))
+			w.Write(makeTarGz(t, tarEntry{Name: "../escape.yaml", Type: '0', Body: "x"}))
 		default:
 			http.NotFound(w, r)
 		}
@@ -69,7 +69,7 @@ func TestFetchVerifiesAndExtracts(t *testing.T) {
 	parent := t.TempDir()
 	sub := filepath.Join(parent, "x")
 	os.Mkdir(sub, 0o755)
-	hd := makeTarGz(t, tarEntry{name: "../escape.yaml", typ: '0', body: "x"})
+	hd := makeTarGz(t, tarEntry{Name: "../escape.yaml", Type: '0', Body: "x"})
 	hs := sha256.Sum256(hd)
 	if err := f.Fetch(ctx, srv.URL+"/hostile.tar.gz", "sha256:"+hex.EncodeToString(hs[:]), sub); !errors.Is(err, artifact.ErrUnsafeArchive) {
 		t.Errorf("hostile artifact: got %v, want ErrUnsafeArchive", err)

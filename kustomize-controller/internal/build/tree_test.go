@@ -1,9 +1,7 @@
 package build
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,34 +10,13 @@ import (
 	"testing"
 
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/testenv"
 )
-
-func tarGz(t *testing.T, entries map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for name, content := range entries {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(content))}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(content)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // Concurrent builds of one shared Tree each see only their own generated
 // kustomization.yaml, and the Tree itself never changes.
 func TestConcurrentBuildsShareATree(t *testing.T) {
-	tree, err := ReadTree(bytes.NewReader(tarGz(t, map[string]string{
+	tree, err := ReadTree(bytes.NewReader(testenv.TarGzFiles(t, map[string]string{
 		"apps/a/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
 		"apps/b/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n",
 	})), artifact.DefaultLimits)

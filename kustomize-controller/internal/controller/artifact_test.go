@@ -2,8 +2,6 @@ package controller
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -14,45 +12,12 @@ import (
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	digest "github.com/opencontainers/go-digest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-type tarEntry struct {
-	name, link string
-	typ        byte
-	content    string
-}
-
-func hostileTarGz(t *testing.T, entries ...tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o644, Size: int64(len(e.content))}
-		if e.typ != tar.TypeReg {
-			h.Size = 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Size > 0 {
-			if _, err := tw.Write([]byte(e.content)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // TestHostileArtifact serves artifacts with an entry leaving the root, an
 // absolute entry and a symbolic link to /etc, each with a correct digest:
@@ -68,14 +33,14 @@ func TestHostileArtifact(t *testing.T) {
 		archive []byte
 		want    string
 	}{
-		"dotdot": {hostileTarGz(t, tarEntry{name: "cm.yaml", typ: tar.TypeReg, content: cm},
-			tarEntry{name: depth + strings.TrimPrefix(escape, "/"), typ: tar.TypeReg, content: "pwned"}),
+		"dotdot": {testenv.TarGz(t, testenv.TarEntry{Name: "cm.yaml", Type: tar.TypeReg, Body: cm},
+			testenv.TarEntry{Name: depth + strings.TrimPrefix(escape, "/"), Type: tar.TypeReg, Body: "pwned"}),
 			`leaves the extraction directory`},
-		"absolute": {hostileTarGz(t, tarEntry{name: "cm.yaml", typ: tar.TypeReg, content: cm},
-			tarEntry{name: escape, typ: tar.TypeReg, content: "pwned"}),
+		"absolute": {testenv.TarGz(t, testenv.TarEntry{Name: "cm.yaml", Type: tar.TypeReg, Body: cm},
+			testenv.TarEntry{Name: escape, Type: tar.TypeReg, Body: "pwned"}),
 			`has an absolute or invalid name`},
-		"symlink": {hostileTarGz(t, tarEntry{name: "etc", typ: tar.TypeSymlink, link: "/etc"},
-			tarEntry{name: "cm.yaml", typ: tar.TypeReg, content: cm}),
+		"symlink": {testenv.TarGz(t, testenv.TarEntry{Name: "etc", Type: tar.TypeSymlink, Link: "/etc"},
+			testenv.TarEntry{Name: "cm.yaml", Type: tar.TypeReg, Body: cm}),
 			`entry "etc" is a link or special file`},
 	}
 	files := map[string][]byte{}
