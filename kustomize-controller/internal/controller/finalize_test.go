@@ -64,9 +64,10 @@ func TestDeleteAfterServiceAccountGone(t *testing.T) {
 }
 
 // deletionPolicy WaitForTermination keeps the Kustomization until its
-// objects are gone. The wait gives up after spec.timeout with a PruneFailed
-// event and is tried again; that event is the point after which the
-// Kustomization, had it been released without waiting, would be gone.
+// objects are gone. The wait gives up after spec.timeout (30s, the least
+// Flux allows) with a PruneFailed event and is tried again; that event is
+// the point after which the Kustomization, had it been released without
+// waiting, would be gone.
 func TestWaitForTermination(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -74,7 +75,7 @@ func TestWaitForTermination(t *testing.T) {
 	src := newSource(t, ns, "src", r)
 	k := newKustomization(t, ns, "wft", "src", func(k *kustomizev1.Kustomization) {
 		k.Spec.DeletionPolicy = kustomizev1.DeletionPolicyWaitForTermination
-		k.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Second}
+		k.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Second}
 	})
 	waitApplied(t, k, src.Status.Artifact.Revision)
 	if err := env.Client.Delete(ctx, k); err != nil {
