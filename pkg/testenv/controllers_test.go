@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +29,25 @@ func freePort(t *testing.T) int {
 	return port
 }
 
+// lockedBuffer is a process's output, read by the test while the process
+// writes it (exec copies a non-file writer's output from a goroutine).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // TestControllerBinariesServeProbes builds each controller, runs it against
 // the test cluster with Flux's flags and leader election, and checks that it
 // becomes ready, takes the leader lease, serves metrics and exits cleanly on
@@ -35,7 +55,7 @@ func freePort(t *testing.T) int {
 func TestControllerBinariesServeProbes(t *testing.T) {
 	testenv.EachController(t, func(t *testing.T, name, exe string) {
 		health, metrics := freePort(t), freePort(t)
-		var logs strings.Builder
+		logs := &lockedBuffer{}
 		args := []string{
 			"--kubeconfig=" + env.KubeconfigPath,
 			fmt.Sprintf("--health-addr=127.0.0.1:%d", health),
@@ -51,7 +71,7 @@ func TestControllerBinariesServeProbes(t *testing.T) {
 		}
 		cmd := exec.Command(exe, args...)
 		cmd.Env = append(os.Environ(), "RUNTIME_NAMESPACE=default")
-		cmd.Stdout, cmd.Stderr = &logs, &logs
+		cmd.Stdout, cmd.Stderr = logs, logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
