@@ -6,10 +6,10 @@ PACKAGES := $(foreach m,$(MODULES),./$(m)/...)
 
 CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := bin/controller-gen
-GO_TEST_FLAGS ?= -count=1 -timeout 25m
+GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
 
-.PHONY: all build generate tools test fuzz bench lint clean demo
+.PHONY: all build generate tools test skipped-summary fuzz bench lint clean demo
 
 all: build
 
@@ -32,11 +32,22 @@ $(CONTROLLER_GEN): Makefile
 tools:
 	bash tools/build.sh
 
-## test: unit, integration and e2e tests (needs `make tools`; starts local clusters; e2e tests
-## drive bin/eddy), then a short fuzz run
+## test: unit, integration and e2e tests under the race detector (needs `make tools`; starts
+## local clusters; e2e tests drive bin/eddy), then a short fuzz run. Without the companion
+## shared/ folder (../shared, or EDDY_SHARED_DIR) the tests of its real repositories are
+## skipped, and the last line names them.
+SKIP_LOG := $(CURDIR)/bin/skipped-without-shared.txt
 test: tools build $(CONTROLLER_GEN)
-	go test $(GO_TEST_FLAGS) -v $(PACKAGES)
+	@rm -f $(SKIP_LOG)
+	EDDY_SKIP_LOG=$(SKIP_LOG) go test $(GO_TEST_FLAGS) -v $(PACKAGES) || { $(MAKE) -s skipped-summary; exit 1; }
 	$(MAKE) fuzz
+	@$(MAKE) -s skipped-summary
+
+# skipped-summary: one line naming the tests skipped for want of shared/, if any.
+skipped-summary:
+	@if [ -s $(SKIP_LOG) ]; then \
+		echo "Not run without shared/: $$(sort -u $(SKIP_LOG) | awk '{a[$$1]=a[$$1] (a[$$1]?",":"") $$2} END {for (p in a) printf "%s%s (%s)", n++?"; ":"", p, a[p]}'); to run them: EDDY_SHARED_DIR=/path/to/shared make test"; \
+	fi
 
 ## fuzz: each fuzz test for FUZZTIME (default 10s: replaying the corpus takes a few seconds)
 FUZZTIME ?= 10s

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eddyops/eddy/pkg/localcluster"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that was free when asked.
@@ -67,22 +69,24 @@ func StartController(e *Environment, exe, logPath string, args ...string) (*Proc
 		log.Close()
 		return nil, err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p, nil
-			}
+	ready := func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/readyz", health), nil)
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) {
-			p.Stop()
-			b, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("%s not ready after 30s\n%s", filepath.Base(exe), b)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil // not listening yet
 		}
-		time.Sleep(100 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
 	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, ready); err != nil {
+		p.Stop()
+		b, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("%s not ready after 30s\n%s", filepath.Base(exe), b)
+	}
+	return p, nil
 }
 
 // Stop interrupts the process, waits for it to exit and closes its log.
@@ -93,16 +97,23 @@ func (p *Process) Stop() {
 }
 
 // RunController builds the controller name of this workspace into a test
-// directory and starts it with StartController(e, exe, log, args...) until
-// t ends; when t failed, its log is printed. It fails t on any error.
+// directory and runs it with RunBinary until t ends. It fails t on any error.
 func RunController(t testing.TB, e *Environment, name string, args ...string) *Process {
 	t.Helper()
-	work := t.TempDir()
-	exe, err := BuildController(name, work)
+	exe, err := BuildController(name, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := StartController(e, exe, filepath.Join(work, name+".log"), args...)
+	return RunBinary(t, e, exe, args...)
+}
+
+// RunBinary starts the controller binary exe with StartController(e, exe,
+// log, args...), the log in a test directory, and stops it when t ends;
+// when t failed, the log is printed. It fails t on any error.
+func RunBinary(t testing.TB, e *Environment, exe string, args ...string) *Process {
+	t.Helper()
+	name := filepath.Base(exe)
+	p, err := StartController(e, exe, filepath.Join(t.TempDir(), name+".log"), args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,4 +125,24 @@ func RunController(t testing.TB, e *Environment, name string, args ...string) *P
 		}
 	})
 	return p
+}
+
+// ControllerNames are the workspace's controller binaries, each built from
+// ./<name>.
+var ControllerNames = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"}
+
+// EachController builds each of ControllerNames into a test directory and
+// runs f with its name and path in a subtest named after it; a failed build
+// fails that subtest.
+func EachController(t *testing.T, f func(t *testing.T, name, exe string)) {
+	bin := t.TempDir()
+	for _, name := range ControllerNames {
+		t.Run(name, func(t *testing.T) {
+			exe, err := BuildController(name, bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f(t, name, exe)
+		})
+	}
 }

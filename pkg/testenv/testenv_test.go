@@ -1,12 +1,9 @@
 package testenv_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -98,15 +94,11 @@ func readFluxDocs(t *testing.T, root string) (docs []fluxDoc, skipped []string) 
 		if err != nil {
 			return err
 		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			raw, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", rel, err)
-			}
+		raws, err := testenv.YAMLDocuments(data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		for _, raw := range raws {
 			var m map[string]any
 			if err := yaml.Unmarshal(raw, &m); err != nil || m == nil {
 				if bytes.Contains(raw, []byte("toolkit.fluxcd.io/v1")) {

@@ -1,11 +1,8 @@
 package build
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -18,7 +15,6 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/yaml"
 )
@@ -103,15 +99,11 @@ func fluxKustomization(t *testing.T, rootDir, ns, name string) *kustomizev1.Kust
 	builds, _ := filepath.Glob(filepath.Join(rootDir, "*", "expected-build.yaml"))
 	for _, b := range builds {
 		data, _ := os.ReadFile(b)
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		docs, err := testenv.YAMLDocuments(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range docs {
 			var k kustomizev1.Kustomization
 			if yaml.Unmarshal(doc, &k) != nil || k.Kind != "Kustomization" || k.APIVersion != "kustomize.toolkit.fluxcd.io/v1" {
 				continue

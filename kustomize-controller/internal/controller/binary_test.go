@@ -63,7 +63,7 @@ func TestBinaryAppliesCRDs(t *testing.T) {
 			sharded(k)
 			k.Spec.Path = "./crds"
 		})
-		rev := "main@sha1:" + r.git(t, "rev-parse", "HEAD")
+		rev := "main@sha1:" + r.MustGit(t, "rev-parse", "HEAD")
 		waitApplied(t, k, rev)
 		// Applied again, the CRD is unchanged and installed: still Ready.
 		requestReconcile(t, k, func() string { return k.Status.LastHandledReconcileAt })
@@ -79,7 +79,7 @@ func TestBinaryAppliesCRDs(t *testing.T) {
 		})
 		src := newSource(t, ns, "widgets", r)
 		k := newKustomization(t, ns, "widgets", "widgets", sharded)
-		waitApplied(t, k, "main@sha1:"+r.git(t, "rev-parse", "HEAD"))
+		waitApplied(t, k, "main@sha1:"+r.MustGit(t, "rev-parse", "HEAD"))
 		assertInventory(t, k, "_c1_example.org_WidgetClass", "_w1_example.org_Widget",
 			"_widgetclasses.example.org_apiextensions.k8s.io_CustomResourceDefinition",
 			"_widgets.example.org_apiextensions.k8s.io_CustomResourceDefinition")
@@ -129,7 +129,7 @@ func bootstrappedRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev := "main@sha1:" + r.commit(t, map[string]string{}, "bootstrap")
+	rev := "main@sha1:" + r.MustCommit(t, map[string]string{}, "bootstrap")
 	// The repository's Kustomizations live in flux-system and refer to the
 	// GitRepository flux-system, as bootstrap creates them.
 	const ns = "flux-system"

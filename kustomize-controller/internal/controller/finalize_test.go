@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,7 +64,10 @@ func TestDeleteAfterServiceAccountGone(t *testing.T) {
 }
 
 // deletionPolicy WaitForTermination keeps the Kustomization until its
-// objects are gone.
+// objects are gone. The wait gives up after spec.timeout (30s, the least
+// Flux allows) with a PruneFailed event and is tried again; that event is
+// the point after which the Kustomization, had it been released without
+// waiting, would be gone.
 func TestWaitForTermination(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -71,7 +75,7 @@ func TestWaitForTermination(t *testing.T) {
 	src := newSource(t, ns, "src", r)
 	k := newKustomization(t, ns, "wft", "src", func(k *kustomizev1.Kustomization) {
 		k.Spec.DeletionPolicy = kustomizev1.DeletionPolicyWaitForTermination
-		k.Spec.Timeout = &metav1.Duration{Duration: 40 * time.Second}
+		k.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Second}
 	})
 	waitApplied(t, k, src.Status.Artifact.Revision)
 	if err := env.Client.Delete(ctx, k); err != nil {
@@ -79,7 +83,14 @@ func TestWaitForTermination(t *testing.T) {
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns}}
 	waitFor(t, cm, "held terminating", func() bool { return cm.DeletionTimestamp != nil })
-	time.Sleep(3 * time.Second) // more than one 2s poll
+	waitFor(t, k, "a PruneFailed event naming the held ConfigMap", func() bool {
+		for _, msg := range kubeEvents(t, ns, k.Name, meta.PruneFailedReason) {
+			if strings.Contains(msg, "held") {
+				return true
+			}
+		}
+		return false
+	})
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(k), k); err != nil {
 		t.Fatalf("the Kustomization was released while its ConfigMap is terminating: %v", err)
 	}

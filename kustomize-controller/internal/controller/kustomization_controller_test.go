@@ -54,7 +54,7 @@ func TestPaymentScenario(t *testing.T) {
 	fluxNS := newNamespace(t)
 	appNS := fluxNS + "-production"
 	r := newRepo(t, paymentFiles(appNS, 2))
-	head := r.git(t, "rev-parse", "HEAD")
+	head := r.MustGit(t, "rev-parse", "HEAD")
 	src := newSource(t, fluxNS, "platform", r)
 	k := newKustomization(t, fluxNS, "apps", "platform", func(k *kustomizev1.Kustomization) {
 		k.Spec.Path = "./apps"
@@ -196,7 +196,7 @@ func TestPruneRespectsOptOutAndOwnership(t *testing.T) {
 	r := newRepo(t, map[string]string{"a.yaml": cm("gone", ""), "b.yaml": cm("kept", ", labels: {kustomize.toolkit.fluxcd.io/prune: disabled}"), "c.yaml": cm("stolen", "")})
 	src := newSource(t, ns, "src", r)
 	k := newKustomization(t, ns, "owner", "src", nil)
-	waitApplied(t, k, "main@sha1:"+r.git(t, "rev-parse", "HEAD"))
+	waitApplied(t, k, "main@sha1:"+r.MustGit(t, "rev-parse", "HEAD"))
 	// Another Kustomization takes over "stolen" (its owner labels change).
 	stolen := &corev1.ConfigMap{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stolen"}, stolen); err != nil {
@@ -238,7 +238,7 @@ spec:
 	})
 	newSource(t, ns, "src", r)
 	k := newKustomization(t, ns, "crds", "src", nil)
-	waitApplied(t, k, "main@sha1:"+r.git(t, "rev-parse", "HEAD"))
+	waitApplied(t, k, "main@sha1:"+r.MustGit(t, "rev-parse", "HEAD"))
 	if n := len(k.Status.Inventory.Entries); n != 2 {
 		t.Errorf("inventory %v, want the CRD and the Gadget", k.Status.Inventory.Entries)
 	}
@@ -275,7 +275,7 @@ func TestDependsOn(t *testing.T) {
 	if err := env.Client.Patch(context.Background(), infra, patch); err != nil {
 		t.Fatal(err)
 	}
-	rev := "main@sha1:" + r.git(t, "rev-parse", "HEAD")
+	rev := "main@sha1:" + r.MustGit(t, "rev-parse", "HEAD")
 	waitApplied(t, infra, rev)
 	waitApplied(t, apps, rev)
 }
@@ -308,7 +308,7 @@ func TestPostBuildFromCluster(t *testing.T) {
 			},
 		}
 	})
-	waitApplied(t, k, "main@sha1:"+r.git(t, "rev-parse", "HEAD"))
+	waitApplied(t, k, "main@sha1:"+r.MustGit(t, "rev-parse", "HEAD"))
 	cm := &corev1.ConfigMap{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app-production"}, cm); err != nil {
 		t.Fatal(err)

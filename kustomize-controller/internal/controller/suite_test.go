@@ -2,22 +2,18 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,10 +21,8 @@ import (
 )
 
 var (
-	env       *testenv.Environment
-	gitRoot   string
-	gitSrv    *gitserver.Server
-	repoCount int
+	env    *testenv.Environment
+	gitSrv *testenv.GitServer
 )
 
 // TestMain runs the tests on the full profile (fake nodes make Deployments
@@ -37,7 +31,7 @@ var (
 // kustomize-controller runs the scenarios of shard binaryShard.
 func TestMain(m *testing.M) {
 	testenv.MainWithOptions(m, &env, testenv.Options{Cluster: localcluster.Options{Profile: localcluster.ProfileFull}},
-		startEventSink, startSourceController, startReconciler, startKustomizeController)
+		testenv.WithGitServer(&gitSrv), startEventSink, startSourceController, startReconciler, startKustomizeController)
 }
 
 func startSourceController(e *testenv.Environment) (func(), error) {
@@ -49,21 +43,11 @@ func startSourceController(e *testenv.Environment) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	if gitRoot, err = os.MkdirTemp("", "eddy-git-"); err != nil {
-		return nil, err
-	}
-	if gitSrv, err = gitserver.Start(gitserver.Options{Root: gitRoot}); err != nil {
-		return nil, err
-	}
 	storagePort, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	cleanup := func() {
-		gitSrv.Close()
-		os.RemoveAll(gitRoot)
-		os.RemoveAll(work)
-	}
+	cleanup := func() { os.RemoveAll(work) }
 	p, err := testenv.StartController(e, exe, filepath.Join(work, "source-controller.log"),
 		"--storage-path="+filepath.Join(work, "data"),
 		fmt.Sprintf("--storage-addr=127.0.0.1:%d", storagePort),
@@ -109,70 +93,29 @@ func startReconciler(e *testenv.Environment) (func(), error) {
 	return func() { cancel(); <-done }, nil
 }
 
-// repo is a bare repository served by the Git server and its work tree.
-type repo struct{ *gitserver.Repo }
+// repo is a repository of the suite's Git server.
+type repo = testenv.Repo
 
-func (r *repo) url() string { return gitSrv.URL + "/" + r.Name }
-
-func newRepo(t testing.TB, files map[string]string) *repo {
-	t.Helper()
-	repoCount++
-	name := fmt.Sprintf("%s-%d.git", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), repoCount)
-	gr, err := gitserver.NewRepo(gitRoot, name, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &repo{gr}
-	if files != nil {
-		r.commit(t, files, "initial commit")
-	}
-	return r
-}
-
-func (r *repo) git(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := r.Git(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// commit writes files ("" deletes), commits, pushes to main and returns the hash.
-func (r *repo) commit(t testing.TB, files map[string]string, msg string) string {
-	t.Helper()
-	hash, err := r.Commit(files, msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hash
-}
+func newRepo(t testing.TB, files map[string]string) *repo { return gitSrv.NewRepo(t, files) }
 
 // push commits files to r and has the GitRepository src fetch the new
 // commit; it returns the revision `main@sha1:<hash>`.
 func push(t *testing.T, r *repo, src *sourcev1.GitRepository, files map[string]string, msg string) string {
 	t.Helper()
-	rev := "main@sha1:" + r.commit(t, files, msg)
+	rev := "main@sha1:" + r.MustCommit(t, files, msg)
 	requestReconcile(t, src, func() string { return src.Status.LastHandledReconcileAt })
 	waitFor(t, src, "artifact "+rev, func() bool { return src.Status.Artifact != nil && src.Status.Artifact.Revision == rev })
 	return rev
 }
 
-func newNamespace(t testing.TB) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ks-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func newNamespace(t testing.TB) string { return testenv.NewNamespace(t, env.Client, "ks-") }
 
 // newSource creates a GitRepository for r in ns and waits for its artifact.
 func newSource(t testing.TB, ns, name string, r *repo) *sourcev1.GitRepository {
 	t.Helper()
 	src := &sourcev1.GitRepository{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: sourcev1.GitRepositorySpec{URL: r.url(), Interval: metav1.Duration{Duration: time.Hour},
+		Spec: sourcev1.GitRepositorySpec{URL: r.URL(), Interval: metav1.Duration{Duration: time.Hour},
 			Reference: &sourcev1.GitRepositoryRef{Branch: "main"}},
 	}
 	if err := env.Client.Create(context.Background(), src); err != nil {
@@ -204,27 +147,10 @@ func newKustomization(t testing.TB, ns, name, source string, mutate func(*kustom
 	return k
 }
 
-// waitFor re-reads obj until cond holds (60s at most).
+// waitFor re-reads obj until cond holds (testenv.WaitFor).
 func waitFor(t testing.TB, obj client.Object, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err == nil && cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			var status any = obj
-			switch o := obj.(type) {
-			case *kustomizev1.Kustomization:
-				status = o.Status
-			case *sourcev1.GitRepository:
-				status = o.Status
-			}
-			b, _ := json.Marshal(status)
-			t.Fatalf("%s/%s: %s not reached in 60s; status: %s", obj.GetNamespace(), obj.GetName(), what, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitFor(t, env.Client, obj, what, cond)
 }
 
 func readyCond(k *kustomizev1.Kustomization) *metav1.Condition {
@@ -252,28 +178,13 @@ func waitFailed(t *testing.T, k *kustomizev1.Kustomization, reason string) *meta
 }
 
 // requestReconcile sets reconcile.fluxcd.io/requestedAt on obj and waits
-// until the controller has handled it.
+// until the controller has handled it (handled returns the token).
 func requestReconcile(t *testing.T, obj client.Object, handled func() string) {
 	t.Helper()
-	token := time.Now().Format(time.RFC3339Nano)
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token))
-	if err := env.Client.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, obj, "reconcile request", func() bool { return handled() == token })
+	testenv.RequestReconcile(t, env.Client, obj, handled)
 }
 
 func kubeEvents(t *testing.T, ns, name, reason string) []string {
 	t.Helper()
-	list := &corev1.EventList{}
-	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason {
-			out = append(out, e.Message)
-		}
-	}
-	return out
+	return testenv.KubeEvents(t, env.Client, ns, name, reason)
 }

@@ -162,7 +162,7 @@ func TestTestdataDirectoriesApplied(t *testing.T) {
 				if err := os.CopyFS(r.Work, os.DirFS(filepath.Join(testdataDir(t), "repos", repoName))); err != nil {
 					t.Fatal(err)
 				}
-				r.commit(t, map[string]string{}, "import "+repoName)
+				r.MustCommit(t, map[string]string{}, "import "+repoName)
 				src = fmt.Sprintf("src-%d", len(sources))
 				newSource(t, ns, src, r)
 				sources[repoName] = src

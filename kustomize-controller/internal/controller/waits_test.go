@@ -66,7 +66,7 @@ func TestWaitingIsNotFailing(t *testing.T) {
 	r := newRepo(t, map[string]string{
 		"apps/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: early-" + suffix + ", namespace: " + ns + "}\n",
 	})
-	rev := "main@sha1:" + r.git(t, "rev-parse", "HEAD")
+	rev := "main@sha1:" + r.MustGit(t, "rev-parse", "HEAD")
 	srcName := "late-" + suffix
 	k := newKustomization(t, ns, "early-"+suffix, srcName, func(k *kustomizev1.Kustomization) { k.Spec.Path = "./apps" })
 	waitFor(t, k, "source not found", func() bool {
@@ -76,7 +76,7 @@ func TestWaitingIsNotFailing(t *testing.T) {
 	// Created suspended, the GitRepository has no artifact until resumed.
 	src := &sourcev1.GitRepository{
 		ObjectMeta: metav1.ObjectMeta{Name: srcName, Namespace: ns},
-		Spec: sourcev1.GitRepositorySpec{URL: r.url(), Interval: metav1.Duration{Duration: time.Hour}, Suspend: true,
+		Spec: sourcev1.GitRepositorySpec{URL: r.URL(), Interval: metav1.Duration{Duration: time.Hour}, Suspend: true,
 			Reference: &sourcev1.GitRepositoryRef{Branch: "main"}},
 	}
 	if err := env.Client.Create(context.Background(), src); err != nil {
@@ -99,7 +99,7 @@ func TestWaitingIsNotFailing(t *testing.T) {
 	lib := newRepo(t, map[string]string{"lib/values.yaml": "a: 1\n"})
 	app := &sourcev1.GitRepository{
 		ObjectMeta: metav1.ObjectMeta{Name: "app-" + suffix, Namespace: ns},
-		Spec: sourcev1.GitRepositorySpec{URL: r.url(), Interval: metav1.Duration{Duration: time.Hour},
+		Spec: sourcev1.GitRepositorySpec{URL: r.URL(), Interval: metav1.Duration{Duration: time.Hour},
 			Reference: &sourcev1.GitRepositoryRef{Branch: "main"},
 			Include:   []sourcev1.GitRepositoryInclude{{GitRepositoryRef: meta.LocalObjectReference{Name: "lib-" + suffix}}}},
 	}

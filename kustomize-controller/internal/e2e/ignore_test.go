@@ -2,12 +2,10 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
-	"time"
 
+	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -44,15 +42,7 @@ func TestIgnoreChangePrunes(t *testing.T) {
 		t.Fatalf("revision changed from %s to %s without a commit", rev, src.Status.Artifact.Revision)
 	}
 	b := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: "b"}}
-	deadline := time.Now().Add(60 * time.Second)
-	for err := env.Client.Get(ctx, client.ObjectKeyFromObject(b), b); !apierrors.IsNotFound(err); err = env.Client.Get(ctx, client.ObjectKeyFromObject(b), b) {
-		if time.Now().After(deadline) {
-			_ = env.Client.Get(ctx, client.ObjectKeyFromObject(k), k)
-			s, _ := json.Marshal(k.Status)
-			t.Fatalf("ConfigMap b, now ignored, was not pruned in 60s (%v); Kustomization status %s", err, s)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitGone(t, env.Client, b, "ConfigMap b, now ignored, pruned")
 	waitFor(t, k, "Ready with an inventory without b", func() bool {
 		if !ready(k) || k.Status.Inventory == nil {
 			return false

@@ -6,7 +6,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,28 +14,26 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 var (
-	env      *testenv.Environment
-	work     string // binaries, logs and storage
-	kcExe    string // the built kustomize-controller
-	gitRoot  string
-	gitSrv   *gitserver.Server
-	repoSeen int
+	env    *testenv.Environment
+	work   string // binaries, logs and storage
+	kcExe  string // the built kustomize-controller
+	gitSrv *testenv.GitServer
 )
 
 // TestMain starts the api profile (ConfigMaps need no nodes), a Git server
 // and the built source-controller; each test starts its own
 // kustomize-controller with the flags it tests.
-func TestMain(m *testing.M) { testenv.Main(m, &env, startSourceController) }
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, testenv.WithGitServer(&gitSrv), startSourceController)
+}
 
 func startSourceController(e *testenv.Environment) (func(), error) {
 	var err error
@@ -52,14 +49,8 @@ func startSourceController(e *testenv.Environment) (func(), error) {
 		cleanup()
 		return nil, err
 	}
-	gitRoot = filepath.Join(work, "git")
-	if gitSrv, err = gitserver.Start(gitserver.Options{Root: gitRoot}); err != nil {
-		cleanup()
-		return nil, err
-	}
 	port, err := testenv.FreePort()
 	if err != nil {
-		gitSrv.Close()
 		cleanup()
 		return nil, err
 	}
@@ -67,28 +58,17 @@ func startSourceController(e *testenv.Environment) (func(), error) {
 		"--storage-path="+filepath.Join(work, "data"),
 		fmt.Sprintf("--storage-addr=127.0.0.1:%d", port), fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", port))
 	if err != nil {
-		gitSrv.Close()
 		cleanup()
 		return nil, err
 	}
-	return func() { p.Stop(); gitSrv.Close(); cleanup() }, nil
+	return func() { p.Stop(); cleanup() }, nil
 }
 
 // startKustomizeController runs the built kustomize-controller with args
 // until the test ends.
 func startKustomizeController(t *testing.T, args ...string) {
 	t.Helper()
-	p, err := testenv.StartController(env, kcExe, filepath.Join(t.TempDir(), "kustomize-controller.log"), args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(p.LogPath)
-			t.Logf("kustomize-controller log:\n%s", b)
-		}
-		p.Stop()
-	})
+	testenv.RunBinary(t, env, kcExe, args...)
 }
 
 // setup commits files to a new repository and creates, in a new namespace,
@@ -97,30 +77,20 @@ func startKustomizeController(t *testing.T, args ...string) {
 func setup(t *testing.T, files map[string]string, mutate func(*kustomizev1.Kustomization)) (*sourcev1.GitRepository, *kustomizev1.Kustomization) {
 	t.Helper()
 	ctx := context.Background()
-	repoSeen++
-	r, err := gitserver.NewRepo(gitRoot, fmt.Sprintf("repo-%d.git", repoSeen), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Commit(files, "initial commit"); err != nil {
-		t.Fatal(err)
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	r := gitSrv.NewRepo(t, files)
+	ns := testenv.NewNamespace(t, env.Client, "e2e-")
 	hour := metav1.Duration{Duration: time.Hour}
 	src := &sourcev1.GitRepository{
-		ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: ns.Name},
-		Spec: sourcev1.GitRepositorySpec{URL: gitSrv.URL + "/" + r.Name, Interval: hour,
+		ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: ns},
+		Spec: sourcev1.GitRepositorySpec{URL: r.URL(), Interval: hour,
 			Reference: &sourcev1.GitRepositoryRef{Branch: "main"}},
 	}
 	if err := env.Client.Create(ctx, src); err != nil {
 		t.Fatal(err)
 	}
 	k := &kustomizev1.Kustomization{
-		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns.Name},
-		Spec: kustomizev1.KustomizationSpec{Interval: hour, Prune: true, TargetNamespace: ns.Name,
+		ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: ns},
+		Spec: kustomizev1.KustomizationSpec{Interval: hour, Prune: true, TargetNamespace: ns,
 			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: src.Name}},
 	}
 	if mutate != nil {
@@ -132,20 +102,10 @@ func setup(t *testing.T, files map[string]string, mutate func(*kustomizev1.Kusto
 	return src, k
 }
 
-// waitFor re-reads obj until cond holds (60s at most).
+// waitFor re-reads obj until cond holds (testenv.WaitFor).
 func waitFor(t *testing.T, obj client.Object, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err == nil && cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(obj)
-			t.Fatalf("%s/%s: %s not reached in 60s: %s", obj.GetNamespace(), obj.GetName(), what, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitFor(t, env.Client, obj, what, cond)
 }
 
 func ready(k *kustomizev1.Kustomization) bool {

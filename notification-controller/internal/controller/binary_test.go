@@ -17,7 +17,6 @@ import (
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
-	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/eddyops/eddy/pkg/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -41,11 +40,7 @@ func TestBinaryReceiverOnBootstrappedRepository(t *testing.T) {
 		fmt.Sprintf("--receiverAddr=127.0.0.1:%d", rcvPort), "--min-retry-delay=200ms", "--max-retry-delay=2s")
 
 	ns := newNamespace(t)
-	repoCount++
-	r, err := gitserver.NewRepo(gitRoot, fmt.Sprintf("binary-bootstrap-%d.git", repoCount), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newRepo(t, nil)
 	if _, err := testenv.BootstrappedRepo(testenv.TestdataDir(t), "flux2-kustomize-helm-example-v2.6", "production", r.Work); err != nil {
 		t.Fatal(err)
 	}

@@ -38,8 +38,7 @@ import (
 // in-process (reconcilers, event server, receiver server).
 var (
 	env         *testenv.Environment
-	gitRoot     string
-	gitSrv      *gitserver.Server
+	gitSrv      *testenv.GitServer
 	eventsURL   string // http://127.0.0.1:<port>/
 	receiverURL string // http://127.0.0.1:<port>
 	eventStats  = &codeCounter{codes: map[int]int{}, served: map[string]int{}}
@@ -47,7 +46,6 @@ var (
 	kcLog       *lockedFile
 	stopEvents  func()
 	startEvents func() error
-	repoCount   int
 )
 
 // testRetry keeps provider retries short; the policy's shape is Flux's.
@@ -60,18 +58,7 @@ var testRetry = notifier.Retry{Max: 3, Min: 50 * time.Millisecond, Cap: 200 * ti
 const shardKey = "sharding.fluxcd.io/key"
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, &env, startGit, startNotificationController, startControllers)
-}
-
-func startGit(*testenv.Environment) (func(), error) {
-	var err error
-	if gitRoot, err = os.MkdirTemp("", "eddy-nc-git-"); err != nil {
-		return nil, err
-	}
-	if gitSrv, err = gitserver.Start(gitserver.Options{Root: gitRoot}); err != nil {
-		return nil, err
-	}
-	return func() { gitSrv.Close(); os.RemoveAll(gitRoot) }, nil
+	testenv.Main(m, &env, testenv.WithGitServer(&gitSrv), startNotificationController, startControllers)
 }
 
 // codeCounter counts the event server's answers by status code, and the
@@ -161,7 +148,7 @@ func startNotificationController(e *testenv.Environment) (func(), error) {
 			defer close(d)
 			_ = server.Serve(ectx, fmt.Sprintf("127.0.0.1:%d", evPort), eventStats.wrap(evs))
 		}()
-		return waitListening(evPort)
+		return testenv.WaitListening(fmt.Sprintf("127.0.0.1:%d", evPort))
 	}
 	stopEvents = func() { evCancel(); <-evDone }
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
@@ -172,26 +159,11 @@ func startNotificationController(e *testenv.Environment) (func(), error) {
 		cancel()
 		return nil, err
 	}
-	if err := waitListening(rcvPort); err != nil {
+	if err := testenv.WaitListening(fmt.Sprintf("127.0.0.1:%d", rcvPort)); err != nil {
 		cancel()
 		return nil, err
 	}
 	return func() { cancel(); <-done }, nil
-}
-
-func waitListening(port int) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing listens on port %d", port)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // lockedFile is a log file the test reads while a process writes it.
@@ -345,14 +317,7 @@ type eventJSON struct {
 	ReportingController string                 `json:"reportingController"`
 }
 
-func newNamespace(t testing.TB) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "nc-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func newNamespace(t testing.TB) string { return testenv.NewNamespace(t, env.Client, "nc-") }
 
 func create(t testing.TB, objs ...client.Object) {
 	t.Helper()
@@ -394,19 +359,10 @@ func ksSource(name string) notificationv1.CrossNamespaceObjectReference {
 	return notificationv1.CrossNamespaceObjectReference{Kind: kustomizev1.KustomizationKind, Name: name}
 }
 
-// repo is a bare repository served by the Git server and its work tree.
+// newRepo creates a repository on the suite's Git server with files
+// committed (none when nil).
 func newRepo(t testing.TB, files map[string]string) *gitserver.Repo {
-	t.Helper()
-	repoCount++
-	name := fmt.Sprintf("%s-%d.git", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), repoCount)
-	r, err := gitserver.NewRepo(gitRoot, name, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Commit(files, "initial commit"); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return gitSrv.NewRepo(t, files).Repo
 }
 
 func gitRepository(ns, name string, r *gitserver.Repo) *sourcev1.GitRepository {
@@ -431,20 +387,10 @@ func kustomization(ns, name, source, path string, mutate ...func(*kustomizev1.Ku
 	return k
 }
 
-// waitFor re-reads obj until cond holds (60s at most).
+// waitFor re-reads obj until cond holds (testenv.WaitFor).
 func waitFor(t testing.TB, obj client.Object, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err == nil && cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(obj)
-			t.Fatalf("%s/%s: %s not reached in 60s: %s", obj.GetNamespace(), obj.GetName(), what, b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.WaitFor(t, env.Client, obj, what, cond)
 }
 
 // postEvent POSTs a Flux event JSON to the event server and returns the code.
@@ -468,17 +414,7 @@ func postEventTo(t testing.TB, url string, ev map[string]any) int {
 // kubeEvents returns the messages of Kubernetes Events about name with reason.
 func kubeEvents(t testing.TB, ns, name, reason string) []string {
 	t.Helper()
-	list := &corev1.EventList{}
-	if err := env.Client.List(context.Background(), list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name && (reason == "" || e.Reason == reason) {
-			out = append(out, e.Message)
-		}
-	}
-	return out
+	return testenv.KubeEvents(t, env.Client, ns, name, reason)
 }
 
 // waitAlertsSynced waits until the event server sees the Alerts and

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -25,7 +27,7 @@ func BenchmarkNoChangeReconciles(b *testing.B) {
 		files["apps/app-"+string(rune('a'+i%26))+"/"+time.Duration(i).String()+".yaml"] = "kind: ConfigMap\ndata:\n  key: value\n"
 	}
 	r := newRepo(b, files)
-	obj := waitReady(b, newGitRepository(b, ns, "bench", r.url(), nil))
+	obj := waitReady(b, newGitRepository(b, ns, "bench", r.URL(), nil))
 	var steady, changing time.Duration
 	b.ResetTimer()
 	for range b.N {
@@ -40,7 +42,7 @@ func BenchmarkNoChangeReconciles(b *testing.B) {
 		start = cpuTime(b)
 		for i := range 100 {
 			c0 := cpuTime(b)
-			r.commit(b, map[string]string{"apps/counter.yaml": "n: " + time.Duration(i+1).String() + "\n"}, "bump")
+			r.MustCommit(b, map[string]string{"apps/counter.yaml": "n: " + time.Duration(i+1).String() + "\n"}, "bump")
 			commitCPU += cpuTime(b) - c0
 			requestReconcile(b, obj)
 		}
@@ -51,4 +53,38 @@ func BenchmarkNoChangeReconciles(b *testing.B) {
 	b.ReportMetric(float64((steady / n).Milliseconds()), "cpu-ms/100-no-change")
 	b.ReportMetric(float64((changing / n).Milliseconds()), "cpu-ms/100-new-commit")
 	b.ReportMetric(float64(steady)/float64(changing), "ratio-no-change/new-commit")
+}
+
+// BenchmarkSSHTimeout measures how long a GitRepository with a 1s
+// spec.timeout takes to report Ready=False against an SSH server that
+// accepts and never answers, and as the baseline in the same run against a
+// port that refuses the connection at once; the difference is what the
+// timeout holds a worker for (about 1s when the timeout is kept).
+func BenchmarkSSHTimeout(b *testing.B) {
+	ns := newNamespace(b)
+	silent := silentSSHServer(b, ns)
+	refused := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		return "ssh://git@" + l.Addr().String() + "/x.git"
+	}()
+	var silentTime, refusedTime time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for j, c := range []struct {
+			url   string
+			total *time.Duration
+		}{{silent, &silentTime}, {refused, &refusedTime}} {
+			start := time.Now()
+			waitNotReady(b, newGitRepository(b, ns, fmt.Sprintf("ssh-%d-%d", i, j), c.url, withSSHTimeout))
+			*c.total += time.Since(start)
+		}
+	}
+	n := time.Duration(b.N)
+	b.ReportMetric(float64((silentTime / n).Milliseconds()), "ms/silent-server")
+	b.ReportMetric(float64((refusedTime / n).Milliseconds()), "ms/refused")
+	b.ReportMetric(float64(silentTime)/float64(refusedTime), "ratio-silent/refused")
 }

@@ -35,8 +35,8 @@ func TestBinaryBootstrappedRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := r.commit(t, map[string]string{}, "bootstrap")
-	obj := newGitRepository(t, ns, "flux-system", r.url(), func(o *sourcev1.GitRepository) {
+	head := r.MustCommit(t, map[string]string{}, "bootstrap")
+	obj := newGitRepository(t, ns, "flux-system", r.URL(), func(o *sourcev1.GitRepository) {
 		o.Labels = map[string]string{shardKey: "binary"}
 	})
 	got := waitReady(t, obj)

@@ -33,16 +33,16 @@ func testdataRepos(t *testing.T) string { return filepath.Join(testenv.TestdataD
 func expectedFiles(t *testing.T, r *repo) []string {
 	t.Helper()
 	patterns := artifact.VCSPatterns
-	if r.git(t, "ls-files", "--", "*"+artifact.IgnoreFile) == "" {
+	if r.MustGit(t, "ls-files", "--", "*"+artifact.IgnoreFile) == "" {
 		patterns = append(append([]string{}, patterns...), artifact.DefaultPatterns...)
 	}
 	excludes := filepath.Join(t.TempDir(), "excludes")
 	if err := os.WriteFile(excludes, []byte(strings.Join(patterns, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	all := strings.Fields(r.git(t, "ls-files"))
+	all := strings.Fields(r.MustGit(t, "ls-files"))
 	ignored := map[string]bool{}
-	for _, f := range strings.Fields(r.git(t, "ls-files", "--cached", "--ignored",
+	for _, f := range strings.Fields(r.MustGit(t, "ls-files", "--cached", "--ignored",
 		"--exclude-per-directory="+artifact.IgnoreFile, "--exclude-from="+excludes)) {
 		ignored[f] = true
 	}
@@ -73,8 +73,8 @@ func TestTestdataRepositories(t *testing.T) {
 			if err := os.CopyFS(r.Work, os.DirFS(src)); err != nil {
 				t.Fatal(err)
 			}
-			head := r.commit(t, map[string]string{}, "import "+d.Name())
-			obj := waitReady(t, newGitRepository(t, ns, d.Name(), r.url(), nil))
+			head := r.MustCommit(t, map[string]string{}, "import "+d.Name())
+			obj := waitReady(t, newGitRepository(t, ns, d.Name(), r.URL(), nil))
 			a := obj.Status.Artifact
 			if want := "main@sha1:" + head; a.Revision != want {
 				t.Errorf("revision %q, want %q", a.Revision, want)
@@ -101,16 +101,16 @@ func TestTestdataRepositories(t *testing.T) {
 func TestRevisions(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "v: 1\n"})
-	c1 := r.git(t, "rev-parse", "HEAD")
-	r.git(t, "tag", "-a", "v1.0.0", "-m", "release 1.0.0")
-	r.git(t, "push", "-q", r.Bare, "v1.0.0")
-	r.git(t, "push", "-q", r.Bare, "HEAD:refs/heads/feature/x")
-	c2 := r.commit(t, map[string]string{"app.yaml": "v: 2\n"}, "second")
+	c1 := r.MustGit(t, "rev-parse", "HEAD")
+	r.MustGit(t, "tag", "-a", "v1.0.0", "-m", "release 1.0.0")
+	r.MustGit(t, "push", "-q", r.Bare, "v1.0.0")
+	r.MustGit(t, "push", "-q", r.Bare, "HEAD:refs/heads/feature/x")
+	c2 := r.MustCommit(t, map[string]string{"app.yaml": "v: 2\n"}, "second")
 	for _, tag := range []string{"v1.1.0", "v2.0.0-rc.1"} {
-		r.git(t, "tag", tag)
-		r.git(t, "push", "-q", r.Bare, tag)
+		r.MustGit(t, "tag", tag)
+		r.MustGit(t, "push", "-q", r.Bare, tag)
 	}
-	r.git(t, "push", "-q", r.Bare, "HEAD:refs/pull/1/head")
+	r.MustGit(t, "push", "-q", r.Bare, "HEAD:refs/pull/1/head")
 
 	cases := []struct {
 		name string
@@ -133,7 +133,7 @@ func TestRevisions(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			obj := newGitRepository(t, ns, "rev-"+string(rune('a'+i)), r.url(), func(o *sourcev1.GitRepository) {
+			obj := newGitRepository(t, ns, "rev-"+string(rune('a'+i)), r.URL(), func(o *sourcev1.GitRepository) {
 				o.Spec.Reference = tc.ref
 			})
 			got := waitReady(t, obj)
@@ -156,7 +156,7 @@ func TestRevisions(t *testing.T) {
 	}
 
 	t.Run("default branch is master", func(t *testing.T) {
-		obj := newGitRepository(t, ns, "rev-default", r.url(), func(o *sourcev1.GitRepository) { o.Spec.Reference = nil })
+		obj := newGitRepository(t, ns, "rev-default", r.URL(), func(o *sourcev1.GitRepository) { o.Spec.Reference = nil })
 		got := waitNotReady(t, obj)
 		c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition)
 		if !strings.Contains(c.Message, `couldn't find remote ref "refs/heads/master"`) {
@@ -172,7 +172,7 @@ func TestRevisions(t *testing.T) {
 func TestNoChangeReconcileDoesNotClone(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"deploy/app.yaml": "a: 1\n", "secrets/key.yaml": "k: 1\n"})
-	obj := waitReady(t, newGitRepository(t, ns, "steady", r.url(), nil))
+	obj := waitReady(t, newGitRepository(t, ns, "steady", r.URL(), nil))
 	first := obj.Status.Artifact
 	if obj.Generation != 1 {
 		t.Errorf("generation %d after the first reconcile, want 1: adding the finalizer must not rewrite the spec", obj.Generation)
@@ -197,7 +197,7 @@ func TestNoChangeReconcileDoesNotClone(t *testing.T) {
 		t.Errorf("unchanged reconciles fetched: %d fetches in all, want 1", n)
 	}
 
-	head := r.commit(t, map[string]string{"deploy/app.yaml": "a: 2\n"}, "scale up")
+	head := r.MustCommit(t, map[string]string{"deploy/app.yaml": "a: 2\n"}, "scale up")
 	moved := requestReconcile(t, obj)
 	if want := "main@sha1:" + head; moved.Status.Artifact.Revision != want {
 		t.Errorf("after a push, revision %q, want %q", moved.Status.Artifact.Revision, want)
@@ -234,23 +234,23 @@ func ptrTo[T any](v T) *T { return &v }
 func TestBadInputsKeepTheArtifact(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "a: 1\n"})
-	r.git(t, "tag", "v1.0.0")
-	r.git(t, "push", "-q", r.Bare, "v1.0.0")
-	good := waitReady(t, newGitRepository(t, ns, "victim", r.url(), nil))
+	r.MustGit(t, "tag", "v1.0.0")
+	r.MustGit(t, "push", "-q", r.Bare, "v1.0.0")
+	good := waitReady(t, newGitRepository(t, ns, "victim", r.URL(), nil))
 	stored := good.Status.Artifact
-	bystander := waitReady(t, newGitRepository(t, ns, "bystander", r.url(), nil))
+	bystander := waitReady(t, newGitRepository(t, ns, "bystander", r.URL(), nil))
 
 	authRoot := t.TempDir()
 	if _, err := gitserver.InitBare(authRoot, "private.git"); err != nil {
 		t.Fatal(err)
 	}
-	r.git(t, "push", "-q", filepath.Join(authRoot, "private.git"), "main")
+	r.MustGit(t, "push", "-q", filepath.Join(authRoot, "private.git"), "main")
 	private, err := gitserver.Start(gitserver.Options{Root: authRoot, Username: "git", Password: "right-password"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer private.Close()
-	empty, err := gitserver.InitBare(gitRoot, "empty.git")
+	empty, err := gitserver.InitBare(gitSrv.Root, "empty.git")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,10 +389,10 @@ func TestBadInputsKeepTheArtifact(t *testing.T) {
 func TestStorageHygiene(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "n: 0\n"})
-	obj := waitReady(t, newGitRepository(t, ns, "hygiene", r.url(), nil))
+	obj := waitReady(t, newGitRepository(t, ns, "hygiene", r.URL(), nil))
 	dir := filepath.Join(storage.BasePath, "gitrepository", ns, "hygiene")
 	for i := 1; i <= 3; i++ {
-		r.commit(t, map[string]string{"app.yaml": "n: " + string(rune('0'+i)) + "\n"}, "bump")
+		r.MustCommit(t, map[string]string{"app.yaml": "n: " + string(rune('0'+i)) + "\n"}, "bump")
 		requestReconcile(t, obj)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -464,7 +464,7 @@ func TestHTTPAuth(t *testing.T) {
 	if _, err := gitserver.InitBare(root, "app.git"); err != nil {
 		t.Fatal(err)
 	}
-	r.git(t, "push", "-q", filepath.Join(root, "app.git"), "main")
+	r.MustGit(t, "push", "-q", filepath.Join(root, "app.git"), "main")
 	srv, err := gitserver.Start(gitserver.Options{Root: root, Username: "git", Password: "pw", BearerToken: "tok", TLS: true})
 	if err != nil {
 		t.Fatal(err)
@@ -514,7 +514,7 @@ func init() {
 func TestReconcileDurationMetric(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "a: 1\n"})
-	waitReady(t, newGitRepository(t, ns, "measured", r.url(), nil))
+	waitReady(t, newGitRepository(t, ns, "measured", r.URL(), nil))
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -541,8 +541,8 @@ func TestReconcileDurationMetric(t *testing.T) {
 func TestArtifactOutdatedOnFailedBuild(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "a"})
-	obj := waitReady(t, newGitRepository(t, ns, "outdated", r.url(), nil))
-	r.commit(t, map[string]string{"app.yaml": "b"}, "second")
+	obj := waitReady(t, newGitRepository(t, ns, "outdated", r.URL(), nil))
+	r.MustCommit(t, map[string]string{"app.yaml": "b"}, "second")
 	update(t, obj, func(o *sourcev1.GitRepository) { o.Spec.SparseCheckout = []string{"missing-dir"} })
 	got := waitNotReady(t, obj)
 	c := apimeta.FindStatusCondition(got.Status.Conditions, sourcev1.ArtifactOutdatedCondition)

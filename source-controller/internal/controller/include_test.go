@@ -14,8 +14,8 @@ func TestInclude(t *testing.T) {
 	ns := newNamespace(t)
 	shared := newRepo(t, map[string]string{"base/config.yaml": "shared: 1\n", "README.md": "not included\n"})
 	app := newRepo(t, map[string]string{"app.yaml": "a: 1\n", "vendor/base/stale.yaml": "replaced\n"})
-	lib := waitReady(t, newGitRepository(t, ns, "shared", shared.url(), nil))
-	obj := newGitRepository(t, ns, "app", app.url(), func(o *sourcev1.GitRepository) {
+	lib := waitReady(t, newGitRepository(t, ns, "shared", shared.URL(), nil))
+	obj := newGitRepository(t, ns, "app", app.URL(), func(o *sourcev1.GitRepository) {
 		o.Spec.Include = []sourcev1.GitRepositoryInclude{{
 			GitRepositoryRef: meta.LocalObjectReference{Name: "shared"}, FromPath: "base", ToPath: "vendor/base",
 		}}
@@ -32,7 +32,7 @@ func TestInclude(t *testing.T) {
 		t.Errorf("includedArtifacts %+v, want the shared artifact", got.Status.IncludedArtifacts)
 	}
 
-	shared.commit(t, map[string]string{"base/config.yaml": "shared: 2\n"}, "bump shared")
+	shared.MustCommit(t, map[string]string{"base/config.yaml": "shared: 2\n"}, "bump shared")
 	requestReconcile(t, lib)
 	updated := waitFor(t, obj, "rebuild after the include changed", func(o *sourcev1.GitRepository) bool {
 		return o.Status.Artifact != nil && o.Status.Artifact.Digest != got.Status.Artifact.Digest
@@ -44,7 +44,7 @@ func TestInclude(t *testing.T) {
 		t.Errorf("revision moved to %q though the repository did not change", updated.Status.Artifact.Revision)
 	}
 
-	missing := newGitRepository(t, ns, "missing-include", app.url(), func(o *sourcev1.GitRepository) {
+	missing := newGitRepository(t, ns, "missing-include", app.URL(), func(o *sourcev1.GitRepository) {
 		o.Spec.Include = []sourcev1.GitRepositoryInclude{{GitRepositoryRef: meta.LocalObjectReference{Name: "absent"}}}
 	})
 	failed := waitNotReady(t, missing)

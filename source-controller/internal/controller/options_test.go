@@ -22,14 +22,14 @@ import (
 func TestSparseCheckout(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"apps/a.yaml": "a", "infra/b.yaml": "b", "docs/c.md": "c", "top.yaml": "t"})
-	got := waitReady(t, newGitRepository(t, ns, "sparse", r.url(), func(o *sourcev1.GitRepository) {
+	got := waitReady(t, newGitRepository(t, ns, "sparse", r.URL(), func(o *sourcev1.GitRepository) {
 		o.Spec.SparseCheckout = []string{"./apps", "infra"}
 	}))
 	files := keys(untar(t, download(t, got.Status.Artifact)))
 	if len(files) != 2 || files[0] != "apps/a.yaml" || files[1] != "infra/b.yaml" {
 		t.Errorf("sparse artifact files %v, want apps/a.yaml and infra/b.yaml", files)
 	}
-	bad := waitNotReady(t, newGitRepository(t, ns, "sparse-missing", r.url(), func(o *sourcev1.GitRepository) {
+	bad := waitNotReady(t, newGitRepository(t, ns, "sparse-missing", r.URL(), func(o *sourcev1.GitRepository) {
 		o.Spec.SparseCheckout = []string{"nope"}
 	}))
 	c := apimeta.FindStatusCondition(bad.Status.Conditions, meta.ReadyCondition)
@@ -73,7 +73,7 @@ func TestProxy(t *testing.T) {
 func TestVerifyIsRefused(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "a"})
-	got := waitNotReady(t, newGitRepository(t, ns, "verify", r.url(), func(o *sourcev1.GitRepository) {
+	got := waitNotReady(t, newGitRepository(t, ns, "verify", r.URL(), func(o *sourcev1.GitRepository) {
 		o.Spec.Verification = &sourcev1.GitRepositoryVerification{Mode: sourcev1.ModeGitHEAD, SecretRef: meta.LocalObjectReference{Name: "keys"}}
 	}))
 	if got.Status.Artifact != nil {
@@ -91,7 +91,7 @@ func TestVerifyIsRefused(t *testing.T) {
 func TestProviderIsRefused(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "a"})
-	got := waitNotReady(t, newGitRepository(t, ns, "provider", r.url(), func(o *sourcev1.GitRepository) {
+	got := waitNotReady(t, newGitRepository(t, ns, "provider", r.URL(), func(o *sourcev1.GitRepository) {
 		o.Spec.Provider = sourcev1.GitProviderGitHub
 	}))
 	if got.Status.Artifact != nil {

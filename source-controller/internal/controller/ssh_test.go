@@ -44,8 +44,8 @@ func TestSSHAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRepo(t, map[string]string{"app.yaml": "a: 1\n"})
-	head := r.git(t, "rev-parse", "HEAD")
-	r.git(t, "push", "-q", filepath.Join(root, "app.git"), "main")
+	head := r.MustGit(t, "rev-parse", "HEAD")
+	r.MustGit(t, "push", "-q", filepath.Join(root, "app.git"), "main")
 	srv, err := gitserver.StartSSH(root, sshPub)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestSSHAuth(t *testing.T) {
 
 // sshTestKey returns an identity and a known_hosts line accepting any key
 // for addr (the host is never reached in the handshake that matters).
-func sshTestKey(t *testing.T, addr string) (identity, known string) {
+func sshTestKey(t testing.TB, addr string) (identity, known string) {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

@@ -11,12 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,10 +22,8 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,11 +34,8 @@ import (
 var (
 	env     *testenv.Environment
 	storage *artifact.Storage
-	gitRoot string
-	gitSrv  *gitserver.Server
+	gitSrv  *testenv.GitServer
 	sink    = &eventSink{}
-
-	repoCount int // makes repository names unique; tests do not run in parallel
 )
 
 // shardKey is Flux's sharding label: the reconciler under test, like a
@@ -51,20 +44,13 @@ var (
 const shardKey = "sharding.fluxcd.io/key"
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, &env, startController)
+	testenv.Main(m, &env, testenv.WithGitServer(&gitSrv), startController)
 }
 
 // startController runs the reconciler in-process against the test cluster,
-// with a real artifact file server, a Git server and an event sink.
+// with a real artifact file server and an event sink.
 func startController(e *testenv.Environment) (func(), error) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	var err error
-	if gitRoot, err = os.MkdirTemp("", "eddy-git-"); err != nil {
-		return nil, err
-	}
-	if gitSrv, err = gitserver.Start(gitserver.Options{Root: gitRoot}); err != nil {
-		return nil, err
-	}
 	storageDir, err := os.MkdirTemp("", "eddy-storage-")
 	if err != nil {
 		return nil, err
@@ -101,23 +87,15 @@ func startController(e *testenv.Environment) (func(), error) {
 		}
 	}()
 	// The file server is the manager's; wait until it listens.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", storagePort)); err == nil {
-			conn.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			return nil, fmt.Errorf("the artifact file server does not listen on port %d", storagePort)
-		}
+	if err := testenv.WaitListening(fmt.Sprintf("127.0.0.1:%d", storagePort)); err != nil {
+		cancel()
+		<-done
+		return nil, fmt.Errorf("the artifact file server: %w", err)
 	}
 	return func() {
 		cancel()
 		<-done
 		events.Close()
-		gitSrv.Close()
-		os.RemoveAll(gitRoot)
 		os.RemoveAll(storageDir)
 	}, nil
 }
@@ -153,53 +131,12 @@ func (s *eventSink) find(namespace, name, reason string) []events.Event {
 	return out
 }
 
-// repo is a bare repository served by the Git server and its work tree.
-type repo struct{ *gitserver.Repo }
+// repo is a repository of the suite's Git server.
+type repo = testenv.Repo
 
-func (r *repo) url() string { return gitSrv.URL + "/" + r.Name }
+func newRepo(t testing.TB, files map[string]string) *repo { return gitSrv.NewRepo(t, files) }
 
-func newRepo(t testing.TB, files map[string]string) *repo {
-	t.Helper()
-	repoCount++
-	name := fmt.Sprintf("%s-%d.git", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), repoCount)
-	gr, err := gitserver.NewRepo(gitRoot, name, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &repo{gr}
-	if files != nil {
-		r.commit(t, files, "initial commit")
-	}
-	return r
-}
-
-func (r *repo) git(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := r.Git(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// commit writes files ("" deletes), commits, pushes to main and returns the hash.
-func (r *repo) commit(t testing.TB, files map[string]string, msg string) string {
-	t.Helper()
-	hash, err := r.Commit(files, msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hash
-}
-
-func newNamespace(t testing.TB) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "gitrepo-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func newNamespace(t testing.TB) string { return testenv.NewNamespace(t, env.Client, "gitrepo-") }
 
 func newGitRepository(t testing.TB, ns, name, url string, mutate func(*sourcev1.GitRepository)) *sourcev1.GitRepository {
 	t.Helper()
@@ -220,25 +157,13 @@ func newGitRepository(t testing.TB, ns, name, url string, mutate func(*sourcev1.
 	return obj
 }
 
-// waitFor polls the object until cond holds (30s at most).
+// waitFor reads the object until cond holds (testenv.WaitFor) and returns
+// what it read; obj is left as it was.
 func waitFor(t testing.TB, obj *sourcev1.GitRepository, what string, cond func(*sourcev1.GitRepository) bool) *sourcev1.GitRepository {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	got := &sourcev1.GitRepository{}
-	for {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), got); err == nil && cond(got) {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s/%s: %s not reached in 30s; status: %s", obj.Namespace, obj.Name, what, statusString(got))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func statusString(o *sourcev1.GitRepository) string {
-	b, _ := json.Marshal(o.Status)
-	return string(b)
+	got := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name}}
+	testenv.WaitFor(t, env.Client, got, what, func() bool { return cond(got) })
+	return got
 }
 
 // settled is true when the current generation was reconciled to Ready=True or a failure.
@@ -279,19 +204,12 @@ func update(t testing.TB, obj *sourcev1.GitRepository, mutate func(*sourcev1.Git
 }
 
 // requestReconcile sets reconcile.fluxcd.io/requestedAt and waits until the
-// controller has handled it.
+// controller has handled it; it returns the object then read.
 func requestReconcile(t testing.TB, obj *sourcev1.GitRepository) *sourcev1.GitRepository {
 	t.Helper()
-	token := time.Now().Format(time.RFC3339Nano)
-	update(t, obj, func(o *sourcev1.GitRepository) {
-		if o.Annotations == nil {
-			o.Annotations = map[string]string{}
-		}
-		o.Annotations[meta.ReconcileRequestAnnotation] = token
-	})
-	return waitFor(t, obj, "reconcile request "+token, func(o *sourcev1.GitRepository) bool {
-		return o.Status.LastHandledReconcileAt == token
-	})
+	got := obj.DeepCopy()
+	testenv.RequestReconcile(t, env.Client, got, func() string { return got.Status.LastHandledReconcileAt })
+	return got
 }
 
 // download fetches the artifact's URL and checks the bytes against its
