@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/events"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -85,60 +86,72 @@ func applySecret(ctx context.Context, c client.Client, name string, data map[str
 // NotificationAddr), answering with its status (502 when it is down, so the
 // controllers retry as they would against it).
 func (e *Env) startEventRecorder() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.OpenFile(filepath.Join(e.Opts.StateDir, "logs", "events.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		l.Close()
-		return 0, err
-	}
 	fc := &http.Client{Timeout: 4 * time.Second}
 	var mu sync.Mutex
-	e.events = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.Error(w, "POST an event", http.StatusMethodNotAllowed)
-			return
+	srv, port, err := e.serveLogged("events.log", func(f *os.File) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				http.Error(w, "POST an event", http.StatusMethodNotAllowed)
+				return
+			}
+			body, err := io.ReadAll(io.LimitReader(r.Body, maxEventBytes+1))
+			if len(body) > maxEventBytes {
+				http.Error(w, "the event is larger than 3 MiB", http.StatusRequestEntityTooLarge)
+				return
+			}
+			if err != nil || !json.Valid(body) {
+				http.Error(w, "invalid event", http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			_, _ = f.Write(append(bytes.TrimSpace(body), '\n'))
+			mu.Unlock()
+			e.mu.Lock()
+			forward := e.state.NotificationAddr
+			e.mu.Unlock()
+			if forward == "" {
+				http.Error(w, "notification-controller not started", http.StatusServiceUnavailable)
+				return
+			}
+			req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, forward, bytes.NewReader(body))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := fc.Do(req)
+			if err != nil {
+				http.Error(w, "notification-controller unreachable", http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			w.WriteHeader(resp.StatusCode)
+			_, _ = io.Copy(w, io.LimitReader(resp.Body, 64<<10))
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxEventBytes+1))
-		if len(body) > maxEventBytes {
-			http.Error(w, "the event is larger than 3 MiB", http.StatusRequestEntityTooLarge)
-			return
-		}
-		if err != nil || !json.Valid(body) {
-			http.Error(w, "invalid event", http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		_, _ = f.Write(append(bytes.TrimSpace(body), '\n'))
-		mu.Unlock()
-		e.mu.Lock()
-		forward := e.state.NotificationAddr
-		e.mu.Unlock()
-		if forward == "" {
-			http.Error(w, "notification-controller not started", http.StatusServiceUnavailable)
-			return
-		}
-		req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, forward, bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := fc.Do(req)
-		if err != nil {
-			http.Error(w, "notification-controller unreachable", http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, io.LimitReader(resp.Body, 64<<10))
-	})}
-	e.servers = append(e.servers, e.events)
-	e.events.RegisterOnShutdown(func() { f.Close() })
-	go func() { _ = e.events.Serve(l) }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	})
+	e.events = srv
+	return port, err
+}
+
+// serveLogged serves the handler made by h on a free loopback port, with
+// logs/<logName> under the state directory opened for appending and given
+// to h (closed when the server shuts down). It returns the server, already
+// in e.servers, and its port.
+func (e *Env) serveLogged(logName string, h func(*os.File) http.HandlerFunc) (*http.Server, int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.OpenFile(filepath.Join(e.Opts.StateDir, "logs", logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		l.Close()
+		return nil, 0, err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: h(f)}
+	e.servers = append(e.servers, srv)
+	srv.RegisterOnShutdown(func() { f.Close() })
+	go func() { _ = srv.Serve(l) }()
+	return srv, l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // AlertLine formats one alert (the Flux event JSON a generic Provider
@@ -159,8 +172,8 @@ func AlertLine(body []byte) (string, error) {
 		return "", errors.New("not a Flux event: no involvedObject")
 	}
 	msg := strings.Join(strings.Fields(strings.ReplaceAll(ev.Message, "\n", "; ")), " ")
-	if len(msg) > 300 {
-		msg = msg[:300] + "…"
+	if cut := events.Truncate(msg, 300); cut != msg {
+		msg = cut + "…" // on a rune boundary: an alert line stays valid UTF-8
 	}
 	line := fmt.Sprintf("alert %s %s/%s/%s", ev.Severity, o.Kind, o.Namespace, o.Name)
 	if rev := ev.Metadata["revision"]; rev != "" {
@@ -173,41 +186,31 @@ func AlertLine(body []byte) (string, error) {
 // event POSTed there is written as one AlertLine to logs/alerts.log and
 // given to Options.OnAlert.
 func (e *Env) startAlertsSink() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	f, err := os.OpenFile(filepath.Join(e.Opts.StateDir, "logs", "alerts.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		l.Close()
-		return 0, err
-	}
 	var mu sync.Mutex
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			http.Error(w, "POST an alert", http.StatusMethodNotAllowed)
-			return
+	_, port, err := e.serveLogged("alerts.log", func(f *os.File) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				http.Error(w, "POST an alert", http.StatusMethodNotAllowed)
+				return
+			}
+			body, err := io.ReadAll(io.LimitReader(r.Body, 3<<20))
+			if err != nil {
+				http.Error(w, "cannot read the body", http.StatusBadRequest)
+				return
+			}
+			line, err := AlertLine(body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			_, _ = fmt.Fprintf(f, "%s %s\n", time.Now().Format(time.RFC3339), line)
+			if e.Opts.OnAlert != nil {
+				e.Opts.OnAlert(line)
+			}
+			mu.Unlock()
+			w.WriteHeader(http.StatusOK)
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 3<<20))
-		if err != nil {
-			http.Error(w, "cannot read the body", http.StatusBadRequest)
-			return
-		}
-		line, err := AlertLine(body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		_, _ = fmt.Fprintf(f, "%s %s\n", time.Now().Format(time.RFC3339), line)
-		if e.Opts.OnAlert != nil {
-			e.Opts.OnAlert(line)
-		}
-		mu.Unlock()
-		w.WriteHeader(http.StatusOK)
-	})}
-	e.servers = append(e.servers, srv)
-	srv.RegisterOnShutdown(func() { f.Close() })
-	go func() { _ = srv.Serve(l) }()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	})
+	return port, err
 }

@@ -2,6 +2,7 @@ package dev
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/eddyops/eddy/pkg/gitserver"
 )
@@ -249,5 +251,24 @@ func TestWebhookToken(t *testing.T) {
 	}
 	if fi, err := os.Stat(tokenFile(dir)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file mode: %v %v", fi.Mode(), err)
+	}
+}
+
+// TestAlertLineCutsOnARuneBoundary: a long message is cut to 300 characters
+// and stays valid UTF-8 (a byte cut once split a multi-byte character).
+func TestAlertLineCutsOnARuneBoundary(t *testing.T) {
+	msg := strings.Repeat("é", 400)
+	body, _ := json.Marshal(map[string]any{
+		"involvedObject": map[string]string{"kind": "Kustomization", "namespace": "flux-system", "name": "apps"},
+		"severity":       "error",
+		"message":        msg,
+	})
+	line, err := AlertLine(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "alert error Kustomization/flux-system/apps: " + strings.Repeat("é", 300) + "…"
+	if line != want || !utf8.ValidString(line) {
+		t.Errorf("AlertLine = %q (valid UTF-8: %v), want %q", line, utf8.ValidString(line), want)
 	}
 }

@@ -481,14 +481,7 @@ func TestHTTPAuth(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			name := "auth-" + string(rune('a'+i))
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: tc.data}
-			if err := env.Client.Create(context.Background(), s); err != nil {
-				t.Fatal(err)
-			}
-			obj := newGitRepository(t, ns, name, srv.URL+"/app.git", func(o *sourcev1.GitRepository) {
-				o.Spec.SecretRef = &meta.LocalObjectReference{Name: name}
-			})
+			obj := newRepositoryWithSecret(t, ns, "auth-"+string(rune('a'+i)), srv.URL+"/app.git", tc.data)
 			if tc.ok {
 				download(t, waitReady(t, obj).Status.Artifact)
 				return

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -14,9 +13,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestSSHAuth reconciles over SSH with an identity and known_hosts, with
@@ -80,14 +77,7 @@ func TestSSHAuth(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			name := "ssh-" + string(rune('a'+i))
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: tc.data}
-			if err := env.Client.Create(context.Background(), s); err != nil {
-				t.Fatal(err)
-			}
-			obj := newGitRepository(t, ns, name, srv.URL+"/app.git", func(o *sourcev1.GitRepository) {
-				o.Spec.SecretRef = &meta.LocalObjectReference{Name: name}
-			})
+			obj := newRepositoryWithSecret(t, ns, "ssh-"+string(rune('a'+i)), srv.URL+"/app.git", tc.data)
 			if tc.reason == "" {
 				got := waitReady(t, obj)
 				if got.Status.Artifact.Revision != "main@sha1:"+head {

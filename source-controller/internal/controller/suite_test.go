@@ -24,6 +24,7 @@ import (
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -155,6 +156,19 @@ func newGitRepository(t testing.TB, ns, name, url string, mutate func(*sourcev1.
 		t.Fatal(err)
 	}
 	return obj
+}
+
+// newRepositoryWithSecret creates the Secret ns/name holding data and a
+// GitRepository ns/name of url whose secretRef names it.
+func newRepositoryWithSecret(t testing.TB, ns, name, url string, data map[string]string) *sourcev1.GitRepository {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: data}
+	if err := env.Client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	return newGitRepository(t, ns, name, url, func(o *sourcev1.GitRepository) {
+		o.Spec.SecretRef = &meta.LocalObjectReference{Name: name}
+	})
 }
 
 // waitFor reads the object until cond holds (testenv.WaitFor) and returns
