@@ -101,10 +101,12 @@ func CheckStatus(t testing.TB, obj client.Object) {
 }
 
 // CheckSettledStatus reads obj (its kind from c's scheme) until its Ready
-// condition is final, True or False, for metadata.generation, up to
-// WaitTimeout/2, and returns the ways it breaks the conventions: Ready's
-// observedGeneration never reaching the generation, and CheckStatus's rules
-// on the final state. An object that is gone, being deleted or suspended
+// condition is final, True or False, for metadata.generation, or Unknown
+// for it while Reconciling is True (a reconcile that legitimately goes on,
+// such as a health check waiting up to its timeout), up to WaitTimeout/2,
+// and returns the ways it breaks the conventions: Ready's
+// observedGeneration never reaching the generation, and StatusViolations
+// on the state reached. An object that is gone, being deleted or suspended
 // (spec.suspend) is not checked.
 func CheckSettledStatus(c client.Client, obj client.Object) []string {
 	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
@@ -126,7 +128,9 @@ func CheckSettledStatus(c client.Client, obj client.Object) []string {
 			}
 			conds, _ = Conditions(u)
 			ready = apimeta.FindStatusCondition(conds, meta.ReadyCondition)
-			return ready != nil && ready.Status != metav1.ConditionUnknown && ready.ObservedGeneration == u.GetGeneration(), nil
+			inProgress := ready != nil && ready.Status == metav1.ConditionUnknown &&
+				apimeta.IsStatusConditionTrue(conds, meta.ReconcilingCondition)
+			return ready != nil && (ready.Status != metav1.ConditionUnknown || inProgress) && ready.ObservedGeneration == u.GetGeneration(), nil
 		})
 	switch {
 	case getErr != nil && apierrors.IsNotFound(getErr):
