@@ -231,10 +231,15 @@ func RemoveServed(stateDir string) error {
 	return first
 }
 
+// sameDir reports whether a and b name the same existing file or directory
+// (relative or absolute, through links).
 func sameDir(a, b string) bool {
-	ea, err1 := filepath.EvalSymlinks(a)
-	eb, err2 := filepath.EvalSymlinks(b)
-	return err1 == nil && err2 == nil && ea == eb
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
 
 // snapshot makes dst a Git repository on branch main whose last commit holds

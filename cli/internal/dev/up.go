@@ -46,14 +46,15 @@ type Flags struct {
 // into (see hookTarget).
 func resolveSource(root, dir string, f *Flags) (src *Source, hookTree string, err error) {
 	repo, p := f.Repo, f.Path
+	example := filepath.Join(root, "examples", "platform-config")
 	if repo == "" {
-		repo = filepath.Join(root, "examples", "platform-config")
-		if p == "" {
-			p = "./clusters/dev"
-		}
+		repo = example
 	}
 	if p == "" {
 		p = "./"
+		if sameDir(repo, example) { // also when named with --repo
+			p = "./clusters/dev"
+		}
 	}
 	if src, err = PrepareSource(dir, repo, p, f.Branch); err != nil {
 		return nil, "", err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,6 +56,36 @@ func TestStopSignalsHonourNohup(t *testing.T) {
 		}
 		if got := strings.Contains(string(out), "hangup"); got != tc.hangup {
 			t.Errorf("%s: SIGHUP among the stop signals = %v, want %v:\n%s", tc.name, got, tc.hangup, out)
+		}
+	}
+}
+
+// TestExampleNamedWithRepoSyncsClustersDev: --repo naming Eddy's example
+// (by any path) gets the example's default --path ./clusters/dev, as
+// without --repo; another directory gets ./. With ./ the example's
+// flux-system Kustomization applied the whole repository, fighting the
+// Kustomizations it also created over the same objects.
+func TestExampleNamedWithRepoSyncsClustersDev(t *testing.T) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ repo, want string }{
+		{"", "./clusters/dev"},
+		{"../../../examples/platform-config", "./clusters/dev"},
+		{filepath.Join(root, "examples", "platform-config"), "./clusters/dev"},
+		{other, "./"},
+	} {
+		src, _, err := resolveSource(root, t.TempDir(), &Flags{Repo: c.repo})
+		if err != nil {
+			t.Fatalf("--repo %q: %v", c.repo, err)
+		}
+		if src.Path != c.want {
+			t.Errorf("--repo %q: path %q, want %q", c.repo, src.Path, c.want)
 		}
 	}
 }
