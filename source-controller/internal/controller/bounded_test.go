@@ -6,8 +6,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // An SSH operation abandoned when its reconcile times out writes into its
@@ -50,33 +53,45 @@ func TestAbandonedSSHOperationOwnsItsDirectory(t *testing.T) {
 	}
 }
 
-// Past maxSSHOperations operations still running, bounded refuses at
-// once rather than starting another goroutine.
+// Past maxAbandonedSSH abandoned operations still running, bounded refuses
+// at once; operations a reconcile still waits for are not counted, however
+// many run.
 func TestAbandonedSSHOperationsAreCapped(t *testing.T) {
 	u := &url.URL{Scheme: "ssh", Host: "git.example.com"}
 	release := make(chan struct{})
-	for range maxSSHOperations {
+	var waited, started sync.WaitGroup
+	for range maxAbandonedSSH + 1 {
+		waited.Add(1)
+		started.Add(1)
+		go func() {
+			defer waited.Done()
+			if err := bounded(context.Background(), u, "", func() error { started.Done(); <-release; return nil }); err != nil {
+				t.Errorf("bounded of an operation waited for = %v", err)
+			}
+		}()
+	}
+	started.Wait() // all run before any is abandoned
+	for range maxAbandonedSSH {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if err := bounded(ctx, u, "", func() error { <-release; return nil }); !errors.Is(err, context.Canceled) {
 			t.Fatalf("bounded = %v, want the context's error", err)
 		}
 	}
-	if err := bounded(context.Background(), u, "", func() error { return nil }); !errors.Is(err, errTooManySSHOperations) {
-		t.Errorf("bounded past the cap = %v, want %v", err, errTooManySSHOperations)
+	if err := bounded(context.Background(), u, "", func() error { return nil }); !errors.Is(err, errTooManyAbandonedSSH) {
+		t.Errorf("bounded past the cap = %v, want %v", err, errTooManyAbandonedSSH)
 	}
 	close(release)
+	waited.Wait()
 	waitNoSSHOperations(t)
 }
 
-// waitNoSSHOperations waits until no SSH operation runs, abandoned or not.
+// waitNoSSHOperations waits until no abandoned SSH operation runs.
 func waitNoSSHOperations(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for len(sshSlots) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d SSH operations still run", len(sshSlots))
-		}
-		time.Sleep(10 * time.Millisecond)
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return abandonedSSH.Load() == 0, nil })
+	if err != nil {
+		t.Fatalf("%d abandoned SSH operations still run", abandonedSSH.Load())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/Masterminds/semver/v3"
@@ -397,21 +398,22 @@ func parseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// maxSSHOperations caps the SSH operations running at once, counting the
-// ones bounded abandoned: each holds a goroutine and a connection until its
-// server answers or the connection breaks.
-const maxSSHOperations = 32
+// maxAbandonedSSH caps the SSH operations that bounded abandoned and that
+// still run: each holds a goroutine, a connection and its directory until
+// its server answers or the connection breaks. Operations that a reconcile
+// still waits for are bounded by --concurrent and not counted.
+const maxAbandonedSSH = 32
 
 var (
-	sshSlots = make(chan struct{}, maxSSHOperations)
+	abandonedSSH atomic.Int32
 	// abandonedDirs holds the working directories of abandoned operations:
 	// their goroutine removes them, not the reconcile that made them.
 	abandonedDirs sync.Map
 )
 
-// errTooManySSHOperations is returned while maxSSHOperations operations
-// still run.
-var errTooManySSHOperations = fmt.Errorf("more than %d SSH operations still wait for their servers", maxSSHOperations)
+// errTooManyAbandonedSSH is returned while maxAbandonedSSH abandoned
+// operations still run.
+var errTooManyAbandonedSSH = fmt.Errorf("%d abandoned SSH operations still wait for their servers", maxAbandonedSSH)
 
 // bounded runs fn, giving up when ctx ends. go-git bounds HTTP operations
 // by the context, and SSH ones once connected, but not the SSH handshake
@@ -419,16 +421,14 @@ var errTooManySSHOperations = fmt.Errorf("more than %d SSH operations still wait
 // that accepts and never answers would hold a worker forever. For SSH, fn
 // runs apart and is abandoned when ctx ends; the abandoned goroutine then
 // owns dir (the directory fn writes into, "" for none) and removes it when
-// fn returns, so nothing writes into a directory already removed. At most
-// maxSSHOperations run at once; past that bounded fails at once.
+// fn returns, so nothing writes into a directory already removed. While
+// maxAbandonedSSH abandoned operations still run, bounded fails at once.
 func bounded(ctx context.Context, u *url.URL, dir string, fn func() error) error {
 	if u.Scheme != "ssh" {
 		return fn()
 	}
-	select {
-	case sshSlots <- struct{}{}:
-	default:
-		return errTooManySSHOperations
+	if abandonedSSH.Load() >= maxAbandonedSSH {
+		return errTooManyAbandonedSSH
 	}
 	var (
 		mu                  sync.Mutex
@@ -436,12 +436,14 @@ func bounded(ctx context.Context, u *url.URL, dir string, fn func() error) error
 		done                = make(chan error, 1)
 	)
 	go func() {
-		defer func() { <-sshSlots }()
 		err := fn()
 		mu.Lock()
-		if abandoned && dir != "" {
-			os.RemoveAll(dir)
-			abandonedDirs.Delete(dir)
+		if abandoned {
+			if dir != "" {
+				os.RemoveAll(dir)
+				abandonedDirs.Delete(dir)
+			}
+			abandonedSSH.Add(-1)
 		}
 		finished = true
 		mu.Unlock()
@@ -457,6 +459,7 @@ func bounded(ctx context.Context, u *url.URL, dir string, fn func() error) error
 			return <-done
 		}
 		abandoned = true
+		abandonedSSH.Add(1)
 		if dir != "" {
 			abandonedDirs.Store(dir, true)
 		}
