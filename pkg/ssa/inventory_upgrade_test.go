@@ -18,17 +18,18 @@ import (
 // "ns_a:b_example.com_Widget". kustomization_controller.go compares the
 // id strings, so the old entry is stale, ParseID maps it to the live object
 // "a:b", and DeleteStale deletes the object just applied (it carries this
-// Kustomization's owner labels).
+// Kustomization's owner labels). Staleness is decided by ssa.Stale, which
+// compares parsed identities.
 func TestInventoryIDWrittenByOldEddy(t *testing.T) {
 	applied := ssa.ObjMeta{Namespace: "ns", Name: "a:b", GroupKind: schema.GroupKind{Group: "example.com", Kind: "Widget"}}
 	const oldEntry = "ns_a__b_example.com_Widget" // old ID(): strings.ReplaceAll(name, ":", "__") for every kind
-	parsed, err := ssa.ParseID(oldEntry)
-	if err != nil {
-		t.Fatal(err)
+	if oldEntry == applied.ID() {
+		t.Fatalf("the new id of %v is the old one: the test no longer covers two id forms", applied)
 	}
-	if parsed == applied && oldEntry != applied.ID() {
-		t.Errorf("the old inventory entry %q names the applied object %v, whose new id is %q: "+
-			"the string comparison in reconcile sees it stale and prunes the object it just applied", oldEntry, applied, applied.ID())
+	stale, invalid := ssa.Stale([]string{oldEntry, "ns_gone_example.com_Widget"}, []ssa.ObjMeta{applied})
+	if _, ok := stale[oldEntry]; ok || len(stale) != 1 || len(invalid) != 0 {
+		t.Errorf("Stale(%q next to the applied %v, whose new id is %q) = %v, %v; want only the gone object: "+
+			"the old entry names the object just applied", oldEntry, applied, applied.ID(), stale, invalid)
 	}
 }
 
