@@ -18,9 +18,13 @@ func TestInventoryIDs(t *testing.T) {
 			t.Errorf("ParseID(%q) = %v (%v), ID() %q; want %s", id, m, err, m.ID(), want)
 		}
 	}
-	// A single '_' in a name is no id Flux writes.
-	if _, err := ssa.ParseID("apps_my_web_apps_Deployment"); err == nil || err.Error() != `invalid inventory id "apps_my_web_apps_Deployment"` {
-		t.Errorf("ParseID of a name with '_': %v", err)
+	// A custom resource name may hold a single '_' (Flux's String writes it
+	// as is); cli-utils refuses it, ParseID splits it from both ends.
+	if m, err := ssa.ParseID("apps_my_web_example.com_Widget"); err != nil || m.Name != "my_web" || m.ID() != "apps_my_web_example.com_Widget" {
+		t.Errorf("ParseID of a name with '_': %v, %v", m, err)
+	}
+	if _, err := ssa.ParseID("apps_web_Deployment"); err == nil || err.Error() != `invalid inventory id "apps_web_Deployment"` {
+		t.Errorf("ParseID of three fields: %v", err)
 	}
 }
 
@@ -29,7 +33,8 @@ func TestInventoryIDs(t *testing.T) {
 // reads back the same from its own ID.
 func FuzzParseID(f *testing.F) {
 	for _, s := range []string{"default_svc__Service", "_system__controller__kube-dns_rbac.authorization.k8s.io_ClusterRole",
-		"apps_web_apps_Deployment", "", "_", "___", "a_b_c_d_e", "ns_a___g_K"} {
+		"apps_web_apps_Deployment", "", "_", "___", "a_b_c_d_e", "ns_a___g_K",
+		"ns_my_widget_example.com_Widget", "ns_a:b_c_rbac.authorization.k8s.io_Role"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
@@ -37,7 +42,7 @@ func FuzzParseID(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if strings.Contains(m.Namespace, "_") || strings.Contains(m.Name, "_") || strings.Contains(m.GroupKind.Group, "_") || strings.Contains(m.GroupKind.Kind, "_") {
+		if strings.Contains(m.Namespace, "_") || strings.Contains(m.GroupKind.Group, "_") || strings.Contains(m.GroupKind.Kind, "_") {
 			t.Fatalf("ParseID(%q) = %#v: a field holds '_'", id, m)
 		}
 		again, err := ssa.ParseID(m.ID())

@@ -30,9 +30,12 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 	if del && !obj.Spec.Suspend && obj.Status.Inventory != nil && len(obj.Status.Inventory.Entries) > 0 {
 		var stale []ssa.Change
 		for _, e := range obj.Status.Inventory.Entries {
-			if m, err := ssa.ParseID(e.ID); err == nil {
-				stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
+			m, err := ssa.ParseID(e.ID)
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Info("skipping an inventory entry that is no object id; its object is not deleted", "id", e.ID)
+				continue
 			}
+			stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
 		}
 		if sa := r.serviceAccount(obj); sa != "" {
 			// Flux compatible: without the account nothing can be deleted

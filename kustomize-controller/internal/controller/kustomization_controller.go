@@ -297,16 +297,23 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	}
 	var pruneErr error
 	if obj.Spec.Prune && obj.Status.Inventory != nil {
+		applied := make([]ssa.ObjMeta, 0, len(changes))
+		for _, ch := range changes {
+			applied = append(applied, ch.Meta)
+		}
+		ids := make([]string, 0, len(obj.Status.Inventory.Entries))
+		for _, e := range obj.Status.Inventory.Entries {
+			ids = append(ids, e.ID)
+		}
+		staleByID, invalid := ssa.Stale(ids, applied)
+		for _, id := range invalid {
+			ctrl.LoggerFrom(ctx).Info("skipping an inventory entry that is no object id; its object is not pruned", "id", id)
+		}
 		var stale []ssa.Change
 		for _, e := range obj.Status.Inventory.Entries {
-			if _, ok := inventory[e.ID]; ok {
-				continue
+			if m, ok := staleByID[e.ID]; ok {
+				stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
 			}
-			m, err := ssa.ParseID(e.ID)
-			if err != nil {
-				continue
-			}
-			stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
 		}
 		if len(stale) > 0 {
 			deleted, failed, err := mgr.DeleteStale(ctx, stale, ssa.PruneOptions{OwnerLabels: map[string]string{NameLabel: obj.Name, NamespaceLabel: obj.Namespace}})
