@@ -100,6 +100,10 @@ func (q *Queue) Add(job func(context.Context)) bool {
 	return false
 }
 
+// RecordDrop counts one job its caller dropped before offering it, e.g.
+// past a per-key limit, in the queue's metric.
+func (q *Queue) RecordDrop() { q.dropped.Inc() }
+
 // Close ends the context of running jobs, waits for the workers to return
 // and drops the jobs still queued (uncounted). Add after Close drops.
 func (q *Queue) Close() {

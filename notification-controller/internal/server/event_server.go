@@ -44,7 +44,8 @@ const DefaultDedupKeys = 1 << 16
 // and at most DeliveryQueueSize wait; past that a delivery is dropped and
 // counted in `eddy_event_queue_dropped_total{queue="delivery"}`, so a
 // burst of events to a slow or unreachable provider costs neither a
-// goroutine per delivery nor unbounded memory.
+// goroutine per delivery nor unbounded memory. ProviderInFlight and
+// ProviderWaiting keep one Provider from filling the queue for the others.
 const (
 	DeliveryWorkers   = 8
 	DeliveryQueueSize = 512
@@ -56,8 +57,8 @@ const (
 // MaxBodyBytes; 400 for a body that is not an event; metadata cleaned to
 // `event.toolkit.fluxcd.io/*` and `<group>/*` keys; 429 for a repeat of the
 // same (object, message, revision, origin revision, token) within the rate
-// limit interval; otherwise 202, with delivery in the background (queued:
-// see DeliveryWorkers).
+// limit interval; otherwise 202, with delivery in the background (queued,
+// per Provider: see DeliveryWorkers and ProviderInFlight).
 type EventServer struct {
 	// Client reads Alerts, Providers and involved objects' labels.
 	Client client.Client
@@ -71,8 +72,9 @@ type EventServer struct {
 	Retry *notifier.Retry
 	Log   logr.Logger
 
-	dedup *dedup
-	queue *events.Queue
+	dedup      *dedup
+	queue      *events.Queue
+	deliveries *deliveries
 
 	clientsMu sync.Mutex
 	clients   *lru.Cache[types.UID, providerClient]
@@ -81,8 +83,9 @@ type EventServer struct {
 // NewEventServer returns an EventServer that drops repeats within
 // rateLimit (0 disables the dedup), with its delivery workers started.
 func NewEventServer(c client.Client, secrets client.Reader, rec record.EventRecorder, rateLimit time.Duration, log logr.Logger) *EventServer {
+	q := events.NewQueue("delivery", DeliveryWorkers, DeliveryQueueSize)
 	return &EventServer{Client: c, Secrets: secrets, Recorder: rec, Log: log, dedup: newDedup(rateLimit, DefaultDedupKeys),
-		queue: events.NewQueue("delivery", DeliveryWorkers, DeliveryQueueSize)}
+		queue: q, deliveries: newDeliveries(q, log)}
 }
 
 // Wait blocks until the deliveries queued so far are done: every event
@@ -116,9 +119,8 @@ func (s *EventServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, t := range targets {
-		if !s.queue.Add(func(ctx context.Context) { s.dispatch(ctx, t) }) {
-			s.Log.V(1).Info("delivery dropped: the queue is full", "alert", t.alert.Namespace+"/"+t.alert.Name, "object", objRef(ev))
-		}
+		// Dropped deliveries are counted and logged by add; the answer stays 202.
+		s.deliveries.add(t.provider.Namespace+"/"+t.provider.Name, func(ctx context.Context) { s.dispatch(ctx, t) })
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
