@@ -114,7 +114,7 @@ func KubeEvents(t testing.TB, c client.Client, ns, name, reason string) []string
 // WaitListening waits up to 10s until something accepts TCP connections on
 // addr (host:port).
 func WaitListening(addr string) error {
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true,
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, WaitTimeout, true,
 		func(context.Context) (bool, error) {
 			conn, err := net.Dial("tcp", addr)
 			if err == nil {
@@ -123,7 +123,7 @@ func WaitListening(addr string) error {
 			return err == nil, nil
 		})
 	if err != nil {
-		return fmt.Errorf("nothing listens on %s after 10s", addr)
+		return fmt.Errorf("nothing listens on %s after %s", addr, WaitTimeout)
 	}
 	return nil
 }

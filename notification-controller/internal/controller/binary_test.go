@@ -109,6 +109,11 @@ func TestBinaryEventBurstBounded(t *testing.T) {
 		"--watch-label-selector="+shardKey+"=burst", fmt.Sprintf("--events-addr=127.0.0.1:%d", evPort), "--receiverAddr=",
 		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", metricsPort))
 	eventsAt := fmt.Sprintf("http://127.0.0.1:%d/", evPort)
+	// The event server listens once the binary's caches synced, after
+	// readyz on a loaded machine.
+	if err := testenv.WaitListening(fmt.Sprintf("127.0.0.1:%d", evPort)); err != nil {
+		t.Fatal(err)
+	}
 	metricsAt := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 
 	ns := newNamespace(t)
