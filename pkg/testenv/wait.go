@@ -111,7 +111,7 @@ func KubeEvents(t testing.TB, c client.Client, ns, name, reason string) []string
 	return out
 }
 
-// WaitListening waits up to 10s until something accepts TCP connections on
+// WaitListening waits up to WaitTimeout until something accepts TCP connections on
 // addr (host:port).
 func WaitListening(addr string) error {
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, WaitTimeout, true,
