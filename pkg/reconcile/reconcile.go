@@ -283,6 +283,10 @@ type Skeleton[T Object] struct {
 	// ObserveSuspended records a suspended object's observation in its
 	// status; nil: ObserveSuspended.
 	ObserveSuspended func(obj T)
+	// Gone is called with the request's name when its object is not found
+	// (deleted, with its finalizer removed by hand or already done), to
+	// forget what the reconciler keeps in memory for it; nil: nothing.
+	Gone func(key client.ObjectKey)
 }
 
 // Reconcile runs one reconcile of req into obj, a new empty T: the
@@ -293,6 +297,9 @@ type Skeleton[T Object] struct {
 func (s *Skeleton[T]) Reconcile(ctx context.Context, req ctrl.Request, obj T,
 	run func(ctx context.Context, obj T, p *StatusPatcher) (ctrl.Result, error)) (result ctrl.Result, err error) {
 	if err := s.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) && s.Gone != nil {
+			s.Gone(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// The duration is recorded before the last status write, so whoever

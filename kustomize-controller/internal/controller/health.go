@@ -108,10 +108,23 @@ func (h *healthChecks) stop(key types.NamespacedName) {
 	}
 }
 
+// stopWait cancels w and forgets it if it is still the wait of its key.
+func (h *healthChecks) stopWait(w *healthWait) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w.cancel()
+	if h.waits[w.key] == w {
+		delete(h.waits, w.key)
+	}
+}
+
 // healthWait is the health check of one reconcile: what it checks, what it
 // was started for, and its outcome.
 type healthWait struct {
-	key        types.NamespacedName
+	key types.NamespacedName
+	// uid tells a Kustomization deleted and recreated under key (its
+	// finalizer removed by hand) from the one the wait was started for.
+	uid        types.UID
 	generation int64
 	// source is `<Kind>/<namespace>/<name>`; revision and digest are its
 	// artifact's when the checked objects were applied.
@@ -145,9 +158,10 @@ type healthOutcome struct {
 
 // healthTargets are the objects checked: all applied objects but skipped
 // ones with spec.wait, else spec.healthChecks (namespace defaulting to the
-// Kustomization's), never the Kustomization itself (it would wait for its
-// own reconcile to end); ok is false when neither is set. Flux compatible.
-func healthTargets(obj *kustomizev1.Kustomization, changes []ssa.Change) (targets []ssa.Change, ok bool) {
+// Kustomization's, none for a kind clusterScoped reports), never the
+// Kustomization itself (it would wait for its own reconcile to end); ok is
+// false when neither is set. Flux compatible.
+func healthTargets(obj *kustomizev1.Kustomization, changes []ssa.Change, clusterScoped func(gk schema.GroupKind, version string) bool) (targets []ssa.Change, ok bool) {
 	switch {
 	case obj.Spec.Wait:
 		for _, ch := range changes {
@@ -158,8 +172,16 @@ func healthTargets(obj *kustomizev1.Kustomization, changes []ssa.Change) (target
 	case len(obj.Spec.HealthChecks) > 0:
 		for _, hc := range obj.Spec.HealthChecks {
 			gv, _ := schemaGV(hc.APIVersion)
+			gk := gv.WithKind(hc.Kind).GroupKind()
+			// The poller reports a cluster-scoped object under its real,
+			// empty namespace: an id with one would never get a status.
+			// (Applied objects, spec.wait, have theirs cleared by pkg/ssa.)
+			ns := nsOr(hc.Namespace, obj.Namespace)
+			if clusterScoped(gk, gv.Version) {
+				ns = ""
+			}
 			targets = append(targets, ssa.Change{
-				Meta:    ssa.ObjMeta{Namespace: nsOr(hc.Namespace, obj.Namespace), Name: hc.Name, GroupKind: gv.WithKind(hc.Kind).GroupKind()},
+				Meta:    ssa.ObjMeta{Namespace: ns, Name: hc.Name, GroupKind: gk},
 				Version: gv.Version,
 			})
 		}
@@ -176,6 +198,14 @@ func healthTargets(obj *kustomizev1.Kustomization, changes []ssa.Change) (target
 	return targets, true
 }
 
+// clusterScoped reports whether the REST mapping of gk (version preferred)
+// is cluster-scoped; false when it cannot be mapped, so that such a target
+// keeps its namespace and stays pending with the mapping error.
+func (r *KustomizationReconciler) clusterScoped(gk schema.GroupKind, version string) bool {
+	m, err := r.RESTMapper().RESTMapping(gk, version)
+	return err == nil && m.Scope.Name() == apimeta.RESTScopeNameRoot
+}
+
 // startHealthCheck checks the health of what reconcile applied (see
 // healthTargets): the objects must be Current in kstatus's terms with
 // pkg/health's rules (Flux's Job rule), and a Failed one fails at once; an
@@ -186,13 +216,13 @@ func healthTargets(obj *kustomizev1.Kustomization, changes []ssa.Change) (target
 // deadline of ctx (the Kustomization's timeout). Flux compatible.
 func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change,
 	deletedWhenFinished map[string]bool, art *meta.Artifact) *failure {
-	targets, ok := healthTargets(obj, changes)
+	targets, ok := healthTargets(obj, changes, r.clusterScoped)
 	if !ok {
 		apimeta.RemoveStatusCondition(&obj.Status.Conditions, kustomizev1.HealthyCondition)
 		return nil
 	}
 	w := &healthWait{
-		key: client.ObjectKeyFromObject(obj), generation: obj.Generation,
+		key: client.ObjectKeyFromObject(obj), uid: obj.UID, generation: obj.Generation,
 		source:   fmt.Sprintf("%s/%s/%s", obj.Spec.SourceRef.Kind, nsOr(obj.Spec.SourceRef.Namespace, obj.Namespace), obj.Spec.SourceRef.Name),
 		revision: art.Revision, digest: art.Digest, originRevision: art.Metadata["org.opencontainers.image.revision"],
 		targets: targets, deletedWhenFinished: deletedWhenFinished, changed: changed(changes),
@@ -284,12 +314,18 @@ func (r *KustomizationReconciler) waitHealthy(ctx context.Context, w *healthWait
 	for range events { // the poller's sends block until read
 	}
 	if out == nil {
-		if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		switch {
+		case ctx.Err() == nil:
+			// The poller stopped on its own: decided, so that the
+			// Kustomization is reconciled again rather than left waiting.
+			out = &healthOutcome{err: errors.New("status poller stopped")}
+		case !errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 			w.firstOnce.Do(func() { close(w.firstRound) })
 			return // canceled: nobody waits for the outcome
+		default:
+			_, pending := w.pending(ids, latest)
+			out = &healthOutcome{pending: pending}
 		}
-		_, pending := w.pending(ids, latest)
-		out = &healthOutcome{pending: pending}
 	}
 	out.elapsed = time.Since(w.started)
 
@@ -431,6 +467,10 @@ func (r *KustomizationReconciler) resumeHealthCheck(ctx context.Context, obj *ku
 	w := h.waits[key]
 	h.mu.Unlock()
 	if w == nil {
+		return nil, false
+	}
+	if w.uid != obj.UID { // the wait of a deleted object of the same name
+		h.stopWait(w)
 		return nil, false
 	}
 	trigger := ""

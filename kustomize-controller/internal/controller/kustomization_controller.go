@@ -126,6 +126,8 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			}
 			return obj.Spec.Suspend
 		},
+		// Deleted without Finalize (its finalizer removed by hand).
+		Gone: r.healthChecks.stop,
 	}
 	return skel.Reconcile(ctx, req, &kustomizev1.Kustomization{}, r.run)
 }
