@@ -135,3 +135,31 @@ const (
 	// (IncludeUnavailable=True, Ready=False; a wait, retried).
 	NoArtifactReason = "NoArtifact"
 )
+
+// Reasons of the Helm sources (HelmRepository, HelmChart). Flux compatible.
+const (
+	// IndexationFailedReason: a HelmRepository's index could not be fetched
+	// or parsed (FetchFailed=True, Ready=False).
+	IndexationFailedReason = "IndexationFailed"
+
+	// BuildFailedCondition is True when a HelmChart could not be built
+	// (abnormal-true).
+	BuildFailedCondition = "BuildFailed"
+
+	// ChartPullErrorReason: the chart could not be downloaded.
+	ChartPullErrorReason = "ChartPullError"
+
+	// ChartPackageErrorReason: the chart could not be packaged.
+	ChartPackageErrorReason = "ChartPackageError"
+
+	// UnsupportedSourceKindReason: a HelmChart's sourceRef names a kind that
+	// cannot hold charts (Stalled).
+	UnsupportedSourceKindReason = "UnsupportedSourceKind"
+
+	// NoSourceArtifactReason: the HelmChart's source has no artifact yet (a
+	// wait, retried).
+	NoSourceArtifactReason = "NoSourceArtifact"
+
+	// SourceUnavailableReason: the HelmChart's source object cannot be read.
+	SourceUnavailableReason = "SourceUnavailable"
+)

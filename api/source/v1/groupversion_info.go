@@ -24,7 +24,11 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &GitRepository{}, &GitRepositoryList{})
+	s.AddKnownTypes(GroupVersion,
+		&GitRepository{}, &GitRepositoryList{},
+		&HelmRepository{}, &HelmRepositoryList{},
+		&HelmChart{}, &HelmChartList{},
+	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
