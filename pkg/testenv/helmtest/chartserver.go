@@ -20,7 +20,8 @@ import (
 
 // ChartServer is a Helm chart repository over HTTP (or HTTPS) on 127.0.0.1: it serves
 // /index.yaml, built with Helm's repo.IndexDirectory from the archives added to it, and each
-// archive at /<file>.tgz. Its methods are safe for concurrent use.
+// archive at /<file>.tgz. Its methods are safe for concurrent use; a failing Add fails the test
+// given to NewChartServer.
 type ChartServer struct {
 	t        testing.TB
 	srv      *httptest.Server
