@@ -89,6 +89,9 @@ func StartController(e *Environment, exe, logPath string, args ...string) (*Proc
 	return p, nil
 }
 
+// PID returns the process id, e.g. to read /proc/<pid>/status while it runs.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Stop interrupts the process, waits for it to exit and closes its log.
 func (p *Process) Stop() {
 	_ = p.cmd.Process.Signal(os.Interrupt)
