@@ -78,6 +78,7 @@ bench: tools
 	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/
 	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./kustomize-controller/internal/controller/
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./helm-controller/internal/bench/
 	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/
 
 ## lint: gofmt and go vet
