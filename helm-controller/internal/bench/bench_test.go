@@ -66,8 +66,9 @@ const (
 //     until each reports it in status.lastHandledReconcileAt, plus a trailing
 //     5 s: new Helm storage Secrets (release versions; want 0), writes to
 //     storage Secrets, HelmRelease writes beyond the request annotation and
-//     the status patch recording it, HelmChart and HelmRepository writes,
-//     helm-controller's CPU;
+//     the status patch recording it (Flux, too, patches Reconciling
+//     "Fulfilling prerequisites" first: 1 per release), HelmChart and
+//     HelmRepository writes, helm-controller's CPU;
 //   - baseline-helm-sdk-s: after the controllers stopped, the same N installs
 //     of the same chart with the Helm SDK (action.Install, secrets storage,
 //     Wait with the same timeout) by as many workers as helm-controller's

@@ -13,6 +13,8 @@
 package bench
 
 import (
+	"flag"
+	"os"
 	"testing"
 
 	"github.com/eddyops/eddy/pkg/localcluster"
@@ -21,6 +23,12 @@ import (
 
 var env *testenv.Environment
 
+// TestMain starts the cluster only when a benchmark is asked for: the
+// package has no tests, so `make test` costs it nothing.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		os.Exit(m.Run())
+	}
 	testenv.MainWithOptions(m, &env, testenv.Options{Cluster: localcluster.Options{Profile: localcluster.ProfileFull}})
 }
