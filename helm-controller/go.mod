@@ -4,7 +4,10 @@ go 1.26.0
 
 require github.com/eddyops/eddy/pkg v0.0.0-00010101000000-000000000000
 
-require sigs.k8s.io/cli-utils v0.37.2 // indirect
+require (
+	github.com/google/go-containerregistry v0.22.1 // indirect
+	sigs.k8s.io/cli-utils v0.37.2 // indirect
+)
 
 require (
 	dario.cat/mergo v1.0.1 // indirect
