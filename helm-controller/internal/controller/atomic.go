@@ -171,7 +171,9 @@ func (r *HelmReleaseReconciler) atomicRelease(ctx context.Context, req *releaseR
 		}
 		msg := fmt.Sprintf("Running '%s' action with timeout of %s", next.name, next.timeout)
 		reconcile.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingReason, msg)
-		if next.kind == kindRelease {
+		// Ready=True goes with no Reconciling (kstatus): any action
+		// after a success reads as in progress.
+		if next.kind == kindRelease || apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
 			reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, msg)
 		}
 		if err := p.Patch(ctx); err != nil {
@@ -205,6 +207,9 @@ func (r *HelmReleaseReconciler) atomicRelease(ctx context.Context, req *releaseR
 			return errExceededMaxRetries
 		}
 		ran[next.kind] = true
+		if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
+			reconcile.RemoveConditions(obj, meta.ReconcilingCondition)
+		}
 		if err := p.Patch(ctx); err != nil {
 			return err
 		}
