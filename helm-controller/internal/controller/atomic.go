@@ -14,7 +14,6 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -226,14 +225,13 @@ func (r *HelmReleaseReconciler) retrying(obj *helmv2.HelmRelease) {
 }
 
 // stall marks Stalled=True (and Ready=False when it is not) and removes
-// Reconciling.
+// Reconciling. No event: Flux emits none for these.
 func (r *HelmReleaseReconciler) stall(obj *helmv2.HelmRelease, reason, msg string) {
 	reconcile.RemoveConditions(obj, meta.ReconcilingCondition)
 	reconcile.SetCondition(obj, meta.StalledCondition, metav1.ConditionTrue, reason, msg)
 	if !apimeta.IsStatusConditionFalse(obj.Status.Conditions, meta.ReadyCondition) {
 		reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, reason, msg)
 	}
-	r.Events.Event(obj, corev1.EventTypeWarning, reason, msg, nil)
 }
 
 func failureCount(obj *helmv2.HelmRelease) int64 {

@@ -13,8 +13,10 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/eddyops/eddy/pkg/testenv/helmtest"
 	"github.com/fluxcd/pkg/apis/meta"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,11 +25,13 @@ import (
 // TestBinary runs the scenarios against one helm-controller binary, each
 // in its own namespace, in parallel.
 func TestBinary(t *testing.T) {
+	t.Parallel()
 	testenv.RunBinary(t, env, exe, append(binaryFlags, "--watch-label-selector=!"+shardKey)...)
 	t.Run("InstallUpgradeUninstall", testInstallUpgradeUninstall)
 	t.Run("FailedUpgradeRollbackThenRetriesExceeded", testRollbackRetriesExceeded)
 	t.Run("LongNameTargetAndStorageNamespace", testLongNameTargetStorage)
 	t.Run("ChartTemplateDependsOn", testChartTemplateDependsOn)
+	t.Run("FailedInstallRetriesExceeded", testFailedInstall)
 }
 
 // testInstallUpgradeUninstall installs podinfo (Ready with Flux's message,
@@ -38,7 +42,8 @@ func testInstallUpgradeUninstall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
-	a := podinfo(t, "")
+	srv := helmtest.NewChartServer(t)
+	a := podinfo(t, srv, "")
 	newHelmChart(t, ns, "podinfo")
 	serveChart(t, ns, "podinfo", a)
 	hr := newRelease(t, ns, "podinfo", "podinfo", nil)
@@ -82,6 +87,23 @@ func testInstallUpgradeUninstall(t *testing.T) {
 	if ev := kubeEvents(t, ns, "podinfo", helmv2.InstallSucceededReason); len(ev) != 1 {
 		t.Errorf("InstallSucceeded events: %q", ev)
 	}
+	// The events carry the chart version, values digest and app version.
+	var evs corev1.EventList
+	if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Reason != helmv2.InstallSucceededReason {
+			continue
+		}
+		want := map[string]string{"helm.toolkit.fluxcd.io/revision": a.Revision, "helm.toolkit.fluxcd.io/token": snap.ConfigDigest,
+			"helm.toolkit.fluxcd.io/app-version": snap.AppVersion}
+		for k, v := range want {
+			if e.Annotations[k] != v {
+				t.Errorf("event annotation %s=%q, want %q", k, e.Annotations[k], v)
+			}
+		}
+	}
 
 	// A values change upgrades.
 	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = values(`{"replicaCount":2}`) })
@@ -96,7 +118,7 @@ func testInstallUpgradeUninstall(t *testing.T) {
 	}
 
 	// A new chart version upgrades.
-	a2 := podinfo(t, "6.99.0")
+	a2 := podinfo(t, srv, "6.99.0")
 	serveChart(t, ns, "podinfo", a2)
 	waitReady(t, hr, helmv2.UpgradeSucceededReason,
 		fmt.Sprintf("Helm upgrade succeeded for release %s/podinfo.v3 with chart podinfo@6.99.0", ns))
@@ -128,7 +150,8 @@ func testRollbackRetriesExceeded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
-	a := podinfo(t, "")
+	srv := helmtest.NewChartServer(t)
+	a := podinfo(t, srv, "")
 	newHelmChart(t, ns, "podinfo")
 	serveChart(t, ns, "podinfo", a)
 	hr := newRelease(t, ns, "app", "podinfo", func(hr *helmv2.HelmRelease) {
@@ -196,7 +219,8 @@ func testRollbackRetriesExceeded(t *testing.T) {
 func testLongNameTargetStorage(t *testing.T) {
 	t.Parallel()
 	ns, target, storage := newNamespace(t), newNamespace(t), newNamespace(t)
-	a := podinfo(t, "")
+	srv := helmtest.NewChartServer(t)
+	a := podinfo(t, srv, "")
 	newHelmChart(t, ns, "podinfo")
 	serveChart(t, ns, "podinfo", a)
 	name := "a-helm-release-with-a-rather-long-name-for-eddy"
@@ -233,7 +257,8 @@ func testChartTemplateDependsOn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
-	a := podinfo(t, "")
+	srv := helmtest.NewChartServer(t)
+	a := podinfo(t, srv, "")
 	first := newRelease(t, ns, "first", "", func(hr *helmv2.HelmRelease) {
 		hr.Spec.Chart = &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{Chart: "podinfo",
 			SourceRef: helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "podinfo"}}}
@@ -285,6 +310,43 @@ func testChartTemplateDependsOn(t *testing.T) {
 		fmt.Sprintf("Helm install succeeded for release %s/first.v1 with chart podinfo@%s", ns, a.Revision))
 	if first.Status.HelmChart != "" {
 		t.Errorf("status.helmChart %q after switching to chartRef", first.Status.HelmChart)
+	}
+}
+
+// testFailedInstall: an install that times out counts an install failure;
+// with no retries the release is not remediated by default
+// (remediateLastFailure false) and the HelmRelease stalls.
+func testFailedInstall(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	srv := helmtest.NewChartServer(t)
+	a := podinfo(t, srv, "")
+	newHelmChart(t, ns, "podinfo")
+	serveChart(t, ns, "podinfo", a)
+	hr := newRelease(t, ns, "broken", "podinfo", func(hr *helmv2.HelmRelease) {
+		hr.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Second}
+		hr.Spec.Values = values(`{"nodeSelector":{"eddy.test/none":"x"}}`)
+	})
+	waitFor(t, hr, "Stalled RetriesExceeded", func() bool {
+		c := cond(hr, meta.StalledCondition)
+		return c != nil && c.Reason == helmv2.RetriesExceededReason && hr.Status.ObservedGeneration == hr.Generation
+	})
+	testenv.CheckStatus(t, hr)
+	if c := cond(hr, meta.StalledCondition); c.Message != "Failed to install after 1 attempt(s)" {
+		t.Errorf("Stalled message %q", c.Message)
+	}
+	ready := cond(hr, meta.ReadyCondition)
+	prefix := fmt.Sprintf("Helm install failed for release %s/broken with chart podinfo@%s: ", ns, a.Revision)
+	if ready.Status != metav1.ConditionFalse || ready.Reason != helmv2.InstallFailedReason || !strings.HasPrefix(ready.Message, prefix) ||
+		!strings.Contains(ready.Message, "timeout waiting for: [Deployment/"+ns+"/broken-podinfo status: 'InProgress']") {
+		t.Errorf("Ready %+v", ready)
+	}
+	if hr.Status.InstallFailures != 1 || hr.Status.LastAttemptedReleaseAction != "install" || len(hr.Status.History) != 1 ||
+		hr.Status.History[0].Status != "failed" {
+		t.Errorf("status %+v", hr.Status)
+	}
+	if s := releaseSecrets(t, ns, "broken"); len(s) != 1 || s[0].Labels["status"] != "failed" {
+		t.Errorf("Helm storage: %+v", s)
 	}
 }
 

@@ -4,12 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,9 +13,9 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/eddyops/eddy/pkg/testenv/helmtest"
 	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -30,8 +26,7 @@ import (
 var (
 	env *testenv.Environment
 	// exe is the helm-controller binary built from this workspace.
-	exe    string
-	charts *chartServer
+	exe string
 )
 
 // shardKey is Flux's sharding label: the suite's shared binary takes the
@@ -43,11 +38,11 @@ var binaryFlags = []string{"--concurrent=4", "--min-retry-delay=200ms", "--max-r
 	"--requeue-dependency=1s", "--http-retry=1", "--log-level=debug"}
 
 // TestMain runs the tests on the full profile (fake nodes make Deployments
-// Available) against the helm-controller binary built once, and a chart
-// server standing in for source-controller's artifacts.
+// Available) against the helm-controller binary built once; each test
+// serves its charts (helmtest.ChartServer) as source-controller serves
+// HelmChart artifacts and writes the HelmChart's status itself.
 func TestMain(m *testing.M) {
-	testenv.MainWithOptions(m, &env, testenv.Options{Cluster: localcluster.Options{Profile: localcluster.ProfileFull}},
-		buildBinary, startChartServer)
+	testenv.MainWithOptions(m, &env, testenv.Options{Cluster: localcluster.Options{Profile: localcluster.ProfileFull}}, buildBinary)
 }
 
 func buildBinary(*testenv.Environment) (func(), error) {
@@ -62,55 +57,27 @@ func buildBinary(*testenv.Environment) (func(), error) {
 	return func() { os.RemoveAll(work) }, nil
 }
 
-// chartServer serves packaged charts as source-controller serves HelmChart
-// artifacts: GET /<name>-<version>.tgz.
-type chartServer struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	files map[string][]byte
-}
-
-func startChartServer(*testenv.Environment) (func(), error) {
-	charts = &chartServer{files: map[string][]byte{}}
-	charts.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		charts.mu.Lock()
-		b, ok := charts.files[strings.TrimPrefix(r.URL.Path, "/")]
-		charts.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(b)
-	}))
-	return charts.srv.Close, nil
-}
-
 // podinfo packages the testdata's podinfo chart with version (its own
-// when ""), serves it and returns its artifact.
-func podinfo(t testing.TB, version string) *meta.Artifact {
+// when "") with helmtest, serves it from srv and returns the artifact
+// source-controller would record for it.
+func podinfo(t testing.TB, srv *helmtest.ChartServer, version string) *meta.Artifact {
 	t.Helper()
-	ch, err := loader.LoadDir(filepath.Join(testenv.TestdataDir(t), "repos/podinfo/charts/podinfo"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	var opts []helmtest.PackageOption
 	if version != "" {
-		ch.Metadata.Version = version
+		opts = append(opts, helmtest.WithVersion(version))
 	}
-	dir := t.TempDir()
-	path, err := chartutil.Save(ch, dir)
+	tgz := helmtest.PackageChart(t, helmtest.PodinfoChartDir(t), opts...)
+	ch, err := loader.Load(tgz)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(tgz)
 	if err != nil {
 		t.Fatal(err)
 	}
-	charts.mu.Lock()
-	// Each packaging differs (file times): each is served at its own path.
-	name := fmt.Sprintf("%d/%s", len(charts.files), filepath.Base(path))
-	charts.files[name] = b
-	charts.mu.Unlock()
-	return &meta.Artifact{Path: "helmchart/" + name, URL: charts.srv.URL + "/" + name, Revision: ch.Metadata.Version,
+	srv.Add(tgz)
+	name := filepath.Base(tgz)
+	return &meta.Artifact{Path: "helmchart/" + name, URL: srv.URL() + "/" + name, Revision: ch.Metadata.Version,
 		Digest: fmt.Sprintf("sha256:%x", sha256.Sum256(b)), LastUpdateTime: metav1.Now(), Size: ptr(int64(len(b)))}
 }
 
