@@ -48,35 +48,7 @@ func (r *HelmReleaseReconciler) installAction(req *releaseRequest) *releaseActio
 		in.PostRenderer = postRenderer(obj)
 		start := time.Now()
 		_, err = in.RunWithContext(ctx, req.chart, req.values)
-		obj.Status.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: time.Since(start)}
-		recordObserved(obj, observed, helmv2.ReleaseActionInstall)
-		r.recordInventory(req, observed)
-		defer summarize(obj)
-		if err != nil {
-			msg := fmt.Sprintf(fmtInstallFailure, releaseNamespace(obj), releaseName(obj), req.chart.Name(), req.chart.Metadata.Version,
-				strings.TrimSpace(err.Error()))
-			obj.Status.Failures++
-			reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, helmv2.InstallFailedReason, msg)
-			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.InstallFailedReason, logs.withLogs(msg),
-				eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion()))
-			if len(observed) == 0 {
-				return errors.New(msg)
-			}
-			installRemediation(obj).incrementFailure()
-			return nil
-		}
-		cur := latestSnapshot(obj)
-		msg := fmt.Sprintf(fmtInstallSuccess, fullReleaseName(cur), versionedChartName(cur))
-		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, helmv2.InstallSucceededReason, msg)
-		if testSpec(obj).Enable && !hasBeenTested(cur) {
-			reconcile.SetCondition(obj, helmv2.TestSuccessCondition, metav1.ConditionUnknown, helmv2.AwaitingTestsReason,
-				fmt.Sprintf(fmtTestPending, fullReleaseName(cur), versionedChartName(cur)))
-		}
-		if _, ok := activeRetry(obj); ok {
-			clearFailures(obj)
-		}
-		r.Events.Event(obj, corev1.EventTypeNormal, helmv2.InstallSucceededReason, msg, r.snapshotMeta(cur))
-		return nil
+		return r.released(req, helmv2.ReleaseActionInstall, start, observed, logs, err)
 	}}
 }
 
@@ -113,36 +85,51 @@ func (r *HelmReleaseReconciler) upgradeAction(req *releaseRequest) *releaseActio
 		up.PostRenderer = postRenderer(obj)
 		start := time.Now()
 		_, err = up.RunWithContext(ctx, shortenName(releaseName(obj)), req.chart, req.values)
-		obj.Status.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: time.Since(start)}
-		recordObserved(obj, observed, helmv2.ReleaseActionUpgrade)
-		r.recordInventory(req, observed)
-		defer summarize(obj)
-		if err != nil {
-			msg := fmt.Sprintf(fmtUpgradeFailure, releaseNamespace(obj), releaseName(obj), req.chart.Name(), req.chart.Metadata.Version,
-				strings.TrimSpace(err.Error()))
-			obj.Status.Failures++
-			reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, helmv2.UpgradeFailedReason, msg)
-			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.UpgradeFailedReason, logs.withLogs(msg),
-				eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion()))
-			if len(observed) == 0 {
-				return errors.New(msg)
-			}
-			upgradeRemediation(obj).incrementFailure()
-			return nil
-		}
-		cur := latestSnapshot(obj)
-		msg := fmt.Sprintf(fmtUpgradeSuccess, fullReleaseName(cur), versionedChartName(cur))
-		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, helmv2.UpgradeSucceededReason, msg)
-		if testSpec(obj).Enable && !hasBeenTested(cur) {
-			reconcile.SetCondition(obj, helmv2.TestSuccessCondition, metav1.ConditionUnknown, helmv2.AwaitingTestsReason,
-				fmt.Sprintf(fmtTestPending, fullReleaseName(cur), versionedChartName(cur)))
-		}
-		if _, ok := activeRetry(obj); ok {
-			clearFailures(obj)
-		}
-		r.Events.Event(obj, corev1.EventTypeNormal, helmv2.UpgradeSucceededReason, msg, r.snapshotMeta(cur))
-		return nil
+		return r.released(req, helmv2.ReleaseActionUpgrade, start, observed, logs, err)
 	}}
+}
+
+// released records the outcome of an install or upgrade (action) started
+// at start: duration, history, inventory, Released (and TestSuccess
+// awaiting tests), the event and Ready. A failure that stored a release
+// counts for the action's remediation; one that stored nothing is
+// returned, to be retried. Flux compatible (install.go, upgrade.go).
+func (r *HelmReleaseReconciler) released(req *releaseRequest, action string, start time.Time, observed []*observedRls,
+	logs *logBuffer, err error) error {
+	obj := req.obj
+	obj.Status.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: time.Since(start)}
+	recordObserved(obj, observed, action)
+	r.recordInventory(req, observed)
+	defer summarize(obj)
+	failReason, failFmt, okReason, okFmt, m := helmv2.InstallFailedReason, fmtInstallFailure, helmv2.InstallSucceededReason, fmtInstallSuccess, installRemediation(obj)
+	if action == helmv2.ReleaseActionUpgrade {
+		failReason, failFmt, okReason, okFmt, m = helmv2.UpgradeFailedReason, fmtUpgradeFailure, helmv2.UpgradeSucceededReason, fmtUpgradeSuccess, upgradeRemediation(obj)
+	}
+	if err != nil {
+		msg := fmt.Sprintf(failFmt, releaseNamespace(obj), releaseName(obj), req.chart.Name(), req.chart.Metadata.Version,
+			strings.TrimSpace(err.Error()))
+		obj.Status.Failures++
+		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, failReason, msg)
+		r.Events.Event(obj, corev1.EventTypeWarning, failReason, logs.withLogs(msg),
+			eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion()))
+		if len(observed) == 0 {
+			return errors.New(msg)
+		}
+		m.incrementFailure()
+		return nil
+	}
+	cur := latestSnapshot(obj)
+	msg := fmt.Sprintf(okFmt, fullReleaseName(cur), versionedChartName(cur))
+	reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, okReason, msg)
+	if testSpec(obj).Enable && !hasBeenTested(cur) {
+		reconcile.SetCondition(obj, helmv2.TestSuccessCondition, metav1.ConditionUnknown, helmv2.AwaitingTestsReason,
+			fmt.Sprintf(fmtTestPending, fullReleaseName(cur), versionedChartName(cur)))
+	}
+	if _, ok := activeRetry(obj); ok {
+		clearFailures(obj)
+	}
+	r.Events.Event(obj, corev1.EventTypeNormal, okReason, msg, r.snapshotMeta(cur))
+	return nil
 }
 
 // testAction runs the release's test hooks (spec.test.filters applied) and

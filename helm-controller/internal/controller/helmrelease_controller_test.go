@@ -41,11 +41,7 @@ func TestBinary(t *testing.T) {
 func testInstallUpgradeUninstall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t)
-	srv := helmtest.NewChartServer(t)
-	a := podinfo(t, srv, "")
-	newHelmChart(t, ns, "podinfo")
-	serveChart(t, ns, "podinfo", a)
+	ns, srv, a := chartFixture(t)
 	hr := newRelease(t, ns, "podinfo", "podinfo", nil)
 
 	waitReady(t, hr, helmv2.InstallSucceededReason,
@@ -149,11 +145,7 @@ func testInstallUpgradeUninstall(t *testing.T) {
 func testRollbackRetriesExceeded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	ns := newNamespace(t)
-	srv := helmtest.NewChartServer(t)
-	a := podinfo(t, srv, "")
-	newHelmChart(t, ns, "podinfo")
-	serveChart(t, ns, "podinfo", a)
+	ns, _, a := chartFixture(t)
 	hr := newRelease(t, ns, "app", "podinfo", func(hr *helmv2.HelmRelease) {
 		hr.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Second}
 		hr.Spec.Upgrade = &helmv2.Upgrade{Remediation: &helmv2.UpgradeRemediation{Retries: 1}}
@@ -318,11 +310,7 @@ func testChartTemplateDependsOn(t *testing.T) {
 // (remediateLastFailure false) and the HelmRelease stalls.
 func testFailedInstall(t *testing.T) {
 	t.Parallel()
-	ns := newNamespace(t)
-	srv := helmtest.NewChartServer(t)
-	a := podinfo(t, srv, "")
-	newHelmChart(t, ns, "podinfo")
-	serveChart(t, ns, "podinfo", a)
+	ns, _, a := chartFixture(t)
 	hr := newRelease(t, ns, "broken", "podinfo", func(hr *helmv2.HelmRelease) {
 		hr.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Second}
 		hr.Spec.Values = values(`{"nodeSelector":{"eddy.test/none":"x"}}`)

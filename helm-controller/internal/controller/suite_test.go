@@ -81,6 +81,18 @@ func podinfo(t testing.TB, srv *helmtest.ChartServer, version string) *meta.Arti
 		Digest: fmt.Sprintf("sha256:%x", sha256.Sum256(b)), LastUpdateTime: metav1.Now(), Size: ptr(int64(len(b)))}
 }
 
+// chartFixture is a test's namespace and HelmChart "podinfo" in it, Ready
+// with podinfo's chart served by the test's own chart server.
+func chartFixture(t testing.TB) (ns string, srv *helmtest.ChartServer, a *meta.Artifact) {
+	t.Helper()
+	ns = newNamespace(t)
+	srv = helmtest.NewChartServer(t)
+	a = podinfo(t, srv, "")
+	newHelmChart(t, ns, "podinfo")
+	serveChart(t, ns, "podinfo", a)
+	return ns, srv, a
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // newHelmChart creates a HelmChart (nothing reconciles it in this suite).

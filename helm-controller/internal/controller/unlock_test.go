@@ -10,7 +10,6 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	"github.com/eddyops/eddy/pkg/testenv"
-	"github.com/eddyops/eddy/pkg/testenv/helmtest"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,11 +30,7 @@ func TestKilledMidUpgradeUnlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Kill)
-	ns := newNamespace(t)
-	srv := helmtest.NewChartServer(t)
-	a := podinfo(t, srv, "")
-	newHelmChart(t, ns, "podinfo")
-	serveChart(t, ns, "podinfo", a)
+	ns, _, a := chartFixture(t)
 	hr := newRelease(t, ns, "app", "podinfo", func(hr *helmv2.HelmRelease) {
 		hr.Labels = map[string]string{shardKey: shard}
 		hr.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Minute}
