@@ -8,6 +8,8 @@ import (
 	"time"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	"github.com/eddyops/eddy/helm-controller/internal/drift"
+	"github.com/eddyops/eddy/helm-controller/internal/postrender"
 	"github.com/eddyops/eddy/pkg/reconcile"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
@@ -45,7 +47,7 @@ func (r *HelmReleaseReconciler) installAction(req *releaseRequest) *releaseActio
 		in.CreateNamespace = spec.CreateNamespace
 		in.TakeOwnership = !spec.DisableTakeOwnership
 		in.SkipCRDs = spec.SkipCRDs || spec.CRDs == helmv2.CRDsSkip
-		in.PostRenderer = postRenderer(obj)
+		in.PostRenderer = postrender.Build(obj)
 		start := time.Now()
 		_, err = in.RunWithContext(ctx, req.chart, req.values)
 		return r.released(req, helmv2.ReleaseActionInstall, start, observed, logs, err)
@@ -82,7 +84,7 @@ func (r *HelmReleaseReconciler) upgradeAction(req *releaseRequest) *releaseActio
 		up.MaxHistory = maxHistory(obj)
 		up.TakeOwnership = !spec.DisableTakeOwnership
 		up.SkipCRDs = spec.CRDs == "" || spec.CRDs == helmv2.CRDsSkip
-		up.PostRenderer = postRenderer(obj)
+		up.PostRenderer = postrender.Build(obj)
 		start := time.Now()
 		_, err = up.RunWithContext(ctx, shortenName(releaseName(obj)), req.chart, req.values)
 		return r.released(req, helmv2.ReleaseActionUpgrade, start, observed, logs, err)
@@ -370,6 +372,43 @@ func (r *HelmReleaseReconciler) unlockAction(req *releaseRequest) *releaseAction
 		msg := fmt.Sprintf(fmtUnlockSuccess, full, chartName, status)
 		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, helmv2.PendingReleaseReason, msg)
 		r.Events.Event(obj, corev1.EventTypeNormal, helmv2.PendingReleaseReason, msg, r.snapshotMeta(latestSnapshot(obj)))
+		return nil
+	}}
+}
+
+// correctDriftAction makes the cluster match the release where report
+// found drift (internal/drift: Create for missing objects, JSON patch for
+// changed ones) and reports it: Normal DriftCorrected "Cluster state of
+// release <rel> has been corrected:\n<changes>", or Warning
+// DriftCorrectionFailed "Failed to [partially ]correct cluster state of
+// release <rel>:\n<errors>". Flux compatible (correct_cluster_drift.go).
+func (r *HelmReleaseReconciler) correctDriftAction(req *releaseRequest, report *drift.Report) *releaseAction {
+	obj := req.obj
+	return &releaseAction{name: "correct cluster drift", kind: kindDriftCorrection, timeout: timeout(obj), run: func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, timeout(obj))
+		defer cancel()
+		c, err := req.getter.client()
+		if err != nil {
+			return err
+		}
+		changes, err := drift.Correct(ctx, c, report)
+		cur := latestSnapshot(obj)
+		switch {
+		case err != nil:
+			var b strings.Builder
+			b.WriteString("Failed to ")
+			if changes != "" {
+				b.WriteString("partially ")
+			}
+			b.WriteString("correct cluster state of release " + fullReleaseName(cur) + ":\n" + err.Error())
+			if changes != "" {
+				b.WriteString("\n\nSuccessful corrections:\n" + changes)
+			}
+			r.Events.Event(obj, corev1.EventTypeWarning, "DriftCorrectionFailed", b.String(), r.snapshotMeta(cur))
+		case changes != "":
+			r.Events.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
+				fmt.Sprintf("Cluster state of release %s has been corrected:\n%s", fullReleaseName(cur), changes), r.snapshotMeta(cur))
+		}
 		return nil
 	}}
 }

@@ -9,11 +9,14 @@ import (
 	"time"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	"github.com/eddyops/eddy/helm-controller/internal/drift"
+	"github.com/eddyops/eddy/helm-controller/internal/postrender"
 	"github.com/eddyops/eddy/pkg/reconcile"
 	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,6 +46,7 @@ const (
 	kindTest
 	kindRemediate
 	kindUnlock
+	kindDriftCorrection
 )
 
 // releaseAction is one Helm action of the state machine.
@@ -55,8 +59,8 @@ type releaseAction struct {
 
 // determineState reads the last release in storage and compares it with
 // status.history and the desired chart and values. Flux compatible order of
-// checks (2.10 §2.1 fact 4); drift detection joins when internal/drift lands.
-func (r *HelmReleaseReconciler) determineState(req *releaseRequest, cfg *action.Configuration) (releaseState, string, error) {
+// checks (2.10 §2.1 fact 4). A Drifted state leaves its report in req.drift.
+func (r *HelmReleaseReconciler) determineState(ctx context.Context, req *releaseRequest, cfg *action.Configuration) (releaseState, string, error) {
 	obj := req.obj
 	rls, err := lastRelease(cfg, shortenName(releaseName(obj)))
 	if errors.Is(err, driver.ErrReleaseNotFound) {
@@ -95,10 +99,10 @@ func (r *HelmReleaseReconciler) determineState(req *releaseRequest, cfg *action.
 			return stateOutOfSync, "release config values changed", nil
 		}
 		if obj.Status.ObservedGeneration != obj.Generation {
-			if d := postRenderersDigest(obj); d != obj.Status.ObservedPostRenderersDigest {
+			if d := postrender.PostRenderersDigest(obj); d != obj.Status.ObservedPostRenderersDigest {
 				return stateOutOfSync, "postrenderers digest has changed", nil
 			}
-			if d := commonMetadataDigest(obj); d != obj.Status.ObservedCommonMetadataDigest {
+			if d := postrender.CommonMetadataDigest(obj); d != obj.Status.ObservedCommonMetadataDigest {
 				return stateOutOfSync, "common metadata digest has changed", nil
 			}
 		}
@@ -109,6 +113,23 @@ func (r *HelmReleaseReconciler) determineState(req *releaseRequest, cfg *action.
 			if m := activeRemediation(obj); m != nil && !m.mustIgnoreTestFailures(ts.IgnoreFailures) &&
 				hasTestInPhase(cur, release.HookPhaseFailed.String()) {
 				return stateFailed, "release has test in failed phase", nil
+			}
+		}
+		if mode := driftMode(obj); mode == helmv2.DriftDetectionEnabled || mode == helmv2.DriftDetectionWarn {
+			c, err := req.getter.client()
+			if err != nil {
+				return "", "", err
+			}
+			report, err := drift.Detect(ctx, c, rls.Manifest, rls.Name, rls.Namespace, *obj.Spec.DriftDetection)
+			if err != nil {
+				if report == nil || !report.Drifted() {
+					return "", "", fmt.Errorf("unable to determine cluster state: %w", err)
+				}
+				ctrl.LoggerFrom(ctx).Error(err, "diff of release against cluster state completed with error")
+			}
+			if report.Drifted() {
+				req.drift = report
+				return stateDrifted, "", nil
 			}
 		}
 		return stateInSync, "", nil
@@ -133,7 +154,7 @@ func (r *HelmReleaseReconciler) atomicRelease(ctx context.Context, req *releaseR
 			reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, helmv2.FactoryErrorReason, err.Error())
 			return err
 		}
-		state, why, err := r.determineState(req, cfg)
+		state, why, err := r.determineState(ctx, req, cfg)
 		if err != nil {
 			reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, helmv2.StateErrorReason, "Could not determine release state: "+err.Error())
 			return err
@@ -153,7 +174,6 @@ func (r *HelmReleaseReconciler) atomicRelease(ctx context.Context, req *releaseR
 		if next == nil {
 			reconcile.RemoveConditions(obj, meta.ReconcilingCondition)
 			summarize(obj)
-			r.observeDigests(obj)
 			return nil
 		}
 		if ran[next.kind] {
@@ -241,13 +261,6 @@ func failureCount(obj *helmv2.HelmRelease) int64 {
 	return 0
 }
 
-// observeDigests records the post-renderer and common-metadata digests the
-// release was made with.
-func (r *HelmReleaseReconciler) observeDigests(obj *helmv2.HelmRelease) {
-	obj.Status.ObservedPostRenderersDigest = postRenderersDigest(obj)
-	obj.Status.ObservedCommonMetadataDigest = commonMetadataDigest(obj)
-}
-
 // actionFor picks the action for state. Flux compatible
 // (AtomicRelease.actionForState).
 func (r *HelmReleaseReconciler) actionFor(ctx context.Context, req *releaseRequest, state releaseState) (*releaseAction, error) {
@@ -293,6 +306,21 @@ func (r *HelmReleaseReconciler) actionFor(ctx context.Context, req *releaseReque
 						fmt.Sprintf(fmtUpgradeSuccess, fullReleaseName(cur), versionedChartName(cur)))
 				}
 			}
+		}
+		if mode := driftMode(obj); mode == helmv2.DriftDetectionEnabled || mode == helmv2.DriftDetectionWarn {
+			reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionFalse, helmv2.NoDriftDetectedReason,
+				"No drift detected against the cluster state")
+		} else {
+			reconcile.RemoveConditions(obj, helmv2.DriftedCondition)
+		}
+		return nil, nil
+	case stateDrifted:
+		cur := latestSnapshot(obj)
+		msg := fmt.Sprintf("Cluster state of release %s has drifted from the desired state:\n%s", fullReleaseName(cur), req.drift.Summary())
+		r.Events.Event(obj, corev1.EventTypeWarning, helmv2.DriftDetectedReason, msg, r.snapshotMeta(cur))
+		reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionTrue, helmv2.DriftDetectedReason, msg)
+		if driftMode(obj) == helmv2.DriftDetectionEnabled {
+			return r.correctDriftAction(req, req.drift), nil
 		}
 		return nil, nil
 	case stateLocked:

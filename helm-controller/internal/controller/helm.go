@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // shortenName returns name unchanged up to 53 characters (Helm's limit on
@@ -52,6 +53,24 @@ type restGetter struct {
 	disc   discovery.CachedDiscoveryInterface
 	mapper apimeta.RESTMapper
 	err    error
+
+	clientOnce sync.Once
+	c          client.Client
+	cErr       error
+}
+
+// client returns a controller-runtime client of the getter's config that
+// reads the API server directly (drift detection and correction).
+func (g *restGetter) client() (client.Client, error) {
+	g.clientOnce.Do(func() {
+		mapper, err := g.ToRESTMapper()
+		if err != nil {
+			g.cErr = err
+			return
+		}
+		g.c, g.cErr = client.New(rest.CopyConfig(g.cfg), client.Options{Mapper: mapper})
+	})
+	return g.c, g.cErr
 }
 
 func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }

@@ -9,6 +9,8 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/helm-controller/internal/drift"
+	"github.com/eddyops/eddy/helm-controller/internal/values"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/reconcile"
@@ -159,6 +161,8 @@ type releaseRequest struct {
 	values       map[string]any
 	configDigest string
 	getter       *restGetter
+	// drift is the report of a Drifted state, for its correction.
+	drift *drift.Report
 }
 
 // prerequisites runs the steps before the release: chart template,
@@ -187,7 +191,7 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 		return nil, f
 	}
 	progressed(helmv2.ArtifactFailedReason, helmv2.SourceNotReadyReason)
-	values, err := composeValues(ctx, r.Client, obj)
+	vals, err := values.Compose(ctx, r.Client, obj)
 	if err != nil {
 		return nil, fail(helmv2.ValuesErrorReason, "%s", err)
 	}
@@ -202,7 +206,7 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 		return nil, fail(helmv2.RESTClientErrorReason, "%s", err)
 	}
 	progressed(helmv2.RESTClientErrorReason)
-	req := &releaseRequest{obj: obj, chart: ch, values: values, configDigest: valuesDigest(values), getter: getter}
+	req := &releaseRequest{obj: obj, chart: ch, values: vals, configDigest: values.Digest(vals), getter: getter}
 
 	if reason, changed := releaseTargetChanged(obj, ch.Name()); changed {
 		ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("release target configuration changed (%s): running uninstall for current release", reason))

@@ -32,6 +32,7 @@ func TestBinary(t *testing.T) {
 	t.Run("LongNameTargetAndStorageNamespace", testLongNameTargetStorage)
 	t.Run("ChartTemplateDependsOn", testChartTemplateDependsOn)
 	t.Run("FailedInstallRetriesExceeded", testFailedInstall)
+	t.Run("ValuesFromPostRenderDriftCorrected", testValuesPostRenderDrift)
 }
 
 // testInstallUpgradeUninstall installs podinfo (Ready with Flux's message,
@@ -102,7 +103,7 @@ func testInstallUpgradeUninstall(t *testing.T) {
 	}
 
 	// A values change upgrades.
-	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = values(`{"replicaCount":2}`) })
+	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = jsonValues(`{"replicaCount":2}`) })
 	waitReady(t, hr, helmv2.UpgradeSucceededReason,
 		fmt.Sprintf("Helm upgrade succeeded for release %s/podinfo.v2 with chart podinfo@%s", ns, a.Revision))
 	if len(hr.Status.History) != 2 || hr.Status.History[0].Version != 2 || hr.Status.History[1].Status != "superseded" ||
@@ -154,7 +155,7 @@ func testRollbackRetriesExceeded(t *testing.T) {
 		fmt.Sprintf("Helm install succeeded for release %s/app.v1 with chart podinfo@%s", ns, a.Revision))
 
 	// No node matches: the new pods stay Pending.
-	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = values(`{"nodeSelector":{"eddy.test/none":"x"}}`) })
+	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = jsonValues(`{"nodeSelector":{"eddy.test/none":"x"}}`) })
 	waitFor(t, hr, "Stalled RetriesExceeded", func() bool {
 		c := cond(hr, meta.StalledCondition)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == helmv2.RetriesExceededReason &&
@@ -194,7 +195,7 @@ func testRollbackRetriesExceeded(t *testing.T) {
 		t.Errorf("Deployment after rollback: %v %v", err, dep.Spec.Template.Spec.NodeSelector)
 	}
 	// A spec change resets the counters and the release recovers.
-	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = values(`{"replicaCount":1}`) })
+	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = jsonValues(`{"replicaCount":1}`) })
 	waitFor(t, hr, "Ready=True after a fix", func() bool {
 		c := cond(hr, meta.ReadyCondition)
 		return c != nil && c.Status == metav1.ConditionTrue && hr.Status.ObservedGeneration == hr.Generation
@@ -313,7 +314,7 @@ func testFailedInstall(t *testing.T) {
 	ns, _, a := chartFixture(t)
 	hr := newRelease(t, ns, "broken", "podinfo", func(hr *helmv2.HelmRelease) {
 		hr.Spec.Timeout = &metav1.Duration{Duration: 3 * time.Second}
-		hr.Spec.Values = values(`{"nodeSelector":{"eddy.test/none":"x"}}`)
+		hr.Spec.Values = jsonValues(`{"nodeSelector":{"eddy.test/none":"x"}}`)
 	})
 	waitFor(t, hr, "Stalled RetriesExceeded", func() bool {
 		c := cond(hr, meta.StalledCondition)
@@ -336,6 +337,65 @@ func testFailedInstall(t *testing.T) {
 	if s := releaseSecrets(t, ns, "broken"); len(s) != 1 || s[0].Labels["status"] != "failed" {
 		t.Errorf("Helm storage: %+v", s)
 	}
+}
+
+// testValuesPostRenderDrift installs with values from a ConfigMap and
+// commonMetadata (post-renderer), then scales the Deployment by hand: the
+// next reconcile reports the drift (DriftDetected) and corrects it
+// (DriftCorrected), Drifted=False after.
+func testValuesPostRenderDrift(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns, _, a := chartFixture(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "values"},
+		Data: map[string]string{"values.yaml": "replicaCount: 2\n"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	hr := newRelease(t, ns, "drift", "podinfo", func(hr *helmv2.HelmRelease) {
+		hr.Spec.ValuesFrom = []meta.ValuesReference{{Kind: "ConfigMap", Name: "values"}}
+		hr.Spec.CommonMetadata = &helmv2.CommonMetadata{Labels: map[string]string{"team": "payments"}}
+		hr.Spec.DriftDetection = &helmv2.DriftDetection{Mode: helmv2.DriftDetectionEnabled}
+	})
+	waitReady(t, hr, helmv2.InstallSucceededReason,
+		fmt.Sprintf("Helm install succeeded for release %s/drift.v1 with chart podinfo@%s", ns, a.Revision))
+	if c := cond(hr, helmv2.DriftedCondition); c == nil || c.Status != metav1.ConditionFalse || c.Reason != helmv2.NoDriftDetectedReason {
+		t.Errorf("Drifted: %+v", c)
+	}
+	if hr.Status.ObservedCommonMetadataDigest == "" {
+		t.Error("no observedCommonMetadataDigest")
+	}
+	dep := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "drift-podinfo"}, dep); err != nil {
+		t.Fatal(err)
+	}
+	if *dep.Spec.Replicas != 2 || dep.Labels["team"] != "payments" || dep.Labels[NameLabel] != "drift" || dep.Labels[NamespaceLabel] != ns {
+		t.Errorf("Deployment: replicas %d, labels %v", *dep.Spec.Replicas, dep.Labels)
+	}
+
+	base := dep.DeepCopy()
+	dep.Spec.Replicas = ptr(int32(3))
+	if err := env.Client.Patch(ctx, dep, client.MergeFrom(base), client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.RequestReconcile(t, env.Client, hr, func() string { return hr.Status.LastHandledReconcileAt })
+	detected := kubeEvents(t, ns, "drift", helmv2.DriftDetectedReason)
+	prefix := fmt.Sprintf("Cluster state of release %s/drift.v1 has drifted from the desired state:\nDeployment/%s/drift-podinfo changed", ns, ns)
+	if len(detected) != 1 || !strings.HasPrefix(detected[0], prefix) {
+		t.Errorf("DriftDetected events %q, want one starting %q", detected, prefix)
+	}
+	corrected := kubeEvents(t, ns, "drift", "DriftCorrected")
+	want := fmt.Sprintf("Cluster state of release %s/drift.v1 has been corrected:\nDeployment/%s/drift-podinfo configured", ns, ns)
+	if len(corrected) != 1 || corrected[0] != want {
+		t.Errorf("DriftCorrected events %q, want %q", corrected, want)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil || *dep.Spec.Replicas != 2 {
+		t.Errorf("replicas after the correction: %v %d", err, *dep.Spec.Replicas)
+	}
+	if c := cond(hr, helmv2.DriftedCondition); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Drifted after the correction: %+v", c)
+	}
+	testenv.CheckStatus(t, hr)
 }
 
 // patchSpec changes hr's spec with a merge patch.

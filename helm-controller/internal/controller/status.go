@@ -9,6 +9,8 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/helm-controller/internal/postrender"
+	"github.com/eddyops/eddy/helm-controller/internal/values"
 	"github.com/eddyops/eddy/pkg/reconcile"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -358,7 +360,7 @@ type observedRls struct {
 // compatible (release.ObservedToSnapshot).
 func snapshotOf(rel *release.Release, ociDigest string) helmv2.Snapshot {
 	s := helmv2.Snapshot{APIVersion: "v2", Digest: releaseDigest(rel, ociDigest), Name: rel.Name, Namespace: rel.Namespace,
-		Version: rel.Version, ConfigDigest: valuesDigest(rel.Config), OCIDigest: ociDigest}
+		Version: rel.Version, ConfigDigest: values.Digest(rel.Config), OCIDigest: ociDigest}
 	if rel.Chart != nil && rel.Chart.Metadata != nil {
 		s.ChartName, s.ChartVersion, s.AppVersion = rel.Chart.Metadata.Name, rel.Chart.Metadata.Version, rel.Chart.Metadata.AppVersion
 	}
@@ -477,7 +479,8 @@ func splitYAML(s string) []string {
 // summarize writes Ready from the first of [Remediated, TestSuccess (tests
 // enabled and not ignored), Released] present, newest generation first:
 // its reason and message, False when it is Remediated; Ready=True removes
-// Stalled. TestSuccess is removed when tests are off. Flux compatible
+// Stalled. TestSuccess is removed when tests are off. It records the
+// post-renderer and commonMetadata digests observed. Flux compatible
 // (internal/reconcile/release.go summarize).
 func summarize(obj *helmv2.HelmRelease) {
 	order := []string{helmv2.RemediatedCondition, helmv2.ReleasedCondition}
@@ -509,6 +512,9 @@ func summarize(obj *helmv2.HelmRelease) {
 		reconcile.RemoveConditions(obj, meta.StalledCondition)
 	}
 	reconcile.SetCondition(obj, meta.ReadyCondition, status, pick.Reason, pick.Message)
+	// The digests the release was last acted on with (Flux does it here).
+	obj.Status.ObservedPostRenderersDigest = postrender.PostRenderersDigest(obj)
+	obj.Status.ObservedCommonMetadataDigest = postrender.CommonMetadataDigest(obj)
 }
 
 // eventMeta is the metadata of a release event: chart version, values
@@ -539,4 +545,12 @@ func (r *HelmReleaseReconciler) snapshotMeta(s *helmv2.Snapshot) map[string]stri
 func helmLog(ctx context.Context) func(string, ...any) {
 	log := ctrl.LoggerFrom(ctx).V(1)
 	return func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+}
+
+// driftMode is spec.driftDetection.mode, default disabled.
+func driftMode(obj *helmv2.HelmRelease) string {
+	if obj.Spec.DriftDetection == nil || obj.Spec.DriftDetection.Mode == "" {
+		return helmv2.DriftDetectionDisabled
+	}
+	return obj.Spec.DriftDetection.Mode
 }

@@ -143,7 +143,7 @@ func newRelease(t testing.TB, ns, name, chart string, mutate func(*helmv2.HelmRe
 	return hr
 }
 
-func values(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
+func jsonValues(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
 
 func newNamespace(t testing.TB) string { return testenv.NewNamespace(t, env.Client, "hr-") }
 
