@@ -211,53 +211,20 @@ func (k *kstatusKube) wait(resources kube.ResourceList, timeout time.Duration, j
 	defer cancel()
 	tick := time.NewTicker(k.poll)
 	defer tick.Stop()
-	var pending []string
+	pending := []string{"no status read yet"}
 	for {
-		pending = pending[:0]
-		for _, info := range resources {
-			if info.Mapping == nil {
-				continue
-			}
-			gvk := info.Mapping.GroupVersionKind
-			if !jobs && gvk.Group == "batch" && gvk.Kind == "Job" {
-				continue
-			}
-			var ri dynamic.ResourceInterface = k.dyn.Resource(info.Mapping.Resource)
-			if info.Namespaced() {
-				ri = k.dyn.Resource(info.Mapping.Resource).Namespace(info.Namespace)
-			}
-			ref := gvk.Kind + "/" + info.Name
-			if info.Namespace != "" {
-				ref = gvk.Kind + "/" + info.Namespace + "/" + info.Name
-			}
-			u, err := ri.Get(ctx, info.Name, metav1.GetOptions{})
-			if err != nil {
-				if apierrors.IsNotFound(err) {
-					pending = append(pending, ref+" status: 'NotFound'")
-					continue
-				}
-				if ctx.Err() != nil {
-					break
-				}
-				pending = append(pending, ref+" status: 'Unknown'")
-				continue
-			}
-			res, err := health.Compute(u)
-			if err != nil {
-				pending = append(pending, ref+" status: 'Unknown'")
-				continue
-			}
-			switch res.Status {
-			case status.CurrentStatus:
-			case status.FailedStatus:
-				return fmt.Errorf("%s status: 'Failed': %s", ref, res.Message)
-			default:
-				pending = append(pending, fmt.Sprintf("%s status: '%s'", ref, res.Status))
-			}
+		next, err := k.notReady(ctx, resources, jobs)
+		if ctx.Err() != nil { // a read cut by the deadline decides nothing
+			sort.Strings(pending)
+			return fmt.Errorf("timeout waiting for: [%s]", strings.Join(pending, ", "))
 		}
-		if len(pending) == 0 {
+		if err != nil {
+			return err
+		}
+		if len(next) == 0 {
 			return nil
 		}
+		pending = next
 		select {
 		case <-ctx.Done():
 			sort.Strings(pending)
@@ -265,6 +232,46 @@ func (k *kstatusKube) wait(resources kube.ResourceList, timeout time.Duration, j
 		case <-tick.C:
 		}
 	}
+}
+
+// notReady reads each object of resources once and returns those not
+// Current as "Kind/ns/name status: '<status>'"; a Failed object is an error.
+func (k *kstatusKube) notReady(ctx context.Context, resources kube.ResourceList, jobs bool) ([]string, error) {
+	var pending []string
+	for _, info := range resources {
+		if info.Mapping == nil {
+			continue
+		}
+		gvk := info.Mapping.GroupVersionKind
+		if !jobs && gvk.Group == "batch" && gvk.Kind == "Job" {
+			continue
+		}
+		var ri dynamic.ResourceInterface = k.dyn.Resource(info.Mapping.Resource)
+		ref := gvk.Kind + "/" + info.Name
+		if info.Namespaced() {
+			ri = k.dyn.Resource(info.Mapping.Resource).Namespace(info.Namespace)
+			ref = gvk.Kind + "/" + info.Namespace + "/" + info.Name
+		}
+		u, err := ri.Get(ctx, info.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			pending = append(pending, ref+" status: 'NotFound'")
+			continue
+		case err != nil:
+			pending = append(pending, ref+" status: 'Unknown'")
+			continue
+		}
+		res, err := health.Compute(u)
+		switch {
+		case err != nil:
+			pending = append(pending, ref+" status: 'Unknown'")
+		case res.Status == status.FailedStatus:
+			return nil, fmt.Errorf("%s status: 'Failed': %s", ref, res.Message)
+		case res.Status != status.CurrentStatus:
+			pending = append(pending, fmt.Sprintf("%s status: '%s'", ref, res.Status))
+		}
+	}
+	return pending, nil
 }
 
 // helmConfig is the Helm action configuration of one HelmRelease: the

@@ -95,6 +95,11 @@ var (
 func (r *HelmReleaseReconciler) run(ctx context.Context, obj *helmv2.HelmRelease, p *reconcile.StatusPatcher) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	reconcile.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingReason, "Fulfilling prerequisites")
+	// Ready=True goes with no Reconciling (kstatus); a failing Ready keeps
+	// its reason until a step clears it.
+	if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
+		reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, "reconciliation in progress")
+	}
 	if err := p.Patch(ctx); err != nil {
 		return ctrl.Result{}, err
 	}

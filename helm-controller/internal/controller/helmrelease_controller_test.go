@@ -33,6 +33,7 @@ func TestBinary(t *testing.T) {
 	t.Run("ChartTemplateDependsOn", testChartTemplateDependsOn)
 	t.Run("FailedInstallRetriesExceeded", testFailedInstall)
 	t.Run("ValuesFromPostRenderDriftCorrected", testValuesPostRenderDrift)
+	t.Run("RetryOnFailure", testRetryOnFailure)
 }
 
 // testInstallUpgradeUninstall installs podinfo (Ready with Flux's message,
@@ -395,6 +396,45 @@ func testValuesPostRenderDrift(t *testing.T) {
 	if c := cond(hr, helmv2.DriftedCondition); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("Drifted after the correction: %+v", c)
 	}
+	testenv.CheckStatus(t, hr)
+}
+
+// testRetryOnFailure: with the RetryOnFailure strategy a failed install is
+// not remediated nor stalled; the release is retried (by upgrade) every
+// retryInterval, Reconciling=True ProgressingWithRetry "retrying after <d>".
+func testRetryOnFailure(t *testing.T) {
+	t.Parallel()
+	ns, _, _ := chartFixture(t)
+	hr := newRelease(t, ns, "retry", "podinfo", func(hr *helmv2.HelmRelease) {
+		hr.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Second}
+		hr.Spec.Values = jsonValues(`{"nodeSelector":{"eddy.test/none":"x"}}`)
+		hr.Spec.Install = &helmv2.Install{Strategy: &helmv2.InstallStrategy{Name: helmv2.ActionStrategyRetryOnFailure,
+			RetryInterval: &metav1.Duration{Duration: time.Second}}}
+		hr.Spec.Upgrade = &helmv2.Upgrade{Strategy: &helmv2.UpgradeStrategy{Name: helmv2.ActionStrategyRetryOnFailure,
+			RetryInterval: &metav1.Duration{Duration: time.Second}}}
+	})
+	waitFor(t, hr, "an upgrade retried after the failed install", func() bool {
+		c := cond(hr, meta.ReconcilingCondition)
+		return c != nil && c.Reason == meta.ProgressingWithRetryReason && c.Message == "retrying after 1s" &&
+			hr.Status.UpgradeFailures >= 1 && hr.Status.InstallFailures == 1
+	})
+	testenv.CheckStatus(t, hr)
+	if c := cond(hr, meta.StalledCondition); c != nil {
+		t.Errorf("stalled: %+v", c)
+	}
+	if c := cond(hr, helmv2.RemediatedCondition); c != nil {
+		t.Errorf("remediated: %+v", c)
+	}
+	if c := cond(hr, meta.ReadyCondition); c.Status != metav1.ConditionFalse || c.Reason != helmv2.UpgradeFailedReason {
+		t.Errorf("Ready: %+v", c)
+	}
+	// Fixed values: the next retry succeeds.
+	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = nil })
+	waitFor(t, hr, "Ready=True", func() bool {
+		c := cond(hr, meta.ReadyCondition)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == helmv2.UpgradeSucceededReason &&
+			hr.Status.ObservedGeneration == hr.Generation
+	})
 	testenv.CheckStatus(t, hr)
 }
 

@@ -67,6 +67,13 @@ func podinfo(t testing.TB, srv *helmtest.ChartServer, version string) *meta.Arti
 		opts = append(opts, helmtest.WithVersion(version))
 	}
 	tgz := helmtest.PackageChart(t, helmtest.PodinfoChartDir(t), opts...)
+	srv.Add(tgz)
+	return artifactOf(t, srv, tgz)
+}
+
+// artifactOf is the artifact of chart archive tgz served by srv.
+func artifactOf(t testing.TB, srv *helmtest.ChartServer, tgz string) *meta.Artifact {
+	t.Helper()
 	ch, err := loader.Load(tgz)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +82,6 @@ func podinfo(t testing.TB, srv *helmtest.ChartServer, version string) *meta.Arti
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Add(tgz)
 	name := filepath.Base(tgz)
 	return &meta.Artifact{Path: "helmchart/" + name, URL: srv.URL() + "/" + name, Revision: ch.Metadata.Version,
 		Digest: fmt.Sprintf("sha256:%x", sha256.Sum256(b)), LastUpdateTime: metav1.Now(), Size: ptr(int64(len(b)))}

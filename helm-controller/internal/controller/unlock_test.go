@@ -39,7 +39,7 @@ func TestKilledMidUpgradeUnlocked(t *testing.T) {
 		fmt.Sprintf("Helm install succeeded for release %s/app.v1 with chart podinfo@%s", ns, a.Revision))
 
 	// No node matches: the upgrade waits for its new pods.
-	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = jsonValues(`{"nodeSelector":{"eddy.test/none":"x"}}`) })
+	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = jsonValues(`{"nodeSelector":{"type":"none"}}`) })
 	waitFor(t, hr, "an upgrade waiting with release v2 pending-upgrade", func() bool {
 		c := cond(hr, meta.ReconcilingCondition)
 		return c != nil && strings.HasPrefix(c.Message, "Running 'upgrade' action") &&
@@ -49,7 +49,10 @@ func TestKilledMidUpgradeUnlocked(t *testing.T) {
 	})
 	p.Kill()
 
-	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = jsonValues(`{"replicaCount":2}`) })
+	// The fix gives the key the fake nodes' value: the three-way merge from
+	// the last deployed release keeps what the failed one added, so the
+	// key must be overwritten, not dropped.
+	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = jsonValues(`{"nodeSelector":{"type":"kwok"}}`) })
 	testenv.RunBinary(t, env, exe, args...)
 	waitReady(t, hr, helmv2.UpgradeSucceededReason,
 		fmt.Sprintf("Helm upgrade succeeded for release %s/app.v3 with chart podinfo@%s", ns, a.Revision))
