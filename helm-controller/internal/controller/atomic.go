@@ -447,7 +447,11 @@ func (r *HelmReleaseReconciler) helmConfig(ctx context.Context, req *releaseRequ
 			b.log(format, args...)
 		}
 	}
-	return newHelmConfig(ctx, req.getter, storageNamespace(req.obj), maxHistory(req.obj), r.HealthPoll, logf, observe)
+	poll := r.HealthPoll
+	if ws := req.obj.Spec.WaitStrategy; ws != nil && ws.Name == "legacy" {
+		poll = -1
+	}
+	return newHelmConfig(ctx, req.getter, storageNamespace(req.obj), maxHistory(req.obj), poll, logf, observe)
 }
 
 // recordInventory sets status.inventory from the newest observed release.

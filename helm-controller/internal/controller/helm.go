@@ -274,10 +274,11 @@ func (k *kstatusKube) notReady(ctx context.Context, resources kube.ResourceList,
 	return pending, nil
 }
 
-// helmConfig is the Helm action configuration of one HelmRelease: the
-// release namespace for objects, Secrets storage in the storage namespace
-// with maxHistory, the kstatus waiter, and observe told of every write to
-// storage (nil: none).
+// newHelmConfig is the Helm action configuration of one HelmRelease: the
+// getter's namespace (the release namespace) for objects, Secrets storage in
+// storageNS with maxHistory (0: unlimited), the kstatus waiter polling every
+// poll (0: 2s; negative: Helm's legacy waiter), and observe told of every
+// write to storage (nil: none).
 func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, maxHistory int, poll time.Duration,
 	log func(string, ...any), observe func(*release.Release)) (*action.Configuration, error) {
 	restCfg, err := getter.ToRESTConfig()
@@ -304,12 +305,17 @@ func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, ma
 	store := storage.Init(d)
 	store.MaxHistory = maxHistory
 	store.Log = log
-	if poll <= 0 {
+	if poll == 0 {
 		poll = 2 * time.Second
+	}
+	// A negative poll selects Helm's own waiter (waitStrategy: legacy).
+	var kubeClient kube.Interface = kc
+	if poll > 0 {
+		kubeClient = &kstatusKube{Client: kc, ctx: ctx, dyn: dyn, poll: poll}
 	}
 	return &action.Configuration{
 		RESTClientGetter: getter,
-		KubeClient:       &kstatusKube{Client: kc, ctx: ctx, dyn: dyn, poll: poll},
+		KubeClient:       kubeClient,
 		Releases:         store,
 		Log:              log,
 	}, nil
