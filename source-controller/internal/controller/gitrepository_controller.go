@@ -84,7 +84,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		Finalizer:        sourcev1.SourceFinalizer,
 		Finalize:         r.finalize,
 		Suspended:        func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
-		ObserveSuspended: observeSuspended,
+		ObserveSuspended: observeSuspended[*sourcev1.GitRepository],
 	}
 	return skel.Reconcile(ctx, req, &sourcev1.GitRepository{}, r.run)
 }
@@ -127,26 +127,29 @@ func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepo
 	}
 }
 
-// observeSuspended records what a reconcile of a suspended GitRepository
-// observes, and nothing else (no event, no fetch): the handled reconcile
-// request and, once it has conditions, its generation, so kstatus and
-// `kubectl wait` read a suspended GitRepository as observed. Ready keeps its
+// observeSuspended records what a reconcile of a suspended source (a
+// GitRepository, a HelmRepository) observes, and nothing else (no event, no
+// fetch): the handled reconcile request and, once it has conditions, its
+// generation, so kstatus and `kubectl wait` read a suspended source as
+// observed. Ready keeps its
 // status and message at the new generation, Stalled is dropped, Reconciling
 // becomes ProgressingWithRetry. Flux compatible (summarize with an empty
 // result: ComputeReconcileResult, WithStatusObservedGeneration).
-func observeSuspended(obj *sourcev1.GitRepository) {
+func observeSuspended[T reconcile.Object](obj T) {
 	reconcile.RecordHandledRequest(obj)
-	if len(obj.Status.Conditions) > 0 {
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
+	conds := obj.GetConditions()
+	if len(conds) > 0 {
+		apimeta.RemoveStatusCondition(&conds, meta.StalledCondition)
 		for _, typ := range []string{meta.ReconcilingCondition, meta.ReadyCondition} {
-			if c := apimeta.FindStatusCondition(obj.Status.Conditions, typ); c != nil {
-				c.ObservedGeneration = obj.Generation
+			if c := apimeta.FindStatusCondition(conds, typ); c != nil {
+				c.ObservedGeneration = obj.GetGeneration()
 				if typ == meta.ReconcilingCondition {
 					c.Reason = meta.ProgressingWithRetryReason
 				}
 			}
 		}
-		obj.Status.ObservedGeneration = obj.Generation
+		obj.SetConditions(conds)
+		obj.SetObservedGeneration(obj.GetGeneration())
 	}
 }
 
@@ -304,26 +307,30 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 // reconcileStorage drops a status artifact whose file is gone or no longer
 // matches its digest, collects old artifacts and refreshes the URL.
 func (r *GitRepositoryReconciler) reconcileStorage(obj *sourcev1.GitRepository) {
-	cur := obj.Status.Artifact
-	if cur == nil {
-		return
+	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
+}
+
+// checkStoredArtifact returns obj's artifact cur with its URL refreshed
+// when its file is in storage and matches its digest, after collecting the
+// object's old artifacts; otherwise nil, the mismatching file deleted with
+// a Warning event ArtifactVerificationFailed. Flux compatible
+// (reconcileStorage of the sources).
+func checkStoredArtifact(st *artifact.Storage, rec *events.Recorder, obj client.Object, cur *meta.Artifact) *meta.Artifact {
+	if cur == nil || !st.Exists(*cur) {
+		return nil
 	}
-	if !r.Storage.Exists(*cur) {
-		obj.Status.Artifact = nil
-		return
+	if err := st.Verify(*cur); err != nil {
+		rec.Event(obj, corev1.EventTypeWarning, "ArtifactVerificationFailed",
+			fmt.Sprintf("failed to verify integrity of artifact: %s", strings.ReplaceAll(err.Error(), st.BasePath+"/", "")), nil)
+		_ = st.Remove(*cur)
+		return nil
 	}
-	if err := r.Storage.Verify(*cur); err != nil {
-		r.Events.Event(obj, corev1.EventTypeWarning, "ArtifactVerificationFailed",
-			fmt.Sprintf("failed to verify integrity of artifact: %s", strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", "")), nil)
-		_ = r.Storage.Remove(*cur)
-		obj.Status.Artifact = nil
-		return
-	}
-	if deleted, err := r.Storage.GarbageCollect(*cur); err == nil && len(deleted) > 0 {
-		r.Events.Event(obj, events.EventTypeTrace, "GarbageCollectionSucceeded",
+	if deleted, err := st.GarbageCollect(*cur); err == nil && len(deleted) > 0 {
+		rec.Event(obj, events.EventTypeTrace, "GarbageCollectionSucceeded",
 			fmt.Sprintf("garbage collected %d artifacts", len(deleted)), nil)
 	}
-	cur.URL = r.Storage.URL(cur.Path)
+	cur.URL = st.URL(cur.Path)
+	return cur
 }
 
 // contentConfigChanged reports whether spec fields that shape the artifact
