@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,12 +14,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/eddyops/eddy/pkg/testenv/helmtest"
 	"github.com/fluxcd/pkg/apis/meta"
 	helmrepo "helm.sh/helm/v3/pkg/repo"
 	corev1 "k8s.io/api/core/v1"
@@ -61,53 +60,14 @@ entries:
 generated: "2024-02-01T00:00:00Z"
 `
 
-// indexServer is a chart repository serving one index.yaml, with basic
-// auth when user is set, or failing with a status.
-type indexServer struct {
-	*httptest.Server
-	user, password string
-	mu             sync.Mutex
-	index          []byte
-	fail           int
-	requests       int
-}
-
-func newIndexServer(t testing.TB, user, password string, index []byte) *indexServer {
-	s := &indexServer{user: user, password: password, index: index}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *indexServer) serve(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r.URL.Path != "/index.yaml" {
-		http.NotFound(w, r)
-		return
+// newChartServer is a helmtest.ChartServer answering /index.yaml with
+// index (nil: the index it builds from its charts).
+func newChartServer(t testing.TB, index []byte, opts ...helmtest.ServerOption) *helmtest.ChartServer {
+	srv := helmtest.NewChartServer(t, opts...)
+	if index != nil {
+		srv.SetIndex(index)
 	}
-	s.requests++
-	if u, p, ok := r.BasicAuth(); s.user != "" && (!ok || u != s.user || p != s.password) {
-		w.WriteHeader(http.StatusUnauthorized)
-		return
-	}
-	if s.fail != 0 {
-		w.WriteHeader(s.fail)
-		return
-	}
-	_, _ = w.Write(s.index)
-}
-
-func (s *indexServer) set(index []byte, fail int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.index, s.fail = index, fail
-}
-
-func (s *indexServer) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.requests
+	return srv
 }
 
 func revisionOf(b []byte) string {
@@ -253,9 +213,10 @@ func get(t testing.TB, url string) []byte {
 // checkStoredIndex checks the artifact of got against the served index
 // bytes: revision, path, Ready and ArtifactInStorage messages, digest and
 // size of the bytes served by the artifact server, content (the parsed
-// index as indented JSON, invalid entry dropped, versions newest first) and
-// status.url serving the same bytes. It returns the stored bytes.
-func checkStoredIndex(t testing.TB, got *sourcev1.HelmRepository, served []byte) []byte {
+// index as indented JSON whose chart has wantVersions: invalid entries
+// dropped, newest first) and status.url serving the same bytes. It returns
+// the stored bytes.
+func checkStoredIndex(t testing.TB, got *sourcev1.HelmRepository, served []byte, chart string, wantVersions ...string) []byte {
 	t.Helper()
 	rev := revisionOf(served)
 	hexRev := strings.TrimPrefix(rev, "sha256:")
@@ -285,16 +246,11 @@ func checkStoredIndex(t testing.TB, got *sourcev1.HelmRepository, served []byte)
 		t.Errorf("the stored index is not indented JSON:\n%s", stored)
 	}
 	var versions []string
-	for _, v := range idx.Entries["podinfo"] {
+	for _, v := range idx.Entries[chart] {
 		versions = append(versions, v.Version)
 	}
-	if idx.APIVersion != "v1" || len(versions) < 2 || versions[0] < versions[1] {
-		t.Errorf("stored index: apiVersion %q, podinfo versions %v; want v1 and valid versions newest first", idx.APIVersion, versions)
-	}
-	for _, v := range versions {
-		if v == "not-a-version" {
-			t.Errorf("the invalid entry was kept: %v", versions)
-		}
+	if idx.APIVersion != "v1" || strings.Join(versions, " ") != strings.Join(wantVersions, " ") {
+		t.Errorf("stored index: apiVersion %q, %s versions %v; want v1 and %v", idx.APIVersion, chart, versions, wantVersions)
 	}
 	if !strings.HasSuffix(got.Status.URL, fmt.Sprintf("/helmrepository/%s/%s/index.yaml", got.Namespace, got.Name)) {
 		t.Errorf("status.url %s does not end in /helmrepository/<ns>/<name>/index.yaml", got.Status.URL)
@@ -325,26 +281,26 @@ func storedFiles(t testing.TB, dir string) []string {
 // server leaves the last artifact served; deletion removes the storage.
 func testHelmRepositoryLifecycle(t *testing.T, b *helmBinary) {
 	ns := newNamespace(t)
-	srv := newIndexServer(t, "helm", "s3cr3t-pw", []byte(indexYAML))
+	srv := newChartServer(t, []byte(indexYAML), helmtest.WithBasicAuth("helm", "s3cr3t-pw"))
 	newBasicAuthSecret(t, ns, "creds", "helm", "s3cr3t-pw")
-	obj := newHelmRepository(t, ns, "podinfo", srv.URL+"/", func(o *sourcev1.HelmRepository) {
+	obj := newHelmRepository(t, ns, "podinfo", srv.URL()+"/", func(o *sourcev1.HelmRepository) {
 		o.Spec.SecretRef = &meta.LocalObjectReference{Name: "creds"}
 	})
 	got := waitHelmReady(t, obj)
-	stored := checkStoredIndex(t, got, []byte(indexYAML))
+	stored := checkStoredIndex(t, got, []byte(indexYAML), "podinfo", "6.6.0", "6.5.0")
 	if !strings.HasPrefix(got.Status.Artifact.URL, fmt.Sprintf("http://127.0.0.1:%d/", b.port)) {
 		t.Errorf("artifact URL %s is not the binary's file server", got.Status.Artifact.URL)
 	}
-	wantEvent := fmt.Sprintf("stored fetched index of size %s from '%s'", humanSize(int64(len(stored))), srv.URL+"/")
+	wantEvent := fmt.Sprintf("stored fetched index of size %s from '%s'", humanSize(int64(len(stored))), srv.URL()+"/")
 	if msgs := b.waitEvents(t, obj, "NewArtifact", 1); msgs[0] != wantEvent {
 		t.Errorf("NewArtifact event %q, want %q", msgs[0], wantEvent)
 	}
 
 	// The same index again: fetched, not stored again.
 	first := got.Status.Artifact
-	before := srv.count()
+	before := srv.Requests().Index
 	got = requestHelmReconcile(t, obj)
-	if srv.count() == before {
+	if srv.Requests().Index == before {
 		t.Error("the index was not fetched again on a reconcile request")
 	}
 	if a := got.Status.Artifact; a.Path != first.Path || a.Digest != first.Digest || !a.LastUpdateTime.Equal(&first.LastUpdateTime) {
@@ -361,11 +317,14 @@ func testHelmRepositoryLifecycle(t *testing.T, b *helmBinary) {
 		t.Fatal(err)
 	}
 	defer watch.Stop()
-	next := []byte(strings.Replace(indexYAML, "generated: \"2024-02-01T00:00:00Z\"", "generated: \"2024-03-01T00:00:00Z\"", 1))
-	srv.set(next, 0)
+	// The server now serves the index it builds from two packaged charts.
+	srv.Add(helmtest.PackageChart(t, helmtest.MinimalChart(t, "demo", "1.0.0")))
+	srv.Add(helmtest.PackageChart(t, helmtest.MinimalChart(t, "demo", "1.1.0")))
+	srv.SetIndex(nil)
+	next := srv.Index()
 	requestHelmReconcile(t, obj)
 	got = waitHelmReady(t, obj)
-	checkStoredIndex(t, got, next)
+	checkStoredIndex(t, got, next, "demo", "1.1.0", "1.0.0")
 	wantOutdated := fmt.Sprintf("new index revision '%s'", revisionOf(next))
 	sawOutdated := false
 	for !sawOutdated {
@@ -385,10 +344,10 @@ func testHelmRepositoryLifecycle(t *testing.T, b *helmBinary) {
 
 	// The server fails: Ready=False, the last artifact still served, no
 	// temporary file left.
-	srv.set(next, http.StatusInternalServerError)
+	srv.FailWith(http.StatusInternalServerError)
 	requestHelmReconcile(t, obj)
 	got = waitHelmFailed(t, obj, meta.FailedReason)
-	wantMsg := fmt.Sprintf("failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch %s/index.yaml : 500 Internal Server Error", srv.URL)
+	wantMsg := fmt.Sprintf("failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch %s/index.yaml : 500 Internal Server Error", srv.URL())
 	if c := condition(got, sourcev1.FetchFailedCondition); c == nil || c.Status != metav1.ConditionTrue || c.Message != wantMsg {
 		t.Errorf("FetchFailed = %+v, want True %q", c, wantMsg)
 	}
@@ -404,7 +363,7 @@ func testHelmRepositoryLifecycle(t *testing.T, b *helmBinary) {
 	}
 
 	// Recovered: Ready again with a Succeeded event, same artifact.
-	srv.set(next, 0)
+	srv.FailWith(0)
 	requestHelmReconcile(t, obj)
 	got = waitHelmReady(t, obj)
 	if msgs := b.waitEvents(t, obj, meta.SucceededReason, 1); !strings.HasPrefix(msgs[0], "stored fetched index of size ") {
@@ -425,39 +384,38 @@ func testHelmRepositoryLifecycle(t *testing.T, b *helmBinary) {
 // Flux's reason and a stable message without credentials.
 func testHelmRepositoryFetchFailures(t *testing.T, b *helmBinary) {
 	ns := newNamespace(t)
-	auth := newIndexServer(t, "helm", "s3cr3t-pw", []byte(indexYAML))
-	notFound := newIndexServer(t, "", "", nil)
-	notFound.set(nil, http.StatusNotFound)
-	failing := newIndexServer(t, "", "", nil)
-	failing.set(nil, http.StatusInternalServerError)
-	html := newIndexServer(t, "", "", []byte("<html><body>not an index</body></html>\n"))
-	noAPIVersion := newIndexServer(t, "", "", []byte("entries: {}\n"))
-	big := newIndexServer(t, "", "", []byte("apiVersion: v1\n# "+strings.Repeat("x", 70000)+"\n"))
+	auth := newChartServer(t, []byte(indexYAML), helmtest.WithBasicAuth("helm", "s3cr3t-pw")).URL()
+	plain := newChartServer(t, []byte(indexYAML)).URL()
+	failing := newChartServer(t, nil)
+	failing.FailWith(http.StatusInternalServerError)
+	html := newChartServer(t, []byte("<html><body>not an index</body></html>\n")).URL()
+	noAPIVersion := newChartServer(t, []byte("entries: {}\n")).URL()
+	big := newChartServer(t, []byte("apiVersion: v1\n# "+strings.Repeat("x", 70000)+"\n")).URL()
 	newBasicAuthSecret(t, ns, "wrong", "helm", "wr0ng-pw")
 
-	userinfo := strings.Replace(auth.URL, "http://", "http://helm:url-pw@", 1)
+	userinfo := strings.Replace(auth, "http://", "http://helm:url-pw@", 1)
 	cases := []struct {
 		name, url, secret, reason, message string
 		stalled                            bool
 	}{
-		{"no-credentials", auth.URL, "", meta.FailedReason,
-			"failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch " + auth.URL + "/index.yaml : 401 Unauthorized", false},
-		{"wrong-credentials", auth.URL, "wrong", meta.FailedReason,
-			"failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch " + auth.URL + "/index.yaml : 401 Unauthorized", false},
+		{"no-credentials", auth, "", meta.FailedReason,
+			"failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch " + auth + "/index.yaml : 401 Unauthorized", false},
+		{"wrong-credentials", auth, "wrong", meta.FailedReason,
+			"failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch " + auth + "/index.yaml : 401 Unauthorized", false},
 		{"credentials-in-url", userinfo, "", meta.FailedReason,
 			"failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch " +
-				strings.Replace(auth.URL, "http://", "http://xxxxx@", 1) + "/index.yaml : 401 Unauthorized", false},
-		{"missing-secret", auth.URL, "missing", sourcev1.AuthenticationFailedReason,
+				strings.Replace(auth, "http://", "http://xxxxx@", 1) + "/index.yaml : 401 Unauthorized", false},
+		{"missing-secret", auth, "missing", sourcev1.AuthenticationFailedReason,
 			fmt.Sprintf("failed to get authentication secret '%s/missing': secrets \"missing\" not found", ns), false},
-		{"not-found", notFound.URL + "/charts", "", meta.FailedReason,
-			"failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch " + notFound.URL + "/charts/index.yaml : 404 Not Found", false},
-		{"server-error", failing.URL, "", meta.FailedReason,
-			"failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch " + failing.URL + "/index.yaml : 500 Internal Server Error", false},
-		{"not-yaml", html.URL, "", sourcev1.IndexationFailedReason,
+		{"not-found", plain + "/charts", "", meta.FailedReason,
+			"failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch " + plain + "/charts/index.yaml : 404 Not Found", false},
+		{"server-error", failing.URL(), "", meta.FailedReason,
+			"failed to fetch Helm repository index: failed to cache index to temporary file: failed to fetch " + failing.URL() + "/index.yaml : 500 Internal Server Error", false},
+		{"not-yaml", html, "", sourcev1.IndexationFailedReason,
 			"failed to load Helm repository from index YAML: failed to load index: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type repo.IndexFile", false},
-		{"no-api-version", noAPIVersion.URL, "", sourcev1.IndexationFailedReason,
+		{"no-api-version", noAPIVersion, "", sourcev1.IndexationFailedReason,
 			"failed to load Helm repository from index YAML: failed to load index: no API version specified", false},
-		{"too-big", big.URL, "", meta.FailedReason,
+		{"too-big", big, "", meta.FailedReason,
 			"failed to fetch Helm repository index: failed to cache index to temporary file: index exceeds the maximum index file size of 65536 bytes", false},
 		{"oci-url", "oci://registry.example/charts", "", sourcev1.URLInvalidReason,
 			"invalid Helm repository URL: 'oci' URL scheme cannot be used with 'default' HelmRepository type", true},
@@ -509,8 +467,7 @@ func testHelmRepositoryFetchFailures(t *testing.T, b *helmBinary) {
 // its artifacts, finalizer and status, and stays so.
 func testHelmRepositoryOCIStatic(t *testing.T, b *helmBinary) {
 	ns := newNamespace(t)
-	srv := newIndexServer(t, "", "", []byte(indexYAML))
-	obj := newHelmRepository(t, ns, "to-oci", srv.URL, nil)
+	obj := newHelmRepository(t, ns, "to-oci", newChartServer(t, []byte(indexYAML)).URL(), nil)
 	waitHelmReady(t, obj)
 	if _, err := os.Stat(b.storageDir(ns, obj.Name)); err != nil {
 		t.Fatal(err)
@@ -555,8 +512,8 @@ func testHelmRepositoryOCIStatic(t *testing.T, b *helmBinary) {
 // requests without fetching.
 func testHelmRepositorySuspend(t *testing.T, b *helmBinary) {
 	ns := newNamespace(t)
-	srv := newIndexServer(t, "", "", []byte(indexYAML))
-	obj := newHelmRepository(t, ns, "suspended", srv.URL, nil)
+	srv := newChartServer(t, []byte(indexYAML))
+	obj := newHelmRepository(t, ns, "suspended", srv.URL(), nil)
 	waitHelmReady(t, obj)
 	cur := &sourcev1.HelmRepository{}
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), cur); err != nil {
@@ -569,9 +526,9 @@ func testHelmRepositorySuspend(t *testing.T, b *helmBinary) {
 	waitHelm(t, obj, "suspended generation observed", func(o *sourcev1.HelmRepository) bool {
 		return o.Status.ObservedGeneration == o.Generation
 	})
-	before := srv.count()
+	before := srv.Requests().Index
 	got := requestHelmReconcile(t, obj)
-	if srv.count() != before {
+	if srv.Requests().Index != before {
 		t.Error("a suspended HelmRepository fetched its index")
 	}
 	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.ReadyCondition) || got.Status.Artifact == nil {
@@ -583,17 +540,13 @@ func testHelmRepositorySuspend(t *testing.T, b *helmBinary) {
 // with the CA in spec.certSecretRef's ca.crt it is stored.
 func testHelmRepositoryTLS(t *testing.T) {
 	ns := newNamespace(t)
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, indexYAML)
-	}))
-	t.Cleanup(srv.Close)
-	obj := newHelmRepository(t, ns, "https", srv.URL, nil)
+	srv := newChartServer(t, []byte(indexYAML), helmtest.WithTLS())
+	obj := newHelmRepository(t, ns, "https", srv.URL(), nil)
 	got := waitHelmFailed(t, obj, meta.FailedReason)
 	if msg := condition(got, meta.ReadyCondition).Message; !strings.Contains(msg, "certificate signed by unknown authority") {
 		t.Errorf("untrusted CA: message %q", msg)
 	}
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: ns}, Data: map[string][]byte{"ca.crt": ca}}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: ns}, Data: map[string][]byte{"ca.crt": srv.CAPEM()}}
 	if err := env.Client.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +559,7 @@ func testHelmRepositoryTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = waitHelmReady(t, obj)
-	checkStoredIndex(t, got, []byte(indexYAML))
+	checkStoredIndex(t, got, []byte(indexYAML), "podinfo", "6.6.0", "6.5.0")
 }
 
 func TestHumanSize(t *testing.T) {
