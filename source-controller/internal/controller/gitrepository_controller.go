@@ -127,32 +127,6 @@ func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepo
 	}
 }
 
-// observeSuspended records what a reconcile of a suspended source (a
-// GitRepository, a HelmRepository) observes, and nothing else (no event, no
-// fetch): the handled reconcile request and, once it has conditions, its
-// generation, so kstatus and `kubectl wait` read a suspended source as
-// observed. Ready keeps its
-// status and message at the new generation, Stalled is dropped, Reconciling
-// becomes ProgressingWithRetry. Flux compatible (summarize with an empty
-// result: ComputeReconcileResult, WithStatusObservedGeneration).
-func observeSuspended[T reconcile.Object](obj T) {
-	reconcile.RecordHandledRequest(obj)
-	conds := obj.GetConditions()
-	if len(conds) > 0 {
-		apimeta.RemoveStatusCondition(&conds, meta.StalledCondition)
-		for _, typ := range []string{meta.ReconcilingCondition, meta.ReadyCondition} {
-			if c := apimeta.FindStatusCondition(conds, typ); c != nil {
-				c.ObservedGeneration = obj.GetGeneration()
-				if typ == meta.ReconcilingCondition {
-					c.Reason = meta.ProgressingWithRetryReason
-				}
-			}
-		}
-		obj.SetConditions(conds)
-		obj.SetObservedGeneration(obj.GetGeneration())
-	}
-}
-
 // reconcile runs the storage, source and artifact steps; it records
 // observations in obj.Status and returns the first failure.
 func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.GitRepository, objDir string, wasReady bool) *reconcile.Failure {
@@ -310,29 +284,6 @@ func (r *GitRepositoryReconciler) reconcileStorage(obj *sourcev1.GitRepository) 
 	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
 }
 
-// checkStoredArtifact returns obj's artifact cur with its URL refreshed
-// when its file is in storage and matches its digest, after collecting the
-// object's old artifacts; otherwise nil, the mismatching file deleted with
-// a Warning event ArtifactVerificationFailed. Flux compatible
-// (reconcileStorage of the sources).
-func checkStoredArtifact(st *artifact.Storage, rec *events.Recorder, obj client.Object, cur *meta.Artifact) *meta.Artifact {
-	if cur == nil || !st.Exists(*cur) {
-		return nil
-	}
-	if err := st.Verify(*cur); err != nil {
-		rec.Event(obj, corev1.EventTypeWarning, "ArtifactVerificationFailed",
-			fmt.Sprintf("failed to verify integrity of artifact: %s", strings.ReplaceAll(err.Error(), st.BasePath+"/", "")), nil)
-		_ = st.Remove(*cur)
-		return nil
-	}
-	if deleted, err := st.GarbageCollect(*cur); err == nil && len(deleted) > 0 {
-		rec.Event(obj, events.EventTypeTrace, "GarbageCollectionSucceeded",
-			fmt.Sprintf("garbage collected %d artifacts", len(deleted)), nil)
-	}
-	cur.URL = st.URL(cur.Path)
-	return cur
-}
-
 // contentConfigChanged reports whether spec fields that shape the artifact
 // differ from those its status says it was built with.
 func contentConfigChanged(obj *sourcev1.GitRepository) bool {
@@ -350,35 +301,12 @@ func normalize(incs []sourcev1.GitRepositoryInclude) []sourcev1.GitRepositoryInc
 	return incs
 }
 
-// summarize writes the conditions for the outcome. Flux compatible: Ready
-// mirrors ArtifactInStorage on success and the failing condition otherwise
-// (reconcile.Summarize: Reconciling stays True with ProgressingWithRetry
-// while retrying; Stalled is set when only a spec change can help).
+// summarize writes the conditions for the outcome (summarizeSource), with
+// the GitRepository's artifact message and failure conditions.
 func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr *reconcile.Failure) {
-	if art := obj.Status.Artifact; art != nil {
-		reconcile.SetCondition(obj, sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, meta.SucceededReason,
-			fmt.Sprintf("stored artifact for revision '%s'", art.Revision))
-	} else {
-		reconcile.RemoveConditions(obj, sourcev1.ArtifactInStorageCondition)
-	}
-	reconcile.RemoveConditions(obj, sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition,
+	summarizeSource(obj, r.Events, obj.Status.Artifact, "stored artifact for revision '%s'", recErr,
+		sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition,
 		sourcev1.IncludeUnavailableCondition, sourcev1.SourceVerifiedCondition)
-	if recErr == nil {
-		reconcile.RemoveConditions(obj, sourcev1.ArtifactOutdatedCondition)
-		reconcile.Summarize(obj, nil, meta.SucceededReason, fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision))
-		return
-	}
-	status := metav1.ConditionTrue // the failure conditions are abnormal-true
-	if recErr.Condition == sourcev1.SourceVerifiedCondition {
-		status = metav1.ConditionFalse // SourceVerified is bi-polar
-	}
-	reconcile.SetCondition(obj, recErr.Condition, status, recErr.Reason, recErr.Message)
-	reconcile.Summarize(obj, recErr, "", "")
-	eventType := corev1.EventTypeWarning
-	if recErr.Waiting {
-		eventType = events.EventTypeTrace
-	}
-	r.Events.Event(obj, eventType, recErr.Reason, recErr.Message, nil)
 }
 
 // gitError maps a fetch failure to the condition Flux sets for it. dir, the

@@ -253,26 +253,10 @@ func hasAnyCondition(obj reconcile.Object, types []string) bool {
 	return false
 }
 
-// summarize writes the conditions for the outcome. Flux compatible: Ready
-// mirrors ArtifactInStorage ("stored artifact: revision '<rev>'") on
-// success and the failing condition otherwise; a failure keeps the stored
-// artifact and its ArtifactInStorage condition.
+// summarize writes the conditions for the outcome (summarizeSource): Ready
+// and ArtifactInStorage say "stored artifact: revision '<rev>'"; a failure
+// keeps the stored artifact and its ArtifactInStorage condition. Flux
+// compatible.
 func (r *HelmRepositoryReconciler) summarize(obj *sourcev1.HelmRepository, recErr *reconcile.Failure) {
-	if art := obj.Status.Artifact; art != nil {
-		reconcile.SetCondition(obj, sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, meta.SucceededReason,
-			fmt.Sprintf("stored artifact: revision '%s'", art.Revision))
-	} else {
-		reconcile.RemoveConditions(obj, sourcev1.ArtifactInStorageCondition)
-	}
-	reconcile.RemoveConditions(obj, sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition)
-	if recErr == nil {
-		reconcile.RemoveConditions(obj, sourcev1.ArtifactOutdatedCondition)
-		reconcile.Summarize(obj, nil, meta.SucceededReason, fmt.Sprintf("stored artifact: revision '%s'", obj.Status.Artifact.Revision))
-		return
-	}
-	if recErr.Condition != "" {
-		reconcile.SetCondition(obj, recErr.Condition, metav1.ConditionTrue, recErr.Reason, recErr.Message)
-	}
-	reconcile.Summarize(obj, recErr, "", "")
-	r.Events.Event(obj, corev1.EventTypeWarning, recErr.Reason, recErr.Message, nil)
+	summarizeSource(obj, r.Events, obj.Status.Artifact, "stored artifact: revision '%s'", recErr, helmRepositoryFailConditions...)
 }
