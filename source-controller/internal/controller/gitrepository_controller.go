@@ -89,13 +89,9 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return skel.Reconcile(ctx, req, &sourcev1.GitRepository{}, r.run)
 }
 
-// finalize removes the GitRepository's artifacts from storage.
+// finalize removes the GitRepository's storage directory (finalizeSource).
 func (r *GitRepositoryReconciler) finalize(ctx context.Context, obj *sourcev1.GitRepository) (ctrl.Result, error) {
-	if err := r.Storage.RemoveObject(artifact.ObjectDir(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
-	}
-	ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
-	return ctrl.Result{}, nil
+	return finalizeSource(ctx, r.Storage, sourcev1.GitRepositoryKind, obj)
 }
 
 // run reconciles a live, unsuspended GitRepository and summarizes the

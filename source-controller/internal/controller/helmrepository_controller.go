@@ -107,13 +107,9 @@ func (r *HelmRepositoryReconciler) migrateToStatic(ctx context.Context, obj *sou
 	return reconcile.RemoveFinalizers(ctx, r.Client, obj, "", sourcev1.SourceFinalizer)
 }
 
-// finalize removes the HelmRepository's storage directory.
+// finalize removes the HelmRepository's storage directory (finalizeSource).
 func (r *HelmRepositoryReconciler) finalize(ctx context.Context, obj *sourcev1.HelmRepository) (ctrl.Result, error) {
-	if err := r.Storage.RemoveObject(artifact.ObjectDir(sourcev1.HelmRepositoryKind, obj.Namespace, obj.Name)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
-	}
-	ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
-	return ctrl.Result{}, nil
+	return finalizeSource(ctx, r.Storage, sourcev1.HelmRepositoryKind, obj)
 }
 
 // run reconciles a live, unsuspended HelmRepository of type default and

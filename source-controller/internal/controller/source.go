@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -103,4 +105,14 @@ func summarizeSource(obj reconcile.Object, rec *events.Recorder, art *meta.Artif
 		eventType = events.EventTypeTrace
 	}
 	rec.Event(obj, eventType, recErr.Reason, recErr.Message, nil)
+}
+
+// finalizeSource removes the storage directory of the source obj of kind
+// (all its artifacts and links): a source's Finalize. Flux compatible.
+func finalizeSource(ctx context.Context, st *artifact.Storage, kind string, obj client.Object) (ctrl.Result, error) {
+	if err := st.RemoveObject(artifact.ObjectDir(kind, obj.GetNamespace(), obj.GetName())); err != nil {
+		return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
+	return ctrl.Result{}, nil
 }
