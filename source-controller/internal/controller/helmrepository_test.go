@@ -334,7 +334,7 @@ func testHelmRepositoryLifecycle(t *testing.T, b *helmBinary) {
 				c := condition(o, sourcev1.ArtifactOutdatedCondition)
 				sawOutdated = c != nil && c.Reason == sourcev1.NewRevisionReason && c.Message == wantOutdated
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(testenv.WaitTimeout):
 			t.Fatalf("no status with ArtifactOutdated NewRevision %q was written", wantOutdated)
 		}
 	}
