@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/status"
@@ -23,7 +24,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 	var output string
 	get := &cobra.Command{
 		Use:   "get",
-		Short: "Show the status of sources and Kustomizations",
+		Short: "Show the status of sources, Kustomizations and HelmReleases",
 	}
 	get.PersistentFlags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the objects of all namespaces")
 	get.PersistentFlags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
@@ -80,6 +81,26 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 			return list(cmd, args, l, func() []status.Row { return status.GitRepositoryRows(l, "") })
 		},
 	})
+	sources.AddCommand(&cobra.Command{
+		Use:     "helm [NAME]",
+		Short:   "Show the status of HelmRepositories",
+		Args:    cobra.MaximumNArgs(1),
+		Example: "  eddy get sources helm\n  eddy get sources helm -A",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l := &sourcev1.HelmRepositoryList{}
+			return list(cmd, args, l, func() []status.Row { return status.HelmRepositoryRows(l, "") })
+		},
+	})
+	sources.AddCommand(&cobra.Command{
+		Use:     "chart [NAME]",
+		Short:   "Show the status of HelmCharts",
+		Args:    cobra.MaximumNArgs(1),
+		Example: "  eddy get sources chart\n  eddy get sources chart flux-system-podinfo -o yaml",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l := &sourcev1.HelmChartList{}
+			return list(cmd, args, l, func() []status.Row { return status.HelmChartRows(l, "") })
+		},
+	})
 	get.AddCommand(sources)
 	get.AddCommand(&cobra.Command{
 		Use:     "kustomizations [NAME]",
@@ -90,6 +111,18 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l := &kustomizev1.KustomizationList{}
 			return list(cmd, args, l, func() []status.Row { return status.KustomizationRows(l, "") })
+		},
+	})
+	get.AddCommand(&cobra.Command{
+		Use:     "helmreleases [NAME]",
+		Aliases: []string{"helmrelease", "hr"},
+		Short:   "Show the status of HelmReleases",
+		Long:    "Show the status of HelmReleases; REVISION is the chart version of the newest release (else the one last attempted), as flux shows it.",
+		Args:    cobra.MaximumNArgs(1),
+		Example: "  eddy get helmreleases\n  eddy get hr -A\n  eddy get hr podinfo -o yaml",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l := &helmv2.HelmReleaseList{}
+			return list(cmd, args, l, func() []status.Row { return status.HelmReleaseRows(l, "") })
 		},
 	})
 	return get

@@ -1,10 +1,12 @@
-// Package status reads the status of Eddy's GitRepositories and
-// Kustomizations the way the flux CLI shows and waits for it: the `get`
-// table, and the request-and-wait of `reconcile`.
+// Package status reads the status of Eddy's sources (GitRepository,
+// HelmRepository, HelmChart), Kustomizations and HelmReleases the way the
+// flux CLI shows and waits for it: the `get` table, and the
+// request-and-wait of `reconcile`.
 package status
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/ui"
@@ -70,6 +73,63 @@ func KustomizationRows(l *kustomizev1.KustomizationList, prefix string) []Row {
 	return rs
 }
 
+// HelmRepositoryRows are the rows of l's items, each named prefix+name. An
+// OCI HelmRepository has no artifact and is never reconciled: flux shows
+// it Ready with "Helm repository is Ready".
+func HelmRepositoryRows(l *sourcev1.HelmRepositoryList, prefix string) []Row {
+	var rs []Row
+	for _, o := range l.Items {
+		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend}
+		if o.Status.Artifact != nil {
+			r.Revision = o.Status.Artifact.Revision
+		}
+		if o.Spec.Type == sourcev1.HelmRepositoryTypeOCI {
+			r.Ready, r.Message = string(metav1.ConditionTrue), "Helm repository is Ready"
+		} else {
+			r.Ready, r.Message = ReadyOf(o.Status.Conditions)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// HelmChartRows are the rows of l's items, each named prefix+name; the
+// revision is the artifact's, the chart version.
+func HelmChartRows(l *sourcev1.HelmChartList, prefix string) []Row {
+	var rs []Row
+	for _, o := range l.Items {
+		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend}
+		if o.Status.Artifact != nil {
+			r.Revision = o.Status.Artifact.Revision
+		}
+		r.Ready, r.Message = ReadyOf(o.Status.Conditions)
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// HelmReleaseRevision is the revision flux shows for a HelmRelease: the
+// chart version of the newest release in status.history, else
+// status.lastAttemptedRevision.
+func HelmReleaseRevision(o *helmv2.HelmRelease) string {
+	if len(o.Status.History) > 0 {
+		return o.Status.History[0].ChartVersion
+	}
+	return o.Status.LastAttemptedRevision
+}
+
+// HelmReleaseRows are the rows of l's items, each named prefix+name.
+func HelmReleaseRows(l *helmv2.HelmReleaseList, prefix string) []Row {
+	var rs []Row
+	for i := range l.Items {
+		o := &l.Items[i]
+		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend, Revision: HelmReleaseRevision(o)}
+		r.Ready, r.Message = ReadyOf(o.Status.Conditions)
+		rs = append(rs, r)
+	}
+	return rs
+}
+
 // NewTable returns a tabwriter with flux's column spacing that has written
 // header, after a NAMESPACE column when withNamespace; Cell writes that
 // column's cell of a row.
@@ -106,17 +166,30 @@ func PrintTable(w io.Writer, rs []Row, withNamespace bool) {
 	_ = t.Flush()
 }
 
-// PrintSyncTable prints every GitRepository and Kustomization as `get -A`
-// does; a kind that cannot be listed is left out.
+// PrintSyncTable prints every source, Kustomization and HelmRelease as
+// `get -A` does, each name prefixed with its kind in lower case; a kind
+// that cannot be listed is left out.
 func PrintSyncTable(ctx context.Context, w io.Writer, c client.Client) {
 	var rs []Row
 	repos := &sourcev1.GitRepositoryList{}
 	if err := c.List(ctx, repos); err == nil {
 		rs = append(rs, GitRepositoryRows(repos, "gitrepository/")...)
 	}
+	helmRepos := &sourcev1.HelmRepositoryList{}
+	if err := c.List(ctx, helmRepos); err == nil {
+		rs = append(rs, HelmRepositoryRows(helmRepos, "helmrepository/")...)
+	}
+	charts := &sourcev1.HelmChartList{}
+	if err := c.List(ctx, charts); err == nil {
+		rs = append(rs, HelmChartRows(charts, "helmchart/")...)
+	}
 	kss := &kustomizev1.KustomizationList{}
 	if err := c.List(ctx, kss); err == nil {
 		rs = append(rs, KustomizationRows(kss, "kustomization/")...)
+	}
+	hrs := &helmv2.HelmReleaseList{}
+	if err := c.List(ctx, hrs); err == nil {
+		rs = append(rs, HelmReleaseRows(hrs, "helmrelease/")...)
 	}
 	if len(rs) > 0 {
 		PrintTable(w, rs, true)
@@ -132,8 +205,8 @@ func NotFound(err error, kind string, key types.NamespacedName) error {
 	return err
 }
 
-// reconcilable is what Reconcile reads from GitRepository and
-// Kustomization: the API types' status accessors, and kind and suspend.
+// reconcilable is what Reconcile reads from the reconciled kinds: the API
+// types' status accessors, and kind and suspend.
 type reconcilable interface {
 	client.Object
 	GetConditions() []metav1.Condition
@@ -145,32 +218,55 @@ type reconcilable interface {
 
 type gitRepo struct{ *sourcev1.GitRepository }
 
-func (o gitRepo) kind() string    { return "GitRepository" }
+func (o gitRepo) kind() string    { return sourcev1.GitRepositoryKind }
 func (o gitRepo) suspended() bool { return o.Spec.Suspend }
+
+type helmRepo struct{ *sourcev1.HelmRepository }
+
+func (o helmRepo) kind() string    { return sourcev1.HelmRepositoryKind }
+func (o helmRepo) suspended() bool { return o.Spec.Suspend }
+
+type helmChart struct{ *sourcev1.HelmChart }
+
+func (o helmChart) kind() string    { return sourcev1.HelmChartKind }
+func (o helmChart) suspended() bool { return o.Spec.Suspend }
 
 type kustomization struct{ *kustomizev1.Kustomization }
 
-func (o kustomization) kind() string    { return "Kustomization" }
+func (o kustomization) kind() string    { return kustomizev1.KustomizationKind }
 func (o kustomization) suspended() bool { return o.Spec.Suspend }
+
+type helmRelease struct{ *helmv2.HelmRelease }
+
+func (o helmRelease) kind() string    { return helmv2.HelmReleaseKind }
+func (o helmRelease) suspended() bool { return o.Spec.Suspend }
 
 func wrap(obj client.Object) reconcilable {
 	switch o := obj.(type) {
 	case *sourcev1.GitRepository:
 		return gitRepo{o}
+	case *sourcev1.HelmRepository:
+		return helmRepo{o}
+	case *sourcev1.HelmChart:
+		return helmChart{o}
 	case *kustomizev1.Kustomization:
 		return kustomization{o}
+	case *helmv2.HelmRelease:
+		return helmRelease{o}
 	}
 	panic(fmt.Sprintf("cannot reconcile %T", obj))
 }
 
 // Reconcile does what `flux reconcile` does: it sets
 // reconcile.fluxcd.io/requestedAt to now (merge patch, retried on
-// conflict), waits until status.lastHandledReconcileAt equals it, then until
-// the object is Ready for its generation. It fails at once when the object
-// is suspended, Stalled, or when the handled reconcile ended Ready=False
-// (other than waiting for dependencies). obj (a *GitRepository or
-// *Kustomization) holds the final object.
-func Reconcile(ctx context.Context, c client.Client, u *ui.UI, obj client.Object, key types.NamespacedName) error {
+// conflict), and each of also (e.g. a HelmRelease's
+// reconcile.fluxcd.io/forceAt) to the same token, waits until
+// status.lastHandledReconcileAt equals it, then until the object is Ready
+// for its generation. It fails at once when the object is suspended,
+// Stalled, or when the handled reconcile ended Ready=False (other than
+// waiting for dependencies). obj (a *GitRepository, *HelmRepository,
+// *HelmChart, *Kustomization or *HelmRelease) holds the final object.
+func Reconcile(ctx context.Context, c client.Client, u *ui.UI, obj client.Object, key types.NamespacedName, also ...string) error {
 	r := wrap(obj)
 	if err := c.Get(ctx, key, obj); err != nil {
 		return NotFound(err, r.kind(), key)
@@ -180,9 +276,16 @@ func Reconcile(ctx context.Context, c client.Client, u *ui.UI, obj client.Object
 	}
 	u.Action("annotating %s %s in %s namespace", r.kind(), key.Name, key.Namespace)
 	token := time.Now().Format(time.RFC3339Nano)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token)
-		return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+	annotations := map[string]string{meta.ReconcileRequestAnnotation: token}
+	for _, a := range also {
+		annotations[a] = token
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return err
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 	})
 	if err != nil {
 		return fmt.Errorf("annotating %s %s: %w", r.kind(), key, err)
@@ -218,7 +321,7 @@ func readyForGeneration(r reconcilable) (bool, error) {
 	return false, nil
 }
 
-// WaitFor reads obj (a *GitRepository or *Kustomization) every interval
+// WaitFor reads obj (a kind Reconcile takes) every interval
 // until cond is true or fails, or ctx ends: then the error names what was
 // awaited and the last Ready message. An object not found yet is waited
 // for; another read error ends the wait.
