@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -29,8 +30,8 @@ import (
 // annotations written are checked whatever the Helm reconcilers do.
 
 // helmFixtures are a HelmRepository, an OCI HelmRepository, the HelmChart
-// helm-controller would make for HelmRelease podinfo, and HelmReleases in
-// each state `get` distinguishes.
+// helm-controller would make for HelmRelease podinfo, that HelmRelease and
+// one whose chartRef is an OCIRepository; chartReleases adds the others.
 const helmFixtures = `
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
@@ -56,47 +57,30 @@ spec:
 ---
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
-metadata: {name: attempted, namespace: flux-system}
-spec:
-  interval: 10m
-  chart: {spec: {chart: podinfo, sourceRef: {kind: HelmRepository, name: podinfo}}}
----
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: pending, namespace: flux-system}
-spec:
-  interval: 10m
-  chart: {spec: {chart: podinfo, sourceRef: {kind: HelmRepository, name: podinfo}}}
----
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: paused, namespace: flux-system}
-spec:
-  interval: 10m
-  suspend: true
-  chart: {spec: {chart: podinfo, sourceRef: {kind: HelmRepository, name: podinfo}}}
----
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
 metadata: {name: from-oci, namespace: flux-system}
 spec:
   interval: 10m
   chartRef: {kind: OCIRepository, name: podinfo}
----
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: broken, namespace: flux-system}
-spec:
-  interval: 10m
-  chart: {spec: {chart: podinfo, sourceRef: {kind: HelmRepository, name: podinfo}}}
----
-apiVersion: helm.toolkit.fluxcd.io/v2
-kind: HelmRelease
-metadata: {name: other, namespace: apps}
-spec:
-  interval: 10m
-  chart: {spec: {chart: podinfo, sourceRef: {kind: HelmRepository, name: podinfo, namespace: flux-system}}}
 `
+
+// chartReleases are HelmReleases of chart podinfo from HelmRepository
+// flux-system/podinfo, by namespace/name, with the extra spec lines (YAML
+// indented by two): each state `get` distinguishes, and one that fails.
+var chartReleases = map[string]string{
+	"flux-system/attempted": "", "flux-system/pending": "", "flux-system/broken": "",
+	"flux-system/paused": "  suspend: true\n", "apps/other": "",
+}
+
+func chartRelease(id, extra string) string {
+	ns, name, _ := strings.Cut(id, "/")
+	return fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: %s, namespace: %s}
+spec:
+  interval: 10m
+%s  chart: {spec: {chart: podinfo, sourceRef: {kind: HelmRepository, name: podinfo, namespace: flux-system}}}
+`, name, ns, extra)
+}
 
 const (
 	repoRevision  = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -287,7 +271,11 @@ func TestHelmCommandsE2E(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, doc := range strings.Split(helmFixtures, "\n---\n") {
+	docs := strings.Split(helmFixtures, "\n---\n")
+	for id, extra := range chartReleases {
+		docs = append(docs, chartRelease(id, extra))
+	}
+	for _, doc := range docs {
 		var obj client.Object
 		switch {
 		case strings.Contains(doc, "kind: HelmRepository\n"):
@@ -313,10 +301,10 @@ func TestHelmCommandsE2E(t *testing.T) {
 		t.Errorf("get hr header %q, want NAME REVISION SUSPENDED READY MESSAGE", h)
 	}
 	for name, want := range map[string][]string{
-		"podinfo":   {"podinfo", "6.5.0", "false", "True", installedMsg},
-		"attempted": {"attempted", "6.4.0", "false", "False", "Helm install failed for release flux-system/attempted with chart podinfo@6.4.0: timed out waiting for the condition"},
-		"pending":   {"pending", "false", "False", "waiting to be reconciled"},
-		"paused":    {"paused", "true", "False", "waiting to be reconciled"},
+		"podinfo":   {"podinfo", "6.5.0", "False", "True", installedMsg},
+		"attempted": {"attempted", "6.4.0", "False", "False", "Helm install failed for release flux-system/attempted with chart podinfo@6.4.0: timed out waiting for the condition"},
+		"pending":   {"pending", "False", "False", "waiting to be reconciled"},
+		"paused":    {"paused", "True", "False", "waiting to be reconciled"},
 	} {
 		if got := tableRow(t, out, name); strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("get hr row %q, want %q", got, want)
@@ -326,10 +314,10 @@ func TestHelmCommandsE2E(t *testing.T) {
 		t.Error("get hr lists a HelmRelease of namespace apps without -A")
 	}
 	if out := u.must(kc, "get", "helmreleases", "-A"); !strings.HasPrefix(strings.Join(strings.Fields(lines(out)[0]), " "), "NAMESPACE NAME REVISION") ||
-		!regexp.MustCompile(`(?m)^apps\s+other\s+false\s+False\s+waiting to be reconciled$`).MatchString(out) {
+		!regexp.MustCompile(`(?m)^apps\s+other\s+False\s+False\s+waiting to be reconciled$`).MatchString(out) {
 		t.Errorf("get helmreleases -A does not show apps/other under NAMESPACE:\n%s", out)
 	}
-	if got, want := tableRow(t, u.must(kc, "get", "hr", "podinfo"), "podinfo"), "podinfo|6.5.0|false|True|"+installedMsg; strings.Join(got, "|") != want {
+	if got, want := tableRow(t, u.must(kc, "get", "hr", "podinfo"), "podinfo"), "podinfo|6.5.0|False|True|"+installedMsg; strings.Join(got, "|") != want {
 		t.Errorf("get hr podinfo: %q, want %q", got, want)
 	}
 	hr := &helmv2.HelmRelease{}
@@ -341,15 +329,15 @@ func TestHelmCommandsE2E(t *testing.T) {
 
 	out = u.must(kc, "get", "sources", "helm")
 	for name, want := range map[string][]string{
-		"podinfo":     {"podinfo", repoRevision, "false", "True", "stored artifact: revision '" + repoRevision + "'"},
-		"podinfo-oci": {"podinfo-oci", "false", "True", "Helm repository is Ready"},
+		"podinfo":     {"podinfo", repoRevision, "False", "True", "stored artifact: revision '" + repoRevision + "'"},
+		"podinfo-oci": {"podinfo-oci", "False", "True", "Helm repository is Ready"},
 	} {
 		if got := tableRow(t, out, name); strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("get sources helm row %q, want %q", got, want)
 		}
 	}
 	if got, want := tableRow(t, u.must(kc, "get", "sources", "chart"), "flux-system-podinfo"),
-		"flux-system-podinfo|6.5.0|false|True|pulled 'podinfo' chart with version '6.5.0'"; strings.Join(got, "|") != want {
+		"flux-system-podinfo|6.5.0|False|True|pulled 'podinfo' chart with version '6.5.0'"; strings.Join(got, "|") != want {
 		t.Errorf("get sources chart: %q, want %q", got, want)
 	}
 

@@ -79,24 +79,8 @@ func TestInstallManifests(t *testing.T) {
 	var dep, kdep appsv1.Deployment
 	var svc corev1.Service
 	var crb rbacv1.ClusterRoleBinding
-	for _, u := range objs {
-		var into any
-		switch u.GetKind() + "/" + u.GetName() {
-		case "Deployment/source-controller":
-			into = &dep
-		case "Deployment/kustomize-controller":
-			into = &kdep
-		case "Service/source-controller":
-			into = &svc
-		case "ClusterRoleBinding/eddy-source-controller":
-			into = &crb
-		default:
-			continue
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
-			t.Fatal(err)
-		}
-	}
+	decodeNamed(t, objs, map[string]any{"Deployment/source-controller": &dep, "Deployment/kustomize-controller": &kdep,
+		"Service/source-controller": &svc, "ClusterRoleBinding/eddy-source-controller": &crb})
 	if len(dep.Spec.Template.Spec.Containers) != 1 || dep.Spec.Template.Spec.Containers[0].Name != "manager" {
 		t.Fatalf("source-controller Deployment containers %+v, want one named manager", dep.Spec.Template.Spec.Containers)
 	}
@@ -141,6 +125,19 @@ func TestInstallManifests(t *testing.T) {
 	checkHelmController(t, objs)
 	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "flux-system" {
 		t.Errorf("ClusterRoleBinding subjects %+v, want the flux-system ServiceAccount", crb.Subjects)
+	}
+}
+
+// decodeNamed decodes each object of objs named in into (by "Kind/name")
+// into its typed value.
+func decodeNamed(t *testing.T, objs []*unstructured.Unstructured, into map[string]any) {
+	t.Helper()
+	for _, u := range objs {
+		if v, ok := into[u.GetKind()+"/"+u.GetName()]; ok {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
@@ -198,22 +195,8 @@ func checkHelmController(t *testing.T, objs []*unstructured.Unstructured) {
 	var dep appsv1.Deployment
 	var crb rbacv1.ClusterRoleBinding
 	var scRole rbacv1.ClusterRole
-	for _, u := range objs {
-		var into any
-		switch u.GetKind() + "/" + u.GetName() {
-		case "Deployment/helm-controller":
-			into = &dep
-		case "ClusterRoleBinding/eddy-helm-controller":
-			into = &crb
-		case "ClusterRole/eddy-source-controller":
-			into = &scRole
-		default:
-			continue
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
-			t.Fatal(err)
-		}
-	}
+	decodeNamed(t, objs, map[string]any{"Deployment/helm-controller": &dep, "ClusterRoleBinding/eddy-helm-controller": &crb,
+		"ClusterRole/eddy-source-controller": &scRole})
 	spec := dep.Spec.Template.Spec
 	if g := spec.TerminationGracePeriodSeconds; g == nil || *g != 600 {
 		t.Errorf("helm-controller terminationGracePeriodSeconds %v, want 600", g)

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -48,16 +47,28 @@ func ReadyOf(conds []metav1.Condition) (string, string) {
 	return string(c.Status), c.Message
 }
 
+// row is the row of one object named prefix+name: its revision, spec.suspend
+// and Ready condition.
+func row(prefix string, o metav1.Object, suspended bool, revision string, conds []metav1.Condition) Row {
+	r := Row{Namespace: o.GetNamespace(), Name: prefix + o.GetName(), Suspended: suspended, Revision: revision}
+	r.Ready, r.Message = ReadyOf(conds)
+	return r
+}
+
+// revisionOf is an artifact's revision, "" without one.
+func revisionOf(a *meta.Artifact) string {
+	if a == nil {
+		return ""
+	}
+	return a.Revision
+}
+
 // GitRepositoryRows are the rows of l's items, each named prefix+name.
 func GitRepositoryRows(l *sourcev1.GitRepositoryList, prefix string) []Row {
 	var rs []Row
-	for _, o := range l.Items {
-		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend}
-		if o.Status.Artifact != nil {
-			r.Revision = o.Status.Artifact.Revision
-		}
-		r.Ready, r.Message = ReadyOf(o.Status.Conditions)
-		rs = append(rs, r)
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions))
 	}
 	return rs
 }
@@ -65,10 +76,9 @@ func GitRepositoryRows(l *sourcev1.GitRepositoryList, prefix string) []Row {
 // KustomizationRows are the rows of l's items, each named prefix+name.
 func KustomizationRows(l *kustomizev1.KustomizationList, prefix string) []Row {
 	var rs []Row
-	for _, o := range l.Items {
-		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend, Revision: o.Status.LastAppliedRevision}
-		r.Ready, r.Message = ReadyOf(o.Status.Conditions)
-		rs = append(rs, r)
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, row(prefix, o, o.Spec.Suspend, o.Status.LastAppliedRevision, o.Status.Conditions))
 	}
 	return rs
 }
@@ -78,15 +88,11 @@ func KustomizationRows(l *kustomizev1.KustomizationList, prefix string) []Row {
 // it Ready with "Helm repository is Ready".
 func HelmRepositoryRows(l *sourcev1.HelmRepositoryList, prefix string) []Row {
 	var rs []Row
-	for _, o := range l.Items {
-		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend}
-		if o.Status.Artifact != nil {
-			r.Revision = o.Status.Artifact.Revision
-		}
+	for i := range l.Items {
+		o := &l.Items[i]
+		r := row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions)
 		if o.Spec.Type == sourcev1.HelmRepositoryTypeOCI {
 			r.Ready, r.Message = string(metav1.ConditionTrue), "Helm repository is Ready"
-		} else {
-			r.Ready, r.Message = ReadyOf(o.Status.Conditions)
 		}
 		rs = append(rs, r)
 	}
@@ -97,13 +103,9 @@ func HelmRepositoryRows(l *sourcev1.HelmRepositoryList, prefix string) []Row {
 // revision is the artifact's, the chart version.
 func HelmChartRows(l *sourcev1.HelmChartList, prefix string) []Row {
 	var rs []Row
-	for _, o := range l.Items {
-		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend}
-		if o.Status.Artifact != nil {
-			r.Revision = o.Status.Artifact.Revision
-		}
-		r.Ready, r.Message = ReadyOf(o.Status.Conditions)
-		rs = append(rs, r)
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions))
 	}
 	return rs
 }
@@ -123,9 +125,7 @@ func HelmReleaseRows(l *helmv2.HelmReleaseList, prefix string) []Row {
 	var rs []Row
 	for i := range l.Items {
 		o := &l.Items[i]
-		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend, Revision: HelmReleaseRevision(o)}
-		r.Ready, r.Message = ReadyOf(o.Status.Conditions)
-		rs = append(rs, r)
+		rs = append(rs, row(prefix, o, o.Spec.Suspend, HelmReleaseRevision(o), o.Status.Conditions))
 	}
 	return rs
 }
@@ -157,11 +157,16 @@ func (t *Table) Row(namespace, format string, args ...any) {
 // Flush writes the table out.
 func (t *Table) Flush() error { return t.tw.Flush() }
 
-// PrintTable prints rs as `flux get` does.
+// PrintTable prints rs as `flux get` does (SUSPENDED as "True"/"False",
+// flux's capitalised booleans).
 func PrintTable(w io.Writer, rs []Row, withNamespace bool) {
 	t := NewTable(w, withNamespace, "NAME\tREVISION\tSUSPENDED\tREADY\tMESSAGE")
 	for _, r := range rs {
-		t.Row(r.Namespace, "%s\t%s\t%s\t%s\t%s", r.Name, r.Revision, strconv.FormatBool(r.Suspended), r.Ready, ui.OneLine(r.Message))
+		suspended := string(metav1.ConditionFalse)
+		if r.Suspended {
+			suspended = string(metav1.ConditionTrue)
+		}
+		t.Row(r.Namespace, "%s\t%s\t%s\t%s\t%s", r.Name, r.Revision, suspended, r.Ready, ui.OneLine(r.Message))
 	}
 	_ = t.Flush()
 }
