@@ -28,12 +28,8 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 		Args:    exactName,
 		Example: "  eddy reconcile kustomization flux-system --with-source",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
-				k := &kustomizev1.Kustomization{}
-				key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
-				if err := c.Get(ctx, key, k); err != nil {
-					return status.NotFound(err, "Kustomization", key)
-				}
+			k := &kustomizev1.Kustomization{}
+			return g.reconcileObject(cmd, k, args[0], func(ctx context.Context, c client.Client, u *ui.UI, key types.NamespacedName) error {
 				if withSource {
 					if k.Spec.SourceRef.Kind != sourcev1.GitRepositoryKind {
 						return fmt.Errorf("source kind %s of Kustomization %s is not supported yet", k.Spec.SourceRef.Kind, key)
@@ -112,15 +108,8 @@ func newReconcileHelmReleaseCommand(g *globalFlags) *cobra.Command {
 		Args:    exactName,
 		Example: "  eddy reconcile hr podinfo\n  eddy reconcile hr podinfo --with-source\n  eddy reconcile hr podinfo --force",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
-				hr := &helmv2.HelmRelease{}
-				key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
-				if err := c.Get(ctx, key, hr); err != nil {
-					return status.NotFound(err, helmv2.HelmReleaseKind, key)
-				}
-				if hr.Spec.Suspend {
-					return fmt.Errorf("%s %s is suspended: set spec.suspend to false first", helmv2.HelmReleaseKind, key)
-				}
+			hr := &helmv2.HelmRelease{}
+			return g.reconcileObject(cmd, hr, args[0], func(ctx context.Context, c client.Client, u *ui.UI, key types.NamespacedName) error {
 				if withSource {
 					kind, src := helmReleaseSource(hr)
 					if err := reconcileSource(ctx, c, u, kind, src, true); err != nil {
@@ -178,6 +167,19 @@ func (g *globalFlags) reconcile(cmd *cobra.Command, do func(context.Context, cli
 	return do(ctx, c, ui.New(cmd.OutOrStdout()))
 }
 
+// reconcileObject runs do on obj, read from object name of --namespace:
+// an error when it is not found or suspended (status.GetUnsuspended).
+func (g *globalFlags) reconcileObject(cmd *cobra.Command, obj client.Object, name string,
+	do func(context.Context, client.Client, *ui.UI, types.NamespacedName) error) error {
+	return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+		key := types.NamespacedName{Namespace: g.namespace, Name: name}
+		if err := status.GetUnsuspended(ctx, c, obj, key); err != nil {
+			return err
+		}
+		return do(ctx, c, u, key)
+	})
+}
+
 // reconcileSource reconciles the source kind key and prints the revision
 // it fetched. With withSource, a HelmChart's own source (in its namespace)
 // is reconciled first. An OCI HelmRepository is static, as in flux: nothing
@@ -202,11 +204,8 @@ func reconcileSource(ctx context.Context, c client.Client, u *ui.UI, kind string
 	case sourcev1.HelmChartKind:
 		o := &sourcev1.HelmChart{}
 		if withSource {
-			if err := c.Get(ctx, key, o); err != nil {
-				return status.NotFound(err, kind, key)
-			}
-			if o.Spec.Suspend {
-				return fmt.Errorf("%s %s is suspended: set spec.suspend to false first", kind, key)
+			if err := status.GetUnsuspended(ctx, c, o, key); err != nil {
+				return err
 			}
 			src := types.NamespacedName{Namespace: o.Namespace, Name: o.Spec.SourceRef.Name}
 			if err := reconcileSource(ctx, c, u, o.Spec.SourceRef.Kind, src, false); err != nil {

@@ -262,6 +262,20 @@ func wrap(obj client.Object) reconcilable {
 	panic(fmt.Sprintf("cannot reconcile %T", obj))
 }
 
+// GetUnsuspended reads key into obj (a kind Reconcile takes): an error,
+// worded as flux does, when it is not found or is suspended, which flux
+// checks before it reconciles any source.
+func GetUnsuspended(ctx context.Context, c client.Client, obj client.Object, key types.NamespacedName) error {
+	r := wrap(obj)
+	if err := c.Get(ctx, key, obj); err != nil {
+		return NotFound(err, r.kind(), key)
+	}
+	if r.suspended() {
+		return fmt.Errorf("%s %s is suspended: set spec.suspend to false first", r.kind(), key)
+	}
+	return nil
+}
+
 // Reconcile does what `flux reconcile` does: it sets
 // reconcile.fluxcd.io/requestedAt to now (merge patch, retried on
 // conflict), and each of also (e.g. a HelmRelease's
@@ -272,13 +286,10 @@ func wrap(obj client.Object) reconcilable {
 // waiting for dependencies). obj (a *GitRepository, *HelmRepository,
 // *HelmChart, *Kustomization or *HelmRelease) holds the final object.
 func Reconcile(ctx context.Context, c client.Client, u *ui.UI, obj client.Object, key types.NamespacedName, also ...string) error {
+	if err := GetUnsuspended(ctx, c, obj, key); err != nil {
+		return err
+	}
 	r := wrap(obj)
-	if err := c.Get(ctx, key, obj); err != nil {
-		return NotFound(err, r.kind(), key)
-	}
-	if r.suspended() {
-		return fmt.Errorf("%s %s is suspended: set spec.suspend to false first", r.kind(), key)
-	}
 	u.Action("annotating %s %s in %s namespace", r.kind(), key.Name, key.Namespace)
 	token := time.Now().Format(time.RFC3339Nano)
 	annotations := map[string]string{meta.ReconcileRequestAnnotation: token}
