@@ -425,3 +425,46 @@ func TestGarbageCollectsStaleTemporaryFiles(t *testing.T) {
 		t.Error("a stale temporary file of a crashed archive was kept")
 	}
 }
+
+// TestStoreAndSymlink: Store keeps a file artifact with the same digest
+// rules as Archive, and Symlink serves it under a stable name (HelmChart's
+// latest.tar.gz), re-pointed when a new artifact is stored.
+func TestStoreAndSymlink(t *testing.T) {
+	st, err := artifact.NewStorage(filepath.Join(t.TempDir(), "data"), "", time.Minute, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(st.Handler())
+	defer srv.Close()
+	st.AdvAddr = strings.TrimPrefix(srv.URL, "http://")
+	dir := artifact.ObjectDir("HelmChart", "default", "podinfo")
+	for _, v := range []string{"6.0.0", "6.0.1"} {
+		a, err := st.Store(dir, "podinfo-"+v+".tgz", v, strings.NewReader("chart "+v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256([]byte("chart " + v))
+		if a.Digest != "sha256:"+hex.EncodeToString(sum[:]) || *a.Size != int64(len("chart "+v)) || a.Revision != v {
+			t.Errorf("artifact %+v", a)
+		}
+		u, err := st.Symlink(*a, "latest.tar.gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u != srv.URL+"/helmchart/default/podinfo/latest.tar.gz" {
+			t.Errorf("link url %q", u)
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != "chart "+v {
+			t.Errorf("link serves %q, want the %s artifact", body, v)
+		}
+		if deleted, _ := st.GarbageCollect(*a); len(deleted) != 0 {
+			t.Errorf("GC deleted %v; the link is not a record", deleted)
+		}
+	}
+}

@@ -83,6 +83,22 @@ func (s *Storage) LocalPath(a meta.Artifact) string {
 // directory, then renamed, so readers never see a partial file; mode 0600)
 // and returns it with path, URL, revision, digest, size and lastUpdateTime set.
 func (s *Storage) Archive(objectDir, fileName, revision, root string, ignore *Ignore) (*meta.Artifact, error) {
+	return s.write(objectDir, fileName, revision, func(w io.Writer) error { return WriteArchive(w, root, ignore) })
+}
+
+// Store writes the bytes of r as the artifact `<objectDir>/<fileName>`, with
+// Archive's atomicity, mode and digest rules, and returns it. It is for
+// artifacts that are files already (a packaged Helm chart, an index).
+func (s *Storage) Store(objectDir, fileName, revision string, r io.Reader) (*meta.Artifact, error) {
+	return s.write(objectDir, fileName, revision, func(w io.Writer) error {
+		_, err := io.Copy(w, r)
+		return err
+	})
+}
+
+// write runs fill on a temporary file in the object's directory, hashing
+// and counting what it writes, then renames it to fileName.
+func (s *Storage) write(objectDir, fileName, revision string, fill func(io.Writer) error) (*meta.Artifact, error) {
 	dir := filepath.Join(s.BasePath, filepath.FromSlash(objectDir))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -94,7 +110,7 @@ func (s *Storage) Archive(objectDir, fileName, revision, root string, ignore *Ig
 	defer os.Remove(tmp.Name()) // no-op after the rename
 	h := sha256.New()
 	cw := &countingWriter{w: io.MultiWriter(tmp, h)}
-	if err := WriteArchive(cw, root, ignore); err != nil {
+	if err := fill(cw); err != nil {
 		tmp.Close()
 		return nil, err
 	}
@@ -118,6 +134,25 @@ func (s *Storage) Archive(objectDir, fileName, revision, root string, ignore *Ig
 		Size:           &size,
 		LastUpdateTime: metav1.Now(),
 	}, nil
+}
+
+// Symlink points `<artifact dir>/<linkName>` at the artifact's file
+// (relative link, replaced atomically through `<linkName>.tmp`) and returns
+// the link's URL. Flux compatible: HelmChart's `latest.tar.gz` and
+// HelmRepository's `index.yaml` are such links, their URL is status.url.
+func (s *Storage) Symlink(a meta.Artifact, linkName string) (string, error) {
+	local := s.LocalPath(a)
+	dir := filepath.Dir(local)
+	tmp := filepath.Join(dir, linkName+".tmp")
+	_ = os.Remove(tmp)
+	if err := os.Symlink(filepath.Base(local), tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, linkName)); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return s.URL(path.Join(path.Dir(a.Path), linkName)), nil
 }
 
 // Exists reports whether the artifact's file is in storage.
