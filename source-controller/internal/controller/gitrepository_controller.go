@@ -304,26 +304,34 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 // reconcileStorage drops a status artifact whose file is gone or no longer
 // matches its digest, collects old artifacts and refreshes the URL.
 func (r *GitRepositoryReconciler) reconcileStorage(obj *sourcev1.GitRepository) {
-	cur := obj.Status.Artifact
+	verifyStored(r.Storage, r.Events, obj, &obj.Status.Artifact)
+}
+
+// verifyStored is the storage step of every source reconciler: it drops the
+// status artifact *art of obj when its file is gone or no longer matches its
+// digest (Warning event ArtifactVerificationFailed), collects old artifacts
+// and refreshes the artifact URL. Flux compatible (contract §2.4).
+func verifyStored(st *artifact.Storage, ev *events.Recorder, obj client.Object, art **meta.Artifact) {
+	cur := *art
 	if cur == nil {
 		return
 	}
-	if !r.Storage.Exists(*cur) {
-		obj.Status.Artifact = nil
+	if !st.Exists(*cur) {
+		*art = nil
 		return
 	}
-	if err := r.Storage.Verify(*cur); err != nil {
-		r.Events.Event(obj, corev1.EventTypeWarning, "ArtifactVerificationFailed",
-			fmt.Sprintf("failed to verify integrity of artifact: %s", strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", "")), nil)
-		_ = r.Storage.Remove(*cur)
-		obj.Status.Artifact = nil
+	if err := st.Verify(*cur); err != nil {
+		ev.Event(obj, corev1.EventTypeWarning, "ArtifactVerificationFailed",
+			fmt.Sprintf("failed to verify integrity of artifact: %s", strings.ReplaceAll(err.Error(), st.BasePath+"/", "")), nil)
+		_ = st.Remove(*cur)
+		*art = nil
 		return
 	}
-	if deleted, err := r.Storage.GarbageCollect(*cur); err == nil && len(deleted) > 0 {
-		r.Events.Event(obj, events.EventTypeTrace, "GarbageCollectionSucceeded",
+	if deleted, err := st.GarbageCollect(*cur); err == nil && len(deleted) > 0 {
+		ev.Event(obj, events.EventTypeTrace, "GarbageCollectionSucceeded",
 			fmt.Sprintf("garbage collected %d artifacts", len(deleted)), nil)
 	}
-	cur.URL = r.Storage.URL(cur.Path)
+	cur.URL = st.URL(cur.Path)
 }
 
 // contentConfigChanged reports whether spec fields that shape the artifact
