@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
@@ -177,28 +178,32 @@ func checkSettledOnCleanup(t testing.TB, c client.Client, obj client.Object) {
 	})
 }
 
-// ClusterStatusViolations checks every Kustomization, GitRepository and
-// Receiver in the cluster (StatusViolations), one line per violation
-// naming the object. Main runs it after the tests, so each controller
-// scenario's objects are checked as the scenario left them.
+// ClusterStatusViolations checks every Kustomization, GitRepository,
+// HelmRepository, HelmChart, HelmRelease and Receiver in the cluster
+// (StatusViolations), one line per violation naming the object. Main runs
+// it after the tests, so each controller scenario's objects are checked as
+// the scenario left them.
 func ClusterStatusViolations(ctx context.Context, c client.Reader) ([]string, error) {
 	var objs []client.Object
-	ks := &kustomizev1.KustomizationList{}
-	gs := &sourcev1.GitRepositoryList{}
-	rs := &notificationv1.ReceiverList{}
-	for _, l := range []client.ObjectList{ks, gs, rs} {
+	lists := []client.ObjectList{
+		&kustomizev1.KustomizationList{},
+		&sourcev1.GitRepositoryList{},
+		&sourcev1.HelmRepositoryList{},
+		&sourcev1.HelmChartList{},
+		&helmv2.HelmReleaseList{},
+		&notificationv1.ReceiverList{},
+	}
+	for _, l := range lists {
 		if err := c.List(ctx, l); err != nil {
 			return nil, err
 		}
-	}
-	for i := range ks.Items {
-		objs = append(objs, &ks.Items[i])
-	}
-	for i := range gs.Items {
-		objs = append(objs, &gs.Items[i])
-	}
-	for i := range rs.Items {
-		objs = append(objs, &rs.Items[i])
+		items, err := apimeta.ExtractList(l)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			objs = append(objs, item.(client.Object))
+		}
 	}
 	var out []string
 	for _, o := range objs {
