@@ -343,3 +343,47 @@ func TestHelmChartFromOCIHelmRepository(t *testing.T) {
 func secret(ns, name string, data map[string]string) client.Object {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: data}
 }
+
+// TestBinaryHelmChart runs the built source-controller on HelmCharts of a
+// GitRepository holding podinfo's chart and of an OCI HelmRepository: both
+// Ready with Flux's messages, artifacts served by the binary's file server
+// with their digests.
+func TestBinaryHelmChart(t *testing.T) {
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.RunController(t, env, ControllerName,
+		"--watch-label-selector="+shardKey+"=binary-helm", "--storage-path="+filepath.Join(t.TempDir(), "data"),
+		fmt.Sprintf("--storage-addr=127.0.0.1:%d", port), "--min-retry-delay=100ms", "--max-retry-delay=2s")
+	label := map[string]string{shardKey: "binary-helm"}
+
+	ns := newNamespace(t)
+	r := newRepo(t, podinfoFiles(t, "charts/podinfo/"))
+	newGitRepository(t, ns, "podinfo", r.URL(), func(o *sourcev1.GitRepository) { o.Labels = label })
+	reg := helmtest.NewOCIRegistry(t)
+	reg.Push(t, helmtest.PackageChart(t, helmtest.PodinfoChartDir(t)))
+	hr := &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oci", Labels: label},
+		Spec: sourcev1.HelmRepositorySpec{URL: reg.URL(), Type: sourcev1.HelmRepositoryTypeOCI, Insecure: true,
+			Interval: metav1.Duration{Duration: time.Hour}}}
+	if err := env.Client.Create(context.Background(), hr); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, chart, kind, source, reason, msg string
+	}{
+		{"from-git", "charts/podinfo", sourcev1.GitRepositoryKind, "podinfo", sourcev1.ChartPackageSucceededReason, "packaged 'podinfo' chart with version '6.14.1'"},
+		{"from-oci", "podinfo", sourcev1.HelmRepositoryKind, "oci", sourcev1.ChartPullSucceededReason, "pulled 'podinfo' chart with version '6.14.1'"},
+	} {
+		obj := newHelmChart(t, ns, tc.name, func(o *sourcev1.HelmChart) {
+			o.Labels = label
+			o.Spec.Chart = tc.chart
+			o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: tc.kind, Name: tc.source}
+		})
+		got := waitChart(t, obj, "Ready", readyWith(tc.reason, tc.msg))
+		if !strings.HasPrefix(got.Status.Artifact.URL, fmt.Sprintf("http://127.0.0.1:%d/", port)) {
+			t.Errorf("%s: artifact URL %s is not the binary's file server", tc.name, got.Status.Artifact.URL)
+		}
+		checkChartArtifact(t, got, "6.14.1")
+	}
+}
