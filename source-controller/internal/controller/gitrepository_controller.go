@@ -18,6 +18,7 @@ import (
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -82,20 +83,23 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		Client:           r.Client,
 		Kind:             sourcev1.GitRepositoryKind,
 		Finalizer:        sourcev1.SourceFinalizer,
-		Finalize:         r.finalize,
+		Finalize:         finalizeSource[*sourcev1.GitRepository](r.Storage, sourcev1.GitRepositoryKind),
 		Suspended:        func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
-		ObserveSuspended: observeSuspended,
+		ObserveSuspended: observeSuspended[*sourcev1.GitRepository],
 	}
 	return skel.Reconcile(ctx, req, &sourcev1.GitRepository{}, r.run)
 }
 
-// finalize removes the GitRepository's artifacts from storage.
-func (r *GitRepositoryReconciler) finalize(ctx context.Context, obj *sourcev1.GitRepository) (ctrl.Result, error) {
-	if err := r.Storage.RemoveObject(artifact.ObjectDir(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
+// finalizeSource returns the Finalize step of a source kind: it removes
+// the object's artifacts (its whole storage directory) from st.
+func finalizeSource[T client.Object](st *artifact.Storage, kind string) func(context.Context, T) (ctrl.Result, error) {
+	return func(ctx context.Context, obj T) (ctrl.Result, error) {
+		if err := st.RemoveObject(artifact.ObjectDir(kind, obj.GetNamespace(), obj.GetName())); err != nil {
+			return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
+		}
+		ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
+		return ctrl.Result{}, nil
 	}
-	ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
-	return ctrl.Result{}, nil
 }
 
 // run reconciles a live, unsuspended GitRepository and summarizes the
@@ -109,14 +113,24 @@ func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepo
 	wasReady := apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition)
 	recErr := r.reconcile(ctx, obj, objDir, wasReady)
 	r.summarize(obj, recErr)
+	var done string
+	if recErr == nil {
+		done = fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision)
+	}
+	return outcome(log, start, recErr, done, eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent), r.RequeueDependency)
+}
+
+// outcome is the result of a source reconcile: on success (recErr nil) log
+// done and come back after next; a wait comes back after requeueDependency
+// (0: Flux's 30s); any other failure is returned, retried with the work
+// queue's back-off unless stalled.
+func outcome(log logr.Logger, start time.Time, recErr *reconcile.Failure, done string, next, requeueDependency time.Duration) (ctrl.Result, error) {
 	switch {
 	case recErr == nil:
-		next := eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
-		log.Info(fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision),
-			"duration", time.Since(start).String(), "next", next.String())
+		log.Info(done, "duration", time.Since(start).String(), "next", next.String())
 		return ctrl.Result{RequeueAfter: next}, nil
 	case recErr.Waiting && !recErr.Stalled:
-		wait := r.RequeueDependency
+		wait := requeueDependency
 		if wait <= 0 {
 			wait = 30 * time.Second
 		}
@@ -127,27 +141,30 @@ func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepo
 	}
 }
 
-// observeSuspended records what a reconcile of a suspended GitRepository
+// observeSuspended records what a reconcile of a suspended source
 // observes, and nothing else (no event, no fetch): the handled reconcile
 // request and, once it has conditions, its generation, so kstatus and
-// `kubectl wait` read a suspended GitRepository as observed. Ready keeps its
+// `kubectl wait` read a suspended source as observed. Ready keeps its
 // status and message at the new generation, Stalled is dropped, Reconciling
 // becomes ProgressingWithRetry. Flux compatible (summarize with an empty
 // result: ComputeReconcileResult, WithStatusObservedGeneration).
-func observeSuspended(obj *sourcev1.GitRepository) {
+func observeSuspended[T reconcile.Object](obj T) {
 	reconcile.RecordHandledRequest(obj)
-	if len(obj.Status.Conditions) > 0 {
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
-		for _, typ := range []string{meta.ReconcilingCondition, meta.ReadyCondition} {
-			if c := apimeta.FindStatusCondition(obj.Status.Conditions, typ); c != nil {
-				c.ObservedGeneration = obj.Generation
-				if typ == meta.ReconcilingCondition {
-					c.Reason = meta.ProgressingWithRetryReason
-				}
+	conds := obj.GetConditions()
+	if len(conds) == 0 {
+		return
+	}
+	apimeta.RemoveStatusCondition(&conds, meta.StalledCondition)
+	for _, typ := range []string{meta.ReconcilingCondition, meta.ReadyCondition} {
+		if c := apimeta.FindStatusCondition(conds, typ); c != nil {
+			c.ObservedGeneration = obj.GetGeneration()
+			if typ == meta.ReconcilingCondition {
+				c.Reason = meta.ProgressingWithRetryReason
 			}
 		}
-		obj.Status.ObservedGeneration = obj.Generation
 	}
+	obj.SetConditions(conds)
+	obj.SetObservedGeneration(obj.GetGeneration())
 }
 
 // reconcile runs the storage, source and artifact steps; it records

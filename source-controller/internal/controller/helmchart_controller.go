@@ -87,19 +87,11 @@ func (r *HelmChartReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		Client:           r.Client,
 		Kind:             sourcev1.HelmChartKind,
 		Finalizer:        sourcev1.SourceFinalizer,
-		Finalize:         r.finalize,
+		Finalize:         finalizeSource[*sourcev1.HelmChart](r.Storage, sourcev1.HelmChartKind),
 		Suspended:        func(obj *sourcev1.HelmChart) bool { return obj.Spec.Suspend },
-		ObserveSuspended: func(obj *sourcev1.HelmChart) { reconcile.ObserveSuspended(obj) },
+		ObserveSuspended: observeSuspended[*sourcev1.HelmChart],
 	}
 	return skel.Reconcile(ctx, req, &sourcev1.HelmChart{}, r.run)
-}
-
-func (r *HelmChartReconciler) finalize(ctx context.Context, obj *sourcev1.HelmChart) (ctrl.Result, error) {
-	if err := r.Storage.RemoveObject(artifact.ObjectDir(sourcev1.HelmChartKind, obj.Namespace, obj.Name)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
-	}
-	ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
-	return ctrl.Result{}, nil
 }
 
 func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, _ *reconcile.StatusPatcher) (ctrl.Result, error) {
@@ -108,21 +100,11 @@ func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, 
 	wasReady := apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition)
 	b, recErr := r.reconcile(ctx, obj, wasReady)
 	r.summarize(obj, b, recErr)
-	switch {
-	case recErr == nil:
-		next := eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
-		log.Info(b.Summary(), "duration", time.Since(start).String(), "next", next.String())
-		return ctrl.Result{RequeueAfter: next}, nil
-	case recErr.Waiting && !recErr.Stalled:
-		wait := r.RequeueDependency
-		if wait <= 0 {
-			wait = 30 * time.Second
-		}
-		log.Info("reconciliation waiting", "reason", recErr.Message, "duration", wait.String())
-		return ctrl.Result{RequeueAfter: wait}, nil
-	default:
-		return ctrl.Result{}, recErr
+	var done string
+	if recErr == nil {
+		done = b.Summary()
 	}
+	return outcome(log, start, recErr, done, eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent), r.RequeueDependency)
 }
 
 // reconcile runs the storage, source, build and artifact steps; it records

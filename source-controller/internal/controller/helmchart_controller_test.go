@@ -121,21 +121,6 @@ func checkChartArtifact(t testing.TB, o *sourcev1.HelmChart, version string) []b
 	return data
 }
 
-func updateChart(t testing.TB, obj *sourcev1.HelmChart, mutate func(*sourcev1.HelmChart)) {
-	t.Helper()
-	for range 5 {
-		cur := &sourcev1.HelmChart{}
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), cur); err != nil {
-			t.Fatal(err)
-		}
-		mutate(cur)
-		if err := env.Client.Update(context.Background(), cur); err == nil {
-			return
-		}
-	}
-	t.Fatal("update kept conflicting")
-}
-
 // TestHelmChartFromGitRepository packages podinfo's chart from a
 // GitRepository artifact: Flux's Ready message and reason, the artifact
 // `podinfo-<version>.tgz` with the latest.tar.gz link, the
@@ -174,7 +159,7 @@ func TestHelmChartFromGitRepository(t *testing.T) {
 		t.Errorf("%d build events after an unchanged reconcile", len(evs))
 	}
 
-	updateChart(t, obj, func(o *sourcev1.HelmChart) {
+	update(t, obj, func(o *sourcev1.HelmChart) {
 		o.Spec.ReconcileStrategy = sourcev1.ReconcileStrategyRevision
 		o.Spec.ValuesFiles = []string{"charts/podinfo/values.yaml", "charts/podinfo/values-prod.yaml"}
 	})
@@ -326,7 +311,7 @@ func TestHelmChartFromOCIHelmRepository(t *testing.T) {
 	}
 
 	// An exact older version, and a name carrying a tag.
-	updateChart(t, obj, func(o *sourcev1.HelmChart) { o.Spec.Version = "6.13.0" })
+	update(t, obj, func(o *sourcev1.HelmChart) { o.Spec.Version = "6.13.0" })
 	got = waitChart(t, obj, "Ready at 6.13.0", readyWith(sourcev1.ChartPullSucceededReason, "pulled 'podinfo' chart with version '6.13.0'"))
 	checkChartArtifact(t, got, "6.13.0")
 	bad := newHelmChart(t, ns, "tagged", func(o *sourcev1.HelmChart) {

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
+
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 )
 
@@ -114,4 +116,21 @@ func (e *BuildError) Unwrap() error { return e.Err }
 
 func fail(k Kind, format string, args ...any) *BuildError {
 	return &BuildError{Kind: k, Err: fmt.Errorf(format, args...)}
+}
+
+// withMetadata returns version with its SemVer build metadata replaced by
+// metadata (unchanged when metadata is empty).
+func withMetadata(version, metadata string) (string, error) {
+	if metadata == "" {
+		return version, nil
+	}
+	v, err := semver.NewVersion(version)
+	if err != nil {
+		return "", fail(ErrMetadataPatch, "failed to parse version '%s' as SemVer: %s", version, err)
+	}
+	nv, err := v.SetMetadata(metadata)
+	if err != nil {
+		return "", fail(ErrMetadataPatch, "failed to set SemVer metadata on chart version: %s", err)
+	}
+	return nv.String(), nil
 }

@@ -1,9 +1,7 @@
 package chart
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"net/http"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
@@ -261,27 +260,14 @@ func TestBuildLocalBadInput(t *testing.T) {
 	}
 }
 
-// tgz writes a gzip tar of the given entries (name → content) in order.
+// tgz writes a gzip tar of the given entries (name, content) in order.
 func tgz(t *testing.T, entries ...[2]string) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
+	var es []artifacttest.Entry
 	for _, e := range entries {
-		if err := tw.WriteHeader(&tar.Header{Name: e[0], Mode: 0o644, Size: int64(len(e[1])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e[1])); err != nil {
-			t.Fatal(err)
-		}
+		es = append(es, artifacttest.Entry{Name: e[0], Content: e[1]})
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return artifacttest.TarGz(t, es...)
 }
 
 func packaged(t *testing.T, name, version string) []byte {

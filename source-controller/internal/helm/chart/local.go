@@ -60,16 +60,8 @@ func BuildLocal(ctx context.Context, o LocalOptions) (*Build, error) {
 		return nil, fail(ErrChartReference, "invalid chart at path '%s': %s", o.Path, err)
 	}
 	b := &Build{Name: c.Name(), Version: c.Metadata.Version}
-	if o.VersionMetadata != "" {
-		v, err := semver.NewVersion(b.Version)
-		if err != nil {
-			return nil, fail(ErrMetadataPatch, "failed to parse version '%s' from chart metadata as SemVer: %s", b.Version, err)
-		}
-		nv, err := v.SetMetadata(o.VersionMetadata)
-		if err != nil {
-			return nil, fail(ErrMetadataPatch, "failed to set SemVer metadata on chart version: %s", err)
-		}
-		b.Version = nv.String()
+	if b.Version, err = withMetadata(b.Version, o.VersionMetadata); err != nil {
+		return nil, err
 	}
 	fi, _ := os.Stat(joinRoot(o.Root, o.Path))
 	isDir := fi != nil && fi.IsDir()
@@ -83,18 +75,8 @@ func BuildLocal(ctx context.Context, o LocalOptions) (*Build, error) {
 		}
 		return b, nil
 	}
-	if len(o.ValuesFiles) > 0 {
-		vals, used, err := mergeValuesFiles(o.ValuesFiles, o.IgnoreMissingValuesFiles, readFromDir(o.Root))
-		if err != nil {
-			return nil, &BuildError{Kind: ErrValuesFiles, Err: err}
-		}
-		changed, err := overwriteValues(c, vals)
-		if err != nil {
-			return nil, &BuildError{Kind: ErrValuesFiles, Err: err}
-		}
-		if changed {
-			b.ValuesFiles = used
-		}
+	if b.ValuesFiles, err = mergeInto(c, o.ValuesFiles, o.IgnoreMissingValuesFiles, readFromDir(o.Root)); err != nil {
+		return nil, err
 	}
 	c.Metadata.Version = b.Version
 	if isDir {

@@ -230,16 +230,8 @@ func BuildRemote(ctx context.Context, r Repository, o RemoteOptions) (*Build, er
 		return nil, fail(ErrChartReference, "failed to get chart version for remote reference: %s", err)
 	}
 	b := &Build{Name: cv.Name, Version: cv.Version}
-	if o.VersionMetadata != "" {
-		v, err := semver.NewVersion(cv.Version)
-		if err != nil {
-			return nil, fail(ErrMetadataPatch, "failed to parse version '%s' as SemVer: %s", cv.Version, err)
-		}
-		nv, err := v.SetMetadata(o.VersionMetadata)
-		if err != nil {
-			return nil, fail(ErrMetadataPatch, "failed to set SemVer metadata on chart version: %s", err)
-		}
-		b.Version = nv.String()
+	if b.Version, err = withMetadata(b.Version, o.VersionMetadata); err != nil {
+		return nil, err
 	}
 	b.Packaged = o.VersionMetadata != "" || len(o.ValuesFiles) > 0
 	if hit(o.Cached, o.Force, b) {
@@ -263,18 +255,8 @@ func BuildRemote(ctx context.Context, r Repository, o RemoteOptions) (*Build, er
 		b.Data = data
 		return b, nil
 	}
-	if len(o.ValuesFiles) > 0 {
-		vals, used, err := mergeValuesFiles(o.ValuesFiles, o.IgnoreMissingValuesFiles, readFromChart(c))
-		if err != nil {
-			return nil, &BuildError{Kind: ErrValuesFiles, Err: err}
-		}
-		changed, err := overwriteValues(c, vals)
-		if err != nil {
-			return nil, &BuildError{Kind: ErrValuesFiles, Err: err}
-		}
-		if changed {
-			b.ValuesFiles = used
-		}
+	if b.ValuesFiles, err = mergeInto(c, o.ValuesFiles, o.IgnoreMissingValuesFiles, readFromChart(c)); err != nil {
+		return nil, err
 	}
 	c.Metadata.Version = b.Version
 	if b.Data, err = Package(c); err != nil {

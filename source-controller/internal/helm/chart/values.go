@@ -122,3 +122,24 @@ func readFromChart(c *helmchart.Chart) readValuesFile {
 		return nil, false, nil
 	}
 }
+
+// mergeInto merges the values files into c's values.yaml (see
+// mergeValuesFiles, overwriteValues) and returns the files merged, none
+// when the values did not change.
+func mergeInto(c *helmchart.Chart, names []string, ignoreMissing bool, read readValuesFile) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	vals, used, err := mergeValuesFiles(names, ignoreMissing, read)
+	if err != nil {
+		return nil, &BuildError{Kind: ErrValuesFiles, Err: err}
+	}
+	changed, err := overwriteValues(c, vals)
+	if err != nil {
+		return nil, &BuildError{Kind: ErrValuesFiles, Err: err}
+	}
+	if !changed {
+		return nil, nil
+	}
+	return used, nil
+}
