@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -370,5 +371,21 @@ func TestBinaryHelmChart(t *testing.T) {
 			t.Errorf("%s: artifact URL %s is not the binary's file server", tc.name, got.Status.Artifact.URL)
 		}
 		checkChartArtifact(t, got, "6.14.1")
+	}
+}
+
+// TestHelmChartFlags: Flux's chart size flags and defaults.
+func TestHelmChartFlags(t *testing.T) {
+	var c Config
+	fs := flag.NewFlagSet(ControllerName, flag.ContinueOnError)
+	c.BindFlags(fs)
+	if c.HelmChartMaxSize != 10<<20 || c.HelmChartFileMaxSize != 5<<20 {
+		t.Errorf("defaults %d, %d; want 10 MiB and 5 MiB", c.HelmChartMaxSize, c.HelmChartFileMaxSize)
+	}
+	if err := fs.Parse([]string{"--helm-chart-max-size=2048", "--helm-chart-file-max-size=1024"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.HelmChartMaxSize != 2048 || c.HelmChartFileMaxSize != 1024 {
+		t.Errorf("parsed %d, %d", c.HelmChartMaxSize, c.HelmChartFileMaxSize)
 	}
 }

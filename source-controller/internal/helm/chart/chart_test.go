@@ -450,3 +450,22 @@ func (f fakeRepo) Download(_ context.Context, cv *repo.ChartVersion) ([]byte, er
 	}
 	return nil, errors.New("not found")
 }
+
+// TestNoTemporaryFilesLeft: builds, failed or not, leave nothing in the
+// temporary directory.
+func TestNoTemporaryFilesLeft(t *testing.T) {
+	root := podinfoRoot(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	for _, o := range []LocalOptions{
+		{Root: root, Path: "charts/podinfo"},
+		{Root: root, Path: "charts/podinfo", VersionMetadata: "1", ValuesFiles: []string{"charts/podinfo/values-prod.yaml"}},
+		{Root: root, Path: "charts/podinfo", Limits: Limits{MaxFileSize: 10}},
+		{Root: root, Path: "charts/podinfo", ValuesFiles: []string{"missing.yaml"}},
+	} {
+		_, _ = BuildLocal(context.Background(), o)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("left in the temporary directory: %v", entries)
+	}
+}
