@@ -282,6 +282,16 @@ func TestHelmChartFromHTTPHelmRepository(t *testing.T) {
 	if got.Status.ObservedSourceArtifactRevision != hr.Status.Artifact.Revision {
 		t.Errorf("observed source revision %q, want %q", got.Status.ObservedSourceArtifactRevision, hr.Status.Artifact.Revision)
 	}
+
+	// A new index revision with a newer matching version: the chart (interval
+	// 1h) is re-queued by the HelmRepository's artifact change alone.
+	srv.Add(helmtest.PackageChart(t, helmtest.PodinfoChartDir(t), helmtest.WithVersion("6.15.0")))
+	storeIndex(t, storage, env.Client, hr, srv.Index())
+	got = waitChart(t, obj, "Ready at 6.15.0", readyWith(sourcev1.ChartPullSucceededReason, "pulled 'podinfo' chart with version '6.15.0'"))
+	checkChartArtifact(t, got, "6.15.0")
+	if got.Status.ObservedSourceArtifactRevision != hr.Status.Artifact.Revision {
+		t.Errorf("observed source revision %q, want %q", got.Status.ObservedSourceArtifactRevision, hr.Status.Artifact.Revision)
+	}
 }
 
 // TestHelmChartFromOCIHelmRepository pulls podinfo from an in-process OCI
