@@ -294,6 +294,55 @@ func TestHelmChartFromHTTPHelmRepository(t *testing.T) {
 	}
 }
 
+// TestHelmChartDependencies packages a chart from Git whose remote
+// dependencies come from a HelmRepository of the namespace with the
+// dependency's URL (its stored index and credentials) and from a
+// repository no HelmRepository describes (fetched anonymously).
+func TestHelmChartDependencies(t *testing.T) {
+	ns := newNamespace(t)
+	private := helmtest.NewChartServer(t, helmtest.WithBasicAuth("user", "pass"))
+	private.Add(helmtest.PackageChart(t, helmtest.PodinfoChartDir(t)))
+	public := helmtest.NewChartServer(t)
+	public.Add(helmtest.PackageChart(t, helmtest.MinimalChart(t, "greeter", "1.2.3")))
+	if err := env.Client.Create(context.Background(), secret(ns, "auth", map[string]string{"username": "user", "password": "pass"})); err != nil {
+		t.Fatal(err)
+	}
+	hr := &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "private"},
+		Spec: sourcev1.HelmRepositorySpec{URL: private.URL() + "/", Interval: metav1.Duration{Duration: time.Hour}, SecretRef: &meta.LocalObjectReference{Name: "auth"}}}
+	if err := env.Client.Create(context.Background(), hr); err != nil {
+		t.Fatal(err)
+	}
+	storeIndex(t, storage, env.Client, hr, private.Index())
+	r := newRepo(t, map[string]string{
+		"app/Chart.yaml": fmt.Sprintf("apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n- name: podinfo\n  alias: web\n  version: \"6.x\"\n  repository: %s\n- name: greeter\n  version: \"~1.2\"\n  repository: %s\n",
+			private.URL(), public.URL()),
+		"app/values.yaml": "web:\n  replicaCount: 2\n",
+	})
+	waitReady(t, newGitRepository(t, ns, "app", r.URL(), nil))
+	obj := newHelmChart(t, ns, "app", func(o *sourcev1.HelmChart) {
+		o.Spec.Chart = "app"
+		o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "app"}
+	})
+	got := waitChart(t, obj, "Ready", readyWith(sourcev1.ChartPackageSucceededReason, "packaged 'app' chart with version '0.1.0'"))
+	c, err := loader.LoadArchive(bytes.NewReader(download(t, got.Status.Artifact)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := map[string]string{}
+	for _, d := range c.Dependencies() {
+		deps[d.Name()] = d.Metadata.Version
+	}
+	if len(deps) != 2 || deps["web"] != "6.14.1" || deps["greeter"] != "1.2.3" {
+		t.Errorf("packaged dependencies %v, want web (podinfo) 6.14.1 and greeter 1.2.3", deps)
+	}
+	if private.Requests().Unauthorized != 0 {
+		t.Errorf("%d unauthorized requests: the HelmRepository's credentials were not used", private.Requests().Unauthorized)
+	}
+	if evs := sink.find(ns, "app", sourcev1.ChartPackageSucceededReason); len(evs) != 1 {
+		t.Errorf("events %+v", evs)
+	}
+}
+
 // TestHelmChartFromOCIHelmRepository pulls podinfo from an in-process OCI
 // registry with basic auth, by the digest its tag resolves to.
 func TestHelmChartFromOCIHelmRepository(t *testing.T) {

@@ -113,7 +113,7 @@ func (r *HelmChartReconciler) repositoryAuth(ctx context.Context, hr *sourcev1.H
 
 // dependencyRepositories resolves a chart dependency's repository URL to the
 // HelmRepository of the namespace with that URL (trailing slashes ignored),
-// as Flux does.
+// or else to the repository itself without credentials, as Flux does.
 func (r *HelmChartReconciler) dependencyRepositories(namespace string) chart.RepositoryResolver {
 	return func(ctx context.Context, repoURL string) (chart.Repository, error) {
 		list := &sourcev1.HelmRepositoryList{}
@@ -135,6 +135,15 @@ func (r *HelmChartReconciler) dependencyRepositories(namespace string) chart.Rep
 			}
 			return cr, nil
 		}
-		return nil, fmt.Errorf("no HelmRepository found for '%s' in '%s' namespace", redact.URL(repoURL), namespace)
+		// Flux compatible: a repository no HelmRepository describes is used
+		// anonymously.
+		if strings.HasPrefix(repoURL, "oci://") {
+			c, err := registry.NewClient(registry.ClientOptEnableCache(false), registry.ClientOptWriter(discard{}))
+			if err != nil {
+				return nil, fmt.Errorf("failed to construct Helm client: %s", err)
+			}
+			return &chart.OCIRepository{URL: repoURL, Client: c, Limits: r.Limits}, nil
+		}
+		return chart.FetchIndex(ctx, nil, repoURL, r.Limits)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
+	"sigs.k8s.io/yaml"
 )
 
 // Repository is a chart repository: an HTTP index or an OCI registry.
@@ -267,4 +268,44 @@ func BuildRemote(ctx context.Context, r Repository, o RemoteOptions) (*Build, er
 
 func newMetadata(name, version string) *helmchart.Metadata {
 	return &helmchart.Metadata{Name: name, Version: version}
+}
+
+// MaxIndexSize bounds a repository index fetched for a dependency whose
+// repository has no HelmRepository (Flux's --helm-index-max-size default).
+const MaxIndexSize = 50 << 20
+
+// FetchIndex downloads `<repoURL>/index.yaml` with client (nil: the
+// default) and returns the HTTPRepository it describes, without
+// credentials. Flux compatible: a dependency on a repository no
+// HelmRepository describes is fetched anonymously.
+func FetchIndex(ctx context.Context, client *http.Client, repoURL string, lim Limits) (*HTTPRepository, error) {
+	u := strings.TrimSuffix(repoURL, "/") + "/index.yaml"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("invalid chart repository URL '%s'", redact.URL(repoURL))
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("failed to fetch '%s': %s", redact.URL(u), redact.URLError(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("failed to fetch '%s': %s", redact.URL(u), resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxIndexSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("failed to fetch '%s': %s", redact.URL(u), err)
+	}
+	if len(data) > MaxIndexSize {
+		return nil, fmt.Errorf("index of '%s' exceeds the maximum of %d bytes", redact.URL(repoURL), MaxIndexSize)
+	}
+	idx := &repo.IndexFile{}
+	if err := yaml.Unmarshal(data, idx); err != nil || idx.APIVersion == "" {
+		return nil, fmt.Errorf("'%s' is not a chart repository index", redact.URL(u))
+	}
+	idx.SortEntries()
+	return &HTTPRepository{URL: repoURL, Index: idx, Client: client, Limits: lim}, nil
 }
