@@ -289,11 +289,7 @@ func (r *HelmChartReconciler) buildFromTarball(ctx context.Context, obj *sourcev
 // buildFromHelmRepository pulls spec.chart at spec.version from the
 // HelmRepository: its stored index (type default) or its OCI registry.
 func (r *HelmChartReconciler) buildFromHelmRepository(ctx context.Context, obj *sourcev1.HelmChart, hr *sourcev1.HelmRepository) (*chart.Build, *reconcile.Failure) {
-	timeout := 60 * time.Second
-	if hr.Spec.Timeout != nil {
-		timeout = hr.Spec.Timeout.Duration
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, repositoryTimeout(hr))
 	defer cancel()
 	repo, f := r.chartRepository(ctx, hr)
 	if f != nil {

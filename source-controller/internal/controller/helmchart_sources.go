@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/reconcile"
@@ -57,7 +58,7 @@ func (r *HelmChartReconciler) chartRepository(ctx context.Context, hr *sourcev1.
 		return nil, fetchFailed(sourcev1.IndexationFailedReason, "failed to load the index of HelmRepository '%s': %s", hr.Name,
 			strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", ""))
 	}
-	hc := &http.Client{}
+	hc := &http.Client{Timeout: repositoryTimeout(hr)}
 	if tlsCfg != nil {
 		hc.Transport = &http.Transport{TLSClientConfig: tlsCfg, Proxy: http.ProxyFromEnvironment}
 	}
@@ -144,6 +145,15 @@ func (r *HelmChartReconciler) dependencyRepositories(namespace string) chart.Rep
 			}
 			return &chart.OCIRepository{URL: repoURL, Client: c, Limits: r.Limits}, nil
 		}
-		return chart.FetchIndex(ctx, nil, repoURL, r.Limits)
+		return chart.FetchIndex(ctx, &http.Client{Timeout: repositoryTimeout(nil)}, repoURL, r.Limits)
 	}
+}
+
+// repositoryTimeout is a HelmRepository's spec.timeout, Flux's 60s default
+// when unset (or for a repository without HelmRepository).
+func repositoryTimeout(hr *sourcev1.HelmRepository) time.Duration {
+	if hr != nil && hr.Spec.Timeout != nil {
+		return hr.Spec.Timeout.Duration
+	}
+	return 60 * time.Second
 }
