@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/dev"
+	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -323,6 +326,9 @@ func (d *demo) helmRollback() (string, error) {
 	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != helmv2.RollbackSucceededReason {
 		return "", fmt.Errorf("%s, want Ready=False RollbackSucceeded", describe(ready))
 	}
+	if err := d.sawAppsUnhealthy(rev); err != nil {
+		return "", err
+	}
 	failed, err := d.newEventOf(helmv2.HelmReleaseKind, hrKey.Name, helmv2.UpgradeFailedReason, failPrefix, beforeFail)
 	if err != nil {
 		return "", err
@@ -379,6 +385,26 @@ func (d *demo) helmRollback() (string, error) {
 	}
 	return fmt.Sprintf("upgrade failed after %s, rolled back to v%d (%s.v%d, RollbackSucceeded); Ready again after git revert",
 		timeout, last.Version, releaseName, rolledBack), nil
+}
+
+// sawAppsUnhealthy waits until the Kustomization apps, which applied rev
+// and health-checks the HelmRelease (wait: true), reports it not Ready.
+func (d *demo) sawAppsUnhealthy(rev string) error {
+	k := &kustomizev1.Kustomization{}
+	ctx, cancel := context.WithTimeout(d.ctx, time.Minute)
+	defer cancel()
+	err := status.WaitFor(ctx, d.c, k, types.NamespacedName{Namespace: dev.Namespace, Name: "apps"}, pollInterval, func() (bool, error) {
+		ready := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
+		return ready != nil && ready.Status == metav1.ConditionFalse && k.Status.LastAttemptedRevision == rev &&
+			strings.Contains(ready.Message, "HelmRelease/"+hrKey.String()), nil
+	}, "Kustomization apps to report the HelmRelease unhealthy at "+rev)
+	if err != nil {
+		return err
+	}
+	ready := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
+	d.saw("Kustomization apps (last attempted %s, last applied %s): Ready=%s %s: %s",
+		short(k.Status.LastAttemptedRevision), short(k.Status.LastAppliedRevision), ready.Status, ready.Reason, ui.OneLine(ready.Message))
+	return nil
 }
 
 // helmDrift edits a ConfigMap the release rendered, outside Git: with
