@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/status"
@@ -23,7 +24,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 	var output string
 	get := &cobra.Command{
 		Use:   "get",
-		Short: "Show the status of sources and Kustomizations",
+		Short: "Show the status of sources, Kustomizations and HelmReleases",
 	}
 	get.PersistentFlags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the objects of all namespaces")
 	get.PersistentFlags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
@@ -69,29 +70,49 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 		return nil
 	}
 
+	// kind is one `get` subcommand: its list type and the list's rows.
+	kind := func(use string, aliases []string, short, example string, rows func() (client.ObjectList, func() []status.Row)) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " [NAME]", Aliases: aliases, Short: short, Example: example,
+			Args: cobra.MaximumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				l, r := rows()
+				return list(cmd, args, l, r)
+			},
+		}
+	}
 	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show the status of sources"}
-	sources.AddCommand(&cobra.Command{
-		Use:     "git [NAME]",
-		Short:   "Show the status of GitRepositories",
-		Args:    cobra.MaximumNArgs(1),
-		Example: "  eddy get sources git\n  eddy get sources git flux-system -o yaml",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l := &sourcev1.GitRepositoryList{}
-			return list(cmd, args, l, func() []status.Row { return status.GitRepositoryRows(l, "") })
-		},
-	})
+	sources.AddCommand(
+		kind("git", nil, "Show the status of GitRepositories", "  eddy get sources git\n  eddy get sources git flux-system -o yaml",
+			func() (client.ObjectList, func() []status.Row) {
+				l := &sourcev1.GitRepositoryList{}
+				return l, func() []status.Row { return status.GitRepositoryRows(l, "") }
+			}),
+		kind("helm", nil, "Show the status of HelmRepositories", "  eddy get sources helm\n  eddy get sources helm -A",
+			func() (client.ObjectList, func() []status.Row) {
+				l := &sourcev1.HelmRepositoryList{}
+				return l, func() []status.Row { return status.HelmRepositoryRows(l, "") }
+			}),
+		kind("chart", nil, "Show the status of HelmCharts", "  eddy get sources chart\n  eddy get sources chart flux-system-podinfo -o yaml",
+			func() (client.ObjectList, func() []status.Row) {
+				l := &sourcev1.HelmChartList{}
+				return l, func() []status.Row { return status.HelmChartRows(l, "") }
+			}))
 	get.AddCommand(sources)
-	get.AddCommand(&cobra.Command{
-		Use:     "kustomizations [NAME]",
-		Aliases: []string{"kustomization", "ks"},
-		Short:   "Show the status of Kustomizations",
-		Args:    cobra.MaximumNArgs(1),
-		Example: "  eddy get kustomizations\n  eddy get ks -A\n  eddy get ks flux-system -o json",
-		RunE: func(cmd *cobra.Command, args []string) error {
+	get.AddCommand(kind("kustomizations", []string{"kustomization", "ks"}, "Show the status of Kustomizations",
+		"  eddy get kustomizations\n  eddy get ks -A\n  eddy get ks flux-system -o json",
+		func() (client.ObjectList, func() []status.Row) {
 			l := &kustomizev1.KustomizationList{}
-			return list(cmd, args, l, func() []status.Row { return status.KustomizationRows(l, "") })
-		},
-	})
+			return l, func() []status.Row { return status.KustomizationRows(l, "") }
+		}))
+	hr := kind("helmreleases", []string{"helmrelease", "hr"}, "Show the status of HelmReleases",
+		"  eddy get helmreleases\n  eddy get hr -A\n  eddy get hr podinfo -o yaml",
+		func() (client.ObjectList, func() []status.Row) {
+			l := &helmv2.HelmReleaseList{}
+			return l, func() []status.Row { return status.HelmReleaseRows(l, "") }
+		})
+	hr.Long = "Show the status of HelmReleases; REVISION is the chart version of the newest release (else the one last attempted), as flux shows it."
+	get.AddCommand(hr)
 	return get
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,12 +28,8 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 		Args:    exactName,
 		Example: "  eddy reconcile kustomization flux-system --with-source",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
-				k := &kustomizev1.Kustomization{}
-				key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
-				if err := c.Get(ctx, key, k); err != nil {
-					return status.NotFound(err, "Kustomization", key)
-				}
+			k := &kustomizev1.Kustomization{}
+			return g.reconcileObject(cmd, k, args[0], func(ctx context.Context, c client.Client, u *ui.UI, key types.NamespacedName) error {
 				if withSource {
 					if k.Spec.SourceRef.Kind != sourcev1.GitRepositoryKind {
 						return fmt.Errorf("source kind %s of Kustomization %s is not supported yet", k.Spec.SourceRef.Kind, key)
@@ -40,7 +38,7 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 					if ns == "" {
 						ns = k.Namespace
 					}
-					if err := reconcileSource(ctx, c, u, types.NamespacedName{Namespace: ns, Name: k.Spec.SourceRef.Name}); err != nil {
+					if err := reconcileSource(ctx, c, u, sourcev1.GitRepositoryKind, types.NamespacedName{Namespace: ns, Name: k.Spec.SourceRef.Name}, false); err != nil {
 						return err
 					}
 				}
@@ -55,6 +53,8 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 	ks.Flags().BoolVar(&withSource, "with-source", false, "reconcile the Kustomization's source first")
 	rec.AddCommand(ks)
 
+	rec.AddCommand(newReconcileHelmReleaseCommand(g))
+
 	source := &cobra.Command{Use: "source", Short: "Reconcile a source"}
 	source.AddCommand(&cobra.Command{
 		Use:   "git NAME",
@@ -62,12 +62,97 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 		Args:  exactName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
-				return reconcileSource(ctx, c, u, types.NamespacedName{Namespace: g.namespace, Name: args[0]})
+				return reconcileSource(ctx, c, u, sourcev1.GitRepositoryKind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
 			})
 		},
 	})
+	source.AddCommand(&cobra.Command{
+		Use:     "helm NAME",
+		Short:   "Reconcile a HelmRepository: fetch its index now",
+		Long:    "Reconcile a HelmRepository: fetch its index now. An OCI HelmRepository has no reconciler (flux: static), so there is nothing to do.",
+		Args:    exactName,
+		Example: "  eddy reconcile source helm podinfo",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+				return reconcileSource(ctx, c, u, sourcev1.HelmRepositoryKind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
+			})
+		},
+	})
+	var chartWithSource bool
+	chart := &cobra.Command{
+		Use:     "chart NAME",
+		Short:   "Reconcile a HelmChart (and, with --with-source, its source first)",
+		Args:    exactName,
+		Example: "  eddy reconcile source chart flux-system-podinfo\n  eddy reconcile source chart flux-system-podinfo --with-source",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+				return reconcileSource(ctx, c, u, sourcev1.HelmChartKind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, chartWithSource)
+			})
+		},
+	}
+	chart.Flags().BoolVar(&chartWithSource, "with-source", false, "reconcile the HelmChart's source first")
+	source.AddCommand(chart)
 	rec.AddCommand(source)
 	return rec
+}
+
+// newReconcileHelmReleaseCommand is `reconcile helmrelease`: as flux, the
+// request token also goes into forceAt (--force) and resetAt (--reset), and
+// --with-source reconciles the HelmChart (and its source) first.
+func newReconcileHelmReleaseCommand(g *globalFlags) *cobra.Command {
+	var withSource, force, reset bool
+	hr := &cobra.Command{
+		Use:     "helmrelease NAME",
+		Aliases: []string{"hr"},
+		Short:   "Reconcile a HelmRelease (and, with --with-source, its chart and the chart's source first)",
+		Args:    exactName,
+		Example: "  eddy reconcile hr podinfo\n  eddy reconcile hr podinfo --with-source\n  eddy reconcile hr podinfo --force",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			hr := &helmv2.HelmRelease{}
+			return g.reconcileObject(cmd, hr, args[0], func(ctx context.Context, c client.Client, u *ui.UI, key types.NamespacedName) error {
+				if withSource {
+					kind, src := helmReleaseSource(hr)
+					if err := reconcileSource(ctx, c, u, kind, src, true); err != nil {
+						return err
+					}
+				}
+				var also []string
+				if force {
+					also = append(also, helmv2.ForceRequestAnnotation)
+				}
+				if reset {
+					also = append(also, helmv2.ResetRequestAnnotation)
+				}
+				if err := status.Reconcile(ctx, c, u, hr, key, also...); err != nil {
+					return err
+				}
+				u.Success("applied revision %s", status.HelmReleaseRevision(hr))
+				return nil
+			})
+		},
+	}
+	hr.Flags().BoolVar(&withSource, "with-source", false, "reconcile the HelmRelease's chart and its source first")
+	hr.Flags().BoolVar(&force, "force", false, "force a one-off install or upgrade of the release")
+	hr.Flags().BoolVar(&reset, "reset", false, "reset the release's install and upgrade failure counts")
+	return hr
+}
+
+// helmReleaseSource is the chart source of hr that flux reconciles first:
+// spec.chartRef, else the HelmChart <namespace>-<name> that helm-controller
+// makes from spec.chart, in the namespace of its sourceRef.
+func helmReleaseSource(hr *helmv2.HelmRelease) (string, types.NamespacedName) {
+	if ref := hr.Spec.ChartRef; ref != nil {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = hr.Namespace
+		}
+		return ref.Kind, types.NamespacedName{Namespace: ns, Name: ref.Name}
+	}
+	ns := hr.Namespace
+	if hr.Spec.Chart != nil && hr.Spec.Chart.Spec.SourceRef.Namespace != "" {
+		ns = hr.Spec.Chart.Spec.SourceRef.Namespace
+	}
+	return sourcev1.HelmChartKind, types.NamespacedName{Namespace: ns, Name: hr.Namespace + "-" + hr.Name}
 }
 
 // reconcile runs do with a client, a context bounded by --timeout and the
@@ -82,14 +167,60 @@ func (g *globalFlags) reconcile(cmd *cobra.Command, do func(context.Context, cli
 	return do(ctx, c, ui.New(cmd.OutOrStdout()))
 }
 
-// reconcileSource reconciles GitRepository key and prints the revision it fetched.
-func reconcileSource(ctx context.Context, c client.Client, u *ui.UI, key types.NamespacedName) error {
-	src := &sourcev1.GitRepository{}
-	if err := status.Reconcile(ctx, c, u, src, key); err != nil {
+// reconcileObject runs do on obj, read from object name of --namespace:
+// an error when it is not found or suspended (status.GetUnsuspended).
+func (g *globalFlags) reconcileObject(cmd *cobra.Command, obj client.Object, name string,
+	do func(context.Context, client.Client, *ui.UI, types.NamespacedName) error) error {
+	return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+		key := types.NamespacedName{Namespace: g.namespace, Name: name}
+		if err := status.GetUnsuspended(ctx, c, obj, key); err != nil {
+			return err
+		}
+		return do(ctx, c, u, key)
+	})
+}
+
+// reconcileSource reconciles the source kind key and prints the revision
+// it fetched. With withSource, a HelmChart's own source (in its namespace)
+// is reconciled first. An OCI HelmRepository is static, as in flux: nothing
+// is requested. A kind Eddy does not serve is an error.
+func reconcileSource(ctx context.Context, c client.Client, u *ui.UI, kind string, key types.NamespacedName, withSource bool) error {
+	var artifact func() *meta.Artifact
+	var obj client.Object
+	switch kind {
+	case sourcev1.GitRepositoryKind:
+		o := &sourcev1.GitRepository{}
+		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
+	case sourcev1.HelmRepositoryKind:
+		o := &sourcev1.HelmRepository{}
+		if err := c.Get(ctx, key, o); err != nil {
+			return status.NotFound(err, kind, key)
+		}
+		if o.Spec.Type == sourcev1.HelmRepositoryTypeOCI {
+			u.Success("reconciliation not supported by the object")
+			return nil
+		}
+		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
+	case sourcev1.HelmChartKind:
+		o := &sourcev1.HelmChart{}
+		if withSource {
+			if err := status.GetUnsuspended(ctx, c, o, key); err != nil {
+				return err
+			}
+			src := types.NamespacedName{Namespace: o.Namespace, Name: o.Spec.SourceRef.Name}
+			if err := reconcileSource(ctx, c, u, o.Spec.SourceRef.Kind, src, false); err != nil {
+				return err
+			}
+		}
+		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
+	default:
+		return fmt.Errorf("cannot reconcile source of kind %s", kind)
+	}
+	if err := status.Reconcile(ctx, c, u, obj, key); err != nil {
 		return err
 	}
-	if src.Status.Artifact != nil {
-		u.Success("fetched revision %s", src.Status.Artifact.Revision)
+	if a := artifact(); a != nil {
+		u.Success("fetched revision %s", a.Revision)
 	}
 	return nil
 }

@@ -1,5 +1,6 @@
 // Command source-controller is Eddy's source-controller: it reconciles
-// GitRepository objects into tar.gz artifacts and serves them over HTTP.
+// GitRepository objects into tar.gz artifacts and HelmRepository objects
+// into index artifacts, and serves them over HTTP.
 //
 // It takes Flux's flag names and defaults (contract §9), so Flux's deployment
 // manifests carry over; --kubeconfig or KUBECONFIG selects the cluster

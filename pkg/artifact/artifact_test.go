@@ -425,3 +425,60 @@ func TestGarbageCollectsStaleTemporaryFiles(t *testing.T) {
 		t.Error("a stale temporary file of a crashed archive was kept")
 	}
 }
+
+// TestStorageCopyAndSymlink: Copy stores bytes atomically with their digest
+// and size; Symlink points a stable name at the latest and is served; the
+// garbage collection leaves the link and the current file.
+func TestStorageCopyAndSymlink(t *testing.T) {
+	st, err := artifact.NewStorage(t.TempDir(), "127.0.0.1:1", 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(st.Handler())
+	defer srv.Close()
+	st.AdvAddr = srv.URL
+	var link string
+	var last *meta.Artifact
+	for i, content := range []string{"first", "second"} {
+		a, err := st.Copy("helmrepository/ns/name", "index-"+content+".yaml", "sha256:"+content, strings.NewReader(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256([]byte(content))
+		if a.Digest != "sha256:"+hex.EncodeToString(sum[:]) || *a.Size != int64(len(content)) || a.Revision != "sha256:"+content {
+			t.Errorf("copy %d: artifact %+v", i, a)
+		}
+		if err := st.Verify(*a); err != nil {
+			t.Error(err)
+		}
+		if link, err = st.Symlink(*a, "index.yaml"); err != nil {
+			t.Fatal(err)
+		}
+		last = a
+	}
+	if want := srv.URL + "/helmrepository/ns/name/index.yaml"; link != want {
+		t.Errorf("link URL %s, want %s", link, want)
+	}
+	if _, err := st.GarbageCollect(*last); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(st.BasePath, "helmrepository/ns/name"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !reflect.DeepEqual(names, []string{"index-second.yaml", "index.yaml"}) {
+		t.Errorf("files after collection: %v", names)
+	}
+	resp, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "second" {
+		t.Errorf("the link serves %q, want the latest", b)
+	}
+}

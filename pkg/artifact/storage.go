@@ -79,10 +79,23 @@ func (s *Storage) LocalPath(a meta.Artifact) string {
 }
 
 // Archive writes the tree at root, minus what ignore excludes, as the
-// artifact `<objectDir>/<fileName>` (written to a temporary file in the same
-// directory, then renamed, so readers never see a partial file; mode 0600)
-// and returns it with path, URL, revision, digest, size and lastUpdateTime set.
+// artifact `<objectDir>/<fileName>` (written atomically with mode 0600, see
+// Copy) and returns it with path, URL, revision, digest, size and
+// lastUpdateTime set.
 func (s *Storage) Archive(objectDir, fileName, revision, root string, ignore *Ignore) (*meta.Artifact, error) {
+	return s.write(objectDir, fileName, revision, func(w io.Writer) error { return WriteArchive(w, root, ignore) })
+}
+
+// Copy writes the bytes of r as the artifact `<objectDir>/<fileName>` and
+// returns it as Archive does: written to a temporary file in the same
+// directory, then renamed, so readers never see a partial file; mode 0600;
+// digest `sha256:<hex>` and size of the bytes written. Flux compatible
+// (storage `Copy`, used for a HelmRepository's index).
+func (s *Storage) Copy(objectDir, fileName, revision string, r io.Reader) (*meta.Artifact, error) {
+	return s.write(objectDir, fileName, revision, func(w io.Writer) error { _, err := io.Copy(w, r); return err })
+}
+
+func (s *Storage) write(objectDir, fileName, revision string, fill func(io.Writer) error) (*meta.Artifact, error) {
 	dir := filepath.Join(s.BasePath, filepath.FromSlash(objectDir))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -94,7 +107,7 @@ func (s *Storage) Archive(objectDir, fileName, revision, root string, ignore *Ig
 	defer os.Remove(tmp.Name()) // no-op after the rename
 	h := sha256.New()
 	cw := &countingWriter{w: io.MultiWriter(tmp, h)}
-	if err := WriteArchive(cw, root, ignore); err != nil {
+	if err := fill(cw); err != nil {
 		tmp.Close()
 		return nil, err
 	}
@@ -118,6 +131,25 @@ func (s *Storage) Archive(objectDir, fileName, revision, root string, ignore *Ig
 		Size:           &size,
 		LastUpdateTime: metav1.Now(),
 	}, nil
+}
+
+// Symlink points the link linkName, in the directory of artifact a, at a's
+// file (a relative link, replaced atomically by renaming a new link over
+// it) and returns the link's URL: the stable address of the latest
+// artifact, e.g. a HelmRepository's `…/index.yaml`. GarbageCollect leaves
+// links alone. Flux compatible (storage `Symlink`).
+func (s *Storage) Symlink(a meta.Artifact, linkName string) (string, error) {
+	dir := filepath.Dir(s.LocalPath(a))
+	tmp := filepath.Join(dir, "."+linkName+".tmp-link")
+	_ = os.Remove(tmp) // left by a crash
+	if err := os.Symlink(path.Base(a.Path), tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, linkName)); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return s.URL(path.Join(path.Dir(a.Path), linkName)), nil
 }
 
 // Exists reports whether the artifact's file is in storage.

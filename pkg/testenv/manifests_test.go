@@ -3,6 +3,7 @@ package testenv_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/eddyops/eddy/pkg/localcluster"
@@ -65,7 +66,11 @@ func TestInstallManifests(t *testing.T) {
 		"Deployment/kustomize-controller", "ServiceAccount/kustomize-controller", "ClusterRoleBinding/eddy-kustomize-controller",
 		"Deployment/notification-controller", "ServiceAccount/notification-controller", "ClusterRoleBinding/eddy-notification-controller",
 		"CustomResourceDefinition/alerts.notification.toolkit.fluxcd.io", "CustomResourceDefinition/providers.notification.toolkit.fluxcd.io",
-		"CustomResourceDefinition/receivers.notification.toolkit.fluxcd.io"} {
+		"CustomResourceDefinition/receivers.notification.toolkit.fluxcd.io",
+		"Deployment/helm-controller", "ServiceAccount/helm-controller", "ClusterRoleBinding/eddy-helm-controller",
+		"Role/helm-controller-leader-election", "RoleBinding/helm-controller-leader-election",
+		"CustomResourceDefinition/helmreleases.helm.toolkit.fluxcd.io",
+		"CustomResourceDefinition/helmrepositories.source.toolkit.fluxcd.io", "CustomResourceDefinition/helmcharts.source.toolkit.fluxcd.io"} {
 		if !found[want] {
 			t.Errorf("config/default lacks %s", want)
 		}
@@ -74,24 +79,8 @@ func TestInstallManifests(t *testing.T) {
 	var dep, kdep appsv1.Deployment
 	var svc corev1.Service
 	var crb rbacv1.ClusterRoleBinding
-	for _, u := range objs {
-		var into any
-		switch u.GetKind() + "/" + u.GetName() {
-		case "Deployment/source-controller":
-			into = &dep
-		case "Deployment/kustomize-controller":
-			into = &kdep
-		case "Service/source-controller":
-			into = &svc
-		case "ClusterRoleBinding/eddy-source-controller":
-			into = &crb
-		default:
-			continue
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
-			t.Fatal(err)
-		}
-	}
+	decodeNamed(t, objs, map[string]any{"Deployment/source-controller": &dep, "Deployment/kustomize-controller": &kdep,
+		"Service/source-controller": &svc, "ClusterRoleBinding/eddy-source-controller": &crb})
 	if len(dep.Spec.Template.Spec.Containers) != 1 || dep.Spec.Template.Spec.Containers[0].Name != "manager" {
 		t.Fatalf("source-controller Deployment containers %+v, want one named manager", dep.Spec.Template.Spec.Containers)
 	}
@@ -133,8 +122,22 @@ func TestInstallManifests(t *testing.T) {
 		t.Errorf("kustomize-controller container %+v, want manager with requests 100m/64Mi and limits 1000m/1Gi", kc)
 	}
 	checkNotificationController(t, objs)
+	checkHelmController(t, objs)
 	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "flux-system" {
 		t.Errorf("ClusterRoleBinding subjects %+v, want the flux-system ServiceAccount", crb.Subjects)
+	}
+}
+
+// decodeNamed decodes each object of objs named in into (by "Kind/name")
+// into its typed value.
+func decodeNamed(t *testing.T, objs []*unstructured.Unstructured, into map[string]any) {
+	t.Helper()
+	for _, u := range objs {
+		if v, ok := into[u.GetKind()+"/"+u.GetName()]; ok {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
@@ -178,6 +181,61 @@ func checkNotificationController(t *testing.T, objs []*unstructured.Unstructured
 		if s == nil || len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 80 || s.Spec.Ports[0].TargetPort.String() != want.port ||
 			ports[want.port] != want.num || s.Spec.Selector["app"] != "notification-controller" {
 			t.Errorf("Service %s %+v with container ports %v, want 80 → %s (%d)", svc, s, ports, want.port, want.num)
+		}
+	}
+}
+
+// checkHelmController checks Flux's helm-controller shape: requests
+// 100m/64Mi, limits 1000m/1Gi, grace period 600s, the shared args with
+// --events-addr first (flux install patches args by index), probes on port
+// healthz, bound to cluster-admin; and that source-controller may write the
+// Helm sources and their status.
+func checkHelmController(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var dep appsv1.Deployment
+	var crb rbacv1.ClusterRoleBinding
+	var scRole rbacv1.ClusterRole
+	decodeNamed(t, objs, map[string]any{"Deployment/helm-controller": &dep, "ClusterRoleBinding/eddy-helm-controller": &crb,
+		"ClusterRole/eddy-source-controller": &scRole})
+	spec := dep.Spec.Template.Spec
+	if g := spec.TerminationGracePeriodSeconds; g == nil || *g != 600 {
+		t.Errorf("helm-controller terminationGracePeriodSeconds %v, want 600", g)
+	}
+	if spec.ServiceAccountName != "helm-controller" || dep.Spec.Template.Labels["app"] != "helm-controller" {
+		t.Errorf("helm-controller serviceAccountName %q, pod label app %q; want helm-controller", spec.ServiceAccountName, dep.Spec.Template.Labels["app"])
+	}
+	c := spec.Containers
+	if len(c) != 1 || c[0].Name != "manager" ||
+		c[0].Resources.Requests.Cpu().Cmp(resource.MustParse("100m")) != 0 || c[0].Resources.Requests.Memory().Cmp(resource.MustParse("64Mi")) != 0 ||
+		c[0].Resources.Limits.Cpu().Cmp(resource.MustParse("1")) != 0 || c[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Fatalf("helm-controller container %+v, want manager with requests 100m/64Mi and limits 1000m/1Gi", c)
+	}
+	wantArgs := []string{"--events-addr=http://notification-controller.$(RUNTIME_NAMESPACE).svc.cluster.local./",
+		"--watch-all-namespaces", "--log-level=info", "--log-encoding=json", "--enable-leader-election"}
+	if strings.Join(c[0].Args, " ") != strings.Join(wantArgs, " ") {
+		t.Errorf("helm-controller args %q, want %q", c[0].Args, wantArgs)
+	}
+	if p := c[0].ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.String() != "healthz" {
+		t.Errorf("helm-controller readinessProbe %+v, want GET /readyz on healthz", p)
+	}
+	if p := c[0].LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "healthz" {
+		t.Errorf("helm-controller livenessProbe %+v, want GET /healthz on healthz", p)
+	}
+	if crb.RoleRef.Name != "cluster-admin" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != "helm-controller" || crb.Subjects[0].Namespace != "flux-system" {
+		t.Errorf("ClusterRoleBinding eddy-helm-controller %+v, want cluster-admin for flux-system/helm-controller", crb)
+	}
+	granted := map[string]bool{}
+	for _, r := range scRole.Rules {
+		for _, res := range r.Resources {
+			for _, v := range r.Verbs {
+				granted[res+" "+v] = true
+			}
+		}
+	}
+	for _, want := range []string{"helmrepositories watch", "helmrepositories patch", "helmrepositories/status patch", "helmrepositories/finalizers update",
+		"helmcharts watch", "helmcharts patch", "helmcharts/status patch", "helmcharts/finalizers update"} {
+		if !granted[want] {
+			t.Errorf("ClusterRole eddy-source-controller does not grant %s", want)
 		}
 	}
 }

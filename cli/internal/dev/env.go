@@ -35,6 +35,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
@@ -54,7 +55,7 @@ import (
 
 // Controllers are the controller binaries `eddy dev` runs, in start order:
 // notification-controller first, so the others' first events reach it.
-var Controllers = []string{"notification-controller", "source-controller", "kustomize-controller"}
+var Controllers = []string{"notification-controller", "source-controller", "kustomize-controller", "helm-controller"}
 
 // Options configure Start.
 type Options struct {
@@ -107,7 +108,7 @@ type Env struct {
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
-		sourcev1.AddToScheme, kustomizev1.AddToScheme, notificationv1.AddToScheme, notificationv1beta3.AddToScheme} {
+		sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, notificationv1.AddToScheme, notificationv1beta3.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}

@@ -39,7 +39,7 @@ func hint(msg string) string {
 	case strings.Contains(msg, "namespace not specified"):
 		return "objects without metadata.namespace: set it in the repository, or pass --target-namespace"
 	case strings.Contains(msg, "no matches for kind"):
-		return "a kind whose CRD is not installed: eddy dev installs the CRDs of source-controller (GitRepository), kustomize-controller and notification-controller only (no helm-controller yet)"
+		return "a kind whose CRD is not installed: eddy dev installs the CRDs of Eddy's controllers only (config/crd/bases: sources, Kustomization, HelmRelease, notifications); install other CRDs from a Kustomization that the one applying their objects dependsOn"
 	case strings.Contains(msg, "kustomize build failed"), strings.Contains(msg, "yaml: "), strings.Contains(msg, "failed to decode"):
 		return "the manifests do not parse: fix the file named in the message and commit"
 	}

@@ -1,17 +1,19 @@
-// Package status reads the status of Eddy's GitRepositories and
-// Kustomizations the way the flux CLI shows and waits for it: the `get`
-// table, and the request-and-wait of `reconcile`.
+// Package status reads the status of Eddy's sources (GitRepository,
+// HelmRepository, HelmChart), Kustomizations and HelmReleases the way the
+// flux CLI shows and waits for it: the `get` table, and the
+// request-and-wait of `reconcile`.
 package status
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/ui"
@@ -45,16 +47,28 @@ func ReadyOf(conds []metav1.Condition) (string, string) {
 	return string(c.Status), c.Message
 }
 
+// row is the row of one object named prefix+name: its revision, spec.suspend
+// and Ready condition.
+func row(prefix string, o metav1.Object, suspended bool, revision string, conds []metav1.Condition) Row {
+	r := Row{Namespace: o.GetNamespace(), Name: prefix + o.GetName(), Suspended: suspended, Revision: revision}
+	r.Ready, r.Message = ReadyOf(conds)
+	return r
+}
+
+// revisionOf is an artifact's revision, "" without one.
+func revisionOf(a *meta.Artifact) string {
+	if a == nil {
+		return ""
+	}
+	return a.Revision
+}
+
 // GitRepositoryRows are the rows of l's items, each named prefix+name.
 func GitRepositoryRows(l *sourcev1.GitRepositoryList, prefix string) []Row {
 	var rs []Row
-	for _, o := range l.Items {
-		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend}
-		if o.Status.Artifact != nil {
-			r.Revision = o.Status.Artifact.Revision
-		}
-		r.Ready, r.Message = ReadyOf(o.Status.Conditions)
-		rs = append(rs, r)
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions))
 	}
 	return rs
 }
@@ -62,10 +76,56 @@ func GitRepositoryRows(l *sourcev1.GitRepositoryList, prefix string) []Row {
 // KustomizationRows are the rows of l's items, each named prefix+name.
 func KustomizationRows(l *kustomizev1.KustomizationList, prefix string) []Row {
 	var rs []Row
-	for _, o := range l.Items {
-		r := Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend, Revision: o.Status.LastAppliedRevision}
-		r.Ready, r.Message = ReadyOf(o.Status.Conditions)
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, row(prefix, o, o.Spec.Suspend, o.Status.LastAppliedRevision, o.Status.Conditions))
+	}
+	return rs
+}
+
+// HelmRepositoryRows are the rows of l's items, each named prefix+name. An
+// OCI HelmRepository has no artifact and is never reconciled: flux shows
+// it Ready with "Helm repository is Ready".
+func HelmRepositoryRows(l *sourcev1.HelmRepositoryList, prefix string) []Row {
+	var rs []Row
+	for i := range l.Items {
+		o := &l.Items[i]
+		r := row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions)
+		if o.Spec.Type == sourcev1.HelmRepositoryTypeOCI {
+			r.Ready, r.Message = string(metav1.ConditionTrue), "Helm repository is Ready"
+		}
 		rs = append(rs, r)
+	}
+	return rs
+}
+
+// HelmChartRows are the rows of l's items, each named prefix+name; the
+// revision is the artifact's, the chart version.
+func HelmChartRows(l *sourcev1.HelmChartList, prefix string) []Row {
+	var rs []Row
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions))
+	}
+	return rs
+}
+
+// HelmReleaseRevision is the revision flux shows for a HelmRelease: the
+// chart version of the newest release in status.history, else
+// status.lastAttemptedRevision.
+func HelmReleaseRevision(o *helmv2.HelmRelease) string {
+	if len(o.Status.History) > 0 {
+		return o.Status.History[0].ChartVersion
+	}
+	return o.Status.LastAttemptedRevision
+}
+
+// HelmReleaseRows are the rows of l's items, each named prefix+name.
+func HelmReleaseRows(l *helmv2.HelmReleaseList, prefix string) []Row {
+	var rs []Row
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, row(prefix, o, o.Spec.Suspend, HelmReleaseRevision(o), o.Status.Conditions))
 	}
 	return rs
 }
@@ -97,26 +157,44 @@ func (t *Table) Row(namespace, format string, args ...any) {
 // Flush writes the table out.
 func (t *Table) Flush() error { return t.tw.Flush() }
 
-// PrintTable prints rs as `flux get` does.
+// PrintTable prints rs as `flux get` does (SUSPENDED as "True"/"False",
+// flux's capitalised booleans).
 func PrintTable(w io.Writer, rs []Row, withNamespace bool) {
 	t := NewTable(w, withNamespace, "NAME\tREVISION\tSUSPENDED\tREADY\tMESSAGE")
 	for _, r := range rs {
-		t.Row(r.Namespace, "%s\t%s\t%s\t%s\t%s", r.Name, r.Revision, strconv.FormatBool(r.Suspended), r.Ready, ui.OneLine(r.Message))
+		suspended := string(metav1.ConditionFalse)
+		if r.Suspended {
+			suspended = string(metav1.ConditionTrue)
+		}
+		t.Row(r.Namespace, "%s\t%s\t%s\t%s\t%s", r.Name, r.Revision, suspended, r.Ready, ui.OneLine(r.Message))
 	}
 	_ = t.Flush()
 }
 
-// PrintSyncTable prints every GitRepository and Kustomization as `get -A`
-// does; a kind that cannot be listed is left out.
+// PrintSyncTable prints every source, Kustomization and HelmRelease as
+// `get -A` does, each name prefixed with its kind in lower case; a kind
+// that cannot be listed is left out.
 func PrintSyncTable(ctx context.Context, w io.Writer, c client.Client) {
 	var rs []Row
 	repos := &sourcev1.GitRepositoryList{}
 	if err := c.List(ctx, repos); err == nil {
 		rs = append(rs, GitRepositoryRows(repos, "gitrepository/")...)
 	}
+	helmRepos := &sourcev1.HelmRepositoryList{}
+	if err := c.List(ctx, helmRepos); err == nil {
+		rs = append(rs, HelmRepositoryRows(helmRepos, "helmrepository/")...)
+	}
+	charts := &sourcev1.HelmChartList{}
+	if err := c.List(ctx, charts); err == nil {
+		rs = append(rs, HelmChartRows(charts, "helmchart/")...)
+	}
 	kss := &kustomizev1.KustomizationList{}
 	if err := c.List(ctx, kss); err == nil {
 		rs = append(rs, KustomizationRows(kss, "kustomization/")...)
+	}
+	hrs := &helmv2.HelmReleaseList{}
+	if err := c.List(ctx, hrs); err == nil {
+		rs = append(rs, HelmReleaseRows(hrs, "helmrelease/")...)
 	}
 	if len(rs) > 0 {
 		PrintTable(w, rs, true)
@@ -132,8 +210,8 @@ func NotFound(err error, kind string, key types.NamespacedName) error {
 	return err
 }
 
-// reconcilable is what Reconcile reads from GitRepository and
-// Kustomization: the API types' status accessors, and kind and suspend.
+// reconcilable is what Reconcile reads from the reconciled kinds: the API
+// types' status accessors, and kind and suspend.
 type reconcilable interface {
 	client.Object
 	GetConditions() []metav1.Condition
@@ -145,32 +223,49 @@ type reconcilable interface {
 
 type gitRepo struct{ *sourcev1.GitRepository }
 
-func (o gitRepo) kind() string    { return "GitRepository" }
+func (o gitRepo) kind() string    { return sourcev1.GitRepositoryKind }
 func (o gitRepo) suspended() bool { return o.Spec.Suspend }
+
+type helmRepo struct{ *sourcev1.HelmRepository }
+
+func (o helmRepo) kind() string    { return sourcev1.HelmRepositoryKind }
+func (o helmRepo) suspended() bool { return o.Spec.Suspend }
+
+type helmChart struct{ *sourcev1.HelmChart }
+
+func (o helmChart) kind() string    { return sourcev1.HelmChartKind }
+func (o helmChart) suspended() bool { return o.Spec.Suspend }
 
 type kustomization struct{ *kustomizev1.Kustomization }
 
-func (o kustomization) kind() string    { return "Kustomization" }
+func (o kustomization) kind() string    { return kustomizev1.KustomizationKind }
 func (o kustomization) suspended() bool { return o.Spec.Suspend }
+
+type helmRelease struct{ *helmv2.HelmRelease }
+
+func (o helmRelease) kind() string    { return helmv2.HelmReleaseKind }
+func (o helmRelease) suspended() bool { return o.Spec.Suspend }
 
 func wrap(obj client.Object) reconcilable {
 	switch o := obj.(type) {
 	case *sourcev1.GitRepository:
 		return gitRepo{o}
+	case *sourcev1.HelmRepository:
+		return helmRepo{o}
+	case *sourcev1.HelmChart:
+		return helmChart{o}
 	case *kustomizev1.Kustomization:
 		return kustomization{o}
+	case *helmv2.HelmRelease:
+		return helmRelease{o}
 	}
 	panic(fmt.Sprintf("cannot reconcile %T", obj))
 }
 
-// Reconcile does what `flux reconcile` does: it sets
-// reconcile.fluxcd.io/requestedAt to now (merge patch, retried on
-// conflict), waits until status.lastHandledReconcileAt equals it, then until
-// the object is Ready for its generation. It fails at once when the object
-// is suspended, Stalled, or when the handled reconcile ended Ready=False
-// (other than waiting for dependencies). obj (a *GitRepository or
-// *Kustomization) holds the final object.
-func Reconcile(ctx context.Context, c client.Client, u *ui.UI, obj client.Object, key types.NamespacedName) error {
+// GetUnsuspended reads key into obj (a kind Reconcile takes): an error,
+// worded as flux does, when it is not found or is suspended, which flux
+// checks before it reconciles any source.
+func GetUnsuspended(ctx context.Context, c client.Client, obj client.Object, key types.NamespacedName) error {
 	r := wrap(obj)
 	if err := c.Get(ctx, key, obj); err != nil {
 		return NotFound(err, r.kind(), key)
@@ -178,11 +273,35 @@ func Reconcile(ctx context.Context, c client.Client, u *ui.UI, obj client.Object
 	if r.suspended() {
 		return fmt.Errorf("%s %s is suspended: set spec.suspend to false first", r.kind(), key)
 	}
+	return nil
+}
+
+// Reconcile does what `flux reconcile` does: it sets
+// reconcile.fluxcd.io/requestedAt to now (merge patch, retried on
+// conflict), and each of also (e.g. a HelmRelease's
+// reconcile.fluxcd.io/forceAt) to the same token, waits until
+// status.lastHandledReconcileAt equals it, then until the object is Ready
+// for its generation. It fails at once when the object is suspended,
+// Stalled, or when the handled reconcile ended Ready=False (other than
+// waiting for dependencies). obj (a *GitRepository, *HelmRepository,
+// *HelmChart, *Kustomization or *HelmRelease) holds the final object.
+func Reconcile(ctx context.Context, c client.Client, u *ui.UI, obj client.Object, key types.NamespacedName, also ...string) error {
+	if err := GetUnsuspended(ctx, c, obj, key); err != nil {
+		return err
+	}
+	r := wrap(obj)
 	u.Action("annotating %s %s in %s namespace", r.kind(), key.Name, key.Namespace)
 	token := time.Now().Format(time.RFC3339Nano)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token)
-		return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+	annotations := map[string]string{meta.ReconcileRequestAnnotation: token}
+	for _, a := range also {
+		annotations[a] = token
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return err
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 	})
 	if err != nil {
 		return fmt.Errorf("annotating %s %s: %w", r.kind(), key, err)
@@ -218,7 +337,7 @@ func readyForGeneration(r reconcilable) (bool, error) {
 	return false, nil
 }
 
-// WaitFor reads obj (a *GitRepository or *Kustomization) every interval
+// WaitFor reads obj (a kind Reconcile takes) every interval
 // until cond is true or fails, or ctx ends: then the error names what was
 // awaited and the last Ready message. An object not found yet is waited
 // for; another read error ends the wait.

@@ -20,6 +20,9 @@ const ControllerName = "helm-controller"
 // manager from it with NewManager.
 type Config struct {
 	runtime.Options
+	// EventsAddr is --events-addr, notification-controller's event
+	// endpoint; taken now so Flux's deployment args start the binary.
+	EventsAddr string
 
 	// RESTConfig is not a flag: nil means --kubeconfig, $KUBECONFIG or the
 	// in-cluster account.
@@ -29,6 +32,7 @@ type Config struct {
 // BindFlags registers the flags on fs.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	c.Options.BindFlags(fs, 4)
+	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 }
 
 // NewScheme returns helm-controller's scheme: the Kubernetes built-in kinds

@@ -84,18 +84,14 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		Finalizer:        sourcev1.SourceFinalizer,
 		Finalize:         r.finalize,
 		Suspended:        func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
-		ObserveSuspended: observeSuspended,
+		ObserveSuspended: observeSuspended[*sourcev1.GitRepository],
 	}
 	return skel.Reconcile(ctx, req, &sourcev1.GitRepository{}, r.run)
 }
 
-// finalize removes the GitRepository's artifacts from storage.
+// finalize removes the GitRepository's storage directory (finalizeSource).
 func (r *GitRepositoryReconciler) finalize(ctx context.Context, obj *sourcev1.GitRepository) (ctrl.Result, error) {
-	if err := r.Storage.RemoveObject(artifact.ObjectDir(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
-	}
-	ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
-	return ctrl.Result{}, nil
+	return finalizeSource(ctx, r.Storage, sourcev1.GitRepositoryKind, obj)
 }
 
 // run reconciles a live, unsuspended GitRepository and summarizes the
@@ -124,29 +120,6 @@ func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepo
 		return ctrl.Result{RequeueAfter: wait}, nil
 	default:
 		return ctrl.Result{}, recErr
-	}
-}
-
-// observeSuspended records what a reconcile of a suspended GitRepository
-// observes, and nothing else (no event, no fetch): the handled reconcile
-// request and, once it has conditions, its generation, so kstatus and
-// `kubectl wait` read a suspended GitRepository as observed. Ready keeps its
-// status and message at the new generation, Stalled is dropped, Reconciling
-// becomes ProgressingWithRetry. Flux compatible (summarize with an empty
-// result: ComputeReconcileResult, WithStatusObservedGeneration).
-func observeSuspended(obj *sourcev1.GitRepository) {
-	reconcile.RecordHandledRequest(obj)
-	if len(obj.Status.Conditions) > 0 {
-		apimeta.RemoveStatusCondition(&obj.Status.Conditions, meta.StalledCondition)
-		for _, typ := range []string{meta.ReconcilingCondition, meta.ReadyCondition} {
-			if c := apimeta.FindStatusCondition(obj.Status.Conditions, typ); c != nil {
-				c.ObservedGeneration = obj.Generation
-				if typ == meta.ReconcilingCondition {
-					c.Reason = meta.ProgressingWithRetryReason
-				}
-			}
-		}
-		obj.Status.ObservedGeneration = obj.Generation
 	}
 }
 
@@ -304,26 +277,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 // reconcileStorage drops a status artifact whose file is gone or no longer
 // matches its digest, collects old artifacts and refreshes the URL.
 func (r *GitRepositoryReconciler) reconcileStorage(obj *sourcev1.GitRepository) {
-	cur := obj.Status.Artifact
-	if cur == nil {
-		return
-	}
-	if !r.Storage.Exists(*cur) {
-		obj.Status.Artifact = nil
-		return
-	}
-	if err := r.Storage.Verify(*cur); err != nil {
-		r.Events.Event(obj, corev1.EventTypeWarning, "ArtifactVerificationFailed",
-			fmt.Sprintf("failed to verify integrity of artifact: %s", strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", "")), nil)
-		_ = r.Storage.Remove(*cur)
-		obj.Status.Artifact = nil
-		return
-	}
-	if deleted, err := r.Storage.GarbageCollect(*cur); err == nil && len(deleted) > 0 {
-		r.Events.Event(obj, events.EventTypeTrace, "GarbageCollectionSucceeded",
-			fmt.Sprintf("garbage collected %d artifacts", len(deleted)), nil)
-	}
-	cur.URL = r.Storage.URL(cur.Path)
+	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
 }
 
 // contentConfigChanged reports whether spec fields that shape the artifact
@@ -343,35 +297,12 @@ func normalize(incs []sourcev1.GitRepositoryInclude) []sourcev1.GitRepositoryInc
 	return incs
 }
 
-// summarize writes the conditions for the outcome. Flux compatible: Ready
-// mirrors ArtifactInStorage on success and the failing condition otherwise
-// (reconcile.Summarize: Reconciling stays True with ProgressingWithRetry
-// while retrying; Stalled is set when only a spec change can help).
+// summarize writes the conditions for the outcome (summarizeSource), with
+// the GitRepository's artifact message and failure conditions.
 func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr *reconcile.Failure) {
-	if art := obj.Status.Artifact; art != nil {
-		reconcile.SetCondition(obj, sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, meta.SucceededReason,
-			fmt.Sprintf("stored artifact for revision '%s'", art.Revision))
-	} else {
-		reconcile.RemoveConditions(obj, sourcev1.ArtifactInStorageCondition)
-	}
-	reconcile.RemoveConditions(obj, sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition,
+	summarizeSource(obj, r.Events, obj.Status.Artifact, "stored artifact for revision '%s'", recErr,
+		sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition,
 		sourcev1.IncludeUnavailableCondition, sourcev1.SourceVerifiedCondition)
-	if recErr == nil {
-		reconcile.RemoveConditions(obj, sourcev1.ArtifactOutdatedCondition)
-		reconcile.Summarize(obj, nil, meta.SucceededReason, fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision))
-		return
-	}
-	status := metav1.ConditionTrue // the failure conditions are abnormal-true
-	if recErr.Condition == sourcev1.SourceVerifiedCondition {
-		status = metav1.ConditionFalse // SourceVerified is bi-polar
-	}
-	reconcile.SetCondition(obj, recErr.Condition, status, recErr.Reason, recErr.Message)
-	reconcile.Summarize(obj, recErr, "", "")
-	eventType := corev1.EventTypeWarning
-	if recErr.Waiting {
-		eventType = events.EventTypeTrace
-	}
-	r.Events.Event(obj, eventType, recErr.Reason, recErr.Message, nil)
 }
 
 // gitError maps a fetch failure to the condition Flux sets for it. dir, the

@@ -33,6 +33,7 @@ type Config struct {
 	StorageAdvAddr           string
 	ArtifactRetentionTTL     time.Duration
 	ArtifactRetentionRecords int
+	HelmIndexMaxSize         int64
 
 	// RESTConfig is not a flag: nil means --kubeconfig, $KUBECONFIG or the
 	// in-cluster account.
@@ -49,6 +50,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.StorageAdvAddr, "storage-adv-addr", envOr("STORAGE_ADV_ADDR", ""), "The advertised address of the file server, used in artifact URLs; default derived from --storage-addr.")
 	fs.DurationVar(&c.ArtifactRetentionTTL, "artifact-retention-ttl", 60*time.Second, "How long superseded artifacts are kept.")
 	fs.IntVar(&c.ArtifactRetentionRecords, "artifact-retention-records", 2, "How many artifacts are kept per object, the current one included.")
+	fs.Int64Var(&c.HelmIndexMaxSize, "helm-index-max-size", DefaultHelmIndexMaxSize, "The max allowed size in bytes of a Helm repository index file.")
 }
 
 // NewScheme returns source-controller's scheme: the Kubernetes built-in
@@ -59,14 +61,14 @@ func NewScheme() (*k8sruntime.Scheme, error) {
 
 // NewManager builds source-controller's manager from c: NewScheme, the
 // runtime flags, the artifact storage and its file server, and the
-// GitRepository reconciler. It returns the storage too. The caller starts
-// the manager (runtime.Run in the binary).
+// GitRepository and HelmRepository reconcilers. It returns the storage
+// too. The caller starts the manager (runtime.Run in the binary).
 func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &sourcev1.GitRepository{})
+	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &sourcev1.GitRepository{}, &sourcev1.HelmRepository{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,6 +93,13 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter,
 	}
 	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
+		return nil, nil, err
+	}
+	hr := &HelmRepositoryReconciler{
+		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter,
+		IndexMaxSize: c.HelmIndexMaxSize,
+	}
+	if err := hr.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
 	return mgr, storage, nil

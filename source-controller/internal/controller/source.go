@@ -1,0 +1,118 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// This file holds what the source kinds share: the stored artifact check,
+// the suspended observation and the status summary.
+
+// checkStoredArtifact returns obj's artifact cur with its URL refreshed
+// when its file is in storage and matches its digest, after collecting the
+// object's old artifacts; otherwise nil, the mismatching file deleted with
+// a Warning event ArtifactVerificationFailed. Flux compatible
+// (reconcileStorage of the sources).
+func checkStoredArtifact(st *artifact.Storage, rec *events.Recorder, obj client.Object, cur *meta.Artifact) *meta.Artifact {
+	if cur == nil || !st.Exists(*cur) {
+		return nil
+	}
+	if err := st.Verify(*cur); err != nil {
+		rec.Event(obj, corev1.EventTypeWarning, "ArtifactVerificationFailed",
+			fmt.Sprintf("failed to verify integrity of artifact: %s", strings.ReplaceAll(err.Error(), st.BasePath+"/", "")), nil)
+		_ = st.Remove(*cur)
+		return nil
+	}
+	if deleted, err := st.GarbageCollect(*cur); err == nil && len(deleted) > 0 {
+		rec.Event(obj, events.EventTypeTrace, "GarbageCollectionSucceeded",
+			fmt.Sprintf("garbage collected %d artifacts", len(deleted)), nil)
+	}
+	cur.URL = st.URL(cur.Path)
+	return cur
+}
+
+// observeSuspended records what a reconcile of a suspended source (a
+// GitRepository, a HelmRepository) observes, and nothing else (no event, no
+// fetch): the handled reconcile request and, once it has conditions, its
+// generation, so kstatus and `kubectl wait` read a suspended source as
+// observed. Ready keeps its
+// status and message at the new generation, Stalled is dropped, Reconciling
+// becomes ProgressingWithRetry. Flux compatible (summarize with an empty
+// result: ComputeReconcileResult, WithStatusObservedGeneration).
+func observeSuspended[T reconcile.Object](obj T) {
+	reconcile.RecordHandledRequest(obj)
+	conds := obj.GetConditions()
+	if len(conds) > 0 {
+		apimeta.RemoveStatusCondition(&conds, meta.StalledCondition)
+		for _, typ := range []string{meta.ReconcilingCondition, meta.ReadyCondition} {
+			if c := apimeta.FindStatusCondition(conds, typ); c != nil {
+				c.ObservedGeneration = obj.GetGeneration()
+				if typ == meta.ReconcilingCondition {
+					c.Reason = meta.ProgressingWithRetryReason
+				}
+			}
+		}
+		obj.SetConditions(conds)
+		obj.SetObservedGeneration(obj.GetGeneration())
+	}
+}
+
+// summarizeSource writes a source's conditions for the outcome recErr
+// (nil: success). Flux compatible: ArtifactInStorage=True Succeeded with
+// storedFormat (a format of the revision) while art is set; the failure
+// conditions failConds removed, then recErr's set (abnormal-true, except
+// the bi-polar SourceVerified) with a Warning event (a trace one for a
+// wait); ArtifactOutdated removed on success; Ready mirrors
+// ArtifactInStorage on success and the failure otherwise
+// (reconcile.Summarize: Reconciling stays True with ProgressingWithRetry
+// while retrying; Stalled is set when only a spec change can help).
+func summarizeSource(obj reconcile.Object, rec *events.Recorder, art *meta.Artifact, storedFormat string,
+	recErr *reconcile.Failure, failConds ...string) {
+	if art != nil {
+		reconcile.SetCondition(obj, sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, meta.SucceededReason,
+			fmt.Sprintf(storedFormat, art.Revision))
+	} else {
+		reconcile.RemoveConditions(obj, sourcev1.ArtifactInStorageCondition)
+	}
+	reconcile.RemoveConditions(obj, failConds...)
+	if recErr == nil {
+		reconcile.RemoveConditions(obj, sourcev1.ArtifactOutdatedCondition)
+		reconcile.Summarize(obj, nil, meta.SucceededReason, fmt.Sprintf(storedFormat, art.Revision))
+		return
+	}
+	if recErr.Condition != "" {
+		status := metav1.ConditionTrue // the failure conditions are abnormal-true
+		if recErr.Condition == sourcev1.SourceVerifiedCondition {
+			status = metav1.ConditionFalse // SourceVerified is bi-polar
+		}
+		reconcile.SetCondition(obj, recErr.Condition, status, recErr.Reason, recErr.Message)
+	}
+	reconcile.Summarize(obj, recErr, "", "")
+	eventType := corev1.EventTypeWarning
+	if recErr.Waiting {
+		eventType = events.EventTypeTrace
+	}
+	rec.Event(obj, eventType, recErr.Reason, recErr.Message, nil)
+}
+
+// finalizeSource removes the storage directory of the source obj of kind
+// (all its artifacts and links): a source's Finalize. Flux compatible.
+func finalizeSource(ctx context.Context, st *artifact.Storage, kind string, obj client.Object) (ctrl.Result, error) {
+	if err := st.RemoveObject(artifact.ObjectDir(kind, obj.GetNamespace(), obj.GetName())); err != nil {
+		return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
+	return ctrl.Result{}, nil
+}
