@@ -4,6 +4,7 @@ import (
 	"context"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,11 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// ArtifactChanged passes updates of a GitRepository whose status.artifact
-// appeared or changed revision (Flux's SourceRevisionChangePredicate) or,
-// beyond Flux, changed digest at the same revision: new content of the same
-// commit (e.g. after spec.ignore changed) reaches its consumers at once,
-// not at their interval. Creations, deletions and generic events do not pass.
+// ArtifactChanged passes updates of a source (GitRepository,
+// HelmRepository, HelmChart) whose status.artifact appeared or changed
+// revision (Flux's SourceRevisionChangePredicate) or, beyond Flux, changed
+// digest at the same revision: new content of the same commit (e.g. after
+// spec.ignore changed) reaches its consumers at once, not at their interval.
+// Creations, deletions and generic events do not pass.
 type ArtifactChanged struct{ predicate.Funcs }
 
 // Create passes nothing.
@@ -32,13 +34,25 @@ func (ArtifactChanged) Generic(event.GenericEvent) bool { return false }
 
 // Update passes a new or changed artifact.
 func (ArtifactChanged) Update(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*sourcev1.GitRepository)
-	n, ok2 := e.ObjectNew.(*sourcev1.GitRepository)
-	if !ok1 || !ok2 || n.Status.Artifact == nil {
+	o, n := artifactOf(e.ObjectOld), artifactOf(e.ObjectNew)
+	if n == nil {
 		return false
 	}
-	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision ||
-		o.Status.Artifact.Digest != n.Status.Artifact.Digest
+	return o == nil || o.Revision != n.Revision || o.Digest != n.Digest
+}
+
+// artifactOf returns the status artifact of a source object, nil for other
+// objects.
+func artifactOf(obj client.Object) *meta.Artifact {
+	switch o := obj.(type) {
+	case *sourcev1.GitRepository:
+		return o.Status.Artifact
+	case *sourcev1.HelmRepository:
+		return o.Status.Artifact
+	case *sourcev1.HelmChart:
+		return o.Status.Artifact
+	}
+	return nil
 }
 
 // EnqueueListed returns a watch handler that enqueues, for a changed

@@ -162,4 +162,20 @@ const (
 
 	// SourceUnavailableReason: the HelmChart's source object cannot be read.
 	SourceUnavailableReason = "SourceUnavailable"
+
+	// InvalidChartReferenceReason: spec.chart names no loadable chart, or an
+	// OCI reference is malformed (Stalled: only a spec change helps).
+	InvalidChartReferenceReason = "InvalidChartReference"
+
+	// MetadataPatchErrorReason: the chart version cannot take the build
+	// metadata of reconcileStrategy Revision or valuesFiles (Stalled).
+	MetadataPatchErrorReason = "MetadataPatchError"
+
+	// ValuesFilesErrorReason: a spec.valuesFiles entry is missing or not
+	// YAML (BuildFailed=True, Stalled).
+	ValuesFilesErrorReason = "ValuesFilesError"
+
+	// DependencyBuildErrorReason: a chart dependency could not be resolved
+	// (BuildFailed=True, retried).
+	DependencyBuildErrorReason = "DependencyBuildError"
 )

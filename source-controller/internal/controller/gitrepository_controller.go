@@ -18,6 +18,7 @@ import (
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -82,16 +83,11 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		Client:           r.Client,
 		Kind:             sourcev1.GitRepositoryKind,
 		Finalizer:        sourcev1.SourceFinalizer,
-		Finalize:         r.finalize,
+		Finalize:         finalizeSource[*sourcev1.GitRepository](r.Storage, sourcev1.GitRepositoryKind),
 		Suspended:        func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
 		ObserveSuspended: observeSuspended[*sourcev1.GitRepository],
 	}
 	return skel.Reconcile(ctx, req, &sourcev1.GitRepository{}, r.run)
-}
-
-// finalize removes the GitRepository's storage directory (finalizeSource).
-func (r *GitRepositoryReconciler) finalize(ctx context.Context, obj *sourcev1.GitRepository) (ctrl.Result, error) {
-	return finalizeSource(ctx, r.Storage, sourcev1.GitRepositoryKind, obj)
 }
 
 // run reconciles a live, unsuspended GitRepository and summarizes the
@@ -105,14 +101,24 @@ func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepo
 	wasReady := apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition)
 	recErr := r.reconcile(ctx, obj, objDir, wasReady)
 	r.summarize(obj, recErr)
+	var done string
+	if recErr == nil {
+		done = fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision)
+	}
+	return outcome(log, start, recErr, done, eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent), r.RequeueDependency)
+}
+
+// outcome is the result of a source reconcile: on success (recErr nil) log
+// done and come back after next; a wait comes back after requeueDependency
+// (0: Flux's 30s); any other failure is returned, retried with the work
+// queue's back-off unless stalled.
+func outcome(log logr.Logger, start time.Time, recErr *reconcile.Failure, done string, next, requeueDependency time.Duration) (ctrl.Result, error) {
 	switch {
 	case recErr == nil:
-		next := eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
-		log.Info(fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision),
-			"duration", time.Since(start).String(), "next", next.String())
+		log.Info(done, "duration", time.Since(start).String(), "next", next.String())
 		return ctrl.Result{RequeueAfter: next}, nil
 	case recErr.Waiting && !recErr.Stalled:
-		wait := r.RequeueDependency
+		wait := requeueDependency
 		if wait <= 0 {
 			wait = 30 * time.Second
 		}

@@ -73,7 +73,7 @@ func (r *HelmRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		Client:           r.Client,
 		Kind:             sourcev1.HelmRepositoryKind,
 		Finalizer:        sourcev1.SourceFinalizer,
-		Finalize:         r.finalize,
+		Finalize:         finalizeSource[*sourcev1.HelmRepository](r.Storage, sourcev1.HelmRepositoryKind),
 		Suspended:        func(obj *sourcev1.HelmRepository) bool { return obj.Spec.Suspend },
 		ObserveSuspended: observeSuspended[*sourcev1.HelmRepository],
 	}
@@ -94,7 +94,7 @@ func (r *HelmRepositoryReconciler) migrateToStatic(ctx context.Context, obj *sou
 	if empty && !controllerutil.ContainsFinalizer(obj, sourcev1.SourceFinalizer) {
 		return nil
 	}
-	if _, err := r.finalize(ctx, obj); err != nil {
+	if _, err := finalizeSource[*sourcev1.HelmRepository](r.Storage, sourcev1.HelmRepositoryKind)(ctx, obj); err != nil {
 		return err
 	}
 	if !empty {
@@ -105,11 +105,6 @@ func (r *HelmRepositoryReconciler) migrateToStatic(ctx context.Context, obj *sou
 		}
 	}
 	return reconcile.RemoveFinalizers(ctx, r.Client, obj, "", sourcev1.SourceFinalizer)
-}
-
-// finalize removes the HelmRepository's storage directory (finalizeSource).
-func (r *HelmRepositoryReconciler) finalize(ctx context.Context, obj *sourcev1.HelmRepository) (ctrl.Result, error) {
-	return finalizeSource(ctx, r.Storage, sourcev1.HelmRepositoryKind, obj)
 }
 
 // run reconciles a live, unsuspended HelmRepository of type default and

@@ -12,6 +12,7 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/source-controller/internal/helm/chart"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,8 @@ type Config struct {
 	ArtifactRetentionTTL     time.Duration
 	ArtifactRetentionRecords int
 	HelmIndexMaxSize         int64
+	HelmChartMaxSize         int64
+	HelmChartFileMaxSize     int64
 
 	// RESTConfig is not a flag: nil means --kubeconfig, $KUBECONFIG or the
 	// in-cluster account.
@@ -51,6 +54,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ArtifactRetentionTTL, "artifact-retention-ttl", 60*time.Second, "How long superseded artifacts are kept.")
 	fs.IntVar(&c.ArtifactRetentionRecords, "artifact-retention-records", 2, "How many artifacts are kept per object, the current one included.")
 	fs.Int64Var(&c.HelmIndexMaxSize, "helm-index-max-size", DefaultHelmIndexMaxSize, "The max allowed size in bytes of a Helm repository index file.")
+	fs.Int64Var(&c.HelmChartMaxSize, "helm-chart-max-size", chart.DefaultLimits.MaxChartSize, "The max allowed size in bytes of a Helm chart file.")
+	fs.Int64Var(&c.HelmChartFileMaxSize, "helm-chart-file-max-size", chart.DefaultLimits.MaxFileSize, "The max allowed size in bytes of a file in a Helm chart.")
 }
 
 // NewScheme returns source-controller's scheme: the Kubernetes built-in
@@ -61,14 +66,14 @@ func NewScheme() (*k8sruntime.Scheme, error) {
 
 // NewManager builds source-controller's manager from c: NewScheme, the
 // runtime flags, the artifact storage and its file server, and the
-// GitRepository and HelmRepository reconcilers. It returns the storage
-// too. The caller starts the manager (runtime.Run in the binary).
+// GitRepository, HelmRepository and HelmChart reconcilers. It returns the
+// storage too. The caller starts the manager (runtime.Run in the binary).
 func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &sourcev1.GitRepository{}, &sourcev1.HelmRepository{})
+	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -100,6 +105,13 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 		IndexMaxSize: c.HelmIndexMaxSize,
 	}
 	if err := hr.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
+		return nil, nil, err
+	}
+	hc := &HelmChartReconciler{
+		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter,
+		Limits: chart.Limits{MaxChartSize: c.HelmChartMaxSize, MaxFileSize: c.HelmChartFileMaxSize},
+	}
+	if err := hc.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
 	return mgr, storage, nil

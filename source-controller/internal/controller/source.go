@@ -107,12 +107,15 @@ func summarizeSource(obj reconcile.Object, rec *events.Recorder, art *meta.Artif
 	rec.Event(obj, eventType, recErr.Reason, recErr.Message, nil)
 }
 
-// finalizeSource removes the storage directory of the source obj of kind
-// (all its artifacts and links): a source's Finalize. Flux compatible.
-func finalizeSource(ctx context.Context, st *artifact.Storage, kind string, obj client.Object) (ctrl.Result, error) {
-	if err := st.RemoveObject(artifact.ObjectDir(kind, obj.GetNamespace(), obj.GetName())); err != nil {
-		return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
+// finalizeSource returns the Finalize step of a source kind: it removes
+// the object's storage directory (all its artifacts and links). Flux
+// compatible.
+func finalizeSource[T client.Object](st *artifact.Storage, kind string) func(context.Context, T) (ctrl.Result, error) {
+	return func(ctx context.Context, obj T) (ctrl.Result, error) {
+		if err := st.RemoveObject(artifact.ObjectDir(kind, obj.GetNamespace(), obj.GetName())); err != nil {
+			return ctrl.Result{}, fmt.Errorf("removing artifacts: %w", err)
+		}
+		ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
+		return ctrl.Result{}, nil
 	}
-	ctrl.LoggerFrom(ctx).Info("artifacts removed, object released")
-	return ctrl.Result{}, nil
 }

@@ -202,10 +202,10 @@ func waitNotReady(t testing.TB, obj *sourcev1.GitRepository) *sourcev1.GitReposi
 }
 
 // update re-reads obj, applies mutate and writes it.
-func update(t testing.TB, obj *sourcev1.GitRepository, mutate func(*sourcev1.GitRepository)) {
+func update[T client.Object](t testing.TB, obj T, mutate func(T)) {
 	t.Helper()
 	for range 5 {
-		cur := &sourcev1.GitRepository{}
+		cur := obj.DeepCopyObject().(T)
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), cur); err != nil {
 			t.Fatal(err)
 		}
