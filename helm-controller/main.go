@@ -1,8 +1,9 @@
-// Command helm-controller is Eddy's helm-controller. Today it is an empty
-// manager: it takes the shared runtime flags, serves /healthz, /readyz and
-// metrics and takes part in leader election, and reconciles nothing;
-// HelmRelease objects are left alone until its reconciler lands (on the
-// skeleton of pkg/reconcile).
+// Command helm-controller is Eddy's helm-controller: it reconciles
+// HelmRelease objects (helm.toolkit.fluxcd.io/v2) with the Helm v3 SDK,
+// installing, upgrading, testing, rolling back and uninstalling their
+// releases as Flux's helm-controller does. It takes the shared runtime
+// flags, serves /healthz, /readyz and metrics and takes part in leader
+// election.
 //
 // It takes Flux's flag names and defaults, so Flux's deployment manifests
 // carry over; --kubeconfig or KUBECONFIG selects the cluster outside one.

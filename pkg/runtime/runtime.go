@@ -46,6 +46,10 @@ type Options struct {
 	NoCrossNamespaceRefs bool
 	// FeatureGates is --feature-gates over the controller's known gates.
 	FeatureGates *FeatureGates
+	// GracefulShutdownTimeout, when set, is how long the manager waits for
+	// running reconciles after a stop signal (a controller's own flag, e.g.
+	// helm-controller's --graceful-shutdown-timeout); nil: controller-runtime's 30s.
+	GracefulShutdownTimeout *time.Duration
 }
 
 // BindFlags registers the shared flags on fs; concurrent is the controller's
@@ -168,6 +172,7 @@ func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Sche
 		RetryPeriod:                   &o.RetryPeriod,
 		Cache:                         cacheOpts,
 		Client:                        o.clientOptions(),
+		GracefulShutdownTimeout:       o.GracefulShutdownTimeout,
 	})
 	if err != nil {
 		return nil, err

@@ -96,6 +96,15 @@ func (p *Process) Stop() {
 	p.log.Close()
 }
 
+// Kill ends the process with SIGKILL (no graceful shutdown: work in flight
+// is cut), waits for it to exit and closes its log. Calling Stop after it
+// is harmless.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.log.Close()
+}
+
 // RunController builds the controller name of this workspace into a test
 // directory and runs it with RunBinary until t ends. It fails t on any error.
 func RunController(t testing.TB, e *Environment, name string, args ...string) *Process {

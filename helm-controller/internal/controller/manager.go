@@ -1,55 +1,99 @@
-// Package controller holds helm-controller's manager constructor; the
-// HelmRelease reconciler is registered here as its issue lands.
+// Package controller holds helm-controller's manager constructor and its
+// HelmRelease reconciler.
 package controller
 
 import (
 	"flag"
+	"net/http"
+	"os"
+	"time"
 
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/runtime"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// ControllerName is the controller's name: its event source and
-// leader-election lease prefix.
+// ControllerName is the controller's name: its event source, field manager
+// and leader-election lease prefix.
 const ControllerName = "helm-controller"
 
-// Config is helm-controller's command line: the shared runtime flags with
-// Flux's names and defaults (contract §9). main and the tests build the
-// manager from it with NewManager.
+// Config is helm-controller's command line: the shared runtime flags and
+// its own, with Flux's names and defaults (contract §5.6, §9). main and the
+// tests build the manager from it with NewManager.
 type Config struct {
 	runtime.Options
-	// EventsAddr is --events-addr, notification-controller's event
-	// endpoint; taken now so Flux's deployment args start the binary.
-	EventsAddr string
+	EventsAddr              string
+	RequeueDependency       time.Duration
+	HTTPRetry               int
+	HTTPTimeout             time.Duration
+	DefaultServiceAccount   string
+	GracefulShutdownTimeout time.Duration
 
-	// RESTConfig is not a flag: nil means --kubeconfig, $KUBECONFIG or the
-	// in-cluster account.
-	RESTConfig *rest.Config
+	// Not flags; zero in the binary. RESTConfig nil means --kubeconfig,
+	// $KUBECONFIG or the in-cluster account; the tests shorten the waits.
+	RESTConfig    *rest.Config
+	HealthPoll    time.Duration
+	HTTPRetryWait time.Duration
 }
 
 // BindFlags registers the flags on fs.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	c.Options.BindFlags(fs, 4)
 	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
+	fs.DurationVar(&c.RequeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a HelmRelease whose source or dependencies are not ready.")
+	fs.IntVar(&c.HTTPRetry, "http-retry", 9, "The number of retries of a chart artifact download.")
+	fs.DurationVar(&c.HTTPTimeout, "http-timeout", 30*time.Second, "The timeout of a chart artifact download.")
+	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "The service account impersonated when a HelmRelease names none.")
+	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", 600*time.Second,
+		"How long running Helm actions may take to finish after a stop signal; a negative value waits without limit.")
 }
 
-// NewScheme returns helm-controller's scheme: the Kubernetes built-in kinds
-// (helm.toolkit.fluxcd.io joins when its reconciler lands).
+// NewScheme returns helm-controller's scheme: the Kubernetes built-in kinds,
+// source.toolkit.fluxcd.io and helm.toolkit.fluxcd.io.
 func NewScheme() (*k8sruntime.Scheme, error) {
-	return runtime.NewScheme()
+	return runtime.NewScheme(sourcev1.AddToScheme, helmv2.AddToScheme)
 }
 
-// NewManager builds helm-controller's manager from c. Until the
-// reconcilers of its kinds land it serves probes and metrics only. The
-// caller starts it (runtime.Run in the binary).
+// NewManager builds helm-controller's manager from c: NewScheme, the
+// runtime flags and the HelmRelease reconciler. The caller starts it
+// (runtime.Run in the binary).
 func NewManager(c Config) (ctrl.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
 	}
-	return c.Options.NewManager(ControllerName, c.RESTConfig, scheme)
+	if c.GracefulShutdownTimeout != 0 {
+		c.Options.GracefulShutdownTimeout = &c.GracefulShutdownTimeout
+	}
+	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &helmv2.HelmRelease{})
+	if err != nil {
+		return nil, err
+	}
+	r := &HelmReleaseReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Config:    mgr.GetConfig(),
+		Fetcher: &artifact.Fetcher{
+			Client: &http.Client{Timeout: c.HTTPTimeout}, Retries: c.HTTPRetry, RetryWait: c.HTTPRetryWait,
+			HostOverride: os.Getenv("SOURCE_CONTROLLER_LOCALHOST"), // Flux compatible
+		},
+		Events: events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
+			ctrl.Log.WithName("events")),
+		NoCrossNamespaceRefs:  c.NoCrossNamespaceRefs,
+		DefaultServiceAccount: c.DefaultServiceAccount,
+		RequeueDependency:     c.RequeueDependency,
+		HealthPoll:            c.HealthPoll,
+		JitterPercent:         c.IntervalJitter,
+	}
+	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
+		return nil, err
+	}
+	return mgr, nil
 }
 
 // Manager is NewManager for runtime.Main.

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 func installGatewayAPI(e *testenv.Environment) (func(), error) {
 	preserve := true
 	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "httproutes.gateway.networking.k8s.io"},
+		ObjectMeta: metav1.ObjectMeta{Name: "httproutes.gateway.networking.k8s.io", Annotations: map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/1538"}},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "gateway.networking.k8s.io",
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "httproutes", Singular: "httproute", Kind: "HTTPRoute", ListKind: "HTTPRouteList"},

@@ -1,0 +1,341 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/eddyops/eddy/pkg/health"
+	"github.com/opencontainers/go-digest"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/kube"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/storage"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// shortenName returns name unchanged up to 53 characters (Helm's limit on
+// release names), else its first 40 characters, "-" and the first 12 hex
+// digits of its sha256. Flux compatible (internal/release/name.go).
+func shortenName(name string) string {
+	if len(name) <= 53 {
+		return name
+	}
+	return name[:40] + "-" + fmt.Sprintf("%x", sha256.Sum256([]byte(name)))[:12]
+}
+
+// restGetter is Helm's RESTClientGetter over a fixed rest.Config, with
+// namespace as the default namespace of the objects Helm builds (the
+// release namespace). Its discovery is cached for the getter's lifetime.
+type restGetter struct {
+	cfg       *rest.Config
+	namespace string
+
+	once   sync.Once
+	disc   discovery.CachedDiscoveryInterface
+	mapper apimeta.RESTMapper
+	err    error
+
+	clientOnce sync.Once
+	c          client.Client
+	cErr       error
+}
+
+// client returns a controller-runtime client of the getter's config that
+// reads the API server directly (drift detection and correction).
+func (g *restGetter) client() (client.Client, error) {
+	g.clientOnce.Do(func() {
+		mapper, err := g.ToRESTMapper()
+		if err != nil {
+			g.cErr = err
+			return
+		}
+		g.c, g.cErr = client.New(rest.CopyConfig(g.cfg), client.Options{Mapper: mapper})
+	})
+	return g.c, g.cErr
+}
+
+func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
+
+func (g *restGetter) init() {
+	g.once.Do(func() {
+		dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(g.cfg))
+		if err != nil {
+			g.err = err
+			return
+		}
+		g.disc = memory.NewMemCacheClient(dc)
+		g.mapper = restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(g.disc), g.disc, nil)
+	})
+}
+
+func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
+	g.init()
+	return g.disc, g.err
+}
+
+func (g *restGetter) ToRESTMapper() (apimeta.RESTMapper, error) {
+	g.init()
+	return g.mapper, g.err
+}
+
+func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
+	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(),
+		&clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: g.namespace}})
+}
+
+// observedRelease is the part of a stored Helm release that its snapshot
+// digest covers: the release as written to storage without its chart
+// templates, files and values (metadata only), and without test hooks, so
+// a `helm test` run by hand does not read as an out-of-band change. The
+// same fields, JSON names and order as Flux's internal/release Observation,
+// so the digest algorithm is Flux's.
+type observedRelease struct {
+	Name          string          `json:"name"`
+	Version       int             `json:"version"`
+	Info          release.Info    `json:"info"`
+	ChartMetadata json.RawMessage `json:"chartMetadata"`
+	Config        map[string]any  `json:"config"`
+	Manifest      string          `json:"manifest"`
+	Hooks         []release.Hook  `json:"hooks"`
+	Namespace     string          `json:"namespace"`
+	OCIDigest     string          `json:"ociDigest,omitempty"`
+}
+
+// releaseDigest is the snapshot digest of rel: `sha256:<hex>` of the JSON
+// encoding (json.Encoder, with its trailing newline) of its observation.
+// Flux compatible (internal/release/digest.go, observation.go).
+func releaseDigest(rel *release.Release, ociDigest string) string {
+	o := observedRelease{Name: rel.Name, Version: rel.Version, Manifest: rel.Manifest, Namespace: rel.Namespace, OCIDigest: ociDigest}
+	if rel.Info != nil {
+		o.Info = *rel.Info
+	}
+	meta := []byte("{}")
+	if rel.Chart != nil && rel.Chart.Metadata != nil {
+		if b, err := json.Marshal(rel.Chart.Metadata); err == nil {
+			meta = b
+		}
+	}
+	o.ChartMetadata = meta
+	if len(rel.Config) > 0 {
+		o.Config = rel.Config
+	}
+	for _, h := range rel.Hooks {
+		if h != nil && !isTestHook(h) {
+			o.Hooks = append(o.Hooks, *h)
+		}
+	}
+	d := digest.Canonical.Digester()
+	if err := json.NewEncoder(d.Hash()).Encode(o); err != nil {
+		return ""
+	}
+	return d.Digest().String()
+}
+
+func isTestHook(h *release.Hook) bool {
+	for _, e := range h.Events {
+		if e == release.HookTest {
+			return true
+		}
+	}
+	return false
+}
+
+// observingDriver is Helm's Secrets storage driver that tells observe each
+// release it wrote (created or updated), as written: the snapshots of
+// status.history are taken from these, so their digests are those of the
+// stored objects.
+type observingDriver struct {
+	*driver.Secrets
+	observe func(*release.Release)
+}
+
+func (d *observingDriver) Create(key string, rls *release.Release) error {
+	if err := d.Secrets.Create(key, rls); err != nil {
+		return err
+	}
+	d.observe(rls)
+	return nil
+}
+
+func (d *observingDriver) Update(key string, rls *release.Release) error {
+	if err := d.Secrets.Update(key, rls); err != nil {
+		return err
+	}
+	d.observe(rls)
+	return nil
+}
+
+// kstatusKube is Helm's Kubernetes client whose Wait and WaitWithJobs poll
+// the release's objects with kstatus (pkg/health) until all are Current,
+// instead of Helm's legacy waiter: Flux's default `waitStrategy: poller`.
+type kstatusKube struct {
+	*kube.Client
+	ctx  context.Context
+	dyn  dynamic.Interface
+	poll time.Duration
+}
+
+func (k *kstatusKube) Wait(resources kube.ResourceList, timeout time.Duration) error {
+	return k.wait(resources, timeout, false)
+}
+
+func (k *kstatusKube) WaitWithJobs(resources kube.ResourceList, timeout time.Duration) error {
+	return k.wait(resources, timeout, true)
+}
+
+// wait polls every object of resources until each is Current; a Failed
+// object ends it at once. Jobs count only with jobs. The error names the
+// objects not ready: "timeout waiting for: [Kind/ns/name status: 'InProgress', ...]"
+// (the form of Flux's ssa wait).
+func (k *kstatusKube) wait(resources kube.ResourceList, timeout time.Duration, jobs bool) error {
+	ctx, cancel := context.WithTimeout(k.ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(k.poll)
+	defer tick.Stop()
+	pending := []string{"no status read yet"}
+	for {
+		next, err := k.notReady(ctx, resources, jobs)
+		if ctx.Err() != nil { // a read cut by the deadline decides nothing
+			sort.Strings(pending)
+			return fmt.Errorf("timeout waiting for: [%s]", strings.Join(pending, ", "))
+		}
+		if err != nil {
+			return err
+		}
+		if len(next) == 0 {
+			return nil
+		}
+		pending = next
+		select {
+		case <-ctx.Done():
+			sort.Strings(pending)
+			return fmt.Errorf("timeout waiting for: [%s]", strings.Join(pending, ", "))
+		case <-tick.C:
+		}
+	}
+}
+
+// notReady reads each object of resources once and returns those not
+// Current as "Kind/ns/name status: '<status>'"; a Failed object is an error.
+func (k *kstatusKube) notReady(ctx context.Context, resources kube.ResourceList, jobs bool) ([]string, error) {
+	var pending []string
+	for _, info := range resources {
+		if info.Mapping == nil {
+			continue
+		}
+		gvk := info.Mapping.GroupVersionKind
+		if !jobs && gvk.Group == "batch" && gvk.Kind == "Job" {
+			continue
+		}
+		var ri dynamic.ResourceInterface = k.dyn.Resource(info.Mapping.Resource)
+		ref := gvk.Kind + "/" + info.Name
+		if info.Namespaced() {
+			ri = k.dyn.Resource(info.Mapping.Resource).Namespace(info.Namespace)
+			ref = gvk.Kind + "/" + info.Namespace + "/" + info.Name
+		}
+		u, err := ri.Get(ctx, info.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			pending = append(pending, ref+" status: 'NotFound'")
+			continue
+		case err != nil:
+			pending = append(pending, ref+" status: 'Unknown'")
+			continue
+		}
+		res, err := health.Compute(u)
+		switch {
+		case err != nil:
+			pending = append(pending, ref+" status: 'Unknown'")
+		case res.Status == status.FailedStatus:
+			return nil, fmt.Errorf("%s status: 'Failed': %s", ref, res.Message)
+		case res.Status != status.CurrentStatus:
+			pending = append(pending, fmt.Sprintf("%s status: '%s'", ref, res.Status))
+		}
+	}
+	return pending, nil
+}
+
+// newHelmConfig is the Helm action configuration of one HelmRelease: the
+// getter's namespace (the release namespace) for objects, Secrets storage in
+// storageNS with maxHistory (0: unlimited), the kstatus waiter polling every
+// poll (0: 2s; negative: Helm's legacy waiter), and observe told of every
+// write to storage (nil: none).
+func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, maxHistory int, poll time.Duration,
+	log func(string, ...any), observe func(*release.Release)) (*action.Configuration, error) {
+	restCfg, err := getter.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	kc := kube.New(getter)
+	kc.Namespace = getter.namespace
+	kc.Log = log
+	sec := driver.NewSecrets(cs.CoreV1().Secrets(storageNS))
+	sec.Log = log
+	var d driver.Driver = sec
+	if observe != nil {
+		d = &observingDriver{Secrets: sec, observe: observe}
+	}
+	store := storage.Init(d)
+	store.MaxHistory = maxHistory
+	store.Log = log
+	if poll == 0 {
+		poll = 2 * time.Second
+	}
+	// A negative poll selects Helm's own waiter (waitStrategy: legacy).
+	var kubeClient kube.Interface = kc
+	if poll > 0 {
+		kubeClient = &kstatusKube{Client: kc, ctx: ctx, dyn: dyn, poll: poll}
+	}
+	return &action.Configuration{
+		RESTClientGetter: getter,
+		KubeClient:       kubeClient,
+		Releases:         store,
+		Log:              log,
+	}, nil
+}
+
+// lastRelease returns the newest release named name in cfg's storage, or
+// driver.ErrReleaseNotFound.
+func lastRelease(cfg *action.Configuration, name string) (*release.Release, error) {
+	rls, err := cfg.Releases.History(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(rls) == 0 {
+		return nil, driver.ErrReleaseNotFound
+	}
+	latest := rls[0]
+	for _, r := range rls[1:] {
+		if r.Version > latest.Version {
+			latest = r
+		}
+	}
+	return latest, nil
+}

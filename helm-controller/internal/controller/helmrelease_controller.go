@@ -1,0 +1,490 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/helm-controller/internal/drift"
+	"github.com/eddyops/eddy/helm-controller/internal/values"
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/reconcile"
+	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/fluxcd/pkg/apis/meta"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Labels set on the HelmChart generated from spec.chart, naming its
+// HelmRelease. Flux compatible.
+const (
+	NameLabel      = "helm.toolkit.fluxcd.io/name"
+	NamespaceLabel = "helm.toolkit.fluxcd.io/namespace"
+)
+
+// HelmReleaseReconciler installs, upgrades, tests, rolls back and
+// uninstalls the Helm release of each HelmRelease with the Helm v3 SDK.
+// Flux compatible: the pipeline, state machine, conditions, messages and
+// events of helm-controller (contract §1.6, §5; 2.10 §2.1).
+type HelmReleaseReconciler struct {
+	client.Client
+	// APIReader reads dependencies bypassing the cache, as Flux does.
+	APIReader client.Reader
+	Config    *rest.Config
+	Fetcher   *artifact.Fetcher
+	Events    *events.Recorder
+	// NoCrossNamespaceRefs refuses sources in other namespaces.
+	NoCrossNamespaceRefs bool
+	// DefaultServiceAccount is impersonated when spec.serviceAccountName is empty.
+	DefaultServiceAccount string
+	// RequeueDependency is the wait for a source or dependency (Flux: 30s).
+	RequeueDependency time.Duration
+	// HealthPoll is the poll interval of the kstatus wait (default 2s).
+	HealthPoll    time.Duration
+	JitterPercent float64
+}
+
+// failure is the skeleton's failed reconcile of a prerequisite.
+type failure = reconcile.Failure
+
+var fail = reconcile.Fail
+
+// Reconcile brings one HelmRelease's Helm release to its spec. The skeleton
+// (pkg/reconcile) runs the finalizer and suspend prologue and writes the
+// status last; run does the rest.
+func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	skel := reconcile.Skeleton[*helmv2.HelmRelease]{
+		Client:     r.Client,
+		Kind:       helmv2.HelmReleaseKind,
+		FieldOwner: ControllerName,
+		Finalizer:  helmv2.HelmReleaseFinalizer,
+		Finalize:   r.finalize,
+		Suspended:  func(obj *helmv2.HelmRelease) bool { return obj.Spec.Suspend },
+	}
+	return skel.Reconcile(ctx, req, &helmv2.HelmRelease{}, r.run)
+}
+
+// Errors of the release phase that decide the result (Flux's
+// internal/reconcile errors).
+var (
+	errMustRequeue        = errors.New("must requeue")
+	errRetryAfterInterval = errors.New("retry after interval")
+	errExceededMaxRetries = errors.New("exceeded maximum retries")
+	errMissingRollback    = errors.New("missing target release for rollback")
+)
+
+// run reconciles a live, unsuspended HelmRelease and writes its status.
+// status.observedGeneration is written only when the outcome is final for
+// the generation: success, a wait for the retry interval, or a stall.
+// Flux compatible.
+func (r *HelmReleaseReconciler) run(ctx context.Context, obj *helmv2.HelmRelease, p *reconcile.StatusPatcher) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	reconcile.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingReason, "Fulfilling prerequisites")
+	// Ready=True goes with no Reconciling (kstatus); a failing Ready keeps
+	// its reason until a step clears it.
+	if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
+		reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, "reconciliation in progress")
+	}
+	if err := p.Patch(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	rel, f := r.prerequisites(ctx, obj, p)
+	if f != nil {
+		reconcile.Summarize(obj, f, "", "")
+		if err := p.Finish(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+		switch {
+		case f.Waiting:
+			log.Info(f.Message)
+		case f.Reason == helmv2.DependencyNotReadyReason:
+			r.Events.Event(obj, corev1.EventTypeNormal, f.Reason, f.Message, nil)
+		case f.Reason == helmv2.ArtifactFailedReason || f.Reason == helmv2.ValuesErrorReason || f.Stalled:
+			r.Events.Event(obj, corev1.EventTypeWarning, f.Reason, f.Message, nil)
+		}
+		if f.Stalled {
+			return ctrl.Result{}, f
+		}
+		if f.Retry > 0 {
+			return ctrl.Result{RequeueAfter: f.Retry}, nil
+		}
+		return ctrl.Result{}, errors.New(f.Message)
+	}
+	if rel == nil { // the release target changed: the old release is gone
+		if err := p.Finish(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{Requeue: true}, nil //nolint:staticcheck // Flux's immediate requeue
+	}
+	err := r.atomicRelease(ctx, rel, p)
+	terminal := errors.Is(err, errExceededMaxRetries) || errors.Is(err, errMissingRollback)
+	var res ctrl.Result
+	switch {
+	case err == nil:
+		res.RequeueAfter = eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
+	case errors.Is(err, errRetryAfterInterval):
+		res.RequeueAfter = eddyruntime.Jitter(activeRetryInterval(obj), r.JitterPercent)
+	case errors.Is(err, errMustRequeue):
+		res.Requeue = true //nolint:staticcheck // Flux's immediate requeue
+	}
+	if err == nil || terminal || errors.Is(err, errRetryAfterInterval) {
+		obj.Status.ObservedGeneration = obj.Generation
+	}
+	if err := p.Finish(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case terminal:
+		log.Error(err, "reconcile stalled")
+		return ctrl.Result{}, crreconcile.TerminalError(err)
+	case err == nil, errors.Is(err, errRetryAfterInterval), errors.Is(err, errMustRequeue):
+		return res, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// releaseRequest is what the release phase works on: the object, the loaded
+// chart, the composed values and their digest, and the Helm access.
+type releaseRequest struct {
+	obj          *helmv2.HelmRelease
+	chart        *chart.Chart
+	values       map[string]any
+	configDigest string
+	getter       *restGetter
+	// drift is the report of a Drifted state, for its correction.
+	drift *drift.Report
+}
+
+// prerequisites runs the steps before the release: chart template,
+// dependencies, source, values, chart download, release target change and
+// failure counter reset. A nil request with a nil failure means the release
+// target changed and the old release was uninstalled: requeue.
+func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.HelmRelease, p *reconcile.StatusPatcher) (*releaseRequest, *failure) {
+	progressed := func(reasons ...string) {
+		if c := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition); c != nil && c.Status == metav1.ConditionFalse {
+			for _, reason := range reasons {
+				if c.Reason == reason {
+					reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, "reconciliation in progress")
+				}
+			}
+		}
+	}
+	if f := r.reconcileChartTemplate(ctx, obj); f != nil {
+		return nil, f
+	}
+	if f := r.checkDependencies(ctx, obj); f != nil {
+		return nil, f
+	}
+	progressed(helmv2.DependencyNotReadyReason)
+	hc, f := r.source(ctx, obj)
+	if f != nil {
+		return nil, f
+	}
+	progressed(helmv2.ArtifactFailedReason, helmv2.SourceNotReadyReason)
+	vals, err := values.Compose(ctx, r.Client, obj)
+	if err != nil {
+		return nil, fail(helmv2.ValuesErrorReason, "%s", err)
+	}
+	progressed(helmv2.ValuesErrorReason)
+	ch, f := r.loadChart(ctx, hc)
+	if f != nil {
+		return nil, f
+	}
+	progressed(helmv2.ArtifactFailedReason)
+	getter, err := r.getterFor(obj)
+	if err != nil {
+		return nil, fail(helmv2.RESTClientErrorReason, "%s", err)
+	}
+	progressed(helmv2.RESTClientErrorReason)
+	req := &releaseRequest{obj: obj, chart: ch, values: vals, configDigest: values.Digest(vals), getter: getter}
+
+	if reason, changed := releaseTargetChanged(obj, ch.Name()); changed {
+		ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("release target configuration changed (%s): running uninstall for current release", reason))
+		if err := r.uninstallCurrent(ctx, obj); err != nil {
+			return nil, fail(helmv2.UninstallFailedReason, "%s", err)
+		}
+		obj.Status.History = nil
+		clearFailures(obj)
+		obj.Status.StorageNamespace = ""
+		return nil, nil
+	}
+	obj.Status.StorageNamespace = storageNamespace(obj)
+
+	if v, ok := handledRequest(obj, helmv2.ResetRequestAnnotation, obj.Status.LastHandledResetAt); ok {
+		obj.Status.LastHandledResetAt = v
+		clearFailures(obj)
+	}
+	if mustResetFailures(obj, ch, req.configDigest) {
+		clearFailures(obj)
+	}
+	obj.Status.LastAttemptedGeneration = obj.Generation
+	obj.Status.LastAttemptedRevision = ch.Metadata.Version
+	obj.Status.LastAttemptedRevisionDigest = ""
+	obj.Status.LastAttemptedConfigDigest = req.configDigest
+	obj.Status.LastAttemptedValuesChecksum = ""
+	obj.Status.LastReleaseRevision = 0
+	return req, nil
+}
+
+// reconcileChartTemplate server-side applies the HelmChart of spec.chart
+// (`<hrNs>-<hrName>` in the source's namespace, labelled with the
+// HelmRelease) and records it in status.helmChart; with spec.chartRef it
+// deletes a HelmChart generated before. Flux compatible.
+func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj *helmv2.HelmRelease) *failure {
+	if obj.Spec.Chart == nil {
+		if obj.Status.HelmChart != "" {
+			if err := r.deleteHelmChart(ctx, obj); err != nil {
+				return fail(helmv2.ArtifactFailedReason, "failed to delete HelmChart '%s': %s", obj.Status.HelmChart, err)
+			}
+		}
+		return nil
+	}
+	tpl := obj.Spec.Chart
+	ns := tpl.Spec.SourceRef.Namespace
+	if ns == "" {
+		ns = obj.Namespace
+	}
+	if r.NoCrossNamespaceRefs && ns != obj.Namespace {
+		return fail("AccessDenied", "cross-namespace references are not allowed: %s '%s/%s'",
+			tpl.Spec.SourceRef.Kind, ns, tpl.Spec.SourceRef.Name).Stall()
+	}
+	name := obj.Namespace + "-" + obj.Name
+	if cur := obj.Status.HelmChart; cur != "" && cur != ns+"/"+name {
+		if err := r.deleteHelmChart(ctx, obj); err != nil {
+			return fail(helmv2.ArtifactFailedReason, "failed to delete HelmChart '%s': %s", cur, err)
+		}
+	}
+	labels := map[string]any{}
+	annotations := map[string]any{}
+	if tpl.ObjectMeta != nil {
+		for k, v := range tpl.ObjectMeta.Labels {
+			labels[k] = v
+		}
+		for k, v := range tpl.ObjectMeta.Annotations {
+			annotations[k] = v
+		}
+	}
+	labels[NameLabel] = obj.Name
+	labels[NamespaceLabel] = obj.Namespace
+	version := tpl.Spec.Version
+	if version == "" {
+		version = "*"
+	}
+	strategy := tpl.Spec.ReconcileStrategy
+	if strategy == "" {
+		strategy = "ChartVersion"
+	}
+	interval := obj.Spec.Interval
+	if tpl.Spec.Interval != nil {
+		interval = *tpl.Spec.Interval
+	}
+	ref := map[string]any{"kind": tpl.Spec.SourceRef.Kind, "name": tpl.Spec.SourceRef.Name}
+	if tpl.Spec.SourceRef.APIVersion != "" {
+		ref["apiVersion"] = tpl.Spec.SourceRef.APIVersion
+	}
+	spec := map[string]any{"chart": tpl.Spec.Chart, "version": version, "sourceRef": ref,
+		"interval": interval.Duration.String(), "reconcileStrategy": strategy}
+	if len(tpl.Spec.ValuesFiles) > 0 {
+		files := make([]any, len(tpl.Spec.ValuesFiles))
+		for i, f := range tpl.Spec.ValuesFiles {
+			files[i] = f
+		}
+		spec["valuesFiles"] = files
+	}
+	if tpl.Spec.IgnoreMissingValuesFiles {
+		spec["ignoreMissingValuesFiles"] = true
+	}
+	if v := tpl.Spec.Verify; v != nil {
+		verify := map[string]any{"provider": v.Provider}
+		if v.SecretRef != nil {
+			verify["secretRef"] = map[string]any{"name": v.SecretRef.Name}
+		}
+		spec["verify"] = verify
+	}
+	md := map[string]any{"name": name, "namespace": ns, "labels": labels}
+	if len(annotations) > 0 {
+		md["annotations"] = annotations
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": sourcev1.GroupVersion.String(), "kind": sourcev1.HelmChartKind, "metadata": md, "spec": spec,
+	}}
+	if err := r.Patch(ctx, u, client.Apply, client.FieldOwner(ControllerName), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
+		return fail(helmv2.ArtifactFailedReason, "failed to apply HelmChart '%s/%s': %s", ns, name, err)
+	}
+	obj.Status.HelmChart = ns + "/" + name
+	return nil
+}
+
+// deleteHelmChart deletes the HelmChart of status.helmChart when it is one
+// this HelmRelease generated, and clears the field.
+func (r *HelmReleaseReconciler) deleteHelmChart(ctx context.Context, obj *helmv2.HelmRelease) error {
+	ns, name, ok := splitNamespaced(obj.Status.HelmChart)
+	if !ok {
+		obj.Status.HelmChart = ""
+		return nil
+	}
+	hc := &sourcev1.HelmChart{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, hc)
+	if err == nil && hc.Labels[NameLabel] == obj.Name && hc.Labels[NamespaceLabel] == obj.Namespace {
+		err = r.Delete(ctx, hc)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	obj.Status.HelmChart = ""
+	return nil
+}
+
+func splitNamespaced(s string) (ns, name string, ok bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return s[:i], s[i+1:], i > 0 && i < len(s)-1
+		}
+	}
+	return "", "", false
+}
+
+// checkDependencies requires each spec.dependsOn HelmRelease Ready at its
+// generation. Flux compatible: reason DependencyNotReady, message
+// "dependency '<ns>/<name>' is not ready", retried after --requeue-dependency.
+func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helmv2.HelmRelease) *failure {
+	for _, d := range obj.Spec.DependsOn {
+		ns := d.Namespace
+		if ns == "" {
+			ns = obj.Namespace
+		}
+		dep := &helmv2.HelmRelease{}
+		var f *failure
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.Name}, dep); err != nil {
+			f = fail(helmv2.DependencyNotReadyReason, "unable to get '%s/%s' dependency: %s", ns, d.Name, err)
+		} else if dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition) {
+			f = fail(helmv2.DependencyNotReadyReason, "dependency '%s/%s' is not ready", ns, d.Name)
+		}
+		if f != nil {
+			f.Retry = r.RequeueDependency
+			return f
+		}
+	}
+	return nil
+}
+
+// source returns the HelmChart the release is built from, Ready with an
+// artifact. Flux compatible messages (SourceNotReady, ArtifactFailed).
+func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRelease) (*sourcev1.HelmChart, *failure) {
+	var key types.NamespacedName
+	switch {
+	case obj.Spec.ChartRef != nil:
+		ref := obj.Spec.ChartRef
+		if ref.Kind != sourcev1.HelmChartKind {
+			return nil, fail(helmv2.ArtifactFailedReason, "chartRef kind '%s' is not supported by Eddy yet", ref.Kind).Stall()
+		}
+		key = types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+		if key.Namespace == "" {
+			key.Namespace = obj.Namespace
+		}
+		if r.NoCrossNamespaceRefs && key.Namespace != obj.Namespace {
+			return nil, fail("AccessDenied", "cross-namespace references are not allowed: %s '%s/%s'", ref.Kind, key.Namespace, key.Name).Stall()
+		}
+	default:
+		ns, name, _ := splitNamespaced(obj.Status.HelmChart)
+		key = types.NamespacedName{Namespace: ns, Name: name}
+	}
+	hc := &sourcev1.HelmChart{}
+	if err := r.Get(ctx, key, hc); err != nil {
+		return nil, fail(helmv2.ArtifactFailedReason, "could not get Source object: %s", err)
+	}
+	why := ""
+	ready := apimeta.FindStatusCondition(hc.Status.Conditions, meta.ReadyCondition)
+	switch {
+	case hc.Generation != hc.Status.ObservedGeneration:
+		why = "latest generation of object has not been reconciled"
+	case ready == nil || ready.Status != metav1.ConditionTrue:
+		why = "not ready"
+		if ready != nil {
+			why = ready.Message
+		}
+	case hc.Status.Artifact == nil:
+		why = "does not have an artifact"
+	}
+	if why != "" {
+		f := fail(helmv2.SourceNotReadyReason, "%s '%s/%s' is not ready: %s", sourcev1.HelmChartKind, key.Namespace, key.Name, why)
+		f.Waiting, f.Retry = true, r.RequeueDependency
+		return nil, f
+	}
+	return hc, nil
+}
+
+// loadChart downloads the HelmChart's artifact, verifies its digest and
+// loads it with Helm's loader. Flux compatible messages.
+func (r *HelmReleaseReconciler) loadChart(ctx context.Context, hc *sourcev1.HelmChart) (*chart.Chart, *failure) {
+	var ch *chart.Chart
+	err := r.Fetcher.FetchWith(ctx, hc.Status.Artifact.URL, hc.Status.Artifact.Digest, func(rd io.Reader, _ artifact.Limits) error {
+		var err error
+		ch, err = loader.LoadArchive(rd)
+		return err
+	})
+	if errors.Is(err, artifact.ErrNotFound) {
+		f := fail(helmv2.ArtifactFailedReason, "Source not ready: artifact not found. Retrying in %s", r.RequeueDependency)
+		f.Waiting, f.Retry = true, r.RequeueDependency
+		return nil, f
+	}
+	if err != nil {
+		return nil, fail(helmv2.ArtifactFailedReason, "Could not load chart: %s", err)
+	}
+	return ch, nil
+}
+
+// serviceAccount is spec.serviceAccountName, else --default-service-account.
+func (r *HelmReleaseReconciler) serviceAccount(obj *helmv2.HelmRelease) string {
+	if obj.Spec.ServiceAccountName != "" {
+		return obj.Spec.ServiceAccountName
+	}
+	return r.DefaultServiceAccount
+}
+
+// getterFor returns Helm's REST access for obj: the manager's config,
+// impersonating `system:serviceaccount:<ns>:<serviceAccountName>` when one
+// is set, with the release namespace as default namespace.
+func (r *HelmReleaseReconciler) getterFor(obj *helmv2.HelmRelease) (*restGetter, error) {
+	if r.Config == nil {
+		return nil, errors.New("no REST configuration")
+	}
+	if obj.Spec.KubeConfig != nil {
+		return nil, errors.New("spec.kubeConfig is not supported by Eddy yet")
+	}
+	cfg := rest.CopyConfig(r.Config)
+	if sa := r.serviceAccount(obj); sa != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", obj.Namespace, sa)}
+	}
+	return &restGetter{cfg: cfg, namespace: releaseNamespace(obj)}, nil
+}
+
+// handledRequest returns the value of annotation on obj when it equals
+// reconcile.fluxcd.io/requestedAt and differs from last (not yet handled).
+// Flux compatible (forceAt, resetAt).
+func handledRequest(obj *helmv2.HelmRelease, annotation, last string) (string, bool) {
+	v, ok := obj.GetAnnotations()[annotation]
+	if !ok || v == "" {
+		return "", false
+	}
+	req, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations())
+	if !ok || req != v || v == last {
+		return "", false
+	}
+	return v, true
+}
