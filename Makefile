@@ -68,8 +68,9 @@ fuzz:
 	done
 
 ## demo: a scripted tour of Eddy on examples/platform-config: first sync, drift, a commit,
-## prune, revert, a killed controller; exits 0 with a summary and stops all it started.
-## The first run builds bin/k8s (about 15 minutes on 2 cores); later runs take under a minute.
+## prune, revert, a killed controller, then a HelmRelease: install, upgrade, a failed upgrade
+## rolled back, Helm drift; exits 0 with a summary and stops all it started.
+## The first run builds bin/k8s (about 15 minutes on 2 cores); later runs take about a minute and a half.
 demo: tools build
 	bin/eddy dev demo
 

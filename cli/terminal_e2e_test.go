@@ -280,8 +280,13 @@ func TestTerminalDevUpHangup(t *testing.T) {
 	checkAllGone(t, state, u.dir())
 }
 
+// demoSteps is the number of steps of `eddy dev demo`: six of
+// Kustomizations, four of a HelmRelease.
+const demoSteps = 10
+
 // TestTerminalDemo: `eddy dev demo` at a terminal with colours exits 0 with
-// a clean screen, and its summary table's columns line up on screen.
+// a clean screen, its last line says all its steps were observed, and its
+// summary table has a row for each, whose columns line up on screen.
 func TestTerminalDemo(t *testing.T) {
 	u := newUser(t)
 	// Wide enough that no summary row wraps.
@@ -293,8 +298,11 @@ func TestTerminalDemo(t *testing.T) {
 			head = i
 		}
 	}
-	if head < 0 || head+6 >= len(lines) {
-		t.Fatal("no summary table (STEP RESULT TIME OBSERVED and 6 rows) on screen")
+	if head < 0 || head+demoSteps+1 >= len(lines) {
+		t.Fatalf("no summary table (STEP RESULT TIME OBSERVED, %d rows and the closing line) on screen", demoSteps)
+	}
+	if last, want := lines[head+demoSteps+1], fmt.Sprintf("all %d steps observed;", demoSteps); !strings.Contains(last, want) {
+		t.Errorf("the line after the summary's %d rows is %q; want it to say %q", demoSteps, last, want)
 	}
 	var cols []int
 	for _, name := range []string{"RESULT", "TIME", "OBSERVED"} {
@@ -304,8 +312,11 @@ func TestTerminalDemo(t *testing.T) {
 		}
 		cols = append(cols, len([]rune(lines[head][:i])))
 	}
-	for n := 1; n <= 6; n++ {
+	for n := 1; n <= demoSteps; n++ {
 		row := []rune(lines[head+n])
+		if !strings.HasPrefix(string(row), fmt.Sprintf("%d ", n)) {
+			t.Errorf("summary row %d does not start with its step number: %s", n, string(row))
+		}
 		// Each cell starts under its header, two blanks after the one before.
 		cell := func(k int) string {
 			c := cols[k]

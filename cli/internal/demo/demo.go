@@ -20,6 +20,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -151,6 +152,10 @@ func Run(ctx context.Context, out, errOut io.Writer) error {
 		{"commit: remove a file ⇒ pruned", d.prune},
 		{"git revert ⇒ object back", d.revert},
 		{"kustomize-controller killed", d.kill},
+		{"HelmRelease installed", d.helmInstall},
+		{"commit: values change ⇒ Helm upgrade", d.helmUpgrade},
+		{"failed upgrade ⇒ rolled back", d.helmRollback},
+		{"Helm drift corrected", d.helmDrift},
 	}
 	type result struct {
 		title, observed string
@@ -189,7 +194,7 @@ func Run(ctx context.Context, out, errOut io.Writer) error {
 	if err := ui.WriteTable(out, table, 2); err != nil {
 		return err
 	}
-	u.Success("all 6 steps observed; everything the demo started is stopped (total %s)", time.Since(begin).Round(100*time.Millisecond))
+	u.Success("all %d steps observed; everything the demo started is stopped (total %s)", len(steps), time.Since(begin).Round(100*time.Millisecond))
 	return nil
 }
 
@@ -243,8 +248,9 @@ func (d *demo) deployment(name string) (*appsv1.Deployment, error) {
 	return dep, err
 }
 
-// waitAvailable waits until the Deployment has replicas available pods, all
-// scheduled on fake nodes; it returns the node names.
+// waitAvailable waits until the Deployment has replicas available pods (the
+// pods its selector matches), all scheduled on fake nodes; it returns the
+// node names.
 func (d *demo) waitAvailable(name string, replicas int32) ([]string, error) {
 	dep := &appsv1.Deployment{}
 	var nodes []string
@@ -256,7 +262,7 @@ func (d *demo) waitAvailable(name string, replicas int32) ([]string, error) {
 			return false, nil
 		}
 		pods := &corev1.PodList{}
-		if err := d.c.List(d.ctx, pods, client.InNamespace("production"), client.MatchingLabels{"app": name}); err != nil {
+		if err := d.c.List(d.ctx, pods, client.InNamespace("production"), client.MatchingLabels(dep.Spec.Selector.MatchLabels)); err != nil {
 			return false, err
 		}
 		on := map[string]bool{}
@@ -285,24 +291,35 @@ func (d *demo) poll(timeout time.Duration, cond func() (bool, error)) error {
 // events returns the Kubernetes Events of Kustomization flux-system/name
 // with reason, keyed by UID and count so a repeated event counts anew.
 func (d *demo) events(name, reason string) (map[string]corev1.Event, error) {
+	return d.eventsOf("Kustomization", name, reason)
+}
+
+// eventsOf is events for an object of kind in flux-system.
+func (d *demo) eventsOf(kind, name, reason string) (map[string]corev1.Event, error) {
 	l := &corev1.EventList{}
 	if err := d.c.List(d.ctx, l, client.InNamespace(dev.Namespace)); err != nil {
 		return nil, err
 	}
 	out := map[string]corev1.Event{}
 	for _, e := range l.Items {
-		if e.InvolvedObject.Kind == "Kustomization" && e.InvolvedObject.Name == name && e.Reason == reason {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason {
 			out[fmt.Sprintf("%s/%d", e.UID, e.Count)] = e
 		}
 	}
 	return out, nil
 }
 
-// newEvent waits for an event not in before whose message contains substr.
+// newEvent waits for an event of Kustomization name not in before whose
+// message contains substr.
 func (d *demo) newEvent(name, reason, substr string, before map[string]corev1.Event) (string, error) {
+	return d.newEventOf("Kustomization", name, reason, substr, before)
+}
+
+// newEventOf is newEvent for an object of kind in flux-system.
+func (d *demo) newEventOf(kind, name, reason, substr string, before map[string]corev1.Event) (string, error) {
 	msg := ""
 	err := d.poll(time.Minute, func() (bool, error) {
-		now, err := d.events(name, reason)
+		now, err := d.eventsOf(kind, name, reason)
 		if err != nil {
 			return false, err
 		}
@@ -315,7 +332,7 @@ func (d *demo) newEvent(name, reason, substr string, before map[string]corev1.Ev
 		return false, nil
 	})
 	if err != nil && wait.Interrupted(err) && d.ctx.Err() == nil {
-		return "", fmt.Errorf("no %s event of Kustomization %s mentioning %q within 1m", reason, name, substr)
+		return "", fmt.Errorf("no %s event of %s %s mentioning %q within 1m", reason, kind, name, substr)
 	}
 	return msg, err
 }
@@ -660,6 +677,7 @@ func (d *demo) checkNoOrphans() (int, error) {
 		{&corev1.ConfigMapList{}, "", "ConfigMap"},
 		{&corev1.ServiceList{}, "", "Service"},
 		{&appsv1.DeploymentList{}, "apps", "Deployment"},
+		{&helmv2.HelmReleaseList{}, helmv2.GroupVersion.Group, helmv2.HelmReleaseKind},
 	}
 	for _, l := range lists {
 		if err := d.c.List(d.ctx, l.list, labels); err != nil {

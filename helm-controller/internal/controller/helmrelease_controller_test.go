@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -33,6 +34,7 @@ func TestBinary(t *testing.T) {
 	t.Run("ChartTemplateDependsOn", testChartTemplateDependsOn)
 	t.Run("FailedInstallRetriesExceeded", testFailedInstall)
 	t.Run("ValuesFromPostRenderDriftCorrected", testValuesPostRenderDrift)
+	t.Run("DriftWarnReportsOnly", testDriftWarn)
 	t.Run("RetryOnFailure", testRetryOnFailure)
 }
 
@@ -397,6 +399,60 @@ func testValuesPostRenderDrift(t *testing.T) {
 		t.Errorf("Drifted after the correction: %+v", c)
 	}
 	testenv.CheckStatus(t, hr)
+}
+
+// testDriftWarn: with driftDetection mode warn a Deployment scaled by hand
+// is reported (Drifted=True DriftDetected, a Warning event naming the
+// field) and left as it is: no correction, no upgrade, the release still
+// Ready at v1.
+func testDriftWarn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns, _, a := chartFixture(t)
+	hr := newRelease(t, ns, "warn", "podinfo", func(hr *helmv2.HelmRelease) {
+		hr.Spec.DriftDetection = &helmv2.DriftDetection{Mode: helmv2.DriftDetectionWarn}
+	})
+	waitReady(t, hr, helmv2.InstallSucceededReason,
+		fmt.Sprintf("Helm install succeeded for release %s/warn.v1 with chart podinfo@%s", ns, a.Revision))
+	dep := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "warn-podinfo"}, dep); err != nil {
+		t.Fatal(err)
+	}
+	base := dep.DeepCopy()
+	dep.Spec.Replicas = ptr(int32(3))
+	if err := env.Client.Patch(ctx, dep, client.MergeFrom(base), client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.RequestReconcile(t, env.Client, hr, func() string { return hr.Status.LastHandledReconcileAt })
+	testenv.WaitFor(t, env.Client, hr, "Drifted=True", func() bool {
+		c := cond(hr, helmv2.DriftedCondition)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	drifted := cond(hr, helmv2.DriftedCondition)
+	prefix := fmt.Sprintf("Cluster state of release %s/warn.v1 has drifted from the desired state:\nDeployment/%s/warn-podinfo changed", ns, ns)
+	if drifted.Reason != helmv2.DriftDetectedReason || !strings.HasPrefix(drifted.Message, prefix) || !strings.Contains(drifted.Message, ".spec.replicas") {
+		t.Errorf("Drifted %s %q, want %s starting %q naming .spec.replicas", drifted.Reason, drifted.Message, helmv2.DriftDetectedReason, prefix)
+	}
+	if r := cond(hr, meta.ReadyCondition); r == nil || r.Status != metav1.ConditionTrue {
+		t.Errorf("Ready %+v, want True: warn only reports", r)
+	}
+	var detected []string
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, testenv.WaitTimeout, true, func(context.Context) (bool, error) {
+		detected = kubeEvents(t, ns, "warn", helmv2.DriftDetectedReason)
+		return len(detected) > 0, nil
+	}); err != nil || !strings.HasPrefix(detected[0], prefix) {
+		t.Errorf("DriftDetected events %q, want one starting %q", detected, prefix)
+	}
+	// The status above was written after any correction would have been made.
+	if corrected := kubeEvents(t, ns, "warn", "DriftCorrected"); len(corrected) != 0 {
+		t.Errorf("DriftCorrected events %q in warn mode", corrected)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil || *dep.Spec.Replicas != 3 {
+		t.Errorf("replicas after a warn reconcile: %v %d, want 3 (left as edited)", err, *dep.Spec.Replicas)
+	}
+	if len(hr.Status.History) != 1 {
+		t.Errorf("history %d snapshots, want 1: warn mode does not upgrade", len(hr.Status.History))
+	}
 }
 
 // testRetryOnFailure: with the RetryOnFailure strategy a failed install is

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,21 +29,7 @@ func TestFluxKustomizeHelmExample(t *testing.T) {
 	charts.Add(helmtest.PackageChart(t, helmtest.PodinfoChartDir(t)))
 
 	root := filepath.Join(testenv.TestdataDir(t), "repos", "flux2-kustomize-helm-example")
-	files := map[string]string{}
-	if err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		files[filepath.ToSlash(rel)] = string(b)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	files := dirFiles(t, root, "")
 	repo := gitSrv.NewRepo(t, files)
 
 	for _, overlay := range []string{"staging", "production"} {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -43,22 +42,21 @@ func TestPodinfoFromEachSource(t *testing.T) {
 	http.Add(tgz)
 	oci := helmtest.NewOCIRegistry(t)
 	oci.Push(t, tgz)
-	files := map[string]string{}
-	if err := filepath.WalkDir(chartDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(chartDir, path)
-		files["charts/podinfo/"+filepath.ToSlash(rel)] = string(b)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	files := dirFiles(t, chartDir, "charts/podinfo/")
 	repo := gitSrv.NewRepo(t, files)
+
+	// httpSource makes a HelmRepository of the chart server in ns, with
+	// its basic-auth Secret, and returns a chart template of podinfo at
+	// version (a semver constraint) from it.
+	httpSource := func(t *testing.T, ns, version string) helmv2.HelmChartTemplateSpec {
+		create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "repo-auth", Namespace: ns},
+			StringData: map[string]string{"username": "flux", "password": "s3cret-pass"}})
+		create(t, &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: ns},
+			Spec: sourcev1.HelmRepositorySpec{URL: http.URL(), Interval: metav1.Duration{Duration: time.Hour},
+				SecretRef: &meta.LocalObjectReference{Name: "repo-auth"}}})
+		return helmv2.HelmChartTemplateSpec{Chart: "podinfo", Version: version,
+			SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "podinfo"}}
+	}
 
 	production, err := os.ReadFile(filepath.Join(testenv.TestdataDir(t), "expected", "podinfo", "helm-template",
 		"flux-example-production-values", "values.yaml"))
@@ -72,14 +70,7 @@ func TestPodinfoFromEachSource(t *testing.T) {
 		source         func(t *testing.T, ns string) helmv2.HelmChartTemplateSpec
 	}{
 		{name: "http", testcase: "default", source: func(t *testing.T, ns string) helmv2.HelmChartTemplateSpec {
-			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "repo-auth", Namespace: ns},
-				StringData: map[string]string{"username": "flux", "password": "s3cret-pass"}}
-			create(t, secret)
-			create(t, &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: ns},
-				Spec: sourcev1.HelmRepositorySpec{URL: http.URL(), Interval: metav1.Duration{Duration: time.Hour},
-					SecretRef: &meta.LocalObjectReference{Name: "repo-auth"}}})
-			return helmv2.HelmChartTemplateSpec{Chart: "podinfo", Version: "*",
-				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "podinfo"}}
+			return httpSource(t, ns, "*")
 		}},
 		{name: "oci", testcase: "default", source: func(t *testing.T, ns string) helmv2.HelmChartTemplateSpec {
 			create(t, &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: ns},
@@ -96,16 +87,7 @@ func TestPodinfoFromEachSource(t *testing.T) {
 				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "podinfo"}}
 		}},
 		{name: "http-production-values", testcase: "flux-example-production-values", values: production,
-			source: func(t *testing.T, ns string) helmv2.HelmChartTemplateSpec {
-				secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "repo-auth", Namespace: ns},
-					StringData: map[string]string{"username": "flux", "password": "s3cret-pass"}}
-				create(t, secret)
-				create(t, &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: ns},
-					Spec: sourcev1.HelmRepositorySpec{URL: http.URL(), Interval: metav1.Duration{Duration: time.Hour},
-						SecretRef: &meta.LocalObjectReference{Name: "repo-auth"}}})
-				return helmv2.HelmChartTemplateSpec{Chart: "podinfo", Version: ">=6.0.0",
-					SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "podinfo"}}
-			}},
+			source: func(t *testing.T, ns string) helmv2.HelmChartTemplateSpec { return httpSource(t, ns, ">=6.0.0") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -7,6 +7,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -215,4 +216,26 @@ func describe(rels []*release.Release) string {
 		out = append(out, fmt.Sprintf("%s/%s v%d %s %s", r.Namespace, r.Name, r.Version, r.Info.Status, r.Chart.Metadata.Version))
 	}
 	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// dirFiles reads the files below root as a map from prefix + their
+// slash-separated path to their content, for testenv's Git repositories.
+func dirFiles(t *testing.T, root, prefix string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	if err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		files[prefix+filepath.ToSlash(rel)] = string(b)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
