@@ -71,8 +71,14 @@ func installGatewayAPI(e *testenv.Environment) (func(), error) {
 	return func() {}, err
 }
 
-// procs are the four controllers the tests share.
-var procs []*testenv.Process
+// procs are the four controllers the tests share, by name; exes and args
+// are their binaries and flags, for a restart.
+var (
+	procs = map[string]*testenv.Process{}
+	exes  = map[string]string{}
+	args  map[string][]string
+	logs  string
+)
 
 // startControllers builds and runs the four controllers, the three
 // reconciling ones sending their events to notification-controller, as
@@ -89,7 +95,8 @@ func startControllers(e *testenv.Environment) (func(), error) {
 	events, receiver, storage := ports[0], ports[1], ports[2]
 	eventsURL := fmt.Sprintf("--events-addr=http://127.0.0.1:%d", events)
 	retry := []string{"--min-retry-delay=200ms", "--max-retry-delay=5s"}
-	args := map[string][]string{
+	logs = dir
+	args = map[string][]string{
 		"notification-controller": {fmt.Sprintf("--events-addr=127.0.0.1:%d", events), fmt.Sprintf("--receiverAddr=127.0.0.1:%d", receiver)},
 		"source-controller": append([]string{eventsURL, "--storage-path=" + filepath.Join(dir, "storage"),
 			fmt.Sprintf("--storage-addr=127.0.0.1:%d", storage), fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storage)}, retry...),
@@ -108,14 +115,26 @@ func startControllers(e *testenv.Environment) (func(), error) {
 			stop()
 			return nil, err
 		}
+		exes[name] = exe
 		p, err := testenv.StartController(e, exe, filepath.Join(dir, name+".log"), args[name]...)
 		if err != nil {
 			stop()
 			return nil, err
 		}
-		procs = append(procs, p)
+		procs[name] = p
 	}
 	return stop, nil
+}
+
+// restart starts the controller name again, as a kubelet restarts a
+// container, its log in a new file.
+func restart(t *testing.T, name string) {
+	t.Helper()
+	p, err := testenv.StartController(env, exes[name], filepath.Join(logs, fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano())), args[name]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs[name] = p
 }
 
 // logsOnFailure prints the controllers' logs when t fails.
@@ -149,6 +168,14 @@ func waitFor(t *testing.T, obj client.Object, what string, cond func() bool) {
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil && cond(), nil
 	})
 	testenv.WaitFor(t, env.Client, obj, what, cond)
+}
+
+// readyCondition returns hr's Ready condition (never nil).
+func readyCondition(hr *helmv2.HelmRelease) metav1.Condition {
+	if c := apimeta.FindStatusCondition(hr.Status.Conditions, meta.ReadyCondition); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
 }
 
 // waitReady waits until hr is Ready=True for its current generation.
