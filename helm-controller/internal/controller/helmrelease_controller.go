@@ -184,14 +184,15 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 			}
 		}
 	}
-	if f := r.reconcileChartTemplate(ctx, obj); f != nil {
+	applied, f := r.reconcileChartTemplate(ctx, obj)
+	if f != nil {
 		return nil, f
 	}
 	if f := r.checkDependencies(ctx, obj); f != nil {
 		return nil, f
 	}
 	progressed(helmv2.DependencyNotReadyReason)
-	hc, f := r.source(ctx, obj)
+	hc, f := r.source(ctx, obj, applied)
 	if f != nil {
 		return nil, f
 	}
@@ -244,15 +245,17 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 // reconcileChartTemplate server-side applies the HelmChart of spec.chart
 // (`<hrNs>-<hrName>` in the source's namespace, labelled with the
 // HelmRelease) and records it in status.helmChart; with spec.chartRef it
-// deletes a HelmChart generated before. Flux compatible.
-func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj *helmv2.HelmRelease) *failure {
+// deletes a HelmChart generated before. Flux compatible. It returns the
+// generation the apply left the HelmChart at (0 without spec.chart), which
+// the cache may not show yet.
+func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj *helmv2.HelmRelease) (int64, *failure) {
 	if obj.Spec.Chart == nil {
 		if obj.Status.HelmChart != "" {
 			if err := r.deleteHelmChart(ctx, obj); err != nil {
-				return fail(helmv2.ArtifactFailedReason, "failed to delete HelmChart '%s': %s", obj.Status.HelmChart, err)
+				return 0, fail(helmv2.ArtifactFailedReason, "failed to delete HelmChart '%s': %s", obj.Status.HelmChart, err)
 			}
 		}
-		return nil
+		return 0, nil
 	}
 	tpl := obj.Spec.Chart
 	ns := tpl.Spec.SourceRef.Namespace
@@ -260,13 +263,13 @@ func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj 
 		ns = obj.Namespace
 	}
 	if r.NoCrossNamespaceRefs && ns != obj.Namespace {
-		return fail("AccessDenied", "cross-namespace references are not allowed: %s '%s/%s'",
+		return 0, fail("AccessDenied", "cross-namespace references are not allowed: %s '%s/%s'",
 			tpl.Spec.SourceRef.Kind, ns, tpl.Spec.SourceRef.Name).Stall()
 	}
 	name := obj.Namespace + "-" + obj.Name
 	if cur := obj.Status.HelmChart; cur != "" && cur != ns+"/"+name {
 		if err := r.deleteHelmChart(ctx, obj); err != nil {
-			return fail(helmv2.ArtifactFailedReason, "failed to delete HelmChart '%s': %s", cur, err)
+			return 0, fail(helmv2.ArtifactFailedReason, "failed to delete HelmChart '%s': %s", cur, err)
 		}
 	}
 	labels := map[string]any{}
@@ -324,10 +327,10 @@ func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj 
 		"apiVersion": sourcev1.GroupVersion.String(), "kind": sourcev1.HelmChartKind, "metadata": md, "spec": spec,
 	}}
 	if err := r.Patch(ctx, u, client.Apply, client.FieldOwner(ControllerName), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
-		return fail(helmv2.ArtifactFailedReason, "failed to apply HelmChart '%s/%s': %s", ns, name, err)
+		return 0, fail(helmv2.ArtifactFailedReason, "failed to apply HelmChart '%s/%s': %s", ns, name, err)
 	}
 	obj.Status.HelmChart = ns + "/" + name
-	return nil
+	return u.GetGeneration(), nil
 }
 
 // deleteHelmChart deletes the HelmChart of status.helmChart when it is one
@@ -385,7 +388,12 @@ func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helm
 
 // source returns the HelmChart the release is built from, Ready with an
 // artifact. Flux compatible messages (SourceNotReady, ArtifactFailed).
-func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRelease) (*sourcev1.HelmChart, *failure) {
+//
+// applied is the generation reconcileChartTemplate left the generated
+// HelmChart at: a cached copy older than that (or none yet, right after
+// the HelmChart was created) is a chart source-controller has not
+// reconciled, not one to release from.
+func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRelease, applied int64) (*sourcev1.HelmChart, *failure) {
 	var key types.NamespacedName
 	switch {
 	case obj.Spec.ChartRef != nil:
@@ -405,13 +413,14 @@ func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRele
 		key = types.NamespacedName{Namespace: ns, Name: name}
 	}
 	hc := &sourcev1.HelmChart{}
-	if err := r.Get(ctx, key, hc); err != nil {
+	err := r.Get(ctx, key, hc)
+	if err != nil && !(apierrors.IsNotFound(err) && applied > 0) {
 		return nil, fail(helmv2.ArtifactFailedReason, "could not get Source object: %s", err)
 	}
 	why := ""
 	ready := apimeta.FindStatusCondition(hc.Status.Conditions, meta.ReadyCondition)
 	switch {
-	case hc.Generation != hc.Status.ObservedGeneration:
+	case err != nil || hc.Generation < applied || hc.Generation != hc.Status.ObservedGeneration:
 		why = "latest generation of object has not been reconciled"
 	case ready == nil || ready.Status != metav1.ConditionTrue:
 		why = "not ready"

@@ -55,7 +55,11 @@ func (r *HelmReleaseReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 }
 
 // chartArtifactChanged passes a HelmChart update whose artifact appeared or
-// changed revision or digest. Flux compatible (SourceRevisionChangePredicate).
+// changed revision or digest (Flux compatible: SourceRevisionChangePredicate)
+// and, beyond Flux, one whose status.observedGeneration moved: a changed
+// chart template that source-controller refused (Stalled, the old artifact
+// kept) or built into the same artifact is seen at once, not at the
+// HelmRelease's next --requeue-dependency retry.
 type chartArtifactChanged struct{ predicate.Funcs }
 
 func (chartArtifactChanged) Create(event.CreateEvent) bool   { return false }
@@ -65,7 +69,13 @@ func (chartArtifactChanged) Generic(event.GenericEvent) bool { return false }
 func (chartArtifactChanged) Update(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*sourcev1.HelmChart)
 	n, ok2 := e.ObjectNew.(*sourcev1.HelmChart)
-	if !ok1 || !ok2 || n.Status.Artifact == nil {
+	if !ok1 || !ok2 {
+		return false
+	}
+	if o.Status.ObservedGeneration != n.Status.ObservedGeneration {
+		return true
+	}
+	if n.Status.Artifact == nil {
 		return false
 	}
 	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision ||
