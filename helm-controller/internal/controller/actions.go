@@ -109,10 +109,10 @@ func (r *HelmReleaseReconciler) released(req *releaseRequest, action string, sta
 	}
 	if err != nil {
 		msg := fmt.Sprintf(failFmt, releaseNamespace(obj), releaseName(obj), req.chart.Name(), req.chart.Metadata.Version,
-			strings.TrimSpace(err.Error()))
+			strings.TrimSpace(req.secrets.Redact(err.Error())))
 		obj.Status.Failures++
 		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, failReason, msg)
-		r.Events.Event(obj, corev1.EventTypeWarning, failReason, logs.withLogs(msg),
+		r.Events.Event(obj, corev1.EventTypeWarning, failReason, req.secrets.Redact(logs.withLogs(msg)),
 			eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion()))
 		if len(observed) == 0 {
 			return errors.New(msg)
@@ -404,10 +404,10 @@ func (r *HelmReleaseReconciler) correctDriftAction(req *releaseRequest, report *
 			if changes != "" {
 				b.WriteString("\n\nSuccessful corrections:\n" + changes)
 			}
-			r.Events.Event(obj, corev1.EventTypeWarning, "DriftCorrectionFailed", b.String(), r.snapshotMeta(cur))
+			r.Events.Event(obj, corev1.EventTypeWarning, "DriftCorrectionFailed", req.secrets.Redact(b.String()), r.snapshotMeta(cur))
 		case changes != "":
 			r.Events.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
-				fmt.Sprintf("Cluster state of release %s has been corrected:\n%s", fullReleaseName(cur), changes), r.snapshotMeta(cur))
+				req.secrets.Redact(fmt.Sprintf("Cluster state of release %s has been corrected:\n%s", fullReleaseName(cur), changes)), r.snapshotMeta(cur))
 		}
 		return nil
 	}}
