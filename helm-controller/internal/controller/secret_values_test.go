@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestSecretValueNotInStatusEventsOrLogs: a value read from a Secret
@@ -68,5 +70,58 @@ func TestSecretValueNotInStatusEventsOrLogs(t *testing.T) {
 	}
 	if strings.Contains(string(b), secret) {
 		t.Errorf("controller log carries the Secret's value")
+	}
+}
+
+// TestSecretValueNotInDriftReport: a value read from a Secret that the
+// chart renders into a ConfigMap is edited in the cluster; the drift
+// report quotes the release's value of the field, which must not appear in
+// the Drifted condition or the DriftDetected event.
+func TestSecretValueNotInDriftReport(t *testing.T) {
+	t.Parallel()
+	const shard, secret = "secret-drift", "Dr1ft-S3cret-Pa55"
+	ctx := context.Background()
+	testenv.RunBinary(t, env, exe, append(binaryFlags, "--watch-label-selector="+shardKey+"="+shard)...)
+	ns := newNamespace(t)
+	srv := helmtest.NewChartServer(t)
+	tgz := helmtest.PackageChart(t, helmtest.MinimalChart(t, "minimal", "0.1.0"))
+	srv.Add(tgz)
+	newHelmChart(t, ns, "minimal")
+	serveChart(t, ns, "minimal", artifactOf(t, srv, tgz))
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: map[string][]byte{"values.yaml": []byte("greeting: " + secret + "\n")}}
+	if err := env.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	hr := newRelease(t, ns, "app", "minimal", func(hr *helmv2.HelmRelease) {
+		hr.Labels = map[string]string{shardKey: shard}
+		hr.Spec.ValuesFrom = []meta.ValuesReference{{Kind: "Secret", Name: "creds"}}
+		hr.Spec.DriftDetection = &helmv2.DriftDetection{Mode: helmv2.DriftDetectionWarn}
+	})
+	waitReady(t, hr, helmv2.InstallSucceededReason, fmt.Sprintf("Helm install succeeded for release %s/app.v1 with chart minimal@0.1.0", ns))
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	base := cm.DeepCopy()
+	cm.Data["greeting"] = "edited"
+	if err := env.Client.Patch(ctx, cm, client.MergeFrom(base), client.FieldOwner("kubectl-edit")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.RequestReconcile(t, env.Client, hr, func() string { return hr.Status.LastHandledReconcileAt })
+	waitFor(t, hr, "Drifted=True", func() bool {
+		c := cond(hr, helmv2.DriftedCondition)
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	c := cond(hr, helmv2.DriftedCondition)
+	if !strings.Contains(c.Message, "ConfigMap/"+ns+"/app changed") {
+		t.Errorf("Drifted message %q", c.Message)
+	}
+	if strings.Contains(c.Message, secret) {
+		t.Errorf("Drifted condition carries the Secret's value: %q", c.Message)
+	}
+	for _, ev := range kubeEvents(t, ns, "app", helmv2.DriftDetectedReason) {
+		if strings.Contains(ev, secret) {
+			t.Errorf("DriftDetected event carries the Secret's value: %q", ev)
+		}
 	}
 }
