@@ -81,7 +81,7 @@ func TestSecretValueNotInDriftReport(t *testing.T) {
 	t.Parallel()
 	const shard, secret = "secret-drift", "Dr1ft-S3cret-Pa55"
 	ctx := context.Background()
-	testenv.RunBinary(t, env, exe, append(binaryFlags, "--watch-label-selector="+shardKey+"="+shard)...)
+	p := testenv.RunBinary(t, env, exe, append(binaryFlags, "--watch-label-selector="+shardKey+"="+shard)...)
 	ns := newNamespace(t)
 	srv := helmtest.NewChartServer(t)
 	tgz := helmtest.PackageChart(t, helmtest.MinimalChart(t, "minimal", "0.1.0"))
@@ -123,5 +123,12 @@ func TestSecretValueNotInDriftReport(t *testing.T) {
 		if strings.Contains(ev, secret) {
 			t.Errorf("DriftDetected event carries the Secret's value: %q", ev)
 		}
+	}
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), secret) {
+		t.Errorf("controller log carries the Secret's value")
 	}
 }
