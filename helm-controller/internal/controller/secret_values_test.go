@@ -17,6 +17,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// chartDirFixture is a test namespace with a HelmChart name Ready with the
+// chart directory dir, packaged and served by the test's chart server.
+func chartDirFixture(t *testing.T, name, dir string) string {
+	t.Helper()
+	ns := newNamespace(t)
+	srv := helmtest.NewChartServer(t)
+	tgz := helmtest.PackageChart(t, dir)
+	srv.Add(tgz)
+	newHelmChart(t, ns, name)
+	serveChart(t, ns, name, artifactOf(t, srv, tgz))
+	return ns
+}
+
 // TestSecretValueNotInStatusEventsOrLogs: a value read from a Secret
 // (valuesFrom) that the chart's values schema refuses fails the install;
 // the schema validator quotes the offending value, and that value must
@@ -33,12 +46,7 @@ func TestSecretValueNotInStatusEventsOrLogs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "values.schema.json"), []byte(schema), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ns := newNamespace(t)
-	srv := helmtest.NewChartServer(t)
-	tgz := helmtest.PackageChart(t, dir)
-	srv.Add(tgz)
-	newHelmChart(t, ns, "guarded")
-	serveChart(t, ns, "guarded", artifactOf(t, srv, tgz))
+	ns := chartDirFixture(t, "guarded", dir)
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: map[string][]byte{"greeting": []byte(secret)}}
 	if err := env.Client.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
@@ -82,12 +90,7 @@ func TestSecretValueNotInDriftReport(t *testing.T) {
 	const shard, secret = "secret-drift", "Dr1ft-S3cret-Pa55"
 	ctx := context.Background()
 	p := testenv.RunBinary(t, env, exe, append(binaryFlags, "--watch-label-selector="+shardKey+"="+shard)...)
-	ns := newNamespace(t)
-	srv := helmtest.NewChartServer(t)
-	tgz := helmtest.PackageChart(t, helmtest.MinimalChart(t, "minimal", "0.1.0"))
-	srv.Add(tgz)
-	newHelmChart(t, ns, "minimal")
-	serveChart(t, ns, "minimal", artifactOf(t, srv, tgz))
+	ns := chartDirFixture(t, "minimal", helmtest.MinimalChart(t, "minimal", "0.1.0"))
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: map[string][]byte{"values.yaml": []byte("greeting: " + secret + "\n")}}
 	if err := env.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
