@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -127,7 +128,8 @@ func Compose(ctx context.Context, c client.Reader, hr *helmv2.HelmRelease) (map[
 
 // ComposeSecret is Compose that also returns the Secret strings: every
 // value read from a Secret entry (the raw data of a targetPath entry and
-// each string it parses to, each string leaf of a values document). Helm
+// each string or number it parses to, each string or number leaf of a
+// values document, numbers in decimal). Helm
 // errors quote values (a schema's pattern check, a template's fail), so a
 // message built from one must pass through Redact with these.
 func ComposeSecret(ctx context.Context, c client.Reader, hr *helmv2.HelmRelease) (map[string]any, *Secrets, error) {
@@ -316,6 +318,10 @@ func (s *Secrets) addLeaves(v any) {
 		}
 	case string:
 		s.add(t)
+	case float64: // YAML numbers decode as JSON's
+		s.add(strconv.FormatFloat(t, 'f', -1, 64))
+	case int64:
+		s.add(strconv.FormatInt(t, 10))
 	}
 }
 
