@@ -109,10 +109,10 @@ func (r *HelmReleaseReconciler) released(req *releaseRequest, action string, sta
 	}
 	if err != nil {
 		msg := fmt.Sprintf(failFmt, releaseNamespace(obj), releaseName(obj), req.chart.Name(), req.chart.Metadata.Version,
-			strings.TrimSpace(err.Error()))
+			strings.TrimSpace(req.secrets.Redact(err.Error())))
 		obj.Status.Failures++
 		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, failReason, msg)
-		r.Events.Event(obj, corev1.EventTypeWarning, failReason, logs.withLogs(msg),
+		r.Events.Event(obj, corev1.EventTypeWarning, failReason, req.secrets.Redact(logs.withLogs(msg)),
 			eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion()))
 		if len(observed) == 0 {
 			return errors.New(msg)
@@ -183,7 +183,7 @@ func (r *HelmReleaseReconciler) testAction(req *releaseRequest) *releaseAction {
 		defer summarize(obj)
 		cur = latestSnapshot(obj)
 		if err != nil {
-			msg := fmt.Sprintf(fmtTestFailure, fullReleaseName(cur), versionedChartName(cur), strings.TrimSpace(err.Error()))
+			msg := fmt.Sprintf(fmtTestFailure, fullReleaseName(cur), versionedChartName(cur), strings.TrimSpace(req.secrets.Redact(err.Error())))
 			obj.Status.Failures++
 			reconcile.SetCondition(obj, helmv2.TestSuccessCondition, metav1.ConditionFalse, helmv2.TestFailedReason, msg)
 			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.TestFailedReason, msg, r.snapshotMeta(cur))
@@ -273,10 +273,10 @@ func (r *HelmReleaseReconciler) rollbackAction(req *releaseRequest, prev helmv2.
 		r.recordInventory(req, observed)
 		defer summarize(obj)
 		if err != nil {
-			msg := fmt.Sprintf(fmtRollbackFailure, fullReleaseName(&prev), versionedChartName(&prev), strings.TrimSpace(err.Error()))
+			msg := fmt.Sprintf(fmtRollbackFailure, fullReleaseName(&prev), versionedChartName(&prev), strings.TrimSpace(req.secrets.Redact(err.Error())))
 			obj.Status.Failures++
 			reconcile.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionFalse, helmv2.RollbackFailedReason, msg)
-			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.RollbackFailedReason, logs.withLogs(msg), r.snapshotMeta(&prev))
+			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.RollbackFailedReason, req.secrets.Redact(logs.withLogs(msg)), r.snapshotMeta(&prev))
 			if cur := latestSnapshot(obj); cur == nil || cur.Digest == before {
 				return errors.New(msg)
 			}
@@ -318,10 +318,10 @@ func (r *HelmReleaseReconciler) uninstallRemediationAction(req *releaseRequest) 
 		defer summarize(obj)
 		cur = latestSnapshot(obj)
 		if err != nil {
-			msg := fmt.Sprintf(fmtUninstallRemediationFail, fullReleaseName(cur), versionedChartName(cur), strings.TrimSpace(err.Error()))
+			msg := fmt.Sprintf(fmtUninstallRemediationFail, fullReleaseName(cur), versionedChartName(cur), strings.TrimSpace(req.secrets.Redact(err.Error())))
 			obj.Status.Failures++
 			reconcile.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionFalse, helmv2.UninstallFailedReason, msg)
-			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.UninstallFailedReason, logs.withLogs(msg), r.snapshotMeta(cur))
+			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.UninstallFailedReason, req.secrets.Redact(logs.withLogs(msg)), r.snapshotMeta(cur))
 			if cur == nil || cur.Digest == before {
 				return errors.New(msg)
 			}
@@ -404,10 +404,10 @@ func (r *HelmReleaseReconciler) correctDriftAction(req *releaseRequest, report *
 			if changes != "" {
 				b.WriteString("\n\nSuccessful corrections:\n" + changes)
 			}
-			r.Events.Event(obj, corev1.EventTypeWarning, "DriftCorrectionFailed", b.String(), r.snapshotMeta(cur))
+			r.Events.Event(obj, corev1.EventTypeWarning, "DriftCorrectionFailed", req.secrets.Redact(b.String()), r.snapshotMeta(cur))
 		case changes != "":
 			r.Events.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
-				fmt.Sprintf("Cluster state of release %s has been corrected:\n%s", fullReleaseName(cur), changes), r.snapshotMeta(cur))
+				req.secrets.Redact(fmt.Sprintf("Cluster state of release %s has been corrected:\n%s", fullReleaseName(cur), changes)), r.snapshotMeta(cur))
 		}
 		return nil
 	}}

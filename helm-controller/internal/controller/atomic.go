@@ -316,7 +316,7 @@ func (r *HelmReleaseReconciler) actionFor(ctx context.Context, req *releaseReque
 		return nil, nil
 	case stateDrifted:
 		cur := latestSnapshot(obj)
-		msg := fmt.Sprintf("Cluster state of release %s has drifted from the desired state:\n%s", fullReleaseName(cur), req.drift.Summary())
+		msg := req.secrets.Redact(fmt.Sprintf("Cluster state of release %s has drifted from the desired state:\n%s", fullReleaseName(cur), req.drift.Summary()))
 		r.Events.Event(obj, corev1.EventTypeWarning, helmv2.DriftDetectedReason, msg, r.snapshotMeta(cur))
 		reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionTrue, helmv2.DriftDetectedReason, msg)
 		if driftMode(obj) == helmv2.DriftDetectionEnabled {

@@ -165,7 +165,9 @@ type releaseRequest struct {
 	chart        *chart.Chart
 	values       map[string]any
 	configDigest string
-	getter       *restGetter
+	// secrets are the values read from Secrets, masked in messages.
+	secrets *values.Secrets
+	getter  *restGetter
 	// drift is the report of a Drifted state, for its correction.
 	drift *drift.Report
 }
@@ -197,7 +199,7 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 		return nil, f
 	}
 	progressed(helmv2.ArtifactFailedReason, helmv2.SourceNotReadyReason)
-	vals, err := values.Compose(ctx, r.Client, obj)
+	vals, secrets, err := values.ComposeSecret(ctx, r.Client, obj)
 	if err != nil {
 		return nil, fail(helmv2.ValuesErrorReason, "%s", err)
 	}
@@ -212,7 +214,7 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 		return nil, fail(helmv2.RESTClientErrorReason, "%s", err)
 	}
 	progressed(helmv2.RESTClientErrorReason)
-	req := &releaseRequest{obj: obj, chart: ch, values: vals, configDigest: values.Digest(vals), getter: getter}
+	req := &releaseRequest{obj: obj, chart: ch, values: vals, configDigest: values.Digest(vals), secrets: secrets, getter: getter}
 
 	if reason, changed := releaseTargetChanged(obj, ch.Name()); changed {
 		ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("release target configuration changed (%s): running uninstall for current release", reason))

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -120,9 +122,21 @@ func valuesKey(ref meta.ValuesReference) string {
 // *RefError. Other API errors are returned as they are. The result is
 // never nil.
 func Compose(ctx context.Context, c client.Reader, hr *helmv2.HelmRelease) (map[string]any, error) {
+	vals, _, err := ComposeSecret(ctx, c, hr)
+	return vals, err
+}
+
+// ComposeSecret is Compose that also returns the Secret strings: every
+// value read from a Secret entry (the raw data of a targetPath entry and
+// each string or number it parses to, each string or number leaf of a
+// values document, numbers in decimal). Helm
+// errors quote values (a schema's pattern check, a template's fail), so a
+// message built from one must pass through Redact with these.
+func ComposeSecret(ctx context.Context, c client.Reader, hr *helmv2.HelmRelease) (map[string]any, *Secrets, error) {
+	secrets := &Secrets{}
 	specValues, err := SpecValues(hr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ns := hr.GetNamespace()
 	logger := log.FromContext(ctx)
@@ -140,14 +154,14 @@ func Compose(ctx context.Context, c client.Reader, hr *helmv2.HelmRelease) (map[
 		case "ConfigMap":
 			obj = &corev1.ConfigMap{}
 		default:
-			return nil, refError(ns, ref, ErrUnsupportedRefKind, nil)
+			return nil, nil, refError(ns, ref, ErrUnsupportedRefKind, nil)
 		}
 		id := ref.Kind + "/" + name.String()
 		cached, seen := read[id]
 		if !seen {
 			if err := c.Get(ctx, name, obj); err != nil {
 				if !apierrors.IsNotFound(err) {
-					return nil, err
+					return nil, nil, err
 				}
 				obj = nil
 			}
@@ -160,7 +174,7 @@ func Compose(ctx context.Context, c client.Reader, hr *helmv2.HelmRelease) (map[
 				logger.Info(rerr.Error())
 				continue
 			}
-			return nil, rerr
+			return nil, nil, rerr
 		}
 
 		key := valuesKey(ref)
@@ -180,7 +194,7 @@ func Compose(ctx context.Context, c client.Reader, hr *helmv2.HelmRelease) (map[
 				logger.Info(rerr.Error())
 				continue
 			}
-			return nil, rerr
+			return nil, nil, rerr
 		}
 
 		if ref.TargetPath != "" {
@@ -192,18 +206,28 @@ func Compose(ctx context.Context, c client.Reader, hr *helmv2.HelmRelease) (map[
 			if ref.Literal {
 				set = setLiteral
 			}
+			if ref.Kind == "Secret" {
+				secrets.add(string(data))
+				parsed := map[string]any{}
+				if set(parsed, ref.TargetPath, string(data)) == nil {
+					secrets.addLeaves(parsed)
+				}
+			}
 			if err := set(result, ref.TargetPath, string(data)); err != nil {
-				return nil, refError(ns, ref, ErrValueMerge, err)
+				return nil, nil, refError(ns, ref, ErrValueMerge, err)
 			}
 			continue
 		}
 		vals, err := chartutil.ReadValues(data)
 		if err != nil {
-			return nil, refError(ns, ref, ErrValuesDataRead, err)
+			return nil, nil, refError(ns, ref, ErrValuesDataRead, err)
+		}
+		if ref.Kind == "Secret" {
+			secrets.addLeaves(vals)
 		}
 		result = Merge(result, vals)
 	}
-	return Merge(result, specValues), nil
+	return Merge(result, specValues), secrets, nil
 }
 
 // SpecValues decodes hr.spec.values; nil when unset.
@@ -263,4 +287,54 @@ var literalEscaper = strings.NewReplacer(`\`, `\\`, `,`, `\,`, `[`, `\[`, `]`, `
 // --set's path syntax).
 func setLiteral(dest map[string]any, path, value string) error {
 	return strvals.ParseIntoString(path+"="+literalEscaper.Replace(value), dest)
+}
+
+// minSecretLen is the shortest Secret string Redact masks: shorter ones
+// ("1", "true", "on") would mask ordinary words of a message, and are no
+// secret worth the name.
+const minSecretLen = 4
+
+// Secrets are strings read from Secrets for a HelmRelease's values; the
+// zero value and nil hold none.
+type Secrets struct{ list []string }
+
+func (s *Secrets) add(v string) {
+	if len(v) >= minSecretLen {
+		s.list = append(s.list, v)
+	}
+}
+
+func (s *Secrets) addLeaves(v any) {
+	switch t := v.(type) {
+	case chartutil.Values:
+		s.addLeaves(map[string]any(t))
+	case map[string]any:
+		for _, e := range t {
+			s.addLeaves(e)
+		}
+	case []any:
+		for _, e := range t {
+			s.addLeaves(e)
+		}
+	case string:
+		s.add(t)
+	case float64: // YAML numbers decode as JSON's
+		s.add(strconv.FormatFloat(t, 'f', -1, 64))
+	case int64:
+		s.add(strconv.FormatInt(t, 10))
+	}
+}
+
+// Redact returns msg with each Secret string of s (longest first, so a
+// secret containing another is masked whole) replaced by "***".
+func (s *Secrets) Redact(msg string) string {
+	if s == nil || len(s.list) == 0 {
+		return msg
+	}
+	list := append([]string(nil), s.list...)
+	sort.Slice(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
+	for _, v := range list {
+		msg = strings.ReplaceAll(msg, v, "***")
+	}
+	return msg
 }

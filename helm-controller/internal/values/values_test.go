@@ -236,3 +236,30 @@ func TestDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeSecretRedact: the strings read from Secrets (a targetPath
+// value and a values document's string leaves) are masked by Redact,
+// ConfigMap data and short scalars are not.
+func TestComposeSecretRedact(t *testing.T) {
+	ns := "ns"
+	c := fake.NewClientBuilder().WithObjects(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"},
+			Data: map[string][]byte{"pw": []byte("hunter22"), "values.yaml": []byte("db:\n  password: t0p-s3cret\n  port: 5432\n  tls: true\n  pin: 24681357\n")}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}, Data: map[string]string{"values.yaml": "host: public-host\n"}},
+	).Build()
+	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hr"}, Spec: helmv2.HelmReleaseSpec{
+		ValuesFrom: []meta.ValuesReference{{Kind: "Secret", Name: "s"}, {Kind: "Secret", Name: "s", ValuesKey: "pw", TargetPath: "auth.pw"},
+			{Kind: "ConfigMap", Name: "c"}}}}
+	_, secrets, err := ComposeSecret(context.Background(), c, hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := secrets.Redact("pw hunter22, password t0p-s3cret on public-host:1234 tls true pin 24681357")
+	if want := "pw ***, password *** on public-host:1234 tls true pin ***"; got != want {
+		t.Errorf("Redact = %q, want %q", got, want)
+	}
+	var none *Secrets
+	if none.Redact("x") != "x" {
+		t.Error("nil Secrets changed a message")
+	}
+}
