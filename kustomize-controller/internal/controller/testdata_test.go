@@ -84,6 +84,29 @@ func ensureKinds(t *testing.T, objs []expectedObject) {
 	}
 	var stubs []*apiextensionsv1.CustomResourceDefinition
 	preserve := true
+	// A kind whose CRD is installed (Eddy's) but not at an older version a
+	// repository still writes (HelmRelease v2beta2, HelmRepository
+	// v1beta2) gets that version added, served and schemaless: a separate
+	// stub CRD of the kind would replace the installed one.
+	installed := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := env.Client.List(ctx, installed); err != nil {
+		t.Fatal(err)
+	}
+	for i := range installed.Items {
+		crd := &installed.Items[i]
+		info := kinds[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}]
+		if info == nil {
+			continue
+		}
+		delete(kinds, schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind})
+		for _, v := range info.versions {
+			crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve}}})
+		}
+		crd.ResourceVersion = "" // crds.Install creates, then updates what exists
+		stubs = append(stubs, crd)
+	}
 	for gk, info := range kinds {
 		plural := strings.ToLower(gk.Kind) + "s"
 		scope := apiextensionsv1.ClusterScoped
