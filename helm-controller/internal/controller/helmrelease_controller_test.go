@@ -35,6 +35,8 @@ func TestBinary(t *testing.T) {
 	t.Run("FailedInstallRetriesExceeded", testFailedInstall)
 	t.Run("ValuesFromPostRenderDriftCorrected", testValuesPostRenderDrift)
 	t.Run("DriftWarnReportsOnly", testDriftWarn)
+	t.Run("ValuesFromPrecedence", testValuesFromPrecedence)
+	t.Run("UpgradeThatDoesNotRenderKeepsRelease", testUpgradeDoesNotRender)
 	t.Run("RetryOnFailure", testRetryOnFailure)
 }
 
