@@ -11,6 +11,7 @@ import (
 	"github.com/eddyops/eddy/helm-controller/internal/drift"
 	"github.com/eddyops/eddy/helm-controller/internal/postrender"
 	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
@@ -106,6 +107,15 @@ func (r *HelmReleaseReconciler) released(req *releaseRequest, action string, sta
 	failReason, failFmt, okReason, okFmt, m := helmv2.InstallFailedReason, fmtInstallFailure, helmv2.InstallSucceededReason, fmtInstallSuccess, installRemediation(obj)
 	if action == helmv2.ReleaseActionUpgrade {
 		failReason, failFmt, okReason, okFmt, m = helmv2.UpgradeFailedReason, fmtUpgradeFailure, helmv2.UpgradeSucceededReason, fmtUpgradeSuccess, upgradeRemediation(obj)
+	}
+	if cause := canceledBy(req.waitCtx); err != nil && cause != nil {
+		// A newer desired state cut the wait: not a failure of this
+		// release to remediate; the next reconcile upgrades from it.
+		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, meta.HealthCheckCanceledReason, cause.Error())
+		reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, meta.HealthCheckCanceledReason, cause.Error())
+		r.Events.Event(obj, corev1.EventTypeNormal, meta.HealthCheckCanceledReason, cause.Error(),
+			eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion()))
+		return errMustRequeue
 	}
 	if err != nil {
 		msg := fmt.Sprintf(failFmt, releaseNamespace(obj), releaseName(obj), req.chart.Name(), req.chart.Metadata.Version,

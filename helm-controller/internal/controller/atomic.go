@@ -451,7 +451,11 @@ func (r *HelmReleaseReconciler) helmConfig(ctx context.Context, req *releaseRequ
 	if ws := req.obj.Spec.WaitStrategy; ws != nil && ws.Name == "legacy" {
 		poll = -1
 	}
-	return newHelmConfig(ctx, req.getter, storageNamespace(req.obj), maxHistory(req.obj), poll, logf, observe)
+	waitCtx := req.waitCtx
+	if waitCtx == nil {
+		waitCtx = ctx
+	}
+	return newHelmConfig(waitCtx, req.getter, storageNamespace(req.obj), maxHistory(req.obj), poll, logf, observe)
 }
 
 // recordInventory sets status.inventory from the newest observed release.

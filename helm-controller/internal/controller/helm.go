@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -214,6 +215,9 @@ func (k *kstatusKube) wait(resources kube.ResourceList, timeout time.Duration, j
 	pending := []string{"no status read yet"}
 	for {
 		next, err := k.notReady(ctx, resources, jobs)
+		if cause := canceledBy(k.ctx); cause != nil {
+			return cause
+		}
 		if ctx.Err() != nil { // a read cut by the deadline decides nothing
 			sort.Strings(pending)
 			return fmt.Errorf("timeout waiting for: [%s]", strings.Join(pending, ", "))
@@ -227,11 +231,23 @@ func (k *kstatusKube) wait(resources kube.ResourceList, timeout time.Duration, j
 		pending = next
 		select {
 		case <-ctx.Done():
+			if cause := canceledBy(k.ctx); cause != nil {
+				return cause
+			}
 			sort.Strings(pending)
 			return fmt.Errorf("timeout waiting for: [%s]", strings.Join(pending, ", "))
 		case <-tick.C:
 		}
 	}
+}
+
+// canceledBy returns the healthCheckCanceled that ended ctx, or nil.
+func canceledBy(ctx context.Context) error {
+	var hc *healthCheckCanceled
+	if errors.As(context.Cause(ctx), &hc) {
+		return hc
+	}
+	return nil
 }
 
 // notReady reads each object of resources once and returns those not

@@ -57,6 +57,8 @@ type HelmReleaseReconciler struct {
 	// HealthPoll is the poll interval of the kstatus wait (default 2s).
 	HealthPoll    time.Duration
 	JitterPercent float64
+
+	waits waits
 }
 
 // failure is the skeleton's failed reconcile of a prerequisite.
@@ -131,7 +133,10 @@ func (r *HelmReleaseReconciler) run(ctx context.Context, obj *helmv2.HelmRelease
 		}
 		return ctrl.Result{Requeue: true}, nil //nolint:staticcheck // Flux's immediate requeue
 	}
+	waitCtx, done := r.waits.start(ctx, obj.UID)
+	rel.waitCtx = waitCtx
 	err := r.atomicRelease(ctx, rel, p)
+	done()
 	terminal := errors.Is(err, errExceededMaxRetries) || errors.Is(err, errMissingRollback)
 	var res ctrl.Result
 	switch {
@@ -170,6 +175,9 @@ type releaseRequest struct {
 	getter  *restGetter
 	// drift is the report of a Drifted state, for its correction.
 	drift *drift.Report
+	// waitCtx is what the waits for the release's objects run under: a
+	// newer desired state cancels it (healthCheckCanceled).
+	waitCtx context.Context
 }
 
 // prerequisites runs the steps before the release: chart template,

@@ -37,6 +37,7 @@ func TestBinary(t *testing.T) {
 	t.Run("DriftWarnReportsOnly", testDriftWarn)
 	t.Run("ValuesFromPrecedence", testValuesFromPrecedence)
 	t.Run("UpgradeThatDoesNotRenderKeepsRelease", testUpgradeDoesNotRender)
+	t.Run("NewGenerationCancelsWait", testNewGenerationCancelsWait)
 	t.Run("RetryOnFailure", testRetryOnFailure)
 }
 

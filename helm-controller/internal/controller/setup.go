@@ -6,11 +6,13 @@ import (
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
@@ -47,9 +49,33 @@ func (r *HelmReleaseReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		func(src client.Object) []client.ListOption {
 			return []client.ListOption{client.MatchingFields{chartIndex: src.GetNamespace() + "/" + src.GetName()}}
 		})
+	// A new generation of a HelmRelease, or a new artifact of its HelmChart,
+	// ends a running wait of its release (HealthCheckCanceled); the event
+	// queues the reconcile that follows.
+	cancelOnGeneration := handler.Funcs{UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+		if e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() {
+			r.waits.cancel(e.ObjectNew.GetUID(), helmv2.HelmReleaseKind, e.ObjectNew.GetNamespace(), e.ObjectNew.GetName())
+		}
+	}}
+	cancelOnArtifact := handler.Funcs{UpdateFunc: func(ctx context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+		o, ok1 := e.ObjectOld.(*sourcev1.HelmChart)
+		n, ok2 := e.ObjectNew.(*sourcev1.HelmChart)
+		if !ok1 || !ok2 || o.Status.Artifact == nil || n.Status.Artifact == nil || o.Status.Artifact.Revision == n.Status.Artifact.Revision {
+			return
+		}
+		list := &helmv2.HelmReleaseList{}
+		if err := r.List(ctx, list, client.MatchingFields{chartIndex: n.Namespace + "/" + n.Name}); err != nil {
+			return
+		}
+		for _, hr := range list.Items {
+			r.waits.cancel(hr.UID, sourcev1.HelmChartKind, n.Namespace, n.Name)
+		}
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		Watches(&helmv2.HelmRelease{}, cancelOnGeneration).
 		Watches(&sourcev1.HelmChart{}, dependants, builder.WithPredicates(chartArtifactChanged{})).
+		Watches(&sourcev1.HelmChart{}, cancelOnArtifact).
 		WithOptions(opts).
 		Complete(r)
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	"github.com/eddyops/eddy/pkg/testenv/helmtest"
@@ -102,4 +103,37 @@ func secretStatuses(secrets []corev1.Secret) []string {
 		out = append(out, s.Name+" "+s.Labels["status"])
 	}
 	return out
+}
+
+// testNewGenerationCancelsWait: an upgrade waiting (timeout 5m) for a
+// Deployment no node can run is cut short by a new generation:
+// HealthCheckCanceled "New reconciliation triggered by HelmRelease/<ns>/<name>",
+// not counted as a failure, and the new generation is released at once
+// rather than after the timeout. Flux's CancelHealthCheckOnNewRevision, on
+// in Eddy.
+func testNewGenerationCancelsWait(t *testing.T) {
+	t.Parallel()
+	ns, _, a := chartFixture(t)
+	hr := newRelease(t, ns, "waiting", "podinfo", func(hr *helmv2.HelmRelease) {
+		hr.Spec.Timeout = &metav1.Duration{Duration: 5 * time.Minute}
+	})
+	waitReady(t, hr, helmv2.InstallSucceededReason,
+		fmt.Sprintf("Helm install succeeded for release %s/waiting.v1 with chart podinfo@%s", ns, a.Revision))
+	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = jsonValues(`{"nodeSelector":{"type":"none"}}`) })
+	waitFor(t, hr, "the upgrade waiting for its Deployment", func() bool {
+		c := cond(hr, meta.ReconcilingCondition)
+		return c != nil && strings.HasPrefix(c.Message, "Running 'upgrade' action")
+	})
+	// The key the waiting release added stays unless overwritten (Helm v3's
+	// three-way merge from the last deployed release).
+	patchSpec(t, hr, func(hr *helmv2.HelmRelease) { hr.Spec.Values = jsonValues(`{"nodeSelector":{"type":"kwok"}}`) })
+	waitReady(t, hr, helmv2.UpgradeSucceededReason,
+		fmt.Sprintf("Helm upgrade succeeded for release %s/waiting.v3 with chart podinfo@%s", ns, a.Revision))
+	want := fmt.Sprintf("New reconciliation triggered by HelmRelease/%s/waiting", ns)
+	if ev := kubeEvents(t, ns, "waiting", meta.HealthCheckCanceledReason); !slices.Contains(ev, want) {
+		t.Errorf("HealthCheckCanceled events %q, want %q", ev, want)
+	}
+	if hr.Status.UpgradeFailures != 0 || hr.Status.Failures != 0 {
+		t.Errorf("failures %d, upgradeFailures %d: a canceled wait is no failure", hr.Status.Failures, hr.Status.UpgradeFailures)
+	}
 }
