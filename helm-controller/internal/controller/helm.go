@@ -1,10 +1,10 @@
 package controller
 
 import (
-	"errors"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
