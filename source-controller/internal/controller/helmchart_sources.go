@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,8 +15,6 @@ import (
 	"github.com/eddyops/eddy/source-controller/internal/helm/chart"
 	"helm.sh/helm/v3/pkg/registry"
 	helmrepo "helm.sh/helm/v3/pkg/repo"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -28,10 +24,12 @@ import (
 // password) and TLS settings from spec.certSecretRef (ca.crt, tls.crt,
 // tls.key), as in Flux.
 func (r *HelmChartReconciler) chartRepository(ctx context.Context, hr *sourcev1.HelmRepository) (chart.Repository, *reconcile.Failure) {
-	user, pass, tlsCfg, err := r.repositoryAuth(ctx, hr)
+	// The same Secrets, and the same reading of them, as the index fetch.
+	ic, err := newIndexClient(ctx, r.Client, hr)
 	if err != nil {
 		return nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to get authentication options for HelmRepository '%s': %s", hr.Name, err)
 	}
+	user, pass, tlsCfg := ic.username, ic.password, ic.tls
 	if hr.Spec.Type == sourcev1.HelmRepositoryTypeOCI {
 		u, err := url.Parse(hr.Spec.URL)
 		if err != nil || u.Scheme != "oci" || u.Host == "" {
@@ -58,7 +56,7 @@ func (r *HelmChartReconciler) chartRepository(ctx context.Context, hr *sourcev1.
 		return nil, fetchFailed(sourcev1.IndexationFailedReason, "failed to load the index of HelmRepository '%s': %s", hr.Name,
 			strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", ""))
 	}
-	hc := &http.Client{Timeout: repositoryTimeout(hr)}
+	hc := &http.Client{Timeout: ic.timeout}
 	if tlsCfg != nil {
 		hc.Transport = &http.Transport{TLSClientConfig: tlsCfg, Proxy: http.ProxyFromEnvironment}
 	}
@@ -69,48 +67,6 @@ func (r *HelmChartReconciler) chartRepository(ctx context.Context, hr *sourcev1.
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-// repositoryAuth reads the HelmRepository's secrets.
-func (r *HelmChartReconciler) repositoryAuth(ctx context.Context, hr *sourcev1.HelmRepository) (user, pass string, cfg *tls.Config, err error) {
-	get := func(name string) (map[string][]byte, error) {
-		s := &corev1.Secret{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: hr.Namespace, Name: name}, s); err != nil {
-			return nil, fmt.Errorf("failed to get secret '%s/%s': %s", hr.Namespace, name, err)
-		}
-		return s.Data, nil
-	}
-	if ref := hr.Spec.SecretRef; ref != nil {
-		data, err := get(ref.Name)
-		if err != nil {
-			return "", "", nil, err
-		}
-		user, pass = string(data["username"]), string(data["password"])
-		if (user == "") != (pass == "") {
-			return "", "", nil, fmt.Errorf("secret '%s/%s' must hold both 'username' and 'password'", hr.Namespace, ref.Name)
-		}
-	}
-	if ref := hr.Spec.CertSecretRef; ref != nil {
-		data, err := get(ref.Name)
-		if err != nil {
-			return "", "", nil, err
-		}
-		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
-		if ca := data["ca.crt"]; len(ca) > 0 {
-			cfg.RootCAs = x509.NewCertPool()
-			if !cfg.RootCAs.AppendCertsFromPEM(ca) {
-				return "", "", nil, errors.New("'ca.crt' holds no PEM certificate")
-			}
-		}
-		if crt, key := data["tls.crt"], data["tls.key"]; len(crt) > 0 || len(key) > 0 {
-			pair, err := tls.X509KeyPair(crt, key)
-			if err != nil {
-				return "", "", nil, errors.New("invalid 'tls.crt' and 'tls.key' pair")
-			}
-			cfg.Certificates = []tls.Certificate{pair}
-		}
-	}
-	return user, pass, cfg, nil
-}
 
 // dependencyRepositories resolves a chart dependency's repository URL to the
 // HelmRepository of the namespace with that URL (trailing slashes ignored),
@@ -145,15 +101,6 @@ func (r *HelmChartReconciler) dependencyRepositories(namespace string) chart.Rep
 			}
 			return &chart.OCIRepository{URL: repoURL, Client: c, Limits: r.Limits}, nil
 		}
-		return chart.FetchIndex(ctx, &http.Client{Timeout: repositoryTimeout(nil)}, repoURL, r.Limits)
+		return chart.FetchIndex(ctx, &http.Client{Timeout: time.Minute}, repoURL, r.Limits) // Flux's default timeout
 	}
-}
-
-// repositoryTimeout is a HelmRepository's spec.timeout, Flux's 60s default
-// when unset (or for a repository without HelmRepository).
-func repositoryTimeout(hr *sourcev1.HelmRepository) time.Duration {
-	if hr != nil && hr.Spec.Timeout != nil {
-		return hr.Spec.Timeout.Duration
-	}
-	return 60 * time.Second
 }

@@ -44,10 +44,7 @@ type indexClient struct {
 // Flux's texts (source-controller's getter client options and fluxcd/pkg
 // runtime/secrets); they name Secrets and keys, never their values.
 func newIndexClient(ctx context.Context, c client.Reader, obj *sourcev1.HelmRepository) (*indexClient, error) {
-	ic := &indexClient{timeout: time.Minute}
-	if obj.Spec.Timeout != nil && obj.Spec.Timeout.Duration > 0 {
-		ic.timeout = obj.Spec.Timeout.Duration
-	}
+	ic := &indexClient{timeout: repositoryTimeout(obj)}
 	if ref := obj.Spec.CertSecretRef; ref != nil {
 		secret := &corev1.Secret{}
 		key := types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}
@@ -84,6 +81,15 @@ func newIndexClient(ctx context.Context, c client.Reader, obj *sourcev1.HelmRepo
 		}
 	}
 	return ic, nil
+}
+
+// repositoryTimeout is a HelmRepository's spec.timeout, 1m when unset: the
+// bound of its index fetch and chart downloads. Flux compatible.
+func repositoryTimeout(obj *sourcev1.HelmRepository) time.Duration {
+	if obj.Spec.Timeout != nil && obj.Spec.Timeout.Duration > 0 {
+		return obj.Spec.Timeout.Duration
+	}
+	return time.Minute
 }
 
 // tlsConfigFromSecret builds a TLS configuration from a Secret's `ca.crt`
