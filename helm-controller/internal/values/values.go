@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	"github.com/eddyops/eddy/pkg/helmvalues"
 )
 
 // Reasons a values reference fails; RefError.Is matches them, so callers can
@@ -201,7 +202,7 @@ func ComposeSecret(ctx context.Context, c client.Reader, hr *helmv2.HelmRelease)
 			// As Flux: spec.values is merged in before the path is set (and
 			// again at the end), so a --set on a path spec.values shapes
 			// parses against the same tree.
-			result = Merge(result, specValues)
+			result = helmvalues.Merge(result, specValues)
 			set := setValue
 			if ref.Literal {
 				set = setLiteral
@@ -225,9 +226,9 @@ func ComposeSecret(ctx context.Context, c client.Reader, hr *helmv2.HelmRelease)
 		if ref.Kind == "Secret" {
 			secrets.addLeaves(vals)
 		}
-		result = Merge(result, vals)
+		result = helmvalues.Merge(result, vals)
 	}
-	return Merge(result, specValues), secrets, nil
+	return helmvalues.Merge(result, specValues), secrets, nil
 }
 
 // SpecValues decodes hr.spec.values; nil when unset.
@@ -240,27 +241,6 @@ func SpecValues(hr *helmv2.HelmRelease) (map[string]any, error) {
 		return nil, fmt.Errorf("could not decode spec.values: %w", err)
 	}
 	return v, nil
-}
-
-// Merge returns a new map: a with b deep-merged on top. A map in b merges
-// into a map in a under the same key; any other value of b replaces a's
-// (Helm's CLI values merge, which Flux uses). Neither input is modified;
-// nested maps of a merged with b are copies.
-func Merge(a, b map[string]any) map[string]any {
-	out := make(map[string]any, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		if bm, ok := v.(map[string]any); ok {
-			if am, ok := out[k].(map[string]any); ok {
-				out[k] = Merge(am, bm)
-				continue
-			}
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // setValue applies path=value with --set semantics; a quoted value is

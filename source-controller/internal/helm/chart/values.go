@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/eddyops/eddy/pkg/helmvalues"
 	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"sigs.k8s.io/yaml"
@@ -37,27 +38,10 @@ func mergeValuesFiles(names []string, ignoreMissing bool, read readValuesFile) (
 		if err := yaml.Unmarshal(data, &vals); err != nil {
 			return nil, nil, fmt.Errorf("unmarshaling values from '%s' failed: %w", n, err)
 		}
-		merged = mergeMaps(merged, vals)
+		merged = helmvalues.Merge(merged, vals)
 		used = append(used, n)
 	}
 	return merged, used, nil
-}
-
-func mergeMaps(a, b map[string]any) map[string]any {
-	out := make(map[string]any, len(a))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		if bm, ok := v.(map[string]any); ok {
-			if am, ok := out[k].(map[string]any); ok {
-				out[k] = mergeMaps(am, bm)
-				continue
-			}
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // overwriteValues makes vals the chart's default values (values.yaml in
