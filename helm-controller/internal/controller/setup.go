@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 // chartIndex indexes HelmReleases by the HelmChart they are built from
@@ -45,65 +44,44 @@ func (r *HelmReleaseReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		}); err != nil {
 		return err
 	}
-	dependants := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &helmv2.HelmReleaseList{} },
-		func(src client.Object) []client.ListOption {
-			return []client.ListOption{client.MatchingFields{chartIndex: src.GetNamespace() + "/" + src.GetName()}}
-		})
-	// A new generation of a HelmRelease, or a new artifact of its HelmChart,
-	// ends a running wait of its release (HealthCheckCanceled); the event
-	// queues the reconcile that follows.
+	// A new generation of a HelmRelease ends a running wait of its release
+	// (HealthCheckCanceled); the same event queues the reconcile that follows.
 	cancelOnGeneration := handler.Funcs{UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[ctrl.Request]) {
 		if e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() {
 			r.waits.cancel(e.ObjectNew.GetUID(), helmv2.HelmReleaseKind, e.ObjectNew.GetNamespace(), e.ObjectNew.GetName())
 		}
 	}}
-	cancelOnArtifact := handler.Funcs{UpdateFunc: func(ctx context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[ctrl.Request]) {
-		o, ok1 := e.ObjectOld.(*sourcev1.HelmChart)
-		n, ok2 := e.ObjectNew.(*sourcev1.HelmChart)
-		if !ok1 || !ok2 || o.Status.Artifact == nil || n.Status.Artifact == nil || o.Status.Artifact.Revision == n.Status.Artifact.Revision {
-			return
-		}
-		list := &helmv2.HelmReleaseList{}
-		if err := r.List(ctx, list, client.MatchingFields{chartIndex: n.Namespace + "/" + n.Name}); err != nil {
-			return
-		}
-		for _, hr := range list.Items {
-			r.waits.cancel(hr.UID, sourcev1.HelmChartKind, n.Namespace, n.Name)
-		}
-	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
 		Watches(&helmv2.HelmRelease{}, cancelOnGeneration).
-		Watches(&sourcev1.HelmChart{}, dependants, builder.WithPredicates(chartArtifactChanged{})).
-		Watches(&sourcev1.HelmChart{}, cancelOnArtifact).
+		Watches(&sourcev1.HelmChart{}, handler.Funcs{UpdateFunc: r.chartChanged}).
 		WithOptions(opts).
 		Complete(r)
 }
 
-// chartArtifactChanged passes a HelmChart update whose artifact appeared or
-// changed revision or digest (Flux compatible: SourceRevisionChangePredicate)
-// and, beyond Flux, one whose status.observedGeneration moved: a changed
-// chart template that source-controller refused (Stalled, the old artifact
-// kept) or built into the same artifact is seen at once, not at the
-// HelmRelease's next --requeue-dependency retry.
-type chartArtifactChanged struct{ predicate.Funcs }
-
-func (chartArtifactChanged) Create(event.CreateEvent) bool   { return false }
-func (chartArtifactChanged) Delete(event.DeleteEvent) bool   { return false }
-func (chartArtifactChanged) Generic(event.GenericEvent) bool { return false }
-
-func (chartArtifactChanged) Update(e event.UpdateEvent) bool {
+// chartChanged queues the HelmReleases of a HelmChart whose artifact
+// changed (eddyruntime.ArtifactChanged: Flux's SourceRevisionChangePredicate)
+// or, beyond Flux, whose status.observedGeneration moved: a changed chart
+// template that source-controller refused (Stalled, the old artifact kept)
+// or built into the same artifact is seen at once, not at the HelmRelease's
+// next --requeue-dependency retry. A new artifact revision also ends their
+// running waits (HealthCheckCanceled).
+func (r *HelmReleaseReconciler) chartChanged(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
 	o, ok1 := e.ObjectOld.(*sourcev1.HelmChart)
 	n, ok2 := e.ObjectNew.(*sourcev1.HelmChart)
-	if !ok1 || !ok2 {
-		return false
+	if !ok1 || !ok2 || !(eddyruntime.ArtifactChanged{}).Update(e) && o.Status.ObservedGeneration == n.Status.ObservedGeneration {
+		return
 	}
-	if o.Status.ObservedGeneration != n.Status.ObservedGeneration {
-		return true
+	newRevision := o.Status.Artifact != nil && n.Status.Artifact != nil && o.Status.Artifact.Revision != n.Status.Artifact.Revision
+	list := &helmv2.HelmReleaseList{}
+	if err := r.List(ctx, list, client.MatchingFields{chartIndex: n.Namespace + "/" + n.Name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the HelmReleases of a changed HelmChart", "object", n.Namespace+"/"+n.Name)
+		return
 	}
-	if n.Status.Artifact == nil {
-		return false
+	for _, hr := range list.Items {
+		if newRevision {
+			r.waits.cancel(hr.UID, sourcev1.HelmChartKind, n.Namespace, n.Name)
+		}
+		q.Add(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&hr)})
 	}
-	return o.Status.Artifact == nil || o.Status.Artifact.Revision != n.Status.Artifact.Revision ||
-		o.Status.Artifact.Digest != n.Status.Artifact.Digest
 }
