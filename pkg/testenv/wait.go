@@ -28,13 +28,21 @@ const WaitTimeout = 60 * time.Second
 // on an object thereby checks its status conventions.
 func WaitFor(t testing.TB, c client.Client, obj client.Object, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, WaitTimeout, true,
+	WaitForTimeout(t, c, obj, what, WaitTimeout, cond)
+}
+
+// WaitForTimeout is WaitFor waiting at most timeout instead of WaitTimeout,
+// for conditions that take longer by design (a Helm release waiting for its
+// Deployments).
+func WaitForTimeout(t testing.TB, c client.Client, obj client.Object, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true,
 		func(ctx context.Context) (bool, error) {
 			// A failed read (not yet created, a conflict) is tried again.
 			return c.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil && cond(), nil
 		})
 	if err != nil {
-		t.Fatalf("%s/%s: %s not reached in %s; status: %s", obj.GetNamespace(), obj.GetName(), what, WaitTimeout, statusJSON(obj))
+		t.Fatalf("%s/%s: %s not reached in %s; status: %s", obj.GetNamespace(), obj.GetName(), what, timeout, statusJSON(obj))
 	}
 	conds, ok := Conditions(obj)
 	if !ok {

@@ -157,17 +157,10 @@ func logsOnFailure(t *testing.T) {
 // the release's Deployments to become Available on kwok nodes.
 const releaseTimeout = 3 * time.Minute
 
-// waitFor is testenv.WaitFor with releaseTimeout: it re-reads obj until
-// cond holds and checks the status conventions.
+// waitFor is testenv.WaitFor with releaseTimeout.
 func waitFor(t *testing.T, obj client.Object, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	// Wait the long part here, then let testenv.WaitFor check the state.
-	_ = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		return env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil && cond(), nil
-	})
-	testenv.WaitFor(t, env.Client, obj, what, cond)
+	testenv.WaitForTimeout(t, env.Client, obj, what, releaseTimeout, cond)
 }
 
 // readyCondition returns hr's Ready condition (never nil).
