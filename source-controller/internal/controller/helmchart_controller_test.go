@@ -259,8 +259,11 @@ func TestHelmChartFromHTTPHelmRepository(t *testing.T) {
 	if err := env.Client.Create(context.Background(), secret(ns, "auth", map[string]string{"username": "user", "password": "pass"})); err != nil {
 		t.Fatal(err)
 	}
+	// Suspended: the suite's HelmRepository reconciler leaves it alone, so
+	// storeIndex decides when its index artifact appears.
 	hr := &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podinfo"},
-		Spec: sourcev1.HelmRepositorySpec{URL: srv.URL(), Interval: metav1.Duration{Duration: time.Hour}, SecretRef: &meta.LocalObjectReference{Name: "auth"}}}
+		Spec: sourcev1.HelmRepositorySpec{URL: srv.URL(), Interval: metav1.Duration{Duration: time.Hour}, SecretRef: &meta.LocalObjectReference{Name: "auth"},
+			Suspend: true}}
 	if err := env.Client.Create(context.Background(), hr); err != nil {
 		t.Fatal(err)
 	}
