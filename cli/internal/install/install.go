@@ -211,7 +211,9 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 	if err := writeOverlay(fsys, o, comps); err != nil {
 		return nil, err
 	}
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fsys, "/install")
+	kopts := krusty.MakeDefaultOptions()
+	kopts.Reorder = krusty.ReorderOptionLegacy // flux's order: Namespace, CRDs, RBAC, ..., Deployments
+	resMap, err := krusty.MakeKustomizer(kopts).Run(fsys, "/install")
 	if err != nil {
 		return nil, fmt.Errorf("building the install bundle: %w", err)
 	}
@@ -339,7 +341,6 @@ func writeOverlay(fsys filesys.FileSystem, o Options, comps []string) error {
 			"kind":         "Kustomization",
 			"namespace":    o.Namespace,
 			"transformers": []string{"labels.yaml"},
-			"sortOptions":  map[string]any{"order": "legacy"},
 			"resources":    resources,
 			"patches":      patches,
 		},
