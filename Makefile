@@ -1,6 +1,6 @@
 # Eddy: see README.md. `make test` is the test command CI runs.
 
-MODULES := api pkg source-controller kustomize-controller helm-controller notification-controller cli
+MODULES := api config pkg source-controller kustomize-controller helm-controller notification-controller cli
 CONTROLLERS := source-controller kustomize-controller helm-controller notification-controller
 PACKAGES := $(foreach m,$(MODULES),./$(m)/...)
 
