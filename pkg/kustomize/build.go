@@ -4,7 +4,7 @@
 // confined to the artifact, then applies postBuild substitution and
 // commonMetadata. Flux compatible (contract §4.2): the same generation
 // rules, overlay merge, load restrictions and substitution syntax.
-package build
+package kustomize
 
 import (
 	"bytes"
