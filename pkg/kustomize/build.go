@@ -1,4 +1,4 @@
-// Package build turns a Kustomization's path inside a source artifact into
+// Package kustomize turns a Kustomization's path inside a source artifact into
 // Kubernetes objects: it generates a kustomization.yaml where there is none,
 // merges the Kustomization's spec overlays, runs kustomize on a filesystem
 // confined to the artifact, then applies postBuild substitution and

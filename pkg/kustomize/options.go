@@ -7,6 +7,7 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -72,4 +73,24 @@ func Variables(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomizat
 		vars[k] = v
 	}
 	return vars, nil
+}
+
+// The labels naming the Kustomization that applies an object. Flux
+// compatible.
+const (
+	NameLabel      = "kustomize.toolkit.fluxcd.io/name"
+	NamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
+)
+
+// SetOwnerLabels sets NameLabel and NamespaceLabel on each object, as the
+// controller does before it applies them.
+func SetOwnerLabels(objs []*unstructured.Unstructured, name, namespace string) {
+	for _, u := range objs {
+		labels := u.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[NameLabel], labels[NamespaceLabel] = name, namespace
+		u.SetLabels(labels)
+	}
 }

@@ -31,8 +31,8 @@ import (
 // Owner labels set on every applied object; prune deletes only objects
 // carrying both with this Kustomization's values. Flux compatible.
 const (
-	NameLabel      = "kustomize.toolkit.fluxcd.io/name"
-	NamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
+	NameLabel      = kustomize.NameLabel
+	NamespaceLabel = kustomize.NamespaceLabel
 	// FieldManager is the server-side apply field manager. Flux compatible.
 	FieldManager = "kustomize-controller"
 	sourceIndex  = ".spec.sourceRef"
@@ -259,21 +259,14 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if origin := art.Metadata["org.opencontainers.image.revision"]; origin != "" {
 		snap.metadata["originRevision"] = origin
 	}
-	for _, u := range res.Objects {
-		labels := u.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[NameLabel], labels[NamespaceLabel] = obj.Name, obj.Namespace
-		u.SetLabels(labels)
-	}
+	kustomize.SetOwnerLabels(res.Objects, obj.Name, obj.Namespace)
 
 	c, err := r.clientFor(obj)
 	if err != nil {
 		return fail(meta.ReconciliationFailedReason, "%s", err)
 	}
 	step("Detecting drift")
-	ignore, err := ignoreRules(obj.Spec.Ignore)
+	ignore, err := ssa.SpecIgnoreRules(obj.Spec.Ignore)
 	if err != nil {
 		f := fail(meta.ReconciliationFailedReason, "%s", err)
 		f.Stalled = true
