@@ -88,7 +88,7 @@ func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespac
 		return nil, nil, err
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, nil, fmt.Errorf("invalid resource path %q: not a directory", lb.path)
+		return nil, nil, fmt.Errorf("invalid resource path %q: --path must be a local directory", lb.path)
 	}
 	k := &kustomizev1.Kustomization{}
 	if lb.kustomizationFile != "" {
