@@ -53,7 +53,7 @@ skipped-summary:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := FuzzEventHandler:./notification-controller/internal/server/ FuzzReceiverHandler:./notification-controller/internal/server/ \
 	FuzzExtract:./pkg/artifact/ FuzzLoadIgnore:./pkg/artifact/ FuzzParseID:./pkg/ssa/ \
-	FuzzSubstitute:./kustomize-controller/internal/build/
+	FuzzSubstitute:./pkg/kustomize/
 ## A run that ends in the fuzzing engine's own "context deadline exceeded" with no failing
 ## input written (a worker slow to stop on a loaded machine) is run once more; a finding fails.
 fuzz:
