@@ -1,16 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
-	helmv2 "github.com/eddyops/eddy/api/helm/v2"
-	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/spf13/cobra"
@@ -36,16 +32,11 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 		if output != "table" && output != "yaml" && output != "json" {
 			return fmt.Errorf("--output %q: use table, yaml or json", output)
 		}
-		c, err := g.client()
+		c, ctx, cancel, opts, err := g.listing(cmd, allNamespaces)
 		if err != nil {
 			return err
 		}
-		ctx, cancel := g.ctx(cmd)
 		defer cancel()
-		var opts []client.ListOption
-		if !allNamespaces {
-			opts = append(opts, client.InNamespace(g.namespace))
-		}
 		if len(args) == 1 {
 			opts = append(opts, client.MatchingFields{"metadata.name": args[0]})
 		}
@@ -127,6 +118,22 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 	return get
 }
 
+// listing returns what listing objects takes: a client, a context bounded
+// by --timeout (to cancel) and the options that select --namespace, or
+// every namespace when allNamespaces.
+func (g *globalFlags) listing(cmd *cobra.Command, allNamespaces bool) (client.Client, context.Context, context.CancelFunc, []client.ListOption, error) {
+	c, err := g.client()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ctx, cancel := g.ctx(cmd)
+	var opts []client.ListOption
+	if !allNamespaces {
+		opts = append(opts, client.InNamespace(g.namespace))
+	}
+	return c, ctx, cancel, opts, nil
+}
+
 // tablePrinter prints rows as one of flux's `get` tables.
 type tablePrinter func(w io.Writer, rs []status.Row, withNamespace bool)
 
@@ -134,45 +141,28 @@ type tablePrinter func(w io.Writer, rs []status.Row, withNamespace bool)
 // once listed.
 type listRows func() (client.ObjectList, func() []status.Row)
 
-func gitRepositoryRows() (client.ObjectList, func() []status.Row) {
-	l := &sourcev1.GitRepositoryList{}
-	return l, func() []status.Row { return status.GitRepositoryRows(l, "") }
+// rowsOf is the listRows of the list type L (a pointer to T) whose
+// rows rows makes.
+func rowsOf[T any, L interface {
+	*T
+	client.ObjectList
+}](rows func(L, string) []status.Row) listRows {
+	return func() (client.ObjectList, func() []status.Row) {
+		l := L(new(T))
+		return l, func() []status.Row { return rows(l, "") }
+	}
 }
 
-func helmRepositoryRows() (client.ObjectList, func() []status.Row) {
-	l := &sourcev1.HelmRepositoryList{}
-	return l, func() []status.Row { return status.HelmRepositoryRows(l, "") }
-}
-
-func helmChartRows() (client.ObjectList, func() []status.Row) {
-	l := &sourcev1.HelmChartList{}
-	return l, func() []status.Row { return status.HelmChartRows(l, "") }
-}
-
-func kustomizationRows() (client.ObjectList, func() []status.Row) {
-	l := &kustomizev1.KustomizationList{}
-	return l, func() []status.Row { return status.KustomizationRows(l, "") }
-}
-
-func helmReleaseRows() (client.ObjectList, func() []status.Row) {
-	l := &helmv2.HelmReleaseList{}
-	return l, func() []status.Row { return status.HelmReleaseRows(l, "") }
-}
-
-func receiverRows() (client.ObjectList, func() []status.Row) {
-	l := &notificationv1.ReceiverList{}
-	return l, func() []status.Row { return status.ReceiverRows(l, "") }
-}
-
-func providerRows() (client.ObjectList, func() []status.Row) {
-	l := &notificationv1beta3.ProviderList{}
-	return l, func() []status.Row { return status.ProviderRows(l, "") }
-}
-
-func alertRows() (client.ObjectList, func() []status.Row) {
-	l := &notificationv1beta3.AlertList{}
-	return l, func() []status.Row { return status.AlertRows(l, "") }
-}
+var (
+	gitRepositoryRows  = rowsOf(status.GitRepositoryRows)
+	helmRepositoryRows = rowsOf(status.HelmRepositoryRows)
+	helmChartRows      = rowsOf(status.HelmChartRows)
+	kustomizationRows  = rowsOf(status.KustomizationRows)
+	helmReleaseRows    = rowsOf(status.HelmReleaseRows)
+	receiverRows       = rowsOf(status.ReceiverRows)
+	providerRows       = rowsOf(status.ProviderRows)
+	alertRows          = rowsOf(status.AlertRows)
+)
 
 // getAllKinds are the kinds of `get all` in flux's order: the sources
 // first (what `get sources all` shows), then the others.
@@ -198,16 +188,11 @@ func (g *globalFlags) getAll(cmd *cobra.Command, allNamespaces bool, kinds []str
 	rows  listRows
 	table tablePrinter
 }) error {
-	c, err := g.client()
+	c, ctx, cancel, opts, err := g.listing(cmd, allNamespaces)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := g.ctx(cmd)
 	defer cancel()
-	var opts []client.ListOption
-	if !allNamespaces {
-		opts = append(opts, client.InNamespace(g.namespace))
-	}
 	u := ui.New(cmd.ErrOrStderr())
 	out := cmd.OutOrStdout()
 	for _, k := range kinds {

@@ -438,44 +438,40 @@ func newExportCommand(g *globalFlags) *cobra.Command {
 		if !all && len(args) < 1 {
 			return errors.New("name is required")
 		}
-		c, err := g.client()
-		if err != nil {
-			return err
-		}
-		ctx, cancel := g.ctx(cmd)
-		defer cancel()
-		var objs []client.Object
-		if all {
-			if objs, err = listNamed(ctx, c, k, g.namespace, ""); err != nil {
-				return err
+		return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+			var objs []client.Object
+			if all {
+				var err error
+				if objs, err = listNamed(ctx, c, k, g.namespace, ""); err != nil {
+					return err
+				}
+				if len(objs) == 0 {
+					return fmt.Errorf("no objects found in %s namespace", g.namespace)
+				}
+			} else {
+				o := k.newObj()
+				key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
+				if err := c.Get(ctx, key, o); err != nil {
+					return status.NotFound(err, k.kind, key)
+				}
+				objs = []client.Object{o}
 			}
-			if len(objs) == 0 {
-				return fmt.Errorf("no objects found in %s namespace", g.namespace)
+			for _, o := range objs {
+				doc, err := exported(c.Scheme(), o)
+				if err != nil {
+					return err
+				}
+				if err := printExport(u.Out(), doc); err != nil {
+					return err
+				}
+				// As flux: only with --with-credentials, and only the first
+				// source's Secret of --all.
+				if ref := secretRefOf(o); withCredentials && ref != "" {
+					return printCredentials(ctx, c, u.Out(), types.NamespacedName{Namespace: o.GetNamespace(), Name: ref})
+				}
 			}
-		} else {
-			o := k.newObj()
-			key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
-			if err := c.Get(ctx, key, o); err != nil {
-				return status.NotFound(err, k.kind, key)
-			}
-			objs = []client.Object{o}
-		}
-		out := cmd.OutOrStdout()
-		for _, o := range objs {
-			doc, err := exported(c.Scheme(), o)
-			if err != nil {
-				return err
-			}
-			if err := printExport(out, doc); err != nil {
-				return err
-			}
-			// As flux: only with --with-credentials, and only the first
-			// source's Secret of --all.
-			if ref := secretRefOf(o); withCredentials && ref != "" {
-				return printCredentials(ctx, c, out, types.NamespacedName{Namespace: o.GetNamespace(), Name: ref})
-			}
-		}
-		return nil
+			return nil
+		})
 	})
 	for _, sub := range cmd.Commands() {
 		if sub.Name() == "source" {
@@ -541,27 +537,22 @@ func newDeleteCommand(g *globalFlags) *cobra.Command {
 		if len(args) < 1 {
 			return fmt.Errorf("%s name is required", k.human)
 		}
-		c, err := g.client()
-		if err != nil {
-			return err
-		}
-		ctx, cancel := g.ctx(cmd)
-		defer cancel()
-		o := k.newObj()
-		key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
-		if err := c.Get(ctx, key, o); err != nil {
-			return status.NotFound(err, k.kind, key)
-		}
-		if !silent && !confirm(cmd, "Are you sure you want to delete this "+k.human) {
-			return errors.New("aborting")
-		}
-		u := ui.New(cmd.OutOrStdout())
-		u.Action("deleting %s %s in %s namespace", k.human, key.Name, key.Namespace)
-		if err := c.Delete(ctx, o); err != nil {
-			return err
-		}
-		u.Success("%s deleted", k.human)
-		return nil
+		return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+			o := k.newObj()
+			key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
+			if err := c.Get(ctx, key, o); err != nil {
+				return status.NotFound(err, k.kind, key)
+			}
+			if !silent && !confirm(cmd, "Are you sure you want to delete this "+k.human) {
+				return errors.New("aborting")
+			}
+			u.Action("deleting %s %s in %s namespace", k.human, key.Name, key.Namespace)
+			if err := c.Delete(ctx, o); err != nil {
+				return err
+			}
+			u.Success("%s deleted", k.human)
+			return nil
+		})
 	})
 	return cmd
 }

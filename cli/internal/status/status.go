@@ -143,14 +143,20 @@ func ReceiverRows(l *notificationv1.ReceiverList, prefix string) []Row {
 	return rs
 }
 
+// staticRow is the row of an object without status, which flux shows
+// Ready with msg.
+func staticRow(prefix string, o metav1.Object, suspended bool, msg string) Row {
+	return Row{Namespace: o.GetNamespace(), Name: prefix + o.GetName(), Suspended: suspended,
+		Ready: string(metav1.ConditionTrue), Message: msg}
+}
+
 // AlertRows are the rows of l's items, each named prefix+name. An Alert
 // has no status: flux shows it Ready with "Alert is Ready".
 func AlertRows(l *notificationv1beta3.AlertList, prefix string) []Row {
 	var rs []Row
 	for i := range l.Items {
 		o := &l.Items[i]
-		rs = append(rs, Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend,
-			Ready: string(metav1.ConditionTrue), Message: "Alert is Ready"})
+		rs = append(rs, staticRow(prefix, o, o.Spec.Suspend, "Alert is Ready"))
 	}
 	return rs
 }
@@ -161,8 +167,7 @@ func ProviderRows(l *notificationv1beta3.ProviderList, prefix string) []Row {
 	var rs []Row
 	for i := range l.Items {
 		o := &l.Items[i]
-		rs = append(rs, Row{Namespace: o.Namespace, Name: prefix + o.Name, Suspended: o.Spec.Suspend,
-			Ready: string(metav1.ConditionTrue), Message: "Provider is Ready"})
+		rs = append(rs, staticRow(prefix, o, o.Spec.Suspend, "Provider is Ready"))
 	}
 	return rs
 }
