@@ -99,6 +99,11 @@ func TestObjectsE2E(t *testing.T) {
 				t.Errorf("create hr --export lacks %q:\n%s", w, out)
 			}
 		}
+		out = u.must("create", "source", "helm", "charts", "--url=oci://ghcr.io/stefanprodan/charts", "--interval=10m", "--export")
+		if want := "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\n  namespace: flux-system\n" +
+			"spec:\n  interval: 10m0s\n  type: oci\n  url: oci://ghcr.io/stefanprodan/charts\n"; out != want {
+			t.Errorf("create source helm --export:\n%s\nwant:\n%s", out, want)
+		}
 		out = u.must("create", "receiver", "gh", "--type=github", "--event=push", "--resource=GitRepository/podinfo", "--secret-ref=tok", "--export")
 		if !strings.HasPrefix(out, "---\napiVersion: notification.toolkit.fluxcd.io/v1\nkind: Receiver\n") || strings.Contains(out, "status") {
 			t.Errorf("create receiver --export:\n%s", out)
@@ -154,6 +159,14 @@ func TestObjectsE2E(t *testing.T) {
 		if exp, want := u.must("export", "ks", "apps"), u.must(append(args, "--export")...); exp != want {
 			t.Errorf("export ks apps:\n%s\nwant what create --export prints:\n%s", exp, want)
 		}
+
+		// A path the source lacks: flux waits (Ready=False is retried) until
+		// --timeout, then says what the controller last reported.
+		out = u.fails("create", "ks", "broken", "--source=GitRepository/podinfo", "--path=./missing", "--timeout=10s")
+		if !regexp.MustCompile(`(?m)^✗ timed out waiting for Kustomization reconciliation: last status: \w+: .*missing`).MatchString(out) {
+			t.Errorf("create ks with a missing path: want the timeout with the last Ready reason naming the path:\n%s", out)
+		}
+		u.must("delete", "ks", "broken", "--silent")
 
 		out = u.must("create", "alert-provider", "hook", "--type=generic", "--address=http://127.0.0.1:9/hook")
 		hasLines(t, out, "✚ generating Provider", "► applying Provider", "✔ Provider created",
