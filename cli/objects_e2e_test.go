@@ -12,7 +12,9 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -207,6 +209,21 @@ func TestObjectsE2E(t *testing.T) {
 		if after := u.must("export", "alert", "apps"); after != before {
 			t.Errorf("export after re-creating from the export:\n%s\nwant:\n%s", after, before)
 		}
+		// The credentials Secret only with --with-credentials, as flux.
+		authed := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "authed"},
+			Spec: sourcev1.GitRepositorySpec{URL: devRepo.Spec.URL, Interval: metav1.Duration{Duration: time.Hour}, Suspend: true,
+				SecretRef: &meta.LocalObjectReference{Name: "objects-token"}}}
+		if err := c.Create(ctx, authed); err != nil {
+			t.Fatal(err)
+		}
+		if out := u.must("export", "source", "git", "authed"); strings.Count(out, "---\n") != 1 || strings.Contains(out, "kind: Secret") {
+			t.Errorf("export source git without --with-credentials exported more than the GitRepository:\n%s", out)
+		}
+		out = u.must("export", "source", "git", "authed", "--with-credentials")
+		if want := "---\napiVersion: v1\ndata:\n  token: czNjcmV0\nkind: Secret\nmetadata:\n  name: objects-token\n  namespace: flux-system\ntype: Opaque\n"; !strings.HasSuffix(out, want) {
+			t.Errorf("export source git --with-credentials does not end with the Secret:\n%s\nwant:\n%s", out, want)
+		}
+		u.must("delete", "source", "git", "authed", "--silent")
 		all := u.must("export", "source", "git", "--all")
 		if strings.Count(all, "---\n") != 2 || !strings.Contains(all, "  name: flux-system\n") || !strings.Contains(all, "  name: podinfo\n") {
 			t.Errorf("export source git --all: want two documents:\n%s", all)
