@@ -23,15 +23,7 @@ func newRootCommand() *cobra.Command {
 	g := &globalFlags{}
 	g.bind(root)
 	root.AddCommand(newDevCommand(g), newGetCommand(g), newReconcileCommand(g), newEventsCommand(g))
-	root.AddCommand(&cobra.Command{
-		Use:   "version",
-		Short: "Print the eddy version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "eddy %s\n", version)
-			return err
-		},
-	})
+	root.AddCommand(newVersionCommand(g), newCheckCommand(g))
 	return root
 }
 
