@@ -62,9 +62,8 @@ It exits 1 after "✗ check failed" when a check fails.`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			return runCheck(ctx, ui.New(cmd.OutOrStdout()), cfg, g.namespace, pre, pollInterval)
+			return runCheck(cmd.Context(), ui.New(cmd.OutOrStdout()), cfg, checkOptions{
+				namespace: g.namespace, pre: pre, poll: pollInterval, timeout: g.timeout})
 		},
 	}
 	cmd.Flags().BoolVar(&pre, "pre", false, "only run pre-installation checks")
@@ -72,14 +71,25 @@ It exits 1 after "✗ check failed" when a check fails.`,
 	return cmd
 }
 
+// checkOptions are the flags of `eddy check`.
+type checkOptions struct {
+	namespace string
+	pre       bool
+	// poll is how often a Deployment not ready is read again; timeout
+	// (--timeout) bounds the wait for each Deployment and each other section.
+	poll, timeout time.Duration
+}
+
 // runCheck prints flux check's sections (flux2:cmd/flux/check.go): the
 // prerequisites, then, unless pre, the version in the cluster, the
 // controllers and the CRDs. A failed section does not stop the next ones,
 // except an API server that does not answer.
-func runCheck(ctx context.Context, u *ui.UI, cfg *rest.Config, ns string, pre bool, poll time.Duration) error {
+func runCheck(parent context.Context, u *ui.UI, cfg *rest.Config, o checkOptions) error {
+	ctx, cancel := context.WithTimeout(parent, o.timeout)
+	defer cancel()
 	u.Action("checking prerequisites")
 	ok, reachable := kubernetesCheck(u, cfg)
-	if pre || !reachable {
+	if o.pre || !reachable {
 		if !ok {
 			return errCheckFailed
 		}
@@ -101,11 +111,13 @@ func runCheck(ctx context.Context, u *ui.UI, cfg *rest.Config, ns string, pre bo
 		u.Success("bootstrapped: %t", info.bootstrapped)
 	}
 	u.Action("checking controllers")
-	if !controllersCheck(ctx, u, c, ns, poll) {
+	if !controllersCheck(parent, u, c, o) {
 		ok = false
 	}
 	u.Action("checking crds")
-	if !crdsCheck(ctx, u, c) {
+	cctx, cancel := context.WithTimeout(parent, o.timeout)
+	defer cancel()
+	if !crdsCheck(cctx, u, c) {
 		ok = false
 	}
 	if !ok {
@@ -184,9 +196,13 @@ func controllers(ctx context.Context, c client.Client, ns string) ([]appsv1.Depl
 }
 
 // controllersCheck waits until each controller's Deployment is ready
-// (kstatus Current) and prints its images; none at all is a failure.
-func controllersCheck(ctx context.Context, u *ui.UI, c client.Client, ns string, poll time.Duration) bool {
+// (kstatus Current), up to o.timeout each, and prints its images; none at
+// all is a failure.
+func controllersCheck(parent context.Context, u *ui.UI, c client.Client, o checkOptions) bool {
+	ns := o.namespace
+	ctx, cancel := context.WithTimeout(parent, o.timeout)
 	deps, err := controllers(ctx, c, ns)
+	cancel()
 	if err != nil {
 		u.Failure("listing the controllers' Deployments failed: %s", err)
 		return false
@@ -197,7 +213,10 @@ func controllersCheck(ctx context.Context, u *ui.UI, c client.Client, ns string,
 	}
 	ok := true
 	for _, d := range deps {
-		switch st := waitCurrent(ctx, u, c, types.NamespacedName{Namespace: ns, Name: d.Name}, poll); st {
+		ctx, cancel := context.WithTimeout(parent, o.timeout)
+		st := waitCurrent(ctx, u, c, types.NamespacedName{Namespace: ns, Name: d.Name}, o.poll)
+		cancel()
+		switch st {
 		case status.CurrentStatus:
 			u.Success("%s: deployment ready", d.Name)
 		case status.NotFoundStatus:

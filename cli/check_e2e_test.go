@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	yaml "sigs.k8s.io/yaml/goyaml.v2"
@@ -177,4 +178,53 @@ current-context: c
 	}
 	oneLineError(t, u.fails("check", "extra"), "unknown command")
 	t.Logf("took %s", time.Since(start).Round(100*time.Millisecond))
+}
+
+// checkAtTerminal runs `eddy check` at a terminal with colours against a
+// running eddy dev environment: in a namespace whose one controller
+// Deployment cannot be scheduled, the spinner shows while check waits for
+// it, then its failure and exit 1; in flux-system, all checks pass. Both
+// leave a clean screen.
+func checkAtTerminal(t *testing.T, u *user) {
+	t.Helper()
+	c := u.client()
+	ctx := context.Background()
+	ns := &corev1.Namespace{}
+	ns.Name = "check-spin"
+	labels := map[string]string{"app": "stuck"}
+	dep := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](1),
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"eddy.test/no-such-node": "true"},
+				Containers:   []corev1.Container{{Name: "manager", Image: "example.com/stuck-controller:v1"}},
+			},
+		},
+	}}
+	dep.Namespace, dep.Name, dep.Labels = ns.Name, "stuck", map[string]string{partOfLabel: partOfValue}
+	for _, o := range []client.Object{ns, dep} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stuck := u.startTTY(80, false, "check", "-n", ns.Name, "--timeout", "5s", "--poll-interval", "1s")
+	stuck.waitFor("waiting for stuck to be ready", time.Minute)
+	screen := strings.Join(stuck.checkTerminalExit(time.Minute, false, 1), "\n")
+	for _, want := range []string{"✗ stuck: deployment not ready", "► example.com/stuck-controller:v1", "✗ check failed"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("eddy check at a terminal, a Deployment not ready: the screen does not show %q", want)
+		}
+	}
+	if err := c.Delete(ctx, ns); err != nil {
+		t.Error(err)
+	}
+
+	screen = strings.Join(u.startTTY(80, false, "check").checkTerminal(time.Minute, false), "\n")
+	for _, want := range []string{"✔ source-controller: deployment ready", "✔ all checks passed"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("eddy check at a terminal does not show %q", want)
+		}
+	}
 }
