@@ -71,7 +71,7 @@ func checkDevInstalled(t *testing.T, u *user) {
 		wantLines = append(wantLines, "✔ "+n+": deployment ready")
 	}
 	wantLines = append(wantLines, "► checking crds", "✔ gitrepositories.source.toolkit.fluxcd.io/v1",
-		"✔ kustomizations.kustomize.toolkit.fluxcd.io/v1", "✔ helmreleases.helm.toolkit.fluxcd.io/v2", "✔ all checks passed")
+		"✔ helmreleases.helm.toolkit.fluxcd.io/v2", "✔ kustomizations.kustomize.toolkit.fluxcd.io/v1", "✔ all checks passed")
 	inOrder(t, "eddy check", out, wantLines)
 	if images := regexp.MustCompile(`(?m)^► \S+/(source|kustomize|helm|notification)-controller:\S+$`).FindAllString(out, -1); len(images) != 4 {
 		t.Errorf("eddy check prints %d controller images (► <image>), want 4", len(images))

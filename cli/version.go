@@ -120,9 +120,13 @@ func imageNameTag(image string) (string, string, error) {
 		return "", "", fmt.Errorf("parsing image '%s' failed: %w", image, err)
 	}
 	repo := strings.TrimPrefix(image, ref.Context().RegistryStr())
+	repo, digest, pinned := strings.Cut(repo, "@")
 	path, tag, found := strings.Cut(repo, ":")
 	if !found {
 		return "", "", errors.New("missing image tag in image " + image)
+	}
+	if pinned {
+		tag += "@" + digest
 	}
 	return path[strings.LastIndex(path, "/")+1:], tag, nil
 }
