@@ -23,6 +23,7 @@ func newRootCommand() *cobra.Command {
 	g := &globalFlags{}
 	g.bind(root)
 	root.AddCommand(newDevCommand(g), newGetCommand(g), newReconcileCommand(g), newEventsCommand(g))
+	root.AddCommand(newInstallCommand(g), newUninstallCommand(g))
 	root.AddCommand(newVersionCommand(g), newCheckCommand(g))
 	return root
 }
