@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/eddyops/eddy/cli/internal/install"
 	"github.com/eddyops/eddy/pkg/crds"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,9 +19,6 @@ const RunsAsAnnotation = "eddy.dev/runs-as"
 
 // RunsAsLocalProcess is RunsAsAnnotation's value.
 const RunsAsLocalProcess = "local-process"
-
-// fieldOwner is the server-side apply field manager of what eddy dev installs.
-const fieldOwner = "eddy"
 
 // installBundle installs from the install bundle objs (`eddy install`'s
 // objects) what makes the environment look installed to `eddy check`,
@@ -63,7 +61,7 @@ func installBundle(ctx context.Context, c client.Client, objs []*unstructured.Un
 		return err
 	}
 	for _, o := range append(namespaces, deployments...) {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(install.FieldManager), client.ForceOwnership); err != nil {
 			return fmt.Errorf("%s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
