@@ -307,3 +307,17 @@ func TestRenderDeterministic(t *testing.T) {
 		t.Errorf("order: first %s, last CRD at %d, first Deployment at %d", objs[0].GetKind(), lastCRD, firstDeploy)
 	}
 }
+
+// TestDefaultImageDigests: the build-time digest list pins the default
+// images; a malformed one is reported, not ignored.
+func TestDefaultImageDigests(t *testing.T) {
+	defer func(old string) { DefaultImageDigests = old }(DefaultImageDigests)
+	DefaultImageDigests = "helm-controller=" + testDigest
+	if o := DefaultOptions("v1"); o.ImageDigests["helm-controller"] != testDigest || o.Validate() != nil {
+		t.Errorf("DefaultOptions digests %v, %v", o.ImageDigests, o.Validate())
+	}
+	DefaultImageDigests = "helm-controller=latest"
+	if err := DefaultOptions("v1").Validate(); err == nil || !strings.Contains(err.Error(), "malformed image digest") {
+		t.Errorf("a malformed DefaultImageDigests: %v", err)
+	}
+}
