@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"strings"
@@ -157,12 +156,8 @@ the namespace unless --keep-namespace.`,
 			if err != nil {
 				return err
 			}
-			if !o.DryRun && !silent {
-				fmt.Fprint(cmd.OutOrStdout(), "Are you sure you want to delete Eddy and its custom resource definitions? [y/N] ")
-				answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-					return errors.New("aborting")
-				}
+			if !o.DryRun && !silent && !confirm(cmd, "Are you sure you want to delete Eddy and its custom resource definitions") {
+				return errors.New("aborting")
 			}
 			ctx, cancel := g.ctx(cmd)
 			defer cancel()
