@@ -23,6 +23,7 @@ func newRootCommand() *cobra.Command {
 	g := &globalFlags{}
 	g.bind(root)
 	root.AddCommand(newDevCommand(g), newGetCommand(g), newReconcileCommand(g), newEventsCommand(g))
+	root.AddCommand(newBootstrapCommand(g))
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the eddy version",
