@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -19,7 +20,6 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/install"
 	"github.com/eddyops/eddy/cli/internal/ui"
-	"github.com/eddyops/eddy/pkg/health"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -125,16 +125,19 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 
 	bundle, err := install.Render(o.Install)
 	if err != nil {
-		return fmt.Errorf("rendering the components: %w", err)
+		return err
 	}
-	components := append(append([]string(nil), o.Install.Components...), o.Install.ComponentsExtra...)
+	objects, err := install.Objects(o.Install)
+	if err != nil {
+		return err
+	}
 	dir := path.Join(strings.TrimPrefix(o.Path, "./"), o.Namespace)
 	files := commitFiles{
 		components: path.Join(dir, ComponentsFile),
 		sync:       path.Join(dir, SyncFile),
 		kustomize:  path.Join(dir, KustomizationFile),
 	}
-	files.componentsYAML = ComponentsManifest(o.Install.Version, components, bundle)
+	files.componentsYAML = string(bundle)
 	if files.syncYAML, err = SyncManifest(SyncOptions{
 		Name: o.Namespace, Namespace: o.Namespace, URL: o.SyncURL, Branch: o.Remote.Branch,
 		Secret: o.SecretName, Interval: o.Interval, Path: o.Path,
@@ -151,10 +154,7 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 
 	if mustInstall {
 		stop := u.Spin(fmt.Sprintf("installing components in %q namespace", o.Namespace))
-		objs, err := install.Objects(bundle)
-		if err == nil {
-			_, err = install.Apply(ctx, c, objs)
-		}
+		_, err := install.Apply(ctx, c, objects)
 		stop()
 		if err != nil {
 			return fmt.Errorf("installing the components (the manifests are pushed; run bootstrap again to finish): %s", ui.OneLine(err.Error()))
@@ -168,7 +168,7 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 	}
 
 	u.Action("applying sync manifests")
-	objs, err := install.Objects(files.syncYAML)
+	objs, err := decodeObjects(files.syncYAML)
 	if err == nil {
 		_, err = install.Apply(ctx, c, objs)
 	}
@@ -187,7 +187,7 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 	if err := waitReconciled(ctx, u, c, &kustomizev1.Kustomization{}, kustomizev1.KustomizationKind, key, revision, o); err != nil {
 		return err
 	}
-	if err := waitComponents(ctx, u, c, o, components); err != nil {
+	if err := waitComponents(ctx, u, c, o, objects); err != nil {
 		return err
 	}
 	if !pushed && !mustInstall {
@@ -423,35 +423,39 @@ func legacyRevision(rev string) string {
 	return rev[:i] + "@sha1:" + rev[i+1:]
 }
 
-// waitComponents waits until the components' Deployments are Current
+// waitComponents waits until the bundle's Deployments are Current
 // (kstatus), as flux's ReportComponentsHealth.
-func waitComponents(ctx context.Context, u *ui.UI, c client.Client, o Options, components []string) error {
+func waitComponents(ctx context.Context, u *ui.UI, c client.Client, o Options, objects []*unstructured.Unstructured) error {
 	u.Action("confirming components are healthy")
 	stop := u.Spin("waiting for the components' Deployments")
-	var pending string
-	err := wait.PollUntilContextTimeout(ctx, o.Poll, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		for _, name := range components {
-			d := &unstructured.Unstructured{}
-			d.SetAPIVersion("apps/v1")
-			d.SetKind("Deployment")
-			if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: name}, d); err != nil {
-				pending = fmt.Sprintf("Deployment %s/%s: %s", o.Namespace, name, ui.OneLine(err.Error()))
-				return false, nil
-			}
-			res, err := health.Compute(d)
-			if err != nil || res.Status != status.CurrentStatus {
-				pending = fmt.Sprintf("Deployment %s/%s is not ready", o.Namespace, name)
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	err := install.WaitDeployments(ctx, c, objects, o.Poll, func(string) {})
 	stop()
 	if err != nil {
-		err = fmt.Errorf("components not healthy within --timeout %s: %s", o.Timeout, pending)
+		err = fmt.Errorf("components not healthy within --timeout %s: %s", o.Timeout, ui.OneLine(err.Error()))
 		u.Failure("%s", err)
 		return err
 	}
 	u.Success("all components are healthy")
 	return nil
+}
+
+// decodeObjects decodes multi-document YAML into objects, skipping empty
+// documents.
+func decodeObjects(data string) ([]*unstructured.Unstructured, error) {
+	d := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := d.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
 }

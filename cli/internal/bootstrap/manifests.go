@@ -55,14 +55,6 @@ func Generated(data []byte) bool {
 	return false
 }
 
-// ComponentsManifest is gotk-components.yaml: the header (`---`, the
-// warning, `# Eddy Version: <version>`, `# Components: <a,b,…>`) and the
-// install bundle. Flux's header says "Flux Version".
-func ComponentsManifest(version string, components []string, bundle string) string {
-	bundle = strings.TrimPrefix(strings.TrimLeft(bundle, "\n"), "---\n")
-	return fmt.Sprintf("---\n%s\n# Eddy Version: %s\n# Components: %s\n---\n%s", GenWarning, version, strings.Join(components, ","), bundle)
-}
-
 // SyncOptions are the objects of gotk-sync.yaml.
 type SyncOptions struct {
 	// Name and Namespace of the GitRepository and Kustomization (flux:
