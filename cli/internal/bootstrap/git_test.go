@@ -118,7 +118,7 @@ func TestGitHubRepositoryAndDeployKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fake.Git.URL + "/acme/fleet.git"; url != want {
+	if want := fake.GitURL + "/acme/fleet.git"; url != want {
 		t.Errorf("clone URL %q, want %q", url, want)
 	}
 	if private, ok := fake.Private("acme", "fleet"); !ok || !private {

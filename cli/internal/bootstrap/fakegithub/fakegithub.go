@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,14 +26,17 @@ type Key struct {
 	ReadOnly bool   `json:"read_only"`
 }
 
-// Server answers GET /repos/{o}/{r}, POST /user/repos, POST
+// Server answers, below /api/, GET /repos/{o}/{r}, POST /user/repos, POST
 // /orgs/{o}/repos and GET/POST/DELETE /repos/{o}/{r}/keys[/{id}], with
-// Token required as a bearer token; repositories live at
-// <GitRoot>/<owner>/<repo>.git and are served by Git.
+// Token required as a bearer token; elsewhere it serves the repositories
+// (<owner>/<repo>.git) over Git HTTP to any user name with Token as the
+// password, as GitHub takes a token.
 type Server struct {
-	// URL is the API's base URL (for --api-url).
+	// URL is the API's base URL (for --api-url), <GitURL>/api/.
 	URL string
-	// Git serves the repositories, with basic auth any-user/Token.
+	// GitURL is the base of the clone URLs.
+	GitURL string
+	// Git is the Git server behind the token check.
 	Git *gitserver.Server
 	// Token is the accepted token.
 	Token string
@@ -52,13 +56,28 @@ type Server struct {
 // Start starts the fake with its Git server over root.
 func Start(root, user, token string) (*Server, error) {
 	s := &Server{Token: token, User: user, root: root, repos: map[string]bool{}, keys: map[string][]Key{}}
-	g, err := gitserver.Start(gitserver.Options{Root: root, Username: user, Password: token})
+	g, err := gitserver.Start(gitserver.Options{Root: root})
 	if err != nil {
 		return nil, err
 	}
 	s.Git = g
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL + "/"
+	target, _ := url.Parse(g.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/api/"); ok {
+			r.URL.Path = "/" + rest
+			s.serve(w, r)
+			return
+		}
+		if _, pw, ok := r.BasicAuth(); !ok || pw != s.Token {
+			w.Header().Set("WWW-Authenticate", `Basic realm="github"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	s.GitURL = s.srv.URL
+	s.URL = s.srv.URL + "/api/"
 	return s, nil
 }
 
@@ -107,7 +126,7 @@ func (s *Server) repoJSON(owner, repo string, private bool) map[string]any {
 	return map[string]any{
 		"name": repo, "full_name": owner + "/" + repo, "private": private, "default_branch": "main",
 		"owner":     map[string]any{"login": owner},
-		"clone_url": fmt.Sprintf("%s/%s/%s.git", s.Git.URL, owner, repo),
+		"clone_url": fmt.Sprintf("%s/%s/%s.git", s.GitURL, owner, repo),
 		"ssh_url":   fmt.Sprintf("git@fake.github:%s/%s.git", owner, repo),
 	}
 }
@@ -199,5 +218,5 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// RemoveAll removes the fake's repositories (for a test's cleanup).
-func (s *Server) RemoveAll() error { return os.RemoveAll(s.root) }
+// Root is the directory of the repositories: <Root>/<owner>/<repo>.git.
+func (s *Server) Root() string { return s.root }
