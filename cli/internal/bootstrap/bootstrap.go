@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path"
 	"strings"
@@ -116,6 +117,10 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 			return err
 		}
 		o.Secret.KnownHosts = kh
+	}
+	if o.Remote.KnownHosts == nil && len(o.Secret.KnownHosts) > 0 && sshHost(o.Remote.URL) == o.KnownHostsFrom {
+		// Clone from the host whose key the cluster will trust.
+		o.Remote.KnownHosts = o.Secret.KnownHosts
 	}
 	if o.Secret.KeyPair != nil && o.OnKey != nil {
 		if err := o.OnKey(ctx, o.Secret.KeyPair.PublicKey); err != nil {
@@ -458,4 +463,13 @@ func decodeObjects(data string) ([]*unstructured.Unstructured, error) {
 			out = append(out, u)
 		}
 	}
+}
+
+// sshHost is the host[:port] of an ssh:// URL, "" for other URLs.
+func sshHost(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "ssh" {
+		return ""
+	}
+	return u.Host
 }

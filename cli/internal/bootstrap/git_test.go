@@ -11,6 +11,7 @@ import (
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	gossh "golang.org/x/crypto/ssh"
 )
 
 // Clone, Commit and Push against a real Git HTTP server with basic auth: an
@@ -168,5 +169,59 @@ func TestGitHubRepositoryAndDeployKey(t *testing.T) {
 	_, err = (&GitHub{Client: bad, Owner: "acme", Repo: "fleet"}).ReconcileRepository(ctx, u)
 	if err == nil || !strings.Contains(err.Error(), "GITHUB_TOKEN") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("bad token: %v", err)
+	}
+}
+
+// Over SSH: the server's host key is scanned into a known_hosts line, and
+// a clone with a private key pinned to it commits and pushes; a clone
+// pinned to another host key is refused.
+func TestCloneOverSSH(t *testing.T) {
+	root := t.TempDir()
+	bare, err := gitserver.InitBare(root, "fleet.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := GenerateKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _, _, _, err := gossh.ParseAuthorizedKey(kp.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gitserver.StartSSH(root, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	host := strings.TrimPrefix(srv.URL, "ssh://git@")
+	kh, err := ScanHostKey(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(kh) != strings.TrimSpace(string(srv.KnownHosts)) {
+		t.Errorf("scanned %q, want %q", kh, srv.KnownHosts)
+	}
+	remote := Remote{URL: srv.URL + "/fleet.git", Branch: "main", PrivateKey: kp.PrivateKey, KnownHosts: kh}
+	co, err := Clone(ctx, t.TempDir(), remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := co.Commit(map[string]string{"x.yaml": "a: 1\n"}, "over ssh", object.Signature{Name: "Eddy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := co.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := gitserver.Git(bare, "rev-parse", "main"); got != h {
+		t.Errorf("remote main %q, want %s", got, h)
+	}
+	other, _ := GenerateKeyPair()
+	otherPub := strings.TrimSpace(string(other.PublicKey))
+	remote.KnownHosts = []byte(host + " " + otherPub)
+	if _, err := Clone(ctx, t.TempDir(), remote); err == nil {
+		t.Error("a clone pinned to another host key succeeded")
 	}
 }
