@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path"
@@ -29,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -143,10 +141,15 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 		kustomize:  path.Join(dir, KustomizationFile),
 	}
 	files.componentsYAML = string(bundle)
-	if files.syncYAML, err = SyncManifest(SyncOptions{
+	syncOpts := SyncOptions{
 		Name: o.Namespace, Namespace: o.Namespace, URL: o.SyncURL, Branch: o.Remote.Branch,
 		Secret: o.SecretName, Interval: o.Interval, Path: o.Path,
-	}); err != nil {
+	}
+	if files.syncYAML, err = SyncManifest(syncOpts); err != nil {
+		return err
+	}
+	syncObjs, err := SyncObjects(syncOpts)
+	if err != nil {
 		return err
 	}
 
@@ -173,11 +176,7 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 	}
 
 	u.Action("applying sync manifests")
-	objs, err := decodeObjects(files.syncYAML)
-	if err == nil {
-		_, err = install.Apply(ctx, c, objs)
-	}
-	if err != nil {
+	if _, err := install.Apply(ctx, c, syncObjs); err != nil {
 		return fmt.Errorf("applying the sync manifests: %s", ui.OneLine(err.Error()))
 	}
 	if pushed {
@@ -444,25 +443,6 @@ func waitComponents(ctx context.Context, u *ui.UI, c client.Client, o Options, o
 	}
 	u.Success("all components are healthy")
 	return nil
-}
-
-// decodeObjects decodes multi-document YAML into objects, skipping empty
-// documents.
-func decodeObjects(data string) ([]*unstructured.Unstructured, error) {
-	d := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := d.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
 }
 
 // sshHost is the host[:port] of an ssh:// URL, "" for other URLs.

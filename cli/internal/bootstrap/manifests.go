@@ -17,6 +17,8 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -71,11 +73,9 @@ type SyncOptions struct {
 	Path string
 }
 
-// SyncManifest renders gotk-sync.yaml as flux's sync.Generate does: the
-// warning, then the GitRepository and the Kustomization, without
-// creationTimestamp and status.
-func SyncManifest(o SyncOptions) (string, error) {
-	repo := sourcev1.GitRepository{
+// syncObjects are the GitRepository and the Kustomization of gotk-sync.yaml.
+func syncObjects(o SyncOptions) []any {
+	repo := &sourcev1.GitRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace},
 		Spec: sourcev1.GitRepositorySpec{
@@ -85,7 +85,7 @@ func SyncManifest(o SyncOptions) (string, error) {
 			SecretRef: &meta.LocalObjectReference{Name: o.Secret},
 		},
 	}
-	ks := kustomizev1.Kustomization{
+	ks := &kustomizev1.Kustomization{
 		TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace},
 		Spec: kustomizev1.KustomizationSpec{
@@ -95,8 +95,15 @@ func SyncManifest(o SyncOptions) (string, error) {
 			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: o.Name},
 		},
 	}
+	return []any{repo, ks}
+}
+
+// SyncManifest renders gotk-sync.yaml as flux's sync.Generate does: the
+// warning, then the GitRepository and the Kustomization, without
+// creationTimestamp and status.
+func SyncManifest(o SyncOptions) (string, error) {
 	var docs []string
-	for _, obj := range []any{repo, ks} {
+	for _, obj := range syncObjects(o) {
 		b, err := yaml.Marshal(obj)
 		if err != nil {
 			return "", err
@@ -106,6 +113,22 @@ func SyncManifest(o SyncOptions) (string, error) {
 		docs = append(docs, string(b))
 	}
 	return GenWarning + "\n---\n" + strings.Join(docs, "---\n"), nil
+}
+
+// SyncObjects are the objects of SyncManifest, to apply.
+func SyncObjects(o SyncOptions) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, obj := range syncObjects(o) {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{Object: m}
+		unstructured.RemoveNestedField(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // kustomizationNames are the file names kustomize recognises.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
+	"sigs.k8s.io/yaml"
 )
 
 // flux bootstrap's gotk-sync.yaml for the same options (flux2
@@ -193,5 +194,26 @@ func TestSecretData(t *testing.T) {
 func TestDeployKeyTitle(t *testing.T) {
 	if got := DeployKeyTitle("flux-system", "main", "flux-system", "./clusters/dev"); got != "flux-system-main-flux-system-./clusters/dev" {
 		t.Errorf("DeployKeyTitle = %q", got)
+	}
+}
+
+// SyncObjects, applied by bootstrap, are the objects of gotk-sync.yaml.
+func TestSyncObjects(t *testing.T) {
+	o := SyncOptions{Name: "flux-system", Namespace: "flux-system", URL: "ssh://git@example.com/fleet", Branch: "main",
+		Secret: "flux-system", Interval: time.Minute, Path: "./clusters/dev"}
+	objs, err := SyncObjects(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	for _, u := range objs {
+		b, err := yaml.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	if got := GenWarning + "\n---\n" + strings.Join(docs, "---\n"); got != wantSync {
+		t.Errorf("SyncObjects:\n%s\nwant:\n%s", got, wantSync)
 	}
 }
