@@ -11,11 +11,14 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/bootstrap"
 	"github.com/eddyops/eddy/cli/internal/bootstrap/fakegithub"
 	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/fluxcd/pkg/apis/meta"
+	gossh "golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -108,7 +111,8 @@ func head(bare, branch string) string {
 // TestBootstrapGitE2E drives the built bin/eddy against a local cluster
 // with the controllers running and a real Git server: bad input (wrong
 // password, a path outside the repository, plain HTTP not allowed, an
-// unreachable cluster) fails with one line and pushes nothing; bootstrap
+// unreachable cluster, an unconfirmed SSH deploy key) fails with one line
+// and writes nothing; bootstrap
 // into an empty repository pushes the three files in two commits with
 // flux's messages, creates the Secret and ends with the cluster synced to
 // the pushed commit; a second run makes no commit and says so; another
@@ -141,8 +145,28 @@ func TestBootstrapGitE2E(t *testing.T) {
 			t.Fatal(err)
 		}
 		oneLineError(t, b.fails(append(args, "--kubeconfig", dead)...), "cannot reach the cluster")
+		// SSH without --private-key-file: a new deploy key is printed and,
+		// unconfirmed (no answer on stdin), nothing is written.
+		kp, err := bootstrap.GenerateKeyPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		authorized, _, _, _, _ := gossh.ParseAuthorizedKey(kp.PublicKey)
+		sshSrv, err := gitserver.StartSSH(b.Root, authorized)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sshSrv.Close()
+		out = b.fails("bootstrap", "git", "--url", sshSrv.URL+"/fleet.git", "--path", "clusters/dev")
+		lastLineError(t, out, "aborting")
+		if !strings.Contains(out, "✔ public key: ecdsa-sha2-nistp384 ") {
+			t.Errorf("no ECDSA P-384 deploy key printed:\n%s", out)
+		}
 		if h := head(b.Bare, "main"); h != "" {
 			t.Fatalf("a failed bootstrap pushed %s", h)
+		}
+		if err := b.Client.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "flux-system"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a failed bootstrap left the Secret flux-system (%v)", err)
 		}
 	})
 
