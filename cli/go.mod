@@ -10,6 +10,7 @@ require (
 	github.com/eddyops/eddy/pkg v0.0.0-00010101000000-000000000000
 	github.com/fluxcd/pkg/apis/meta v1.33.0
 	github.com/go-git/go-git/v5 v5.19.3
+	github.com/google/go-containerregistry v0.22.1
 	github.com/hinshun/vt10x v0.0.0-20220301184237-5011da428d02
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/term v0.45.0

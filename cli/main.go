@@ -26,16 +26,9 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newDevCommand(g), newGetCommand(g), newReconcileCommand(g), newEventsCommand(g))
 	root.AddCommand(newInstallCommand(g), newUninstallCommand(g))
 	root.AddCommand(newTreeCommand(g), newBuildCommand(g), newDiffCommand(g), newLogsCommand(g))
+	root.AddCommand(newSuspendCommand(g), newResumeCommand(g), newExportCommand(g), newDeleteCommand(g), newCreateCommand(g))
+	root.AddCommand(newVersionCommand(g), newCheckCommand(g))
 	root.AddCommand(newBootstrapCommand(g))
-	root.AddCommand(&cobra.Command{
-		Use:   "version",
-		Short: "Print the eddy version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "eddy %s\n", version)
-			return err
-		},
-	})
 	return root
 }
 
