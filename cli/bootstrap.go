@@ -16,7 +16,6 @@ import (
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // bootstrapFlags are flux bootstrap's persistent flags (flux2:cmd/flux/bootstrap.go)
@@ -137,22 +136,9 @@ func (b *bootstrapFlags) options(g *globalFlags, path string, interval time.Dura
 	return o, nil
 }
 
-// bootstrapClient connects to the cluster, failing with one line when it
-// cannot be reached.
-func bootstrapClient(g *globalFlags) (client.Client, error) {
-	cfg, err := g.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	if err := install.Reachable(cfg); err != nil {
-		return nil, err
-	}
-	return g.client()
-}
-
 // runBootstrap runs bootstrap, bounded by --timeout.
 func runBootstrap(cmd *cobra.Command, g *globalFlags, u *ui.UI, o bootstrap.Options) error {
-	c, err := bootstrapClient(g)
+	c, err := reachableClient(g)
 	if err != nil {
 		return err
 	}
@@ -361,7 +347,7 @@ func newBootstrapGitHubCommand(g *globalFlags, b *bootstrapFlags) *cobra.Command
 			}
 			gh := &bootstrap.GitHub{Client: gc, Owner: f.owner, Repo: f.repository, Personal: f.personal, Private: f.private, ReadWriteKey: f.readWriteKey}
 			u := ui.New(cmd.OutOrStdout())
-			c, err := bootstrapClient(g)
+			c, err := reachableClient(g)
 			if err != nil {
 				return err
 			}
