@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -295,10 +294,7 @@ func promptPublicKey(u *ui.UI, in io.Reader, pub []byte, silent bool) error {
 	if silent {
 		return nil
 	}
-	fmt.Fprint(u.Out(), "Please give the key access to your repository [y/N]: ")
-	line, _ := bufio.NewReader(in).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-		fmt.Fprintln(u.Out())
+	if !askYes(u.Out(), in, "Please give the key access to your repository [y/N]: ") {
 		return errors.New("aborting: give the deploy key access to the repository, then run bootstrap again")
 	}
 	return nil

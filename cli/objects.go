@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -21,7 +19,6 @@ import (
 	"github.com/eddyops/eddy/pkg/health"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -558,20 +555,4 @@ func newDeleteCommand(g *globalFlags) *cobra.Command {
 		})
 	})
 	return cmd
-}
-
-// confirm asks label as a yes/no question on the command's output and
-// reads the answer from its input: only y or yes (any case) confirm. Off
-// a terminal, where the answer is not echoed, the question's line is ended.
-func confirm(cmd *cobra.Command, label string) bool {
-	fmt.Fprintf(cmd.OutOrStdout(), "%s? [y/N] ", label)
-	answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-	if f, ok := cmd.InOrStdin().(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
-		fmt.Fprintln(cmd.OutOrStdout())
-	}
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "y", "yes":
-		return true
-	}
-	return false
 }
