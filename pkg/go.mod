@@ -3,6 +3,7 @@ module github.com/eddyops/eddy/pkg
 go 1.26.0
 
 require (
+	github.com/drone/envsubst v1.0.3
 	github.com/eddyops/eddy/api v0.0.0-00010101000000-000000000000
 	github.com/fluxcd/pkg/apis/meta v1.33.0
 	github.com/gliderlabs/ssh v0.3.8
