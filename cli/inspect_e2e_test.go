@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -39,7 +40,11 @@ func (u *user) exitCode(args ...string) (string, int) {
 }
 
 // TestInspectCommandsE2E drives tree, build, diff and logs through the
-// built bin/eddy on one eddy dev environment syncing podinfo's ./kustomize.
+// built bin/eddy on one eddy dev environment syncing podinfo's ./kustomize:
+// logs filtered by --kind/--name/--level and followed; the tree equals the
+// inventory, drawn as flux draws it; the build equals the applied objects;
+// diff exits 0 with no drift, 1 after an edit in the cluster (naming the
+// field) and after local changes (created, deleted), 2 on a bad path.
 func TestInspectCommandsE2E(t *testing.T) {
 	u := newUser(t)
 	podinfo := repoFrom(t, "podinfo")
@@ -206,6 +211,23 @@ func TestInspectCommandsE2E(t *testing.T) {
 			t.Errorf("diff after an edit: exit %d, want 1", code)
 		}
 		for _, want := range []string{"► Deployment/default/podinfo drifted", ".spec.minReadySeconds: 7 → 3"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("diff output lacks %q", want)
+			}
+		}
+		// Local changes: an object added, one removed (pruned, so deleted).
+		kus := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - deployment.yaml\n  - service.yaml\n  - extra.yaml\n"
+		extra := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  a: b\n"
+		for name, data := range map[string]string{"kustomization.yaml": kus, "extra.yaml": extra} {
+			if err := os.WriteFile(filepath.Join(local, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, code = u.exitCode("diff", "ks", "flux-system", "--path", local)
+		if code != 1 {
+			t.Errorf("diff after local changes: exit %d, want 1", code)
+		}
+		for _, want := range []string{"► ConfigMap/default/extra created", "► HorizontalPodAutoscaler/default/podinfo deleted"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("diff output lacks %q", want)
 			}
