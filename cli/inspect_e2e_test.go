@@ -178,6 +178,28 @@ func TestInspectCommandsE2E(t *testing.T) {
 		if !slices.Equal(got, inventory) || len(docs) != len(inventory) {
 			t.Errorf("build gives\n%s\nwant the applied objects\n%s", strings.Join(got, "\n"), strings.Join(inventory, "\n"))
 		}
+
+		// --dry-run: the Kustomization from a file, its overlays and
+		// postBuild.substitute applied, no cluster read.
+		dir := t.TempDir()
+		ksFile := filepath.Join(dir, "app.yaml")
+		for name, data := range map[string]string{
+			"app.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: app\n  namespace: flux-system\n" +
+				"spec:\n  interval: 1m\n  path: ./\n  prune: true\n  targetNamespace: staging\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n" +
+				"  postBuild:\n    substitute:\n      GREETING: hello\n",
+			"manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\ndata:\n  say: ${GREETING}\n  to: ${WHOM:=world}\n",
+		} {
+			_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = u.must("build", "ks", "app", "--path", filepath.Join(dir, "manifests"), "--kustomization-file", ksFile, "--dry-run")
+		for _, want := range []string{"namespace: staging", "say: hello", "to: world", "kustomize.toolkit.fluxcd.io/name: app"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("dry-run build lacks %q:\n%s", want, out)
+			}
+		}
 		oneLineError(t, u.fails("build", "ks", "flux-system", "--path", filepath.Join(local, "missing")), "invalid resource path", "--path")
 		oneLineError(t, u.fails("build", "ks", "flux-system", "--path", local, "--dry-run"), "requires a kustomization file")
 	})
