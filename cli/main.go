@@ -24,7 +24,9 @@ func newRootCommand() *cobra.Command {
 	g := &globalFlags{}
 	g.bind(root)
 	root.AddCommand(newDevCommand(g), newGetCommand(g), newReconcileCommand(g), newEventsCommand(g))
+	root.AddCommand(newInstallCommand(g), newUninstallCommand(g))
 	root.AddCommand(newTreeCommand(g), newBuildCommand(g), newDiffCommand(g), newLogsCommand(g))
+	root.AddCommand(newSuspendCommand(g), newResumeCommand(g), newExportCommand(g), newDeleteCommand(g), newCreateCommand(g))
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the eddy version",
