@@ -16,6 +16,7 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/eddyops/eddy/pkg/helmstorage"
 	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/eddyops/eddy/pkg/testenv"
@@ -163,7 +164,7 @@ func TestInspectCommandsE2E(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs, err := readObjects(strings.NewReader(out))
+		objs, err := helmstorage.ReadObjects(strings.NewReader(out))
 		if err != nil {
 			t.Fatal(err)
 		}
