@@ -19,7 +19,15 @@ import (
 // localBuild are the flags of `build kustomization` and `diff kustomization`.
 type localBuild struct {
 	path, kustomizationFile string
-	dryRun                  bool
+	dryRun, strictSubst     bool
+}
+
+// bind adds the flags both commands have. Flux compatible: substitution
+// is not strict unless --strict-substitute (the controller's default is).
+func (lb *localBuild) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&lb.path, "path", "", "path to a local directory that matches the specified Kustomization.spec.path")
+	cmd.Flags().StringVar(&lb.kustomizationFile, "kustomization-file", "", "path to the Flux Kustomization YAML file")
+	cmd.Flags().BoolVar(&lb.strictSubst, "strict-substitute", false, "when enabled, the post build substitutions will fail if a var without a default value is declared in files but is missing from the input vars")
 }
 
 func newBuildCommand(g *globalFlags) *cobra.Command {
@@ -67,8 +75,7 @@ Secrets are read from the cluster, unless --dry-run). The objects are printed as
 			return err
 		},
 	}
-	ks.Flags().StringVar(&lb.path, "path", "", "path to the manifests location")
-	ks.Flags().StringVar(&lb.kustomizationFile, "kustomization-file", "", "path to the Flux Kustomization YAML file")
+	lb.bind(ks)
 	ks.Flags().BoolVar(&lb.dryRun, "dry-run", false, "build without a cluster: the Kustomization from --kustomization-file, no substituteFrom")
 	build.AddCommand(ks)
 	return build
@@ -122,7 +129,7 @@ func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespac
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := kustomize.SpecOptions(k, vars, false)
+	opts := kustomize.SpecOptions(k, vars, !lb.strictSubst)
 	opts.Path = "." // the local directory is spec.path
 	res, err := kustomize.Build(tree, opts)
 	if err != nil {

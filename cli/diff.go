@@ -52,8 +52,7 @@ Kustomization's inventory and no longer built). Exits 0 with no change, 1 with c
 			return nil
 		},
 	}
-	ks.Flags().StringVar(&lb.path, "path", "", "path to a local directory that matches the specified Kustomization.spec.path")
-	ks.Flags().StringVar(&lb.kustomizationFile, "kustomization-file", "", "path to the Flux Kustomization YAML file")
+	lb.bind(ks)
 	diff.AddCommand(ks)
 	return diff
 }

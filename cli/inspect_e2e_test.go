@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/eddyops/eddy/pkg/helmstorage"
 	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/eddyops/eddy/pkg/testenv"
@@ -39,7 +41,11 @@ func (u *user) exitCode(args ...string) (string, int) {
 }
 
 // TestInspectCommandsE2E drives tree, build, diff and logs through the
-// built bin/eddy on one eddy dev environment syncing podinfo's ./kustomize.
+// built bin/eddy on one eddy dev environment syncing podinfo's ./kustomize:
+// logs filtered by --kind/--name/--level and followed; the tree equals the
+// inventory, drawn as flux draws it; the build equals the applied objects;
+// diff exits 0 with no drift, 1 after an edit in the cluster (naming the
+// field) and after local changes (created, deleted), 2 on a bad path.
 func TestInspectCommandsE2E(t *testing.T) {
 	u := newUser(t)
 	podinfo := repoFrom(t, "podinfo")
@@ -158,7 +164,7 @@ func TestInspectCommandsE2E(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		objs, err := readObjects(strings.NewReader(out))
+		objs, err := helmstorage.ReadObjects(strings.NewReader(out))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,6 +178,28 @@ func TestInspectCommandsE2E(t *testing.T) {
 		sort.Strings(got)
 		if !slices.Equal(got, inventory) || len(docs) != len(inventory) {
 			t.Errorf("build gives\n%s\nwant the applied objects\n%s", strings.Join(got, "\n"), strings.Join(inventory, "\n"))
+		}
+
+		// --dry-run: the Kustomization from a file, its overlays and
+		// postBuild.substitute applied, no cluster read.
+		dir := t.TempDir()
+		ksFile := filepath.Join(dir, "app.yaml")
+		for name, data := range map[string]string{
+			"app.yaml": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: app\n  namespace: flux-system\n" +
+				"spec:\n  interval: 1m\n  path: ./\n  prune: true\n  targetNamespace: staging\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n" +
+				"  postBuild:\n    substitute:\n      GREETING: hello\n",
+			"manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\ndata:\n  say: ${GREETING}\n  to: ${WHOM:=world}\n",
+		} {
+			_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = u.must("build", "ks", "app", "--path", filepath.Join(dir, "manifests"), "--kustomization-file", ksFile, "--dry-run")
+		for _, want := range []string{"namespace: staging", "say: hello", "to: world", "kustomize.toolkit.fluxcd.io/name: app"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("dry-run build lacks %q:\n%s", want, out)
+			}
 		}
 		oneLineError(t, u.fails("build", "ks", "flux-system", "--path", filepath.Join(local, "missing")), "invalid resource path", "--path")
 		oneLineError(t, u.fails("build", "ks", "flux-system", "--path", local, "--dry-run"), "requires a kustomization file")
@@ -206,6 +234,23 @@ func TestInspectCommandsE2E(t *testing.T) {
 			t.Errorf("diff after an edit: exit %d, want 1", code)
 		}
 		for _, want := range []string{"► Deployment/default/podinfo drifted", ".spec.minReadySeconds: 7 → 3"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("diff output lacks %q", want)
+			}
+		}
+		// Local changes: an object added, one removed (pruned, so deleted).
+		kus := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - deployment.yaml\n  - service.yaml\n  - extra.yaml\n"
+		extra := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\ndata:\n  a: b\n"
+		for name, data := range map[string]string{"kustomization.yaml": kus, "extra.yaml": extra} {
+			if err := os.WriteFile(filepath.Join(local, name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, code = u.exitCode("diff", "ks", "flux-system", "--path", local)
+		if code != 1 {
+			t.Errorf("diff after local changes: exit %d, want 1", code)
+		}
+		for _, want := range []string{"► ConfigMap/default/extra created", "► HorizontalPodAutoscaler/default/podinfo deleted"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("diff output lacks %q", want)
 			}

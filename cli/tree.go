@@ -1,25 +1,20 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/helmstorage"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -178,14 +173,14 @@ func helmReleaseObjects(ctx context.Context, c client.Client, key client.ObjectK
 	}
 	latest := hr.Status.History[0]
 	secret := &corev1.Secret{}
-	name := fmt.Sprintf("sh.helm.release.v1.%s.v%d", latest.Name, latest.Version)
+	name := helmstorage.SecretName(latest.Name, latest.Version)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: hr.Status.StorageNamespace, Name: name}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("failed to find the Helm storage object for HelmRelease '%s': %w", key, err)
 	}
-	objs, err := decodeHelmRelease(secret.Data["release"])
+	objs, err := helmstorage.Objects(secret.Data["release"])
 	if err != nil {
 		return nil, fmt.Errorf("failed to decode the Helm storage object for HelmRelease '%s': %w", key, err)
 	}
@@ -200,54 +195,4 @@ func helmReleaseObjects(ctx context.Context, c client.Client, key client.ObjectK
 		out = append(out, ssa.MetaOf(u))
 	}
 	return out, nil
-}
-
-// decodeHelmRelease reads the objects of a Helm storage record: the
-// Secret's "release" value is base64 of (optionally gzipped) JSON whose
-// "manifest" is the rendered multi-document YAML.
-func decodeHelmRelease(data []byte) ([]*unstructured.Unstructured, error) {
-	if len(data) == 0 {
-		return nil, errors.New("no release data")
-	}
-	b, err := base64.StdEncoding.DecodeString(string(data))
-	if err != nil {
-		return nil, err
-	}
-	if bytes.HasPrefix(b, []byte{0x1f, 0x8b, 0x08}) {
-		r, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			return nil, err
-		}
-		defer r.Close()
-		if b, err = io.ReadAll(r); err != nil {
-			return nil, err
-		}
-	}
-	var rls struct {
-		Manifest string `json:"manifest"`
-	}
-	if err := json.Unmarshal(b, &rls); err != nil {
-		return nil, err
-	}
-	return readObjects(strings.NewReader(rls.Manifest))
-}
-
-// readObjects decodes a multi-document YAML stream; empty documents are
-// skipped.
-func readObjects(r io.Reader) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		out = append(out, u)
-	}
 }

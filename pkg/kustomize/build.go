@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
 	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/yaml"
 )
@@ -146,7 +147,7 @@ func Build(t *Tree, opts Options) (*Result, error) {
 	if err := refuseRemote(fs, dir); err != nil {
 		return nil, err
 	}
-	resMap, err := runKustomize(fs, dir)
+	resMap, err := Run(fs, dir)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build failed: %s", err)
 	}
@@ -194,12 +195,12 @@ func Build(t *Tree, opts Options) (*Result, error) {
 // package mutex too.
 var kustomizeMu sync.Mutex
 
-// runKustomize runs krusty on dir in fs, one build at a time, and resets
-// kyaml's global OpenAPI schema afterwards so a custom schema applies only
-// to the kustomization that declared it. A panic inside kustomize is
-// returned as an error ("recovered from kustomize build panic: ..."), as
-// Flux does.
-func runKustomize(fs *layerFS, dir string) (res resmap.ResMap, err error) {
+// Run builds the kustomization at dir of fs as Flux does: without load
+// restrictions, plugins disabled, one build at a time in the process (see
+// kustomizeMu), kyaml's OpenAPI schema reset afterwards, a panic inside
+// kustomize returned as "recovered from kustomize build panic: ...". Shared
+// with helm-controller's post-renderer.
+func Run(fs filesys.FileSystem, dir string) (res resmap.ResMap, err error) {
 	kustomizeMu.Lock()
 	defer kustomizeMu.Unlock()
 	defer openapi.ResetOpenAPI()
@@ -210,6 +211,7 @@ func runKustomize(fs *layerFS, dir string) (res resmap.ResMap, err error) {
 	}()
 	kopts := krusty.MakeDefaultOptions()
 	kopts.LoadRestrictions = kustypes.LoadRestrictionsNone // Flux builds without load restrictions; only the artifact is reachable
+	kopts.PluginConfig = kustypes.DisabledPluginConfig()
 	return krusty.MakeKustomizer(kopts).Run(fs, dir)
 }
 
@@ -280,19 +282,8 @@ func mergeSpec(fs *layerFS, kus *kustypes.Kustomization, dir string, opts Option
 			kus.BuildMetadata = append(kus.BuildMetadata, m)
 		}
 	}
-	for _, p := range opts.Patches {
-		kp := kustypes.Patch{Patch: p.Patch}
-		if t := p.Target; t != nil {
-			kp.Target = &kustypes.Selector{
-				ResId:              resIDSelector(t.Group, t.Version, t.Kind, t.Name, t.Namespace),
-				AnnotationSelector: t.AnnotationSelector, LabelSelector: t.LabelSelector,
-			}
-		}
-		kus.Patches = append(kus.Patches, kp)
-	}
-	for _, img := range opts.Images {
-		kus.Images = append(kus.Images, kustypes.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
-	}
+	kus.Patches = append(kus.Patches, Patches(opts.Patches)...)
+	kus.Images = append(kus.Images, Images(opts.Images)...)
 	for _, c := range opts.Components {
 		if path.IsAbs(c) || strings.Contains(c, "://") {
 			return fmt.Errorf("component '%s' must be a relative local path", c)
@@ -303,6 +294,32 @@ func mergeSpec(fs *layerFS, kus *kustypes.Kustomization, dir string, opts Option
 		kus.Components = append(kus.Components, c)
 	}
 	return nil
+}
+
+// Patches converts Flux patches (a Kustomization's, a HelmRelease
+// post-renderer's) to kustomize's, targets included.
+func Patches(patches []kustomizev1.Patch) []kustypes.Patch {
+	var out []kustypes.Patch
+	for _, p := range patches {
+		kp := kustypes.Patch{Patch: p.Patch}
+		if t := p.Target; t != nil {
+			kp.Target = &kustypes.Selector{
+				ResId:              resIDSelector(t.Group, t.Version, t.Kind, t.Name, t.Namespace),
+				AnnotationSelector: t.AnnotationSelector, LabelSelector: t.LabelSelector,
+			}
+		}
+		out = append(out, kp)
+	}
+	return out
+}
+
+// Images converts Flux image overrides to kustomize's.
+func Images(images []kustomizev1.Image) []kustypes.Image {
+	var out []kustypes.Image
+	for _, img := range images {
+		out = append(out, kustypes.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
+	}
+	return out
 }
 
 func merge(dst, src map[string]string) map[string]string {

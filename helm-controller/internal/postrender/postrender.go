@@ -8,20 +8,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"sync"
 
 	"helm.sh/helm/v3/pkg/postrender"
 	"sigs.k8s.io/kustomize/api/builtins"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/kustomize/kyaml/resid"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/kustomize"
 )
 
 // Origin label keys set on every rendered object (Flux compatible).
@@ -84,23 +81,8 @@ func (k kustomizeStep) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 		TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
 		Resources: []string{renderedFile},
 	}
-	for _, p := range k.patches {
-		kp := kustypes.Patch{Patch: p.Patch}
-		if t := p.Target; t != nil {
-			kp.Target = &kustypes.Selector{
-				ResId: resid.ResId{
-					Gvk:  resid.Gvk{Group: t.Group, Version: t.Version, Kind: t.Kind},
-					Name: t.Name, Namespace: t.Namespace,
-				},
-				AnnotationSelector: t.AnnotationSelector,
-				LabelSelector:      t.LabelSelector,
-			}
-		}
-		kus.Patches = append(kus.Patches, kp)
-	}
-	for _, img := range k.images {
-		kus.Images = append(kus.Images, kustypes.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
-	}
+	kus.Patches = kustomize.Patches(k.patches)
+	kus.Images = kustomize.Images(k.images)
 	kusYAML, err := json.Marshal(kus)
 	if err != nil {
 		return nil, err
@@ -112,7 +94,7 @@ func (k kustomizeStep) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 	if err := fs.WriteFile("kustomization.yaml", kusYAML); err != nil {
 		return nil, err
 	}
-	res, err := runKrusty(fs)
+	res, err := kustomize.Run(fs, ".")
 	if err != nil {
 		return nil, err
 	}
@@ -121,26 +103,6 @@ func (k kustomizeStep) Run(in *bytes.Buffer) (*bytes.Buffer, error) {
 		return nil, err
 	}
 	return bytes.NewBuffer(out), nil
-}
-
-// krustyMu serialises kustomize runs: kustomize keeps process-wide state
-// that is not safe for concurrent builds (Flux holds a mutex too).
-var krustyMu sync.Mutex
-
-// runKrusty builds the kustomization at the root of fs; a panic inside
-// kustomize becomes an error.
-func runKrusty(fs filesys.FileSystem) (res resmap.ResMap, err error) {
-	krustyMu.Lock()
-	defer krustyMu.Unlock()
-	defer func() {
-		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("recovered from kustomize build panic: %v", r)
-		}
-	}()
-	opts := krusty.MakeDefaultOptions()
-	opts.LoadRestrictions = kustypes.LoadRestrictionsNone
-	opts.PluginConfig = kustypes.DisabledPluginConfig()
-	return krusty.MakeKustomizer(opts).Run(fs, ".")
 }
 
 // metadataStep sets labels and annotations on every object's metadata
