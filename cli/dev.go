@@ -24,7 +24,7 @@ func newDevCommand(g *globalFlags) *cobra.Command {
 			"each controller as its own process, syncing a Git repository from a directory or URL.\n" +
 			"State lives in $XDG_STATE_HOME/eddy/dev (default ~/.local/state/eddy/dev).",
 	}
-	var up dev.Flags
+	up := dev.Flags{Version: version}
 	upCmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start the local cluster and controllers and sync a repository (foreground; --detach to return)",
@@ -41,7 +41,7 @@ func newDevCommand(g *globalFlags) *cobra.Command {
 		"to the GitHub Receiver "+dev.Namespace+"/"+dev.HookReceiver+" (eddy dev creates it), so it is applied at once; an existing hook is left alone")
 	d.AddCommand(upCmd)
 
-	var sup dev.Flags
+	sup := dev.Flags{Version: version}
 	supCmd := &cobra.Command{
 		Use:    "supervise",
 		Short:  "Own a detached environment (started by `eddy dev up --detach`)",

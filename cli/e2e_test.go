@@ -284,13 +284,14 @@ func checkAllGone(t *testing.T, s *dev.State, dir string) {
 
 // TestDevE2E covers #5's acceptance on one detached environment, in order:
 // bad --repo before start; podinfo ./kustomize up --detach, objects equal
-// kustomize's, Deployment Available on a kwok node; a commit applied by
+// kustomize's, Deployment Available on a kwok node; check and version
+// against the environment (checkDevInstalled); a commit applied by
 // `reconcile ks --with-source`; get/events; a killed controller restarted
 // (status shows it, and helm-controller as the fourth process); bad path
 // and invalid manifests on the running environment;
 // flux2-kustomize-helm-example-v2.6 ./clusters/staging (its HelmRepositories
-// and HelmReleases applied and listed by get); down leaves no process or
-// port.
+// and HelmReleases applied and listed by get); check fails without the
+// controllers' Deployments; down leaves no process or port.
 func TestDevE2E(t *testing.T) {
 	u := newUser(t)
 
@@ -345,6 +346,9 @@ func TestDevE2E(t *testing.T) {
 		}
 		return avail && dep.Status.AvailableReplicas >= 1, fmt.Sprintf("available %d", dep.Status.AvailableReplicas)
 	})
+
+	// eddy dev looks installed to eddy check and eddy version (and flux check).
+	checkDevInstalled(t, u)
 
 	// A commit in the user's repository, applied by reconcile --with-source.
 	extra := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: podinfo-extra\ndata:\n  greeting: hello\n"
@@ -490,6 +494,8 @@ func TestDevE2E(t *testing.T) {
 	if status := u.must("dev", "status"); strings.Contains(status, "repository:  ") {
 		t.Errorf("dev status still names a local repository after `up --repo <URL>`:\n%s", status)
 	}
+
+	checkWithoutControllers(t, u)
 
 	// down leaves nothing behind.
 	state, err = dev.ReadState(u.dir())

@@ -13,11 +13,11 @@ func TestVersionCommand(t *testing.T) {
 	cmd := newRootCommand()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"version"})
+	cmd.SetArgs([]string{"version", "--client"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := out.String(), "eddy "+version+"\n"; got != want {
+	if got, want := out.String(), "eddy: "+version+"\n"; got != want {
 		t.Errorf("eddy version printed %q, want %q", got, want)
 	}
 	cmd.SetArgs([]string{"version", "extra"})

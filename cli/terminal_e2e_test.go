@@ -173,13 +173,19 @@ var sgr = regexp.MustCompile(`\x1b\[[0-9;:]*m`)
 // detected). It returns the screen's lines.
 func (r *ttyRun) checkTerminal(timeout time.Duration, noColor bool) []string {
 	r.t.Helper()
+	return r.checkTerminalExit(timeout, noColor, 0)
+}
+
+// checkTerminalExit is checkTerminal for a run that exits with code exit.
+func (r *ttyRun) checkTerminalExit(timeout time.Duration, noColor bool, exit int) []string {
+	r.t.Helper()
 	err := r.wait(timeout)
 	out := r.output()
 	lines := render(out, r.cols)
 	screen := strings.Join(lines, "\n")
 	r.t.Logf("$ %s   (on a %d-column terminal; exit: %v)\n%s", r.name, r.cols, err, screen)
-	if err != nil {
-		r.t.Errorf("%s at a terminal: %v", r.name, err)
+	if code := r.cmd.ProcessState.ExitCode(); code != exit {
+		r.t.Errorf("%s at a terminal: exit code %d (%v), want %d", r.name, code, err, exit)
 	}
 	if bytes.Contains(out, []byte("panic:")) || bytes.Contains(out, []byte("goroutine ")) {
 		r.t.Errorf("%s at a terminal panicked", r.name)
@@ -216,8 +222,8 @@ func (u *user) upForeground() (*ttyRun, *dev.State) {
 }
 
 // TestTerminalDevUp: `eddy dev up` in the foreground at a terminal (NO_COLOR)
-// comes up and stays up; `eddy reconcile ks --with-source` at a terminal
-// against it; Ctrl-C typed at the terminal stops everything. Then `eddy dev
+// comes up and stays up; `eddy reconcile ks --with-source` and `eddy check`
+// (see checkAtTerminal) at a terminal against it; Ctrl-C typed at the terminal stops everything. Then `eddy dev
 // up --detach` and `eddy dev down` at a terminal (colours on). Each exits 0
 // with no panic and a clean screen.
 func TestTerminalDevUp(t *testing.T) {
@@ -232,6 +238,8 @@ func TestTerminalDevUp(t *testing.T) {
 			t.Errorf("eddy reconcile at a terminal does not show %q", want)
 		}
 	}
+
+	checkAtTerminal(t, u)
 
 	if _, err := fg.pty.Write([]byte{3}); err != nil { // Ctrl-C, as typed
 		t.Fatal(err)

@@ -40,14 +40,11 @@ import (
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/pkg/crds"
+	"github.com/eddyops/eddy/cli/internal/install"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/process"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,8 +56,11 @@ var Controllers = []string{"notification-controller", "source-controller", "kust
 
 // Options configure Start.
 type Options struct {
-	// Root is an Eddy checkout: bin/ (controllers) and config/crd/bases.
+	// Root is an Eddy checkout: bin/ holds the controllers.
 	Root string
+	// Version is the eddy version: the install bundle's version label and
+	// image tags (see installBundle); default "dev".
+	Version string
 	// K8sBinDir holds the local cluster's binaries (`make tools`).
 	K8sBinDir string
 	// StateDir is the environment's directory (see the package doc).
@@ -145,8 +145,8 @@ func (e *Env) progress(format string, args ...any) {
 	}
 }
 
-// Start starts the cluster, installs the CRDs, the flux-system namespace and
-// the Secrets of WebhookSecret (and AlertsSinkSecret), and starts the Git
+// Start starts the cluster, installs the CRDs, the flux-system namespace,
+// the controllers' Deployments (0 replicas; see installBundle) and the Secrets of WebhookSecret (and AlertsSinkSecret), and starts the Git
 // server, the event recorder, the alerts sink and the controllers; the
 // caller then points it at a repository with PrepareSource and ApplySync.
 // The state file records the environment from the first step, so `eddy dev
@@ -155,6 +155,9 @@ func (e *Env) progress(format string, args ...any) {
 func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.Nodes <= 0 {
 		opts.Nodes = 1
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
 	}
 	if s := Running(opts.StateDir); s != nil && s.PID != os.Getpid() {
 		return nil, fmt.Errorf("%w (pid %d): run `eddy dev down` first", ErrRunning, s.PID)
@@ -194,7 +197,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 }
 
 // startCluster starts the local cluster, records its processes and ports,
-// makes the admin client, installs the CRDs and the flux-system namespace.
+// makes the admin client, installs the CRDs, the flux-system namespace and
+// the controllers' Deployments.
 func (e *Env) startCluster(ctx context.Context) (err error) {
 	e.progress("starting the local cluster (etcd, kube-apiserver, controller-manager, scheduler, kwok, %d fake node(s))", e.Opts.Nodes)
 	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{
@@ -217,19 +221,12 @@ func (e *Env) startCluster(ctx context.Context) (err error) {
 	if e.Client, err = client.New(e.Cluster.Config, client.Options{Scheme: e.Scheme}); err != nil {
 		return err
 	}
-	e.progress("installing the CRDs from config/crd/bases")
-	defs, err := crds.Read(filepath.Join(e.Opts.Root, "config", "crd", "bases"))
-	if err == nil {
-		err = crds.Install(ctx, e.Client, defs)
-	}
+	e.progress("installing the CRDs, the %s namespace and the controllers' Deployments (0 replicas: the controllers run here as processes)", Namespace)
+	objs, err := install.Objects(install.DefaultOptions(e.Opts.Version))
 	if err != nil {
 		return err
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
-	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return nil
+	return installBundle(ctx, e.Client, objs)
 }
 
 // startServers starts the Git server, the event recorder and the alerts

@@ -34,11 +34,12 @@ type Flags struct {
 	// --target-namespace (defaults in resolveSource).
 	Repo, Path, Branch string
 	TargetNamespace    string
-	Nodes              int  // --nodes: fake nodes
-	Detach             bool // --detach
-	AlertsSink         bool // --alerts-sink
-	InstallHook        bool // --install-hook
-	LockFD             int  // supervise --lock-fd: the inherited lock's file descriptor
+	Nodes              int    // --nodes: fake nodes
+	Detach             bool   // --detach
+	AlertsSink         bool   // --alerts-sink
+	InstallHook        bool   // --install-hook
+	LockFD             int    // supervise --lock-fd: the inherited lock's file descriptor
+	Version            string // the eddy version (Options.Version)
 }
 
 // resolveSource applies the defaults of --repo and --path and checks them;
@@ -179,7 +180,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 
 // optionsFor returns the options of Start for the flags f; alerts go to u.
 func optionsFor(root, dir string, f *Flags, u *ui.UI) Options {
-	return Options{Root: root, K8sBinDir: K8sBinDir(root), StateDir: dir, Nodes: f.Nodes,
+	return Options{Root: root, K8sBinDir: K8sBinDir(root), StateDir: dir, Nodes: f.Nodes, Version: f.Version,
 		Progress: func(s string) { u.Action("%s", s) }, AlertsSink: f.AlertsSink,
 		OnAlert: func(line string) { u.Alert("%s", line) }}
 }
