@@ -166,10 +166,7 @@ var (
 
 // getAllKinds are the kinds of `get all` in flux's order: the sources
 // first (what `get sources all` shows), then the others.
-var getAllKinds = []struct {
-	rows  listRows
-	table tablePrinter
-}{
+var getAllKinds = []getKind{
 	{gitRepositoryRows, status.PrintTable},
 	{helmRepositoryRows, status.PrintTable},
 	{helmChartRows, status.PrintTable},
@@ -180,21 +177,27 @@ var getAllKinds = []struct {
 	{alertRows, status.PrintSuspendedTable},
 }
 
-// getAll prints, as `flux get all`, a table per kind with objects (each
-// followed by an empty line), names prefixed with the kind in lower case.
-// A kind whose CRD is missing is skipped; another error is printed as a
-// failure line and the next kind is listed, and the command succeeds.
-func (g *globalFlags) getAll(cmd *cobra.Command, allNamespaces bool, kinds []struct {
+// getKind is one kind of `get all`: its rows and table.
+type getKind struct {
 	rows  listRows
 	table tablePrinter
-}) error {
+}
+
+// getAll lists kinds as `flux get all` does (see printAll).
+func (g *globalFlags) getAll(cmd *cobra.Command, allNamespaces bool, kinds []getKind) error {
 	c, ctx, cancel, opts, err := g.listing(cmd, allNamespaces)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	u := ui.New(cmd.ErrOrStderr())
-	out := cmd.OutOrStdout()
+	return printAll(ctx, c, cmd.OutOrStdout(), ui.New(cmd.ErrOrStderr()), kinds, allNamespaces, opts...)
+}
+
+// printAll prints, as `flux get all`, a table per kind with objects (each
+// followed by an empty line) to out, names prefixed with the kind in lower
+// case. A kind whose CRD is missing is skipped; another list error is a
+// failure line on u, and the next kind is listed.
+func printAll(ctx context.Context, c client.Client, out io.Writer, u *ui.UI, kinds []getKind, allNamespaces bool, opts ...client.ListOption) error {
 	for _, k := range kinds {
 		l, rows := k.rows()
 		if err := c.List(ctx, l, opts...); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"strings"
@@ -76,14 +75,7 @@ version changed.`,
 // runInstall applies the bundle in flux's two stages and waits for the
 // controllers' Deployments.
 func runInstall(cmd *cobra.Command, g *globalFlags, u *ui.UI, objs []*unstructured.Unstructured, o install.Options) error {
-	cfg, err := g.restConfig()
-	if err != nil {
-		return err
-	}
-	if err := install.Reachable(cfg); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: dev.NewScheme()})
+	c, err := reachableClient(g)
 	if err != nil {
 		return err
 	}
@@ -124,6 +116,19 @@ func runInstall(cmd *cobra.Command, g *globalFlags, u *ui.UI, objs []*unstructur
 	return nil
 }
 
+// reachableClient is a client of the configured cluster, once the API
+// server answered; else one line saying it cannot be reached.
+func reachableClient(g *globalFlags) (client.Client, error) {
+	cfg, err := g.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := install.Reachable(cfg); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: dev.NewScheme()})
+}
+
 // newUninstallCommand is `eddy uninstall`, flux uninstall's steps and flags.
 func newUninstallCommand(g *globalFlags) *cobra.Command {
 	var o install.UninstallOptions
@@ -147,23 +152,12 @@ the namespace unless --keep-namespace.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Namespace = g.namespace
 			u := ui.New(cmd.OutOrStdout())
-			cfg, err := g.restConfig()
+			c, err := reachableClient(g)
 			if err != nil {
 				return err
 			}
-			if err := install.Reachable(cfg); err != nil {
-				return err
-			}
-			c, err := client.New(cfg, client.Options{Scheme: dev.NewScheme()})
-			if err != nil {
-				return err
-			}
-			if !o.DryRun && !silent {
-				fmt.Fprint(cmd.OutOrStdout(), "Are you sure you want to delete Eddy and its custom resource definitions? [y/N] ")
-				answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-					return errors.New("aborting")
-				}
+			if !o.DryRun && !silent && !confirm(cmd, "Are you sure you want to delete Eddy and its custom resource definitions") {
+				return errors.New("aborting")
 			}
 			ctx, cancel := g.ctx(cmd)
 			defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/testenv"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -135,6 +136,41 @@ current-context: c
 			if f := managers(&d); !strings.Contains(f, install.FieldManager+"/Apply") {
 				t.Errorf("Deployment %s field managers %s, want %s applying", name, f, install.FieldManager)
 			}
+		}
+	})
+
+	t.Run("RBAC", func(t *testing.T) {
+		// What each controller's ServiceAccount needs, granted by Flux's
+		// crd-controller and cluster-reconciler roles.
+		for _, tc := range []struct {
+			sa string
+			ra authorizationv1.ResourceAttributes
+		}{
+			{"source-controller", authorizationv1.ResourceAttributes{Verb: "list", Resource: "secrets", Namespace: "apps"}},
+			{"source-controller", authorizationv1.ResourceAttributes{Verb: "patch", Group: "source.toolkit.fluxcd.io", Resource: "gitrepositories", Subresource: "status", Namespace: "apps"}},
+			{"source-controller", authorizationv1.ResourceAttributes{Verb: "update", Group: "source.toolkit.fluxcd.io", Resource: "helmcharts", Subresource: "finalizers", Namespace: "apps"}},
+			{"source-controller", authorizationv1.ResourceAttributes{Verb: "create", Group: "coordination.k8s.io", Resource: "leases", Namespace: "flux-system"}},
+			{"source-controller", authorizationv1.ResourceAttributes{Verb: "create", Resource: "events", Namespace: "apps"}},
+			{"kustomize-controller", authorizationv1.ResourceAttributes{Verb: "create", Group: "apps", Resource: "deployments", Namespace: "apps"}},
+			{"helm-controller", authorizationv1.ResourceAttributes{Verb: "create", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}},
+			{"notification-controller", authorizationv1.ResourceAttributes{Verb: "patch", Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations", Namespace: "apps"}},
+			{"notification-controller", authorizationv1.ResourceAttributes{Verb: "watch", Resource: "secrets", Namespace: "apps"}},
+		} {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: "system:serviceaccount:flux-system:" + tc.sa, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:flux-system"},
+				ResourceAttributes: &tc.ra}}
+			if err := c.Create(ctx, sar); err != nil {
+				t.Fatal(err)
+			}
+			if !sar.Status.Allowed {
+				t.Errorf("%s may not %s %s.%s/%s in %q", tc.sa, tc.ra.Verb, tc.ra.Resource, tc.ra.Group, tc.ra.Subresource, tc.ra.Namespace)
+			}
+		}
+		// And no more: source-controller may not write Deployments.
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "system:serviceaccount:flux-system:source-controller", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "create", Group: "apps", Resource: "deployments", Namespace: "apps"}}}
+		if err := c.Create(ctx, sar); err != nil || sar.Status.Allowed {
+			t.Errorf("source-controller may create Deployments (%v)", err)
 		}
 	})
 

@@ -28,6 +28,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newTreeCommand(g), newBuildCommand(g), newDiffCommand(g), newLogsCommand(g))
 	root.AddCommand(newSuspendCommand(g), newResumeCommand(g), newExportCommand(g), newDeleteCommand(g), newCreateCommand(g))
 	root.AddCommand(newVersionCommand(g), newCheckCommand(g))
+	root.AddCommand(newBootstrapCommand(g))
 	return root
 }
 

@@ -52,6 +52,8 @@ type objKind struct {
 	resumed func(client.Object) string
 }
 
+// fetchedRevision is flux's last line of a resumed source: "fetched
+// revision <artifact revision>".
 func fetchedRevision(a *meta.Artifact) string {
 	if a == nil {
 		return "fetched revision "
@@ -313,8 +315,9 @@ func newResumeCommand(g *globalFlags) *cobra.Command {
 }
 
 // waitReady polls obj every status.PollInterval until it is ready as flux
-// judges it (ready): an error when kstatus says it failed, or, when ctx
-// ends, one naming what and the last Ready message.
+// judges it (fluxReady): an error when kstatus says it failed (Stalled), a
+// read fails, or, when ctx ends, one naming what and the last Ready reason
+// and message.
 func waitReady(ctx context.Context, c client.Client, obj client.Object, static bool, what string) error {
 	key := client.ObjectKeyFromObject(obj)
 	var failed error

@@ -1,12 +1,23 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	"github.com/eddyops/eddy/cli/internal/dev"
+	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // TestFluxReady: flux's readiness of created and resumed objects.
@@ -79,5 +90,40 @@ func TestCreateFlagParsing(t *testing.T) {
 		if _, err := healthCheck(bad); err == nil {
 			t.Errorf("healthCheck(%q) accepted", bad)
 		}
+	}
+}
+
+// TestPrintAll: `get all` prints a table per kind with objects, names
+// prefixed with the kind; a kind whose CRD is missing is left out without
+// a word, another list error is one failure line and the rest still print.
+func TestPrintAll(t *testing.T) {
+	objs := []client.Object{
+		&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "apps"}},
+		&notificationv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "slack"}},
+	}
+	c := fake.NewClientBuilder().WithScheme(dev.NewScheme()).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+			switch l.(type) {
+			case *notificationv1beta3.AlertList:
+				return &apimeta.NoKindMatchError{GroupKind: schema.GroupKind{Group: notificationv1beta3.GroupVersion.Group, Kind: "Alert"}}
+			case *notificationv1.ReceiverList:
+				return errors.New("receivers are forbidden")
+			}
+			return c.List(ctx, l, opts...)
+		},
+	}).Build()
+	var out, errOut bytes.Buffer
+	if err := printAll(context.Background(), c, &out, ui.New(&errOut), getAllKinds, false, client.InNamespace("flux-system")); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME                 REVISION   SUSPENDED   READY   MESSAGE\n" +
+		"kustomization/apps              False       False   waiting to be reconciled\n\n" +
+		"NAME             READY   MESSAGE\n" +
+		"provider/slack   True    Provider is Ready\n\n"
+	if out.String() != want {
+		t.Errorf("get all printed:\n%q\nwant:\n%q", out.String(), want)
+	}
+	if got := errOut.String(); got != "✗ receivers are forbidden\n" {
+		t.Errorf("get all's errors: %q; want only the Receivers' one", got)
 	}
 }

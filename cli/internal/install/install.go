@@ -71,6 +71,9 @@ type Options struct {
 	// ImageDigests maps a component to its image digest ("sha256:<64 hex>"),
 	// when known; the image is then <registry>/<component>:<version>@<digest>.
 	ImageDigests map[string]string
+
+	// defaultsErr is a malformed DefaultImageDigests, reported by Validate.
+	defaultsErr error
 }
 
 // DefaultOptions returns flux install's defaults with Eddy's registry and
@@ -86,13 +89,19 @@ func DefaultOptions(version string) Options {
 		WatchAllNamespaces: true,
 		NetworkPolicy:      true,
 	}
-	if d, err := ParseImageDigests(DefaultImageDigests); err == nil && len(d) > 0 {
-		o.ImageDigests = d
+	d, err := ParseImageDigests(DefaultImageDigests)
+	if err != nil {
+		o.defaultsErr = fmt.Errorf("this eddy was built with a malformed image digest list: %w", err)
 	}
+	o.ImageDigests = d
 	return o
 }
 
-var digestRE = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+var (
+	digestRE = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+	// tagRE is an OCI image tag.
+	tagRE = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
+)
 
 // ParseImageDigests parses "component=sha256:…,component=sha256:…" (empty
 // gives nil). Errors name the bad entry.
@@ -134,6 +143,9 @@ func (o Options) AllComponents() ([]string, error) {
 
 // Validate checks every option, one error naming the option and the fix.
 func (o Options) Validate() error {
+	if o.defaultsErr != nil {
+		return o.defaultsErr
+	}
 	if _, err := o.AllComponents(); err != nil {
 		return err
 	}
@@ -149,7 +161,7 @@ func (o Options) Validate() error {
 	if o.Registry == "" || strings.ContainsAny(o.Registry, " \t\n@") || strings.HasSuffix(o.Registry, "/") {
 		return fmt.Errorf("--registry %q is not valid: want a registry host and path such as %s", o.Registry, DefaultRegistry)
 	}
-	if !regexp.MustCompile(`^[\w][\w.-]{0,127}$`).MatchString(o.Version) {
+	if !tagRE.MatchString(o.Version) {
 		return fmt.Errorf("--version %q is not a valid image tag", o.Version)
 	}
 	for _, k := range o.TolerationKeys {

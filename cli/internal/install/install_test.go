@@ -5,19 +5,58 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
+var (
+	cacheMu sync.Mutex
+	cache   = map[string][]*unstructured.Unstructured{}
+)
+
+// objects returns Objects(o), built once per distinct o: a build takes
+// seconds under the race detector, so the tests share two option sets
+// (custom and subset) and read them without changing them.
 func objects(t *testing.T, o Options) []*unstructured.Unstructured {
 	t.Helper()
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	key := fmt.Sprintf("%#v", o)
+	if objs, ok := cache[key]; ok {
+		return objs
+	}
 	objs, err := Objects(o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cache[key] = objs
 	return objs
+}
+
+var testDigest = "sha256:" + strings.Repeat("ab", 32)
+
+// custom sets every option away from its default.
+func custom() Options {
+	o := DefaultOptions("v9.8.7")
+	o.Namespace = "gitops"
+	o.ClusterDomain = "corp.example"
+	o.LogLevel = "debug"
+	o.WatchAllNamespaces = false
+	o.TolerationKeys = []string{"node.example.com/infra", "gpu"}
+	o.Registry = "registry.local:5000/eddy"
+	o.ImageDigests = map[string]string{"kustomize-controller": testDigest}
+	return o
+}
+
+// subset has two components and no network policies.
+func subset() Options {
+	o := DefaultOptions("v1")
+	o.Components = []string{"source-controller", "kustomize-controller"}
+	o.NetworkPolicy = false
+	return o
 }
 
 func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
@@ -47,9 +86,7 @@ func managerArgs(t *testing.T, objs []*unstructured.Unstructured, name string) [
 // labels; each component's objects, CRDs included, its component label; pod
 // templates the same labels.
 func TestLabels(t *testing.T) {
-	o := DefaultOptions("v9.8.7")
-	o.Namespace = "gitops"
-	objs := objects(t, o)
+	objs := objects(t, custom())
 	crdComponent := map[string]string{}
 	for _, u := range objs {
 		l := u.GetLabels()
@@ -92,9 +129,7 @@ func TestLabels(t *testing.T) {
 // TestFluxNames: Flux's RBAC names with the namespace suffix, subjects in
 // the namespace, the NetworkPolicies (left out with NetworkPolicy=false).
 func TestFluxNames(t *testing.T) {
-	o := DefaultOptions("v1")
-	o.Namespace = "gitops"
-	objs := objects(t, o)
+	objs := objects(t, custom())
 	for _, want := range []string{"ClusterRole/crd-controller-gitops", "ClusterRoleBinding/crd-controller-gitops",
 		"ClusterRoleBinding/cluster-reconciler-gitops", "ClusterRole/flux-edit-gitops", "ClusterRole/flux-view-gitops",
 		"ResourceQuota/critical-pods-gitops", "Namespace/gitops", "NetworkPolicy/allow-egress", "NetworkPolicy/allow-scraping",
@@ -114,8 +149,7 @@ func TestFluxNames(t *testing.T) {
 			t.Errorf("subject %v not in gitops", s)
 		}
 	}
-	o.NetworkPolicy = false
-	for _, u := range objects(t, o) {
+	for _, u := range objects(t, subset()) {
 		if u.GetKind() == "NetworkPolicy" {
 			t.Errorf("NetworkPolicy %s with NetworkPolicy=false", u.GetName())
 		}
@@ -126,12 +160,7 @@ func TestFluxNames(t *testing.T) {
 // cluster domain first, then watch-all-namespaces and log level;
 // source-controller's storage address at 6), tolerations and node selector.
 func TestArgs(t *testing.T) {
-	o := DefaultOptions("v1")
-	o.ClusterDomain = "corp.example"
-	o.LogLevel = "debug"
-	o.WatchAllNamespaces = false
-	o.TolerationKeys = []string{"node.example.com/infra", "gpu"}
-	objs := objects(t, o)
+	objs := objects(t, custom())
 	events := "--events-addr=http://notification-controller.$(RUNTIME_NAMESPACE).svc.corp.example./"
 	for name, want := range map[string][]string{
 		"source-controller": {events, "--watch-all-namespaces=false", "--log-level=debug", "--log-encoding=json", "--enable-leader-election",
@@ -151,23 +180,19 @@ func TestArgs(t *testing.T) {
 		}
 	}
 	// Without notification-controller the events address is empty, as flux's.
-	o.Components = []string{"source-controller", "kustomize-controller"}
-	if got := managerArgs(t, objects(t, o), "kustomize-controller")[0]; got != "--events-addr=" {
+	if got := managerArgs(t, objects(t, subset()), "kustomize-controller")[0]; got != "--events-addr=" {
 		t.Errorf("events address without notification-controller %q", got)
 	}
 }
 
 // TestImages: <registry>/<component>:<version>, with @digest when known.
 func TestImages(t *testing.T) {
-	o := DefaultOptions("v0.3.0")
-	o.Registry = "registry.local:5000/eddy"
-	digest := "sha256:" + strings.Repeat("ab", 32)
-	o.ImageDigests = map[string]string{"kustomize-controller": digest}
-	objs := objects(t, o)
+	digest := testDigest
+	objs := objects(t, custom())
 	for _, c := range Components {
 		d := find(objs, "Deployment", c)
 		cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-		want := "registry.local:5000/eddy/" + c + ":v0.3.0"
+		want := "registry.local:5000/eddy/" + c + ":v9.8.7"
 		if c == "kustomize-controller" {
 			want += "@" + digest
 		}
@@ -188,10 +213,8 @@ func TestImages(t *testing.T) {
 // Service and CRDs are left out; unknown and Flux-only components are
 // refused with the list of known ones.
 func TestComponentsSubset(t *testing.T) {
-	o := DefaultOptions("v1")
-	o.Components = []string{"source-controller", "kustomize-controller"}
 	var crds []string
-	for _, u := range objects(t, o) {
+	for _, u := range objects(t, subset()) {
 		if c := u.GetLabels()[ComponentLabel]; c == "helm-controller" || c == "notification-controller" {
 			t.Errorf("%s/%s of an omitted component", u.GetKind(), u.GetName())
 		}
@@ -249,28 +272,26 @@ func TestRenderDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
-		b, err := Render(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(a, b) {
-			t.Fatal("two renders of the same options differ")
-		}
+	b, err := Render(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("two renders of the same options differ")
 	}
 	if !strings.HasPrefix(string(a), "---\n# This manifest was generated by eddy. DO NOT EDIT.\n# Eddy Version: v1.0.0\n# Components: source-controller,kustomize-controller,helm-controller,notification-controller\napiVersion: v1\nkind: Namespace\n") {
 		t.Errorf("bundle starts %q", a[:200])
 	}
-	docs := strings.Split(string(a), "\n---\n")
-	objs := objects(t, o)
-	if len(docs) != len(objs) {
-		t.Fatalf("%d documents, %d objects", len(docs), len(objs))
-	}
-	for i, d := range docs {
+	var objs []*unstructured.Unstructured
+	for i, d := range strings.Split(string(a), "\n---\n") {
 		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(d), &u.Object); err != nil || u.GetKind() != objs[i].GetKind() || u.GetName() != objs[i].GetName() {
-			t.Errorf("document %d: %s/%s, %v; want %s/%s", i, u.GetKind(), u.GetName(), err, objs[i].GetKind(), objs[i].GetName())
+		if err := yaml.Unmarshal([]byte(d), &u.Object); err != nil || u.GetKind() == "" || u.GetName() == "" {
+			t.Fatalf("document %d: %s/%s, %v", i, u.GetKind(), u.GetName(), err)
 		}
+		objs = append(objs, u)
+	}
+	if len(objs) != 29 {
+		t.Errorf("%d documents, want 29 (8 CRDs, Namespace, quota, 5 RBAC, 4 each of ServiceAccounts and Deployments, 3 Services, 3 NetworkPolicies)", len(objs))
 	}
 	// kustomize's legacy order: Namespace, then CRDs before any Deployment.
 	lastCRD, firstDeploy := -1, len(objs)
@@ -284,5 +305,19 @@ func TestRenderDeterministic(t *testing.T) {
 	}
 	if objs[0].GetKind() != "Namespace" || lastCRD > firstDeploy {
 		t.Errorf("order: first %s, last CRD at %d, first Deployment at %d", objs[0].GetKind(), lastCRD, firstDeploy)
+	}
+}
+
+// TestDefaultImageDigests: the build-time digest list pins the default
+// images; a malformed one is reported, not ignored.
+func TestDefaultImageDigests(t *testing.T) {
+	defer func(old string) { DefaultImageDigests = old }(DefaultImageDigests)
+	DefaultImageDigests = "helm-controller=" + testDigest
+	if o := DefaultOptions("v1"); o.ImageDigests["helm-controller"] != testDigest || o.Validate() != nil {
+		t.Errorf("DefaultOptions digests %v, %v", o.ImageDigests, o.Validate())
+	}
+	DefaultImageDigests = "helm-controller=latest"
+	if err := DefaultOptions("v1").Validate(); err == nil || !strings.Contains(err.Error(), "malformed image digest") {
+		t.Errorf("a malformed DefaultImageDigests: %v", err)
 	}
 }
