@@ -185,3 +185,29 @@ func TestFluxCLIE2E(t *testing.T) {
 		)
 	})
 }
+
+// fluxOnBootstrapped runs the real flux CLI against a cluster bootstrapped
+// by `eddy bootstrap git` (its components and sync manifests in Git,
+// applied by the Kustomization flux-system) at commit head: check sees a
+// bootstrapped installation, get lists the sync objects at that commit,
+// reconcile --with-source fetches and applies it. TestBootstrapGitE2E
+// calls it on its cluster, so no second environment is started.
+func fluxOnBootstrapped(t *testing.T, b *BootstrapEnv, head string) {
+	rev := "main@sha1:" + head
+	flux := newFluxCLI(t, b.Kubeconfig)
+	flux.must([]string{"check"},
+		`^✔ distribution: flux-\S+$`,
+		`^✔ bootstrapped: true$`,
+		`^✔ kustomize-controller: deployment ready$`,
+		`^✔ kustomizations\.kustomize\.toolkit\.fluxcd\.io/v1$`,
+		`^✔ all checks passed$`,
+	)
+	flux.must([]string{"get", "all", "-A"},
+		`^flux-system\s+gitrepository/flux-system\s+`+regexp.QuoteMeta(rev[:18])+`\s+False\s+True\s+stored artifact for revision`,
+		`^flux-system\s+kustomization/flux-system\s+`+regexp.QuoteMeta(rev[:18])+`\s+False\s+True\s+Applied revision: `,
+	)
+	flux.must([]string{"reconcile", "ks", "flux-system", "--with-source"},
+		`^✔ fetched revision `+regexp.QuoteMeta(rev)+`$`,
+		`^✔ applied revision `+regexp.QuoteMeta(rev)+`$`,
+	)
+}
