@@ -78,13 +78,8 @@ const (
 // reconcile (with source), suspend and resume, tree, events, each exiting 0
 // with the lines it prints against Flux.
 func TestFluxCLIE2E(t *testing.T) {
-	root, _ := built(t)
 	u := newUser(t)
-	repo := filepath.Join(t.TempDir(), "platform-config")
-	if err := os.CopyFS(repo, os.DirFS(filepath.Join(root, "examples", "platform-config"))); err != nil {
-		t.Fatal(err)
-	}
-	gitInit(t, repo)
+	repo := examplesRepo(t)
 	u.must("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev")
 	flux := newFluxCLI(t, filepath.Join(u.dir(), "cluster", "kubeconfig"))
 
