@@ -28,9 +28,11 @@ $(CONTROLLER_GEN): Makefile
 	GOBIN=$(CURDIR)/bin go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	@touch $@
 
-## tools: the local cluster's binaries into bin/k8s, built from upstream source (idempotent)
+## tools: the local cluster's binaries into bin/k8s and the real flux CLI into bin/flux (for the
+## compatibility e2e test), built from upstream source (idempotent)
 tools:
 	bash tools/build.sh
+	bash tools/flux.sh
 
 ## test: unit, integration and e2e tests under the race detector (needs `make tools`; starts
 ## local clusters; e2e tests drive bin/eddy), then a short fuzz run. Without the companion

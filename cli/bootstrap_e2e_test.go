@@ -212,6 +212,8 @@ func TestBootstrapGitE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("the real flux CLI", func(t *testing.T) { fluxOnBootstrapped(t, b, first) })
+
 	t.Run("second run makes no commit", func(t *testing.T) {
 		out := b.must(b.BootstrapArgs()...)
 		if h := head(b.Bare, "main"); h != first {

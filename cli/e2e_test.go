@@ -159,6 +159,18 @@ func (u *user) kustomization(name string) *kustomizev1.Kustomization {
 	return k
 }
 
+// examplesRepo copies examples/platform-config into a new Git repository
+// (branch main, one commit "initial").
+func examplesRepo(t *testing.T) string {
+	t.Helper()
+	root, _ := built(t)
+	repo := filepath.Join(t.TempDir(), "platform-config")
+	if err := os.CopyFS(repo, os.DirFS(filepath.Join(root, "examples", "platform-config"))); err != nil {
+		t.Fatal(err)
+	}
+	return gitInit(t, repo)
+}
+
 // repoFrom copies testdata/repos/<name> into a new Git repository (branch main).
 func repoFrom(t *testing.T, name string) string {
 	t.Helper()
@@ -599,13 +611,8 @@ func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() (bo
 // environment down, a commit still succeeds and the hook says why it sent
 // nothing.
 func TestDevWebhookAlertsE2E(t *testing.T) {
-	root, _ := built(t)
 	u := newUser(t)
-	repo := filepath.Join(t.TempDir(), "platform-config")
-	if err := os.CopyFS(repo, os.DirFS(filepath.Join(root, "examples", "platform-config"))); err != nil {
-		t.Fatal(err)
-	}
-	gitInit(t, repo)
+	repo := examplesRepo(t)
 
 	out := u.must("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev", "--alerts-sink", "--install-hook")
 	state, err := dev.ReadState(u.dir())
