@@ -8,6 +8,8 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := bin/controller-gen
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+# The controllers' --version (pkg/runtime.Version).
+CONTROLLER_LDFLAGS := -X github.com/eddyops/eddy/pkg/runtime.Version=$(VERSION)
 
 .PHONY: all build generate tools test skipped-summary fuzz bench lint clean demo
 
@@ -16,7 +18,7 @@ all: build
 ## build: all binaries into bin/ (controllers and the eddy CLI)
 build:
 	@mkdir -p bin
-	go build -o bin/ $(foreach c,$(CONTROLLERS),./$(c))
+	go build -ldflags "$(CONTROLLER_LDFLAGS)" -o bin/ $(foreach c,$(CONTROLLERS),./$(c))
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/eddy ./cli
 
 ## generate: deepcopy functions and CRD YAML (config/crd/bases) with controller-gen
