@@ -1,6 +1,6 @@
 # Eddy: see README.md. `make test` is the test command CI runs.
 
-MODULES := api pkg source-controller kustomize-controller helm-controller notification-controller cli tools/images
+MODULES := api config pkg source-controller kustomize-controller helm-controller notification-controller cli tools/images
 CONTROLLERS := source-controller kustomize-controller helm-controller notification-controller
 PACKAGES := $(foreach m,$(MODULES),./$(m)/...)
 
@@ -76,7 +76,7 @@ tools:
 SKIP_LOG := $(CURDIR)/bin/skipped-without-shared.txt
 test: tools build $(CONTROLLER_GEN)
 	@rm -f $(SKIP_LOG)
-	EDDY_SKIP_LOG=$(SKIP_LOG) go test $(GO_TEST_FLAGS) -v $(PACKAGES) || { $(MAKE) -s skipped-summary; exit 1; }
+	EDDY_SKIP_LOG=$(SKIP_LOG) EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test $(GO_TEST_FLAGS) -v $(PACKAGES) || { $(MAKE) -s skipped-summary; exit 1; }
 	$(MAKE) fuzz
 	@$(MAKE) -s skipped-summary
 
@@ -90,7 +90,7 @@ skipped-summary:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := FuzzEventHandler:./notification-controller/internal/server/ FuzzReceiverHandler:./notification-controller/internal/server/ \
 	FuzzExtract:./pkg/artifact/ FuzzLoadIgnore:./pkg/artifact/ FuzzParseID:./pkg/ssa/ \
-	FuzzSubstitute:./kustomize-controller/internal/build/
+	FuzzSubstitute:./pkg/kustomize/
 ## A run that ends in the fuzzing engine's own "context deadline exceeded" with no failing
 ## input written (a worker slow to stop on a loaded machine) is run once more; a finding fails.
 fuzz:

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -23,6 +24,9 @@ func newRootCommand() *cobra.Command {
 	g := &globalFlags{}
 	g.bind(root)
 	root.AddCommand(newDevCommand(g), newGetCommand(g), newReconcileCommand(g), newEventsCommand(g))
+	root.AddCommand(newInstallCommand(g), newUninstallCommand(g))
+	root.AddCommand(newTreeCommand(g), newBuildCommand(g), newDiffCommand(g), newLogsCommand(g))
+	root.AddCommand(newSuspendCommand(g), newResumeCommand(g), newExportCommand(g), newDeleteCommand(g), newCreateCommand(g))
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the eddy version",
@@ -38,6 +42,10 @@ func newRootCommand() *cobra.Command {
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "✗", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
 		os.Exit(1)
 	}
 }

@@ -1,6 +1,10 @@
 package ssa
 
-import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
 
 // Helpers of the applier that drift detection outside ApplyAll (the
 // helm-controller's release drift) shares.
@@ -29,3 +33,21 @@ func NormalizeSecret(u *unstructured.Unstructured) { normalizeSecret(u) }
 // SortObjects orders objects as ApplyAll applies them: by stage, kind
 // order, namespace and name. Flux compatible (ReconcileOrder).
 func SortObjects(objs []*unstructured.Unstructured) { sortObjects(objs) }
+
+// DryRun plans one desired object as ApplyAll would and writes nothing:
+// the action ApplyAll would take (Created, Configured, Unchanged, Skipped
+// or Replaced) and, for an existing object, every field in which the API
+// server's dry-run result differs from the live object, whoever set it
+// (fields of opts.Ignore left out; Secret values masked). u is not
+// modified. The error is ApplyAll's dry-run error ("<Kind>/<ns>/<name>
+// dry-run failed: <reason>"). Used by `eddy diff kustomization`.
+func (m *Manager) DryRun(ctx context.Context, u *unstructured.Unstructured, opts ApplyOptions) (Action, []FieldDrift, error) {
+	p, err := m.plan(ctx, u.DeepCopy(), opts)
+	if err != nil {
+		return "", nil, err
+	}
+	if p.action == Skipped || p.action == Created || p.cmpLive == nil || p.cmpDry == nil {
+		return p.action, nil, nil
+	}
+	return p.action, Diff(p.cmpLive, p.cmpDry), nil
+}

@@ -114,6 +114,9 @@ type planned struct {
 	dry      *unstructured.Unstructured // the dry-run result, when the cleanup hands fields (taken) to the applier
 	taken    *fieldpath.Set
 	cleanup  []byte // JSON patch of managed fields and stale metadata, written before the apply
+	// cmpLive and cmpDry are the live object and the dry-run result as
+	// compared (ignored fields left out), for DryRun.
+	cmpLive, cmpDry *unstructured.Unstructured
 }
 
 // ApplyAll applies objs in Flux's stages: CRDs, Namespaces and ClusterRoles
@@ -337,6 +340,7 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 	if live != nil && len(ignored) > 0 {
 		cmpLive, cmpDry = withoutPaths(live, ignored), withoutPaths(dry, ignored)
 	}
+	p.cmpLive, p.cmpDry = cmpLive, cmpDry
 	switch {
 	case live == nil:
 		p.action = Created

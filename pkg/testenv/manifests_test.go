@@ -47,6 +47,9 @@ func TestInstallManifests(t *testing.T) {
 	for _, u := range objs {
 		key := u.GetKind() + "/" + u.GetName()
 		found[key] = true
+		if l := u.GetLabels(); l["app.kubernetes.io/part-of"] != "flux" || l["app.kubernetes.io/instance"] != "flux-system" {
+			t.Errorf("%s labels %v, want Flux's part-of=flux and instance=flux-system", key, l)
+		}
 		if u.GetKind() == "Namespace" {
 			if err := env.Client.Patch(ctx, u.DeepCopy(), client.Apply, client.FieldOwner("manifests-test"), client.ForceOwnership); err != nil {
 				t.Fatalf("%s: %v", key, err)
@@ -61,14 +64,15 @@ func TestInstallManifests(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"Deployment/source-controller", "Service/source-controller", "ServiceAccount/source-controller",
-		"ClusterRole/eddy-source-controller", "ClusterRoleBinding/eddy-source-controller",
+		"ClusterRole/crd-controller", "ClusterRoleBinding/crd-controller", "ClusterRoleBinding/cluster-reconciler",
+		"ClusterRole/flux-edit", "ClusterRole/flux-view", "ResourceQuota/critical-pods",
+		"NetworkPolicy/allow-egress", "NetworkPolicy/allow-scraping", "NetworkPolicy/allow-webhooks",
 		"CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io", "CustomResourceDefinition/kustomizations.kustomize.toolkit.fluxcd.io",
-		"Deployment/kustomize-controller", "ServiceAccount/kustomize-controller", "ClusterRoleBinding/eddy-kustomize-controller",
-		"Deployment/notification-controller", "ServiceAccount/notification-controller", "ClusterRoleBinding/eddy-notification-controller",
+		"Deployment/kustomize-controller", "ServiceAccount/kustomize-controller",
+		"Deployment/notification-controller", "ServiceAccount/notification-controller",
 		"CustomResourceDefinition/alerts.notification.toolkit.fluxcd.io", "CustomResourceDefinition/providers.notification.toolkit.fluxcd.io",
 		"CustomResourceDefinition/receivers.notification.toolkit.fluxcd.io",
-		"Deployment/helm-controller", "ServiceAccount/helm-controller", "ClusterRoleBinding/eddy-helm-controller",
-		"Role/helm-controller-leader-election", "RoleBinding/helm-controller-leader-election",
+		"Deployment/helm-controller", "ServiceAccount/helm-controller",
 		"CustomResourceDefinition/helmreleases.helm.toolkit.fluxcd.io",
 		"CustomResourceDefinition/helmrepositories.source.toolkit.fluxcd.io", "CustomResourceDefinition/helmcharts.source.toolkit.fluxcd.io"} {
 		if !found[want] {
@@ -80,7 +84,7 @@ func TestInstallManifests(t *testing.T) {
 	var svc corev1.Service
 	var crb rbacv1.ClusterRoleBinding
 	decodeNamed(t, objs, map[string]any{"Deployment/source-controller": &dep, "Deployment/kustomize-controller": &kdep,
-		"Service/source-controller": &svc, "ClusterRoleBinding/eddy-source-controller": &crb})
+		"Service/source-controller": &svc, "ClusterRoleBinding/crd-controller": &crb})
 	if len(dep.Spec.Template.Spec.Containers) != 1 || dep.Spec.Template.Spec.Containers[0].Name != "manager" {
 		t.Fatalf("source-controller Deployment containers %+v, want one named manager", dep.Spec.Template.Spec.Containers)
 	}
@@ -123,8 +127,8 @@ func TestInstallManifests(t *testing.T) {
 	}
 	checkNotificationController(t, objs)
 	checkHelmController(t, objs)
-	if len(crb.Subjects) != 1 || crb.Subjects[0].Namespace != "flux-system" {
-		t.Errorf("ClusterRoleBinding subjects %+v, want the flux-system ServiceAccount", crb.Subjects)
+	if len(crb.Subjects) != 4 || crb.Subjects[0].Namespace != "flux-system" {
+		t.Errorf("ClusterRoleBinding crd-controller subjects %+v, want the four flux-system ServiceAccounts", crb.Subjects)
 	}
 }
 
@@ -188,15 +192,15 @@ func checkNotificationController(t *testing.T, objs []*unstructured.Unstructured
 // checkHelmController checks Flux's helm-controller shape: requests
 // 100m/64Mi, limits 1000m/1Gi, grace period 600s, the shared args with
 // --events-addr first (flux install patches args by index), probes on port
-// healthz, bound to cluster-admin; and that source-controller may write the
-// Helm sources and their status.
+// healthz, bound to cluster-admin (Flux's cluster-reconciler); and that
+// Flux's crd-controller ClusterRole grants every verb on the toolkit groups.
 func checkHelmController(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
 	var dep appsv1.Deployment
 	var crb rbacv1.ClusterRoleBinding
 	var scRole rbacv1.ClusterRole
-	decodeNamed(t, objs, map[string]any{"Deployment/helm-controller": &dep, "ClusterRoleBinding/eddy-helm-controller": &crb,
-		"ClusterRole/eddy-source-controller": &scRole})
+	decodeNamed(t, objs, map[string]any{"Deployment/helm-controller": &dep, "ClusterRoleBinding/cluster-reconciler": &crb,
+		"ClusterRole/crd-controller": &scRole})
 	spec := dep.Spec.Template.Spec
 	if g := spec.TerminationGracePeriodSeconds; g == nil || *g != 600 {
 		t.Errorf("helm-controller terminationGracePeriodSeconds %v, want 600", g)
@@ -221,21 +225,22 @@ func checkHelmController(t *testing.T, objs []*unstructured.Unstructured) {
 	if p := c[0].LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "healthz" {
 		t.Errorf("helm-controller livenessProbe %+v, want GET /healthz on healthz", p)
 	}
-	if crb.RoleRef.Name != "cluster-admin" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != "helm-controller" || crb.Subjects[0].Namespace != "flux-system" {
-		t.Errorf("ClusterRoleBinding eddy-helm-controller %+v, want cluster-admin for flux-system/helm-controller", crb)
+	if crb.RoleRef.Name != "cluster-admin" || len(crb.Subjects) != 2 || crb.Subjects[1].Name != "helm-controller" || crb.Subjects[1].Namespace != "flux-system" {
+		t.Errorf("ClusterRoleBinding cluster-reconciler %+v, want cluster-admin for flux-system/kustomize-controller and helm-controller", crb)
 	}
 	granted := map[string]bool{}
 	for _, r := range scRole.Rules {
-		for _, res := range r.Resources {
-			for _, v := range r.Verbs {
-				granted[res+" "+v] = true
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					granted[g+" "+res+" "+v] = true
+				}
 			}
 		}
 	}
-	for _, want := range []string{"helmrepositories watch", "helmrepositories patch", "helmrepositories/status patch", "helmrepositories/finalizers update",
-		"helmcharts watch", "helmcharts patch", "helmcharts/status patch", "helmcharts/finalizers update"} {
-		if !granted[want] {
-			t.Errorf("ClusterRole eddy-source-controller does not grant %s", want)
+	for _, group := range []string{"source.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io", "notification.toolkit.fluxcd.io"} {
+		if !granted[group+" * *"] {
+			t.Errorf("ClusterRole crd-controller does not grant every verb on %s", group)
 		}
 	}
 }

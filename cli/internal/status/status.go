@@ -1,5 +1,6 @@
 // Package status reads the status of Eddy's sources (GitRepository,
-// HelmRepository, HelmChart), Kustomizations and HelmReleases the way the
+// HelmRepository, HelmChart), Kustomizations, HelmReleases and
+// notification objects (Receiver, Alert, Provider) the way the
 // flux CLI shows and waits for it: the `get` table, and the
 // request-and-wait of `reconcile`.
 package status
@@ -15,6 +16,8 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -130,6 +133,45 @@ func HelmReleaseRows(l *helmv2.HelmReleaseList, prefix string) []Row {
 	return rs
 }
 
+// ReceiverRows are the rows of l's items, each named prefix+name.
+func ReceiverRows(l *notificationv1.ReceiverList, prefix string) []Row {
+	var rs []Row
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, row(prefix, o, o.Spec.Suspend, "", o.Status.Conditions))
+	}
+	return rs
+}
+
+// staticRow is the row of an object without status, which flux shows
+// Ready with msg.
+func staticRow(prefix string, o metav1.Object, suspended bool, msg string) Row {
+	return Row{Namespace: o.GetNamespace(), Name: prefix + o.GetName(), Suspended: suspended,
+		Ready: string(metav1.ConditionTrue), Message: msg}
+}
+
+// AlertRows are the rows of l's items, each named prefix+name. An Alert
+// has no status: flux shows it Ready with "Alert is Ready".
+func AlertRows(l *notificationv1beta3.AlertList, prefix string) []Row {
+	var rs []Row
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, staticRow(prefix, o, o.Spec.Suspend, "Alert is Ready"))
+	}
+	return rs
+}
+
+// ProviderRows are the rows of l's items, each named prefix+name. A
+// Provider has no status: flux shows it Ready with "Provider is Ready".
+func ProviderRows(l *notificationv1beta3.ProviderList, prefix string) []Row {
+	var rs []Row
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, staticRow(prefix, o, o.Spec.Suspend, "Provider is Ready"))
+	}
+	return rs
+}
+
 // NewTable returns a tabwriter with flux's column spacing that has written
 // header, after a NAMESPACE column when withNamespace; Cell writes that
 // column's cell of a row.
@@ -167,6 +209,30 @@ func PrintTable(w io.Writer, rs []Row, withNamespace bool) {
 			suspended = string(metav1.ConditionTrue)
 		}
 		t.Row(r.Namespace, "%s\t%s\t%s\t%s\t%s", r.Name, r.Revision, suspended, r.Ready, ui.OneLine(r.Message))
+	}
+	_ = t.Flush()
+}
+
+// PrintSuspendedTable prints rs as `flux get receivers` and `flux get
+// alerts` do: NAME, SUSPENDED, READY, MESSAGE (no revision).
+func PrintSuspendedTable(w io.Writer, rs []Row, withNamespace bool) {
+	t := NewTable(w, withNamespace, "NAME\tSUSPENDED\tREADY\tMESSAGE")
+	for _, r := range rs {
+		suspended := string(metav1.ConditionFalse)
+		if r.Suspended {
+			suspended = string(metav1.ConditionTrue)
+		}
+		t.Row(r.Namespace, "%s\t%s\t%s\t%s", r.Name, suspended, r.Ready, ui.OneLine(r.Message))
+	}
+	_ = t.Flush()
+}
+
+// PrintReadyTable prints rs as `flux get alert-providers` does: NAME,
+// READY, MESSAGE.
+func PrintReadyTable(w io.Writer, rs []Row, withNamespace bool) {
+	t := NewTable(w, withNamespace, "NAME\tREADY\tMESSAGE")
+	for _, r := range rs {
+		t.Row(r.Namespace, "%s\t%s\t%s", r.Name, r.Ready, ui.OneLine(r.Message))
 	}
 	_ = t.Flush()
 }

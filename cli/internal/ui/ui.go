@@ -68,6 +68,9 @@ func (u *UI) Warning(format string, args ...any) { u.line("⚠", "33", format, a
 func (u *UI) Info(format string, args ...any)    { u.line(" ", "0", format, args...) }
 func (u *UI) Alert(format string, args ...any)   { u.line("◆", "35", format, args...) }
 
+// Generate prints flux's "✚ generating …" line.
+func (u *UI) Generate(format string, args ...any) { u.line("✚", "32", format, args...) }
+
 // Spin shows msg with a spinner and the elapsed time until the returned
 // function is called; calling it again does nothing. Off a terminal it
 // prints msg once as a waiting line. The spinner's line is cut to the

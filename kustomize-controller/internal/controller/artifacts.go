@@ -6,8 +6,8 @@ import (
 	"io"
 	"sync"
 
-	"github.com/eddyops/eddy/kustomize-controller/internal/build"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/kustomize"
 )
 
 // MaxArtifactBytes bounds the file content of one artifact held in memory:
@@ -36,7 +36,7 @@ type artifactCache struct {
 type cacheEntry struct {
 	digest string
 	done   chan struct{}
-	tree   *build.Tree
+	tree   *kustomize.Tree
 	err    error
 	elem   *list.Element
 }
@@ -50,7 +50,7 @@ func newArtifactCache(f *artifact.Fetcher, maxBytes int64) *artifactCache {
 
 // Get returns the tree of the artifact at url with the given digest,
 // fetching it (see artifact.Fetcher.FetchWith for the errors) unless cached.
-func (c *artifactCache) Get(ctx context.Context, url, digest string) (*build.Tree, error) {
+func (c *artifactCache) Get(ctx context.Context, url, digest string) (*kustomize.Tree, error) {
 	c.mu.Lock()
 	e, ok := c.entries[digest]
 	if ok {
@@ -75,7 +75,7 @@ func (c *artifactCache) Get(ctx context.Context, url, digest string) (*build.Tre
 
 	e.err = c.fetcher.FetchWith(ctx, url, digest, func(r io.Reader, lim artifact.Limits) error {
 		lim.MaxBytes = min(lim.MaxBytes, MaxArtifactBytes)
-		t, err := build.ReadTree(r, lim)
+		t, err := kustomize.ReadTree(r, lim)
 		e.tree = t
 		return err
 	})

@@ -10,10 +10,10 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/kustomize-controller/internal/build"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/health"
+	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/eddyops/eddy/pkg/reconcile"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
@@ -31,8 +31,8 @@ import (
 // Owner labels set on every applied object; prune deletes only objects
 // carrying both with this Kustomization's values. Flux compatible.
 const (
-	NameLabel      = "kustomize.toolkit.fluxcd.io/name"
-	NamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
+	NameLabel      = kustomize.NameLabel
+	NamespaceLabel = kustomize.NamespaceLabel
 	// FieldManager is the server-side apply field manager. Flux compatible.
 	FieldManager = "kustomize-controller"
 	sourceIndex  = ".spec.sourceRef"
@@ -246,9 +246,9 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if f != nil {
 		return f
 	}
-	res, err := build.Build(tree, opts)
+	res, err := kustomize.Build(tree, opts)
 	if err != nil {
-		if errors.Is(err, build.ErrPathNotFound) {
+		if errors.Is(err, kustomize.ErrPathNotFound) {
 			return fail(meta.ArtifactFailedReason, "%s", err) // Flux compatible reason
 		}
 		return fail(meta.BuildFailedReason, "%s", err)
@@ -259,21 +259,14 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if origin := art.Metadata["org.opencontainers.image.revision"]; origin != "" {
 		snap.metadata["originRevision"] = origin
 	}
-	for _, u := range res.Objects {
-		labels := u.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[NameLabel], labels[NamespaceLabel] = obj.Name, obj.Namespace
-		u.SetLabels(labels)
-	}
+	kustomize.SetOwnerLabels(res.Objects, obj.Name, obj.Namespace)
 
 	c, err := r.clientFor(obj)
 	if err != nil {
 		return fail(meta.ReconciliationFailedReason, "%s", err)
 	}
 	step("Detecting drift")
-	ignore, err := ignoreRules(obj.Spec.Ignore)
+	ignore, err := ssa.SpecIgnoreRules(obj.Spec.Ignore)
 	if err != nil {
 		f := fail(meta.ReconciliationFailedReason, "%s", err)
 		f.Stalled = true
@@ -434,57 +427,14 @@ func nsOr(ns, def string) string {
 	return ns
 }
 
-// buildOptions gathers the spec's overlays and postBuild variables.
-// Flux compatible precedence: substituteFrom in order, later entries
-// overriding earlier ones, then spec.postBuild.substitute over all.
-func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomizev1.Kustomization) (build.Options, *failure) {
-	s := obj.Spec
-	opts := build.Options{
-		Path: s.Path, TargetNamespace: s.TargetNamespace, NamePrefix: s.NamePrefix, NameSuffix: s.NameSuffix,
-		Patches: s.Patches, Images: s.Images, Components: s.Components, IgnoreMissingComponents: s.IgnoreMissingComponents,
-		CommonMetadata: s.CommonMetadata,
+// buildOptions gathers the spec's overlays and postBuild variables
+// (kustomize.Variables: substituteFrom in order, then substitute).
+func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomizev1.Kustomization) (kustomize.Options, *failure) {
+	vars, err := kustomize.Variables(ctx, r, obj)
+	if err != nil {
+		return kustomize.SpecOptions(obj, nil, r.NonStrictSubstitutions), fail(meta.BuildFailedReason, "%s", err)
 	}
-	for _, m := range s.BuildMetadata {
-		opts.BuildMetadata = append(opts.BuildMetadata, string(m))
-	}
-	if s.PostBuild == nil {
-		return opts, nil
-	}
-	vars := map[string]string{}
-	for _, ref := range s.PostBuild.SubstituteFrom {
-		var from client.Object
-		switch ref.Kind {
-		case "ConfigMap":
-			from = &corev1.ConfigMap{}
-		case "Secret":
-			from = &corev1.Secret{}
-		default:
-			continue // the CRD allows only the two
-		}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, from); err != nil {
-			if apierrors.IsNotFound(err) && ref.Optional {
-				continue
-			}
-			return opts, fail(meta.BuildFailedReason, "substitute from '%s/%s' error: %s", ref.Kind, ref.Name, err)
-		}
-		data := map[string]string{}
-		switch o := from.(type) {
-		case *corev1.ConfigMap:
-			data = o.Data
-		case *corev1.Secret:
-			for k, v := range o.Data {
-				data[k] = string(v)
-			}
-		}
-		for k, v := range data {
-			vars[k] = v
-		}
-	}
-	for k, v := range s.PostBuild.Substitute {
-		vars[k] = v
-	}
-	opts.PostBuild, opts.Vars, opts.Strategy, opts.NonStrict = true, vars, s.PostBuild.SubstituteStrategy, r.NonStrictSubstitutions
-	return opts, nil
+	return kustomize.SpecOptions(obj, vars, r.NonStrictSubstitutions), nil
 }
 
 // serviceAccount is the account impersonated for obj: spec.serviceAccountName,

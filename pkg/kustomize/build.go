@@ -1,10 +1,10 @@
-// Package build turns a Kustomization's path inside a source artifact into
+// Package kustomize turns a Kustomization's path inside a source artifact into
 // Kubernetes objects: it generates a kustomization.yaml where there is none,
 // merges the Kustomization's spec overlays, runs kustomize on a filesystem
 // confined to the artifact, then applies postBuild substitution and
 // commonMetadata. Flux compatible (contract §4.2): the same generation
 // rules, overlay merge, load restrictions and substitution syntax.
-package build
+package kustomize
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package build
+package kustomize
 
 import (
 	"sigs.k8s.io/kustomize/kyaml/resid"

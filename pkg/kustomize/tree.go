@@ -1,4 +1,4 @@
-package build
+package kustomize
 
 import (
 	"bytes"

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/eddyops/eddy/pkg/ssa"
+	"github.com/spf13/cobra"
+)
+
+// exitError makes the command exit with code, printing err. Flux
+// compatible: `diff` exits 1 when it finds a change, 2 when it fails.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// fieldManager is kustomize-controller's field manager, under which the
+// diff dry-runs.
+const fieldManager = "kustomize-controller"
+
+func newDiffCommand(g *globalFlags) *cobra.Command {
+	diff := &cobra.Command{Use: "diff", Short: "Diff a local build against the cluster"}
+	var lb localBuild
+	ks := &cobra.Command{
+		Use:     "kustomization [name]",
+		Aliases: []string{"ks"},
+		Short:   "Diff a Kustomization built from a local directory against the cluster",
+		Long: `Build a Kustomization from a local directory (as eddy build kustomization does),
+dry-run each object with server-side apply as kustomize-controller, and print what would change:
+objects created, fields that differ (path: cluster → local), objects deleted (in the
+Kustomization's inventory and no longer built). Exits 0 with no change, 1 with changes, 2 on error.`,
+		Example: `  # Preview local changes as they would be applied on the cluster
+  eddy diff kustomization my-app --path ./path/to/local/manifests`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 1 {
+				return &exitError{2, errors.New("kustomization name is required")}
+			}
+			changed, err := runDiff(cmd, g, &lb, args[0])
+			if err != nil {
+				return &exitError{2, err}
+			}
+			if changed {
+				return &exitError{1, errors.New("identified at least one change, exiting with non-zero exit code")}
+			}
+			return nil
+		},
+	}
+	ks.Flags().StringVar(&lb.path, "path", "", "path to a local directory that matches the specified Kustomization.spec.path")
+	ks.Flags().StringVar(&lb.kustomizationFile, "kustomization-file", "", "path to the Flux Kustomization YAML file")
+	diff.AddCommand(ks)
+	return diff
+}
+
+// runDiff prints the changes and reports whether there are any.
+func runDiff(cmd *cobra.Command, g *globalFlags, lb *localBuild, name string) (bool, error) {
+	c, err := g.client()
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := g.ctx(cmd)
+	defer cancel()
+	k, objs, err := lb.build(ctx, c, name, g.namespace)
+	if err != nil {
+		return false, err
+	}
+	ignore, err := ssa.SpecIgnoreRules(k.Spec.Ignore)
+	if err != nil {
+		return false, err
+	}
+	ssa.SortObjects(objs)
+	mgr := &ssa.Manager{Client: c, Owner: fieldManager}
+	w := cmd.OutOrStdout()
+	changed := false
+	var built []ssa.ObjMeta
+	for _, u := range objs {
+		action, fields, err := mgr.DryRun(ctx, u, ssa.ApplyOptions{Force: k.Spec.Force, Ignore: ignore})
+		if err != nil {
+			return changed, err
+		}
+		m := ssa.MetaOf(u)
+		built = append(built, m)
+		switch action {
+		case ssa.Created:
+			changed = true
+			fmt.Fprintf(w, "► %s created\n", m)
+		case ssa.Configured, ssa.Replaced:
+			if len(fields) == 0 {
+				continue // only managed fields would change
+			}
+			changed = true
+			fmt.Fprintf(w, "► %s drifted\n", m)
+			printFields(w, fields)
+		}
+	}
+	if k.Status.Inventory != nil && k.Spec.Prune {
+		var ids []string
+		for _, e := range k.Status.Inventory.Entries {
+			ids = append(ids, e.ID)
+		}
+		stale, _ := ssa.Stale(ids, built)
+		var names []string
+		for _, m := range stale {
+			names = append(names, m.String())
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			changed = true
+			fmt.Fprintf(w, "► %s deleted\n", n)
+		}
+	}
+	return changed, nil
+}
+
+// printFields lists each differing field as `<path>: <cluster> → <local>`,
+// "<none>" standing for an absent value.
+func printFields(w io.Writer, fields []ssa.FieldDrift) {
+	for _, f := range fields {
+		live, desired := f.Live, f.Desired
+		desiredAbsent, liveAbsent := f.Absent()
+		if liveAbsent {
+			live = "<none>"
+		}
+		if desiredAbsent {
+			desired = "<none>"
+		}
+		fmt.Fprintf(w, "  %s: %s → %s\n", f.Path, live, desired)
+	}
+}

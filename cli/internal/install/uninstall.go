@@ -1,0 +1,185 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Logger prints uninstall's lines (cli/internal/ui's UI is one).
+type Logger interface {
+	Action(format string, args ...any)
+	Success(format string, args ...any)
+	Failure(format string, args ...any)
+}
+
+// UninstallOptions are `eddy uninstall`'s.
+type UninstallOptions struct {
+	Namespace     string
+	KeepNamespace bool
+	// DryRun sends every delete and update as a server-side dry-run:
+	// the lines say what would go, nothing changes.
+	DryRun bool
+}
+
+// The namespaced and cluster-scoped kinds of the components, in flux
+// uninstall's order; ResourceQuota (Flux leaves it to the namespace's
+// deletion) is added so --keep-namespace leaves none of the bundle.
+var (
+	componentKinds = []schema.GroupVersionKind{
+		{Group: "apps", Version: "v1", Kind: "Deployment"},
+		{Version: "v1", Kind: "Service"},
+		{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
+		{Version: "v1", Kind: "ServiceAccount"},
+		{Version: "v1", Kind: "ResourceQuota"},
+	}
+	clusterKinds = []schema.GroupVersionKind{
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"},
+	}
+	crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+)
+
+// Uninstall removes an installation in flux uninstall's order (contract
+// §7): (1) the components labelled part-of=flux in the namespace, and the
+// ClusterRoles and ClusterRoleBindings labelled part-of=flux and
+// instance=<namespace>; (2) the finalizers of every object of a
+// *.toolkit.fluxcd.io kind in all namespaces, so that the controllers'
+// deletion does not prune the workloads they applied; (3) the CRDs labelled
+// part-of=flux; (4) the namespace, unless KeepNamespace. Each object gets a
+// line; a failure does not stop the rest, and the error counts them.
+func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, log Logger) error {
+	suffix, dry := "", []client.DeleteOption(nil)
+	if o.DryRun {
+		suffix, dry = " (dry run)", []client.DeleteOption{client.DryRunAll}
+	}
+	failed := 0
+	del := func(u *unstructured.Unstructured, name string) {
+		if err := c.Delete(ctx, u, dry...); err != nil && !apierrors.IsNotFound(err) {
+			log.Failure("%s deletion failed: %s", name, err)
+			failed++
+			return
+		}
+		log.Success("%s deleted%s", name, suffix)
+	}
+	partOf := client.MatchingLabels{PartOfLabel: PartOfValue}
+
+	log.Action("deleting components in %s namespace", o.Namespace)
+	for _, gvk := range componentKinds {
+		items, err := list(ctx, c, gvk, client.InNamespace(o.Namespace), partOf)
+		if err != nil {
+			return err
+		}
+		for _, u := range items {
+			del(u, fmt.Sprintf("%s/%s/%s", gvk.Kind, u.GetNamespace(), u.GetName()))
+		}
+	}
+	for _, gvk := range clusterKinds {
+		items, err := list(ctx, c, gvk, client.MatchingLabels{PartOfLabel: PartOfValue, InstanceLabel: o.Namespace})
+		if err != nil {
+			return err
+		}
+		for _, u := range items {
+			del(u, fmt.Sprintf("%s/%s", gvk.Kind, u.GetName()))
+		}
+	}
+
+	log.Action("deleting toolkit.fluxcd.io finalizers in all namespaces")
+	crds, err := list(ctx, c, crdGVK)
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		version := storageVersion(crd)
+		if !strings.HasSuffix(group, ".toolkit.fluxcd.io") || version == "" {
+			continue
+		}
+		items, err := list(ctx, c, schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
+		if err != nil {
+			return err
+		}
+		for _, u := range items {
+			name := fmt.Sprintf("%s/%s/%s", kind, u.GetNamespace(), u.GetName())
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+			opts := []client.PatchOption{}
+			if o.DryRun {
+				opts = append(opts, client.DryRunAll)
+			}
+			if err := c.Patch(ctx, u, patch, opts...); err != nil && !apierrors.IsNotFound(err) {
+				log.Failure("%s removing finalizers failed: %s", name, err)
+				failed++
+				continue
+			}
+			log.Success("%s finalizers deleted%s", name, suffix)
+		}
+	}
+
+	log.Action("deleting toolkit.fluxcd.io custom resource definitions")
+	labelled, err := list(ctx, c, crdGVK, partOf)
+	if err != nil {
+		return err
+	}
+	for _, u := range labelled {
+		del(u, "CustomResourceDefinition/"+u.GetName())
+	}
+
+	if !o.KeepNamespace {
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(o.Namespace)
+		del(ns, "Namespace/"+o.Namespace)
+	}
+	if failed > 0 {
+		return fmt.Errorf("uninstall failed: %d object(s) could not be deleted or released", failed)
+	}
+	return nil
+}
+
+// list returns the objects of gvk, sorted by namespace and name; a kind the
+// server does not serve gives none.
+func list(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, opts ...client.ListOption) ([]*unstructured.Unstructured, error) {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := c.List(ctx, l, opts...); err != nil {
+		if apierrors.IsNotFound(err) || apimeta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing %s: %w", gvk.Kind, err)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(l.Items))
+	for i := range l.Items {
+		out = append(out, &l.Items[i])
+	}
+	slices.SortFunc(out, func(a, b *unstructured.Unstructured) int {
+		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
+	})
+	return out, nil
+}
+
+// storageVersion is the CRD's stored version, else its first served one.
+func storageVersion(crd *unstructured.Unstructured) string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	served := ""
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if m["storage"] == true {
+			name, _ := m["name"].(string)
+			return name
+		}
+		if served == "" && m["served"] == true {
+			served, _ = m["name"].(string)
+		}
+	}
+	return served
+}

@@ -1,0 +1,574 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/status"
+	"github.com/eddyops/eddy/cli/internal/ui"
+	"github.com/eddyops/eddy/pkg/health"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
+)
+
+// objKind is one Flux kind the day-2 verbs (suspend, resume, export,
+// delete) work on, with flux's names for it.
+type objKind struct {
+	kind    string   // the API kind, e.g. Kustomization
+	human   string   // flux's human kind, e.g. "kustomization", "source git", "alert provider"
+	use     string   // the subcommand, e.g. "kustomization", "git", "alert-provider"
+	aliases []string // e.g. "ks"
+	source  bool     // a subcommand of `source`
+	// static kinds (Alert, Provider) have no status: flux takes them as
+	// ready once kstatus says Current.
+	static  bool
+	newObj  func() client.Object
+	newList func() client.ObjectList
+	// resumed is flux's last line after a resumed object is ready.
+	resumed func(client.Object) string
+}
+
+func fetchedRevision(a *meta.Artifact) string {
+	if a == nil {
+		return "fetched revision "
+	}
+	return "fetched revision " + a.Revision
+}
+
+// objKinds are the kinds Eddy serves, in flux's order of `get all`.
+var objKinds = []objKind{
+	{kind: sourcev1.GitRepositoryKind, human: "source git", use: "git", source: true,
+		newObj: func() client.Object { return &sourcev1.GitRepository{} }, newList: func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
+		resumed: func(o client.Object) string { return fetchedRevision(o.(*sourcev1.GitRepository).Status.Artifact) }},
+	{kind: sourcev1.HelmRepositoryKind, human: "source helm", use: "helm", source: true,
+		newObj: func() client.Object { return &sourcev1.HelmRepository{} }, newList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} },
+		resumed: func(o client.Object) string { return fetchedRevision(o.(*sourcev1.HelmRepository).Status.Artifact) }},
+	{kind: sourcev1.HelmChartKind, human: "source chart", use: "chart", source: true,
+		newObj: func() client.Object { return &sourcev1.HelmChart{} }, newList: func() client.ObjectList { return &sourcev1.HelmChartList{} },
+		resumed: func(o client.Object) string { return fetchedRevision(o.(*sourcev1.HelmChart).Status.Artifact) }},
+	{kind: helmv2.HelmReleaseKind, human: "helmrelease", use: "helmrelease", aliases: []string{"hr"},
+		newObj: func() client.Object { return &helmv2.HelmRelease{} }, newList: func() client.ObjectList { return &helmv2.HelmReleaseList{} },
+		resumed: func(o client.Object) string {
+			return "applied revision " + status.HelmReleaseRevision(o.(*helmv2.HelmRelease))
+		}},
+	{kind: kustomizev1.KustomizationKind, human: "kustomization", use: "kustomization", aliases: []string{"ks"},
+		newObj: func() client.Object { return &kustomizev1.Kustomization{} }, newList: func() client.ObjectList { return &kustomizev1.KustomizationList{} },
+		resumed: func(o client.Object) string {
+			return "applied revision " + o.(*kustomizev1.Kustomization).Status.LastAppliedRevision
+		}},
+	{kind: notificationv1.ReceiverKind, human: "receiver", use: "receiver",
+		newObj: func() client.Object { return &notificationv1.Receiver{} }, newList: func() client.ObjectList { return &notificationv1.ReceiverList{} },
+		resumed: func(client.Object) string { return "Receiver reconciliation completed" }},
+	{kind: notificationv1beta3.ProviderKind, human: "alert provider", use: "alert-provider", static: true,
+		newObj: func() client.Object { return &notificationv1beta3.Provider{} }, newList: func() client.ObjectList { return &notificationv1beta3.ProviderList{} },
+		resumed: func(client.Object) string { return "Provider reconciliation completed" }},
+	{kind: notificationv1beta3.AlertKind, human: "alert", use: "alert", static: true,
+		newObj: func() client.Object { return &notificationv1beta3.Alert{} }, newList: func() client.ObjectList { return &notificationv1beta3.AlertList{} },
+		resumed: func(client.Object) string { return "Alert reconciliation completed" }},
+}
+
+// addKindCommands adds to parent one subcommand per kind (sources under a
+// `source` subcommand), each running run with its kind.
+func addKindCommands(parent *cobra.Command, short string, run func(objKind, *cobra.Command, []string) error) {
+	src := &cobra.Command{Use: "source", Short: short + " sources"}
+	for _, k := range objKinds {
+		k := k
+		c := &cobra.Command{
+			Use: k.use + " [name]", Aliases: k.aliases,
+			Short: fmt.Sprintf("%s %s objects", short, k.kind),
+			RunE:  func(cmd *cobra.Command, args []string) error { return run(k, cmd, args) },
+		}
+		if k.source {
+			src.AddCommand(c)
+		} else {
+			parent.AddCommand(c)
+		}
+	}
+	parent.AddCommand(src)
+	unknownKind(parent)
+	unknownKind(src)
+}
+
+// unknownKind makes cmd, a command of kind subcommands, fail on a kind it
+// does not have (cobra would print the help and succeed).
+func unknownKind(cmd *cobra.Command) {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		var kinds []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				kinds = append(kinds, c.Name())
+			}
+		}
+		return fmt.Errorf("unknown kind %q for %q: use one of %s", args[0], cmd.CommandPath(), strings.Join(kinds, ", "))
+	}
+}
+
+// listNamed lists k's objects in ns: all of them when name is "", else the
+// one named so (flux selects it with the field selector metadata.name).
+func listNamed(ctx context.Context, c client.Client, k objKind, ns, name string) ([]client.Object, error) {
+	l := k.newList()
+	opts := []client.ListOption{client.InNamespace(ns)}
+	if name != "" {
+		opts = append(opts, client.MatchingFields{"metadata.name": name})
+	}
+	if err := c.List(ctx, l, opts...); err != nil {
+		return nil, err
+	}
+	items, err := apimeta.ExtractList(l)
+	if err != nil {
+		return nil, err
+	}
+	objs := make([]client.Object, 0, len(items))
+	for _, it := range items {
+		objs = append(objs, it.(client.Object))
+	}
+	return objs, nil
+}
+
+// patchSuspend sets (true) or removes (false, as flux's merge patch from
+// true to the omitted false does) spec.suspend with a JSON merge patch.
+func patchSuspend(ctx context.Context, c client.Client, obj client.Object, suspend bool) error {
+	patch := []byte(`{"spec":{"suspend":null}}`)
+	if suspend {
+		patch = []byte(`{"spec":{"suspend":true}}`)
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
+// errNoObjects is flux's error for `--all` in a namespace without any.
+var errNoObjects = errors.New("no objects found")
+
+func newSuspendCommand(g *globalFlags) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "suspend",
+		Short: "Suspend the reconciliation of Flux objects",
+		Long:  "Suspend sets spec.suspend on objects: their controller stops reconciling them until `eddy resume`.",
+		Example: "  eddy suspend kustomization apps\n  eddy suspend source git flux-system\n" +
+			"  eddy suspend hr --all -n apps",
+	}
+	cmd.PersistentFlags().BoolVar(&all, "all", false, "suspend all resources in that namespace")
+	addKindCommands(cmd, "Suspend", func(k objKind, cmd *cobra.Command, args []string) error {
+		if len(args) < 1 && !all {
+			return fmt.Errorf("%s name is required", k.human)
+		}
+		return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+			suspend := func(name string) error {
+				objs, err := listNamed(ctx, c, k, g.namespace, name)
+				if err != nil {
+					return err
+				}
+				if len(objs) == 0 {
+					return errNoObjects
+				}
+				for _, o := range objs {
+					u.Action("suspending %s %s in %s namespace", k.human, o.GetName(), g.namespace)
+					if err := patchSuspend(ctx, c, o, true); err != nil {
+						return err
+					}
+					u.Success("%s suspended", k.human)
+				}
+				return nil
+			}
+			if len(args) == 0 {
+				return suspend("")
+			}
+			// As flux: a name that fails is reported, the others still run,
+			// and the command succeeds.
+			seen := map[string]bool{}
+			for _, name := range args {
+				if seen[name] {
+					continue
+				}
+				seen[name] = true
+				if err := suspend(name); errors.Is(err, errNoObjects) {
+					u.Failure("%s %s not found in %s namespace", k.kind, name, g.namespace)
+				} else if err != nil {
+					u.Failure("failed suspending %s %s in %s namespace: %s", k.kind, name, g.namespace, err)
+				}
+			}
+			return nil
+		})
+	})
+	return cmd
+}
+
+func newResumeCommand(g *globalFlags) *cobra.Command {
+	var all, waitFlag bool
+	cmd := &cobra.Command{
+		Use:   "resume",
+		Short: "Resume the reconciliation of suspended Flux objects",
+		Long: "Resume removes spec.suspend from objects and, with --wait (the default for one named object), " +
+			"waits until each is ready at its current generation.",
+		Example: "  eddy resume kustomization apps\n  eddy resume source git flux-system\n" +
+			"  eddy resume hr --all -n apps --wait",
+	}
+	cmd.PersistentFlags().BoolVar(&all, "all", false, "resume all resources in that namespace")
+	cmd.PersistentFlags().BoolVar(&waitFlag, "wait", false, "waits for one resource to reconcile before moving to the next one")
+	addKindCommands(cmd, "Resume", func(k objKind, cmd *cobra.Command, args []string) error {
+		if len(args) < 1 && !all {
+			return fmt.Errorf("%s name is required", k.human)
+		}
+		// As flux: one named object is waited for unless --wait is given.
+		shouldWait := waitFlag || (!cmd.Flags().Changed("wait") && len(args) == 1)
+		return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+			var resumed []client.Object
+			names := args
+			if len(names) == 0 {
+				names = []string{""}
+			}
+			seen := map[string]bool{}
+			for _, name := range names {
+				if seen[name] {
+					continue
+				}
+				seen[name] = true
+				objs, err := listNamed(ctx, c, k, g.namespace, name)
+				if err != nil {
+					return err
+				}
+				if len(objs) == 0 {
+					if name == "" {
+						u.Failure("no %s objects found in %s namespace", k.kind, g.namespace)
+					} else {
+						u.Failure("%s object '%s' not found in %s namespace", k.kind, name, g.namespace)
+					}
+					continue
+				}
+				for _, o := range objs {
+					u.Action("resuming %s %s in %s namespace", k.human, o.GetName(), g.namespace)
+					if err := patchSuspend(ctx, c, o, false); err != nil {
+						return err
+					}
+					u.Success("%s resumed", k.human)
+					resumed = append(resumed, o)
+				}
+			}
+			if !shouldWait || len(resumed) == 0 {
+				return nil
+			}
+			stop := u.Spin(fmt.Sprintf("waiting for %s reconciliation", k.kind))
+			errs := make([]error, len(resumed))
+			done := make(chan struct{})
+			for i, o := range resumed {
+				go func() {
+					defer func() { done <- struct{}{} }()
+					errs[i] = waitReady(ctx, c, o, k.static, k.kind+" reconciliation")
+				}()
+			}
+			for range resumed {
+				<-done
+			}
+			stop()
+			order := make([]int, len(resumed))
+			for i := range order {
+				order[i] = i
+			}
+			sort.SliceStable(order, func(a, b int) bool { return resumed[order[a]].GetName() < resumed[order[b]].GetName() })
+			failed := 0
+			for _, i := range order {
+				if errs[i] != nil {
+					failed++
+					u.Failure("%s %s reconciliation failed: %s", k.kind, resumed[i].GetName(), errs[i])
+					continue
+				}
+				u.Success("%s %s reconciliation completed", k.kind, resumed[i].GetName())
+				u.Success("%s", k.resumed(resumed[i]))
+			}
+			if failed > 0 {
+				return fmt.Errorf("reconciliation failed for %d %s(s)", failed, k.kind)
+			}
+			return nil
+		})
+	})
+	return cmd
+}
+
+// waitReady polls obj every status.PollInterval until it is ready as flux
+// judges it (ready): an error when kstatus says it failed, or, when ctx
+// ends, one naming what and the last Ready message.
+func waitReady(ctx context.Context, c client.Client, obj client.Object, static bool, what string) error {
+	key := client.ObjectKeyFromObject(obj)
+	var failed error
+	err := wait.PollUntilContextCancel(ctx, status.PollInterval, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key, obj); err != nil {
+			if ctx.Err() != nil {
+				return false, nil
+			}
+			failed = err
+			return false, err
+		}
+		ok, err := fluxReady(obj, static)
+		failed = err
+		return ok, err
+	})
+	if err == nil || failed != nil {
+		return failed
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		msg := ""
+		if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
+			if r := readyCondition(u); r != nil {
+				msg = ": last status: " + r.Reason + ": " + ui.OneLine(r.Message)
+			}
+		}
+		return fmt.Errorf("timed out waiting for %s%s", what, msg)
+	}
+	return ctx.Err()
+}
+
+// readyCondition is the Ready condition of an object's unstructured
+// content, nil without one.
+func readyCondition(u map[string]any) *metav1.Condition {
+	conds, _, _ := unstructured.NestedSlice(u, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != meta.ReadyCondition {
+			continue
+		}
+		var cond metav1.Condition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
+			return &cond
+		}
+	}
+	return nil
+}
+
+// fluxReady is flux's readiness of a Flux object: for a kind with a status,
+// status.observedGeneration ≥ 1 and a Ready condition of the current
+// generation (by its own observedGeneration, else the object's); then
+// kstatus Current is ready, InProgress not yet, anything else an error
+// with kstatus's message.
+func fluxReady(obj client.Object, static bool) (bool, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return false, err
+	}
+	if !static {
+		observed, _, _ := unstructured.NestedInt64(content, "status", "observedGeneration")
+		if observed < 1 {
+			return false, nil
+		}
+		c := readyCondition(content)
+		if c == nil {
+			return false, nil
+		}
+		if c.ObservedGeneration != 0 && c.ObservedGeneration != obj.GetGeneration() ||
+			c.ObservedGeneration == 0 && observed != obj.GetGeneration() {
+			return false, nil
+		}
+	}
+	res, err := health.Compute(&unstructured.Unstructured{Object: content})
+	if err != nil {
+		return false, err
+	}
+	switch res.Status {
+	case kstatus.CurrentStatus:
+		return true, nil
+	case kstatus.InProgressStatus:
+		return false, nil
+	}
+	return false, errors.New(res.Message)
+}
+
+// exported is obj as flux exports it: apiVersion, kind, metadata (name,
+// namespace, labels, annotations only) and spec; no status.
+func exported(scheme *runtime.Scheme, obj client.Object) (map[string]any, error) {
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return nil, err
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	md := map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()}
+	if l := obj.GetLabels(); len(l) > 0 {
+		md["labels"] = l
+	}
+	if a := obj.GetAnnotations(); len(a) > 0 {
+		md["annotations"] = a
+	}
+	out := map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "metadata": md}
+	if spec, ok := content["spec"]; ok {
+		out["spec"] = spec
+	}
+	return out, nil
+}
+
+func newExportCommand(g *globalFlags) *cobra.Command {
+	var all, withCredentials bool
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Export Flux objects in YAML format",
+		Long: "Export prints objects as YAML documents, each after a `---` line: apiVersion, kind, " +
+			"metadata (name, namespace, labels, annotations) and spec, ready to apply elsewhere.",
+		Example: "  eddy export source git flux-system\n  eddy export kustomization --all > kustomizations.yaml",
+	}
+	cmd.PersistentFlags().BoolVar(&all, "all", false, "select all resources")
+	addKindCommands(cmd, "Export", func(k objKind, cmd *cobra.Command, args []string) error {
+		if !all && len(args) < 1 {
+			return errors.New("name is required")
+		}
+		return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+			var objs []client.Object
+			if all {
+				var err error
+				if objs, err = listNamed(ctx, c, k, g.namespace, ""); err != nil {
+					return err
+				}
+				if len(objs) == 0 {
+					return fmt.Errorf("no objects found in %s namespace", g.namespace)
+				}
+			} else {
+				o := k.newObj()
+				key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
+				if err := c.Get(ctx, key, o); err != nil {
+					return status.NotFound(err, k.kind, key)
+				}
+				objs = []client.Object{o}
+			}
+			for _, o := range objs {
+				doc, err := exported(c.Scheme(), o)
+				if err != nil {
+					return err
+				}
+				if err := printExport(u.Out(), doc); err != nil {
+					return err
+				}
+				// As flux: only with --with-credentials, and only the first
+				// source's Secret of --all.
+				if ref := secretRefOf(o); withCredentials && ref != "" {
+					return printCredentials(ctx, c, u.Out(), types.NamespacedName{Namespace: o.GetNamespace(), Name: ref})
+				}
+			}
+			return nil
+		})
+	})
+	for _, sub := range cmd.Commands() {
+		if sub.Name() == "source" {
+			sub.PersistentFlags().BoolVar(&withCredentials, "with-credentials", false, "include credential secrets")
+		}
+	}
+	return cmd
+}
+
+// secretRefOf is the credentials Secret a source names, "" for none.
+func secretRefOf(o client.Object) string {
+	switch s := o.(type) {
+	case *sourcev1.GitRepository:
+		if s.Spec.SecretRef != nil {
+			return s.Spec.SecretRef.Name
+		}
+	case *sourcev1.HelmRepository:
+		if s.Spec.SecretRef != nil {
+			return s.Spec.SecretRef.Name
+		}
+	}
+	return ""
+}
+
+// printCredentials exports the Secret key as flux does: name, namespace,
+// type and data.
+func printCredentials(ctx context.Context, c client.Client, w io.Writer, key types.NamespacedName) error {
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, key, s); err != nil {
+		return fmt.Errorf("failed to retrieve secret %s, error: %w", key.Name, err)
+	}
+	doc := map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": key.Name, "namespace": key.Namespace}}
+	if s.Type != "" {
+		doc["type"] = string(s.Type)
+	}
+	if len(s.Data) > 0 {
+		doc["data"] = s.Data
+	}
+	return printExport(w, doc)
+}
+
+// printExport writes doc as YAML after a `---` line, as `flux export`.
+func printExport(w io.Writer, doc any) error {
+	data, err := yaml.Marshal(doc)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "---\n%s\n", bytes.TrimSpace(data))
+	return err
+}
+
+func newDeleteCommand(g *globalFlags) *cobra.Command {
+	var silent bool
+	cmd := &cobra.Command{
+		Use:     "delete",
+		Short:   "Delete Flux objects",
+		Long:    "Delete removes an object after asking for confirmation (not with --silent); its controller garbage-collects what it made.",
+		Example: "  eddy delete kustomization apps\n  eddy delete source git podinfo --silent",
+	}
+	cmd.PersistentFlags().BoolVarP(&silent, "silent", "s", false, "delete resource without asking for confirmation")
+	addKindCommands(cmd, "Delete", func(k objKind, cmd *cobra.Command, args []string) error {
+		if len(args) < 1 {
+			return fmt.Errorf("%s name is required", k.human)
+		}
+		return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+			o := k.newObj()
+			key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
+			if err := c.Get(ctx, key, o); err != nil {
+				return status.NotFound(err, k.kind, key)
+			}
+			if !silent && !confirm(cmd, "Are you sure you want to delete this "+k.human) {
+				return errors.New("aborting")
+			}
+			u.Action("deleting %s %s in %s namespace", k.human, key.Name, key.Namespace)
+			if err := c.Delete(ctx, o); err != nil {
+				return err
+			}
+			u.Success("%s deleted", k.human)
+			return nil
+		})
+	})
+	return cmd
+}
+
+// confirm asks label as a yes/no question on the command's output and
+// reads the answer from its input: only y or yes (any case) confirm. Off
+// a terminal, where the answer is not echoed, the question's line is ended.
+func confirm(cmd *cobra.Command, label string) bool {
+	fmt.Fprintf(cmd.OutOrStdout(), "%s? [y/N] ", label)
+	answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+	if f, ok := cmd.InOrStdin().(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintln(cmd.OutOrStdout())
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"testing"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestFluxReady: flux's readiness of created and resumed objects.
+func TestFluxReady(t *testing.T) {
+	ks := func(gen, observed, condGen int64, status metav1.ConditionStatus, reason string) *kustomizev1.Kustomization {
+		k := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: "flux-system", Generation: gen}}
+		k.Status.ObservedGeneration = observed
+		if status != "" {
+			k.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: status, Reason: reason,
+				Message: "m", ObservedGeneration: condGen}}
+		}
+		return k
+	}
+	stalled := func(k *kustomizev1.Kustomization) *kustomizev1.Kustomization {
+		k.Status.Conditions = append(k.Status.Conditions, metav1.Condition{Type: meta.StalledCondition, Status: metav1.ConditionTrue,
+			Reason: meta.InvalidPathReason, Message: "path not found", ObservedGeneration: 2})
+		return k
+	}
+	for _, tc := range []struct {
+		name    string
+		obj     *kustomizev1.Kustomization
+		ready   bool
+		failing bool
+	}{
+		{"never reconciled", ks(1, 0, 0, "", ""), false, false},
+		{"no Ready condition", ks(1, 1, 0, "", ""), false, false},
+		{"Ready of an older generation", ks(2, 2, 1, metav1.ConditionTrue, meta.ReconciliationSucceededReason), false, false},
+		{"no condition generation, older observed", ks(2, 1, 0, metav1.ConditionTrue, meta.ReconciliationSucceededReason), false, false},
+		{"Ready now", ks(2, 2, 2, metav1.ConditionTrue, meta.ReconciliationSucceededReason), true, false},
+		{"in progress", ks(2, 2, 2, metav1.ConditionUnknown, meta.ProgressingReason), false, false},
+		// As flux (kstatus): Ready=False is waited on, Stalled fails.
+		{"failed, retrying", ks(2, 2, 2, metav1.ConditionFalse, meta.ReconciliationFailedReason), false, false},
+		{"stalled", stalled(ks(2, 2, 2, metav1.ConditionFalse, meta.InvalidPathReason)), false, true},
+	} {
+		ok, err := fluxReady(tc.obj, false)
+		if ok != tc.ready || (err != nil) != tc.failing {
+			t.Errorf("%s: ready %v, err %v; want %v, failing %v", tc.name, ok, err, tc.ready, tc.failing)
+		}
+	}
+	// An Alert has no status: static, ready at once.
+	if ok, err := fluxReady(&notificationv1beta3.Alert{ObjectMeta: metav1.ObjectMeta{Name: "a", Generation: 1}}, true); !ok || err != nil {
+		t.Errorf("static Alert: ready %v, err %v; want ready", ok, err)
+	}
+}
+
+// TestCreateFlagParsing: flux's forms of --source, --path and --health-check.
+func TestCreateFlagParsing(t *testing.T) {
+	for in, want := range map[string][3]string{
+		"podinfo":                        {"", "podinfo", ""},
+		"GitRepository/podinfo":          {"GitRepository", "podinfo", ""},
+		"HelmRepository/podinfo.flux":    {"HelmRepository", "podinfo", "flux"},
+		"Kustomization/a.b.c":            {"Kustomization", "a.b", "c"},
+		"GitRepository/*":                {"GitRepository", "*", ""},
+		"helmrepository/bitnami.default": {"helmrepository", "bitnami", "default"},
+	} {
+		k, n, ns := kindNameNamespace(in)
+		if [3]string{k, n, ns} != want {
+			t.Errorf("kindNameNamespace(%q) = %q, %q, %q; want %q", in, k, n, ns, want)
+		}
+	}
+	for in, want := range map[string]string{"./": "./", "": "./", ".": "./", "./apps/../x": "./x", "../../etc": "./etc", "apps/": "./apps", " ./a/b ": "./a/b"} {
+		if got := safeRelativePath(in); got != want {
+			t.Errorf("safeRelativePath(%q) = %q; want %q", in, got, want)
+		}
+	}
+	if ref, err := healthCheck("HelmRelease/podinfo.apps"); err != nil || ref.APIVersion != "helm.toolkit.fluxcd.io/v2" || ref.Name != "podinfo" || ref.Namespace != "apps" {
+		t.Errorf("healthCheck(HelmRelease/podinfo.apps) = %+v, %v", ref, err)
+	}
+	for _, bad := range []string{"Deployment/podinfo", "Service/a.b", "podinfo.apps"} {
+		if _, err := healthCheck(bad); err == nil {
+			t.Errorf("healthCheck(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,3 @@
+module github.com/eddyops/eddy/config
+
+go 1.26.0
