@@ -20,13 +20,24 @@ type Config interface {
 	Manager() (ctrl.Manager, error)
 }
 
+// Version is the controller binaries' version, "dev" unless set at build
+// time with -ldflags "-X github.com/eddyops/eddy/pkg/runtime.Version=<v>"
+// (make build and make images set it to git describe's output).
+var Version = "dev"
+
 // Main is a controller binary's main function: it binds and parses the
 // flags into cfg, installs the logger, builds the manager (cfg.Manager) and
 // runs it until SIGINT or SIGTERM (Run). A start-up error is printed as
-// "<name>: <error>" on stderr; any failure exits 1.
+// "<name>: <error>" on stderr; any failure exits 1. --version prints
+// "<name> <Version>" on stdout and exits 0 without touching a cluster.
 func Main(name string, cfg Config) {
 	cfg.BindFlags(flag.CommandLine)
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if *showVersion {
+		fmt.Printf("%s %s\n", name, Version)
+		os.Exit(0)
+	}
 	if err := cfg.SetupLogger(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
