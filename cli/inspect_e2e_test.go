@@ -78,6 +78,10 @@ func TestInspectCommandsE2E(t *testing.T) {
 				t.Errorf("line not of Kustomization flux-system in flux's format: %q", l)
 			}
 		}
+		// As Flux's kustomize-controller, each successful reconcile is logged.
+		if !strings.Contains(out, " info Kustomization/flux-system.flux-system - Reconciliation finished in ") {
+			t.Errorf("no info line \"Reconciliation finished in …\" among:\n%s", out)
+		}
 		for _, l := range strings.Split(strings.TrimSpace(u.must("logs", "--level", "error", "-A")), "\n") {
 			if l != "" && !strings.Contains(l, " error ") {
 				t.Errorf("--level error printed %q", l)

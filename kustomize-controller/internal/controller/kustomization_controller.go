@@ -169,8 +169,10 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 	case f == nil:
 		next := eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
 		annotations[kustomizev1.GroupVersion.Group+"/commit_status"] = "update"
-		r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason,
-			fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration), annotations)
+		msg := fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration)
+		// Flux compatible: logged at info too, so `flux logs` shows each success.
+		log.Info(msg, "revision", obj.Status.LastAttemptedRevision)
+		r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason, msg, annotations)
 		return ctrl.Result{RequeueAfter: next}, nil
 	case f.Waiting:
 		// Flux compatible: waiting is not failing, so no Warning event
