@@ -71,6 +71,10 @@ type Options struct {
 	// ImageDigests maps a component to its image digest ("sha256:<64 hex>"),
 	// when known; the image is then <registry>/<component>:<version>@<digest>.
 	ImageDigests map[string]string
+	// DigestsVersion, when set, is the version ImageDigests were built for:
+	// with any other Version they are left out, since a runtime pulls by
+	// digest and would run the old image under the new tag.
+	DigestsVersion string
 
 	// defaultsErr is a malformed DefaultImageDigests, reported by Validate.
 	defaultsErr error
@@ -93,7 +97,7 @@ func DefaultOptions(version string) Options {
 	if err != nil {
 		o.defaultsErr = fmt.Errorf("this eddy was built with a malformed image digest list: %w", err)
 	}
-	o.ImageDigests = d
+	o.ImageDigests, o.DigestsVersion = d, version
 	return o
 }
 
@@ -272,7 +276,7 @@ func finish(u *unstructured.Unstructured, o Options) error {
 		for _, c := range containers {
 			if m, ok := c.(map[string]any); ok && m["name"] == "manager" {
 				img := fmt.Sprintf("%s/%s:%s", o.Registry, u.GetName(), o.Version)
-				if d := o.ImageDigests[u.GetName()]; d != "" {
+				if d := o.ImageDigests[u.GetName()]; d != "" && (o.DigestsVersion == "" || o.DigestsVersion == o.Version) {
 					img += "@" + d
 				}
 				m["image"] = img

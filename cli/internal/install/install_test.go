@@ -316,6 +316,18 @@ func TestDefaultImageDigests(t *testing.T) {
 	if o := DefaultOptions("v1"); o.ImageDigests["helm-controller"] != testDigest || o.Validate() != nil {
 		t.Errorf("DefaultOptions digests %v, %v", o.ImageDigests, o.Validate())
 	}
+	// Another --version than the build's: its digest would pull the old image.
+	for version, pinned := range map[string]bool{"v1": true, "v2": false} {
+		o := DefaultOptions("v1")
+		o.Version = version
+		out, err := Render(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(out), "helm-controller:"+version+"@"+testDigest); got != pinned {
+			t.Errorf("version %s: image pinned to the build's digest %v, want %v", version, got, pinned)
+		}
+	}
 	DefaultImageDigests = "helm-controller=latest"
 	if err := DefaultOptions("v1").Validate(); err == nil || !strings.Contains(err.Error(), "malformed image digest") {
 		t.Errorf("a malformed DefaultImageDigests: %v", err)
