@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -33,6 +35,10 @@ func newRootCommand() *cobra.Command {
 }
 
 func main() {
+	// controller-runtime's clients log through its global logger; the CLI
+	// reports errors itself, and without a logger controller-runtime prints
+	// a stack trace to stderr after 30 s.
+	ctrllog.SetLogger(logr.Discard())
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "✗", err)
 		var ee *exitError
