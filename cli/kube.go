@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/eddyops/eddy/cli/internal/dev"
@@ -38,13 +39,18 @@ func (g *globalFlags) restConfig() (*rest.Config, error) {
 	}
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: g.context})
 	cfg, err := loader.ClientConfig()
-	if err != nil && clientcmd.IsEmptyConfig(err) && g.kubeconfig == "" {
+	// The eddy dev fallback only when nothing names a kubeconfig: an explicit
+	// $KUBECONFIG that does not exist must not quietly reach another cluster.
+	if err != nil && clientcmd.IsEmptyConfig(err) && g.kubeconfig == "" && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
 		if dir, derr := dev.DefaultStateDir(); derr == nil {
 			if s := dev.Running(dir); s != nil && s.Kubeconfig != "" {
 				return clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 			}
 		}
 		return nil, errors.New("no cluster configured: pass --kubeconfig, set KUBECONFIG, or start one with `eddy dev up`")
+	}
+	if err != nil && clientcmd.IsEmptyConfig(err) {
+		return nil, fmt.Errorf("no cluster configured: the kubeconfig %q does not exist or names no cluster", firstNonEmpty(g.kubeconfig, os.Getenv(clientcmd.RecommendedConfigPathEnvVar)))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
@@ -65,4 +71,13 @@ func (g *globalFlags) client() (client.Client, error) {
 // ctx bounds a command by --timeout.
 func (g *globalFlags) ctx(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), g.timeout)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
