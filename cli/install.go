@@ -60,7 +60,7 @@ version changed.`,
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&export, "export", false, "write the install manifests to stdout and exit (needs no cluster)")
-	fs.StringVarP(&o.Version, "version", "v", def.Version, "the image tag of the controllers (default: this eddy's version)")
+	fs.StringVarP(&o.Version, "version", "v", def.Version, "the image tag of the controllers; this eddy's version by default")
 	fs.StringSliceVar(&o.Components, "components", def.Components, "list of components, accepts comma-separated values")
 	fs.StringSliceVar(&o.ComponentsExtra, "components-extra", nil, "list of components in addition to those supplied or defaulted (Eddy has no extra components: flux's image automation and source-watcher controllers are not part of it)")
 	fs.StringVar(&o.Registry, "registry", def.Registry, "container registry where the controller images are published")
