@@ -1,6 +1,8 @@
 # Eddy: see README.md. `make test` is the test command CI runs.
 
-MODULES := api config pkg source-controller kustomize-controller helm-controller notification-controller cli tools/images
+# Longest-running tests first: `go test` runs packages about in this order, two at a time on
+# 2 cores, and the cli e2e tests (~10 minutes) started last used to be the run's tail.
+MODULES := cli kustomize-controller source-controller notification-controller helm-controller pkg api config tools/images
 CONTROLLERS := source-controller kustomize-controller helm-controller notification-controller
 PACKAGES := $(foreach m,$(MODULES),./$(m)/...)
 
