@@ -389,14 +389,16 @@ func waitReconciled(ctx context.Context, u *ui.UI, c client.Client, obj conditio
 			}
 			rev, gen = x.Status.LastAttemptedRevision, x.Status.ObservedGeneration
 		}
-		if gen != obj.GetGeneration() {
-			return false, nil
-		}
 		cond := apimeta.FindStatusCondition(obj.GetConditions(), meta.ReadyCondition)
-		if cond == nil {
+		if cond != nil {
+			// Kept before the generation check: a failing generation
+			// leaves status.observedGeneration behind, and the timeout
+			// error should still say why (flux reports it too).
+			last = cond.Message
+		}
+		if gen != obj.GetGeneration() || cond == nil {
 			return false, nil
 		}
-		last = cond.Message
 		switch cond.Status {
 		case metav1.ConditionFalse:
 			return false, fmt.Errorf("%s %s is not ready: %s", kind, key, ui.OneLine(cond.Message))
@@ -410,7 +412,6 @@ func waitReconciled(ctx context.Context, u *ui.UI, c client.Client, obj conditio
 		if errors.Is(err, context.DeadlineExceeded) || wait.Interrupted(err) {
 			err = fmt.Errorf("%s %s did not reach revision %s within --timeout %s (last: %s)", kind, key, revision, o.Timeout, ui.OneLine(last))
 		}
-		u.Failure("%s", err)
 		return err
 	}
 	u.Success("%s reconciled successfully", kind)
@@ -437,9 +438,7 @@ func waitComponents(ctx context.Context, u *ui.UI, c client.Client, o Options, o
 	err := install.WaitDeployments(ctx, c, objects, o.Poll, func(string) {})
 	stop()
 	if err != nil {
-		err = fmt.Errorf("components not healthy within --timeout %s: %s", o.Timeout, ui.OneLine(err.Error()))
-		u.Failure("%s", err)
-		return err
+		return fmt.Errorf("components not healthy within --timeout %s: %s", o.Timeout, ui.OneLine(err.Error()))
 	}
 	u.Success("all components are healthy")
 	return nil
