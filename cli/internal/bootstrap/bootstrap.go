@@ -278,7 +278,7 @@ func commitOnce(ctx context.Context, u *ui.UI, o Options, f commitFiles, dir str
 		}
 		kyaml, err := KustomizationManifest(co.path(path.Dir(f.kustomize)))
 		if err != nil {
-			return nil, false, err
+			return nil, false, co.relErr(err)
 		}
 		sync[f.kustomize] = kyaml
 	}

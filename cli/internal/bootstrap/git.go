@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -196,7 +197,21 @@ func (co *Checkout) ReadFile(rel string) ([]byte, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	return b, err
+	return b, co.relErr(err)
+}
+
+// relErr names a file error's path relative to the work tree: the
+// temporary clone's directory means nothing to the user.
+func (co *Checkout) relErr(err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	rel, rerr := filepath.Rel(co.Dir, pe.Path)
+	if rerr != nil || strings.HasPrefix(rel, "..") {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", pe.Op, filepath.ToSlash(rel), pe.Err)
 }
 
 // Commit writes files (slash path → content), stages them and commits with
@@ -265,7 +280,7 @@ func (co *Checkout) path(rel string) string { return filepath.Join(co.Dir, filep
 func writeFile(co *Checkout, rel, content string) error {
 	p := co.path(rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
+		return co.relErr(err)
 	}
-	return os.WriteFile(p, []byte(content), 0o644)
+	return co.relErr(os.WriteFile(p, []byte(content), 0o644))
 }
