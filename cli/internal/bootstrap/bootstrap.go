@@ -159,25 +159,32 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 	}
 	defer os.RemoveAll(co.Dir)
 	head := co.Head()
+	// unfinished says, after a push, that Git is ahead of the cluster.
+	unfinished := func(what string, err error) error {
+		if pushed {
+			what += " (the manifests are pushed; run bootstrap again to finish)"
+		}
+		return fmt.Errorf("%s: %s", what, ui.OneLine(err.Error()))
+	}
 
 	if mustInstall {
 		stop := u.Spin(fmt.Sprintf("installing components in %q namespace", o.Namespace))
 		_, err := install.Apply(ctx, c, objects)
 		stop()
 		if err != nil {
-			return fmt.Errorf("installing the components (the manifests are pushed; run bootstrap again to finish): %s", ui.OneLine(err.Error()))
+			return unfinished("installing the components", err)
 		}
 		u.Success("installed components")
 	}
 	u.Success("reconciled components")
 
 	if err := reconcileSecret(ctx, u, c, secretKey, o.Secret, secretExists); err != nil {
-		return err
+		return unfinished(fmt.Sprintf("applying the Secret %s", secretKey), err)
 	}
 
 	u.Action("applying sync manifests")
 	if _, err := install.Apply(ctx, c, syncObjs); err != nil {
-		return fmt.Errorf("applying the sync manifests: %s", ui.OneLine(err.Error()))
+		return unfinished("applying the sync manifests", err)
 	}
 	if pushed {
 		requestReconcile(ctx, c, key)
@@ -338,7 +345,7 @@ func reconcileSecret(ctx context.Context, u *ui.UI, c client.Client, key client.
 		err = c.Update(ctx, s)
 	}
 	if err != nil {
-		return fmt.Errorf("applying the Secret %s: %s", key, ui.OneLine(err.Error()))
+		return err
 	}
 	u.Success("reconciled source secret")
 	return nil
