@@ -159,25 +159,32 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 	}
 	defer os.RemoveAll(co.Dir)
 	head := co.Head()
+	// unfinished says, after a push, that Git is ahead of the cluster.
+	unfinished := func(what string, err error) error {
+		if pushed {
+			what += " (the manifests are pushed; run bootstrap again to finish)"
+		}
+		return fmt.Errorf("%s: %s", what, ui.OneLine(err.Error()))
+	}
 
 	if mustInstall {
 		stop := u.Spin(fmt.Sprintf("installing components in %q namespace", o.Namespace))
 		_, err := install.Apply(ctx, c, objects)
 		stop()
 		if err != nil {
-			return fmt.Errorf("installing the components (the manifests are pushed; run bootstrap again to finish): %s", ui.OneLine(err.Error()))
+			return unfinished("installing the components", err)
 		}
 		u.Success("installed components")
 	}
 	u.Success("reconciled components")
 
 	if err := reconcileSecret(ctx, u, c, secretKey, o.Secret, secretExists); err != nil {
-		return err
+		return unfinished(fmt.Sprintf("applying the Secret %s", secretKey), err)
 	}
 
 	u.Action("applying sync manifests")
 	if _, err := install.Apply(ctx, c, syncObjs); err != nil {
-		return fmt.Errorf("applying the sync manifests: %s", ui.OneLine(err.Error()))
+		return unfinished("applying the sync manifests", err)
 	}
 	if pushed {
 		requestReconcile(ctx, c, key)
@@ -278,7 +285,7 @@ func commitOnce(ctx context.Context, u *ui.UI, o Options, f commitFiles, dir str
 		}
 		kyaml, err := KustomizationManifest(co.path(path.Dir(f.kustomize)))
 		if err != nil {
-			return nil, false, err
+			return nil, false, co.relErr(err)
 		}
 		sync[f.kustomize] = kyaml
 	}
@@ -338,7 +345,7 @@ func reconcileSecret(ctx context.Context, u *ui.UI, c client.Client, key client.
 		err = c.Update(ctx, s)
 	}
 	if err != nil {
-		return fmt.Errorf("applying the Secret %s: %s", key, ui.OneLine(err.Error()))
+		return err
 	}
 	u.Success("reconciled source secret")
 	return nil
@@ -389,14 +396,16 @@ func waitReconciled(ctx context.Context, u *ui.UI, c client.Client, obj conditio
 			}
 			rev, gen = x.Status.LastAttemptedRevision, x.Status.ObservedGeneration
 		}
-		if gen != obj.GetGeneration() {
-			return false, nil
-		}
 		cond := apimeta.FindStatusCondition(obj.GetConditions(), meta.ReadyCondition)
-		if cond == nil {
+		if cond != nil {
+			// Kept before the generation check: a failing generation
+			// leaves status.observedGeneration behind, and the timeout
+			// error should still say why (flux reports it too).
+			last = cond.Message
+		}
+		if gen != obj.GetGeneration() || cond == nil {
 			return false, nil
 		}
-		last = cond.Message
 		switch cond.Status {
 		case metav1.ConditionFalse:
 			return false, fmt.Errorf("%s %s is not ready: %s", kind, key, ui.OneLine(cond.Message))
@@ -410,7 +419,6 @@ func waitReconciled(ctx context.Context, u *ui.UI, c client.Client, obj conditio
 		if errors.Is(err, context.DeadlineExceeded) || wait.Interrupted(err) {
 			err = fmt.Errorf("%s %s did not reach revision %s within --timeout %s (last: %s)", kind, key, revision, o.Timeout, ui.OneLine(last))
 		}
-		u.Failure("%s", err)
 		return err
 	}
 	u.Success("%s reconciled successfully", kind)
@@ -437,9 +445,7 @@ func waitComponents(ctx context.Context, u *ui.UI, c client.Client, o Options, o
 	err := install.WaitDeployments(ctx, c, objects, o.Poll, func(string) {})
 	stop()
 	if err != nil {
-		err = fmt.Errorf("components not healthy within --timeout %s: %s", o.Timeout, ui.OneLine(err.Error()))
-		u.Failure("%s", err)
-		return err
+		return fmt.Errorf("components not healthy within --timeout %s: %s", o.Timeout, ui.OneLine(err.Error()))
 	}
 	u.Success("all components are healthy")
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -97,6 +98,8 @@ type Checkout struct {
 	remote Remote
 	auth   transport.AuthMethod
 	repo   *git.Repository
+	// base is the branch's commit when cloned ("" for a new branch).
+	base string
 }
 
 // Clone clones remote's branch into dir (an empty directory). An empty
@@ -122,6 +125,7 @@ func Clone(ctx context.Context, dir string, remote Remote) (*Checkout, error) {
 	if err != nil {
 		return nil, cloneError(remote, err)
 	}
+	co.base = co.Head()
 	return co, nil
 }
 
@@ -196,7 +200,21 @@ func (co *Checkout) ReadFile(rel string) ([]byte, error) {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	return b, err
+	return b, co.relErr(err)
+}
+
+// relErr names a file error's path relative to the work tree: the
+// temporary clone's directory means nothing to the user.
+func (co *Checkout) relErr(err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	rel, rerr := filepath.Rel(co.Dir, pe.Path)
+	if rerr != nil || strings.HasPrefix(rel, "..") {
+		return err
+	}
+	return fmt.Errorf("%s %s: %w", pe.Op, filepath.ToSlash(rel), pe.Err)
 }
 
 // Commit writes files (slash path → content), stages them and commits with
@@ -255,8 +273,31 @@ func (co *Checkout) Push(ctx context.Context) error {
 		return ErrConflict
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		return fmt.Errorf("pushing to %s: not allowed: the credentials need write access to the repository", RedactURL(co.remote.URL))
+	case co.moved(ctx):
+		// A push racing another one on the server fails its ref update
+		// ("failed to update ref") rather than as a non-fast-forward.
+		return ErrConflict
 	}
 	return fmt.Errorf("pushing to %s: %s", RedactURL(co.remote.URL), err)
+}
+
+// moved reports whether the remote branch is no longer the commit the
+// clone started from; false when the remote cannot be listed.
+func (co *Checkout) moved(ctx context.Context) bool {
+	rem, err := co.repo.Remote("origin")
+	if err != nil {
+		return false
+	}
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: co.auth, CABundle: co.remote.CABundle})
+	if err != nil {
+		return false
+	}
+	for _, r := range refs {
+		if r.Name() == plumbing.NewBranchReferenceName(co.remote.Branch) {
+			return r.Hash().String() != co.base
+		}
+	}
+	return false
 }
 
 // path is a slash path of the work tree as a local path.
@@ -265,7 +306,7 @@ func (co *Checkout) path(rel string) string { return filepath.Join(co.Dir, filep
 func writeFile(co *Checkout, rel, content string) error {
 	p := co.path(rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
+		return co.relErr(err)
 	}
-	return os.WriteFile(p, []byte(content), 0o644)
+	return co.relErr(os.WriteFile(p, []byte(content), 0o644))
 }

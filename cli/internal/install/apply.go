@@ -11,6 +11,7 @@ import (
 
 	"github.com/eddyops/eddy/pkg/health"
 	"github.com/eddyops/eddy/pkg/ssa"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -78,7 +79,15 @@ func WaitDeployments(ctx context.Context, c client.Client, objs []*unstructured.
 			live := &unstructured.Unstructured{}
 			live.SetGroupVersionKind(want.GroupVersionKind())
 			msg := "not found"
-			if err := c.Get(ctx, client.ObjectKeyFromObject(want), live); err == nil {
+			err := c.Get(ctx, client.ObjectKeyFromObject(want), live)
+			switch prev, seen := last[want.GetName()]; {
+			case err == nil:
+			case ctx.Err() != nil && seen:
+				msg = prev // the wait ended during the request: keep the last answer
+			case !apierrors.IsNotFound(err):
+				msg = err.Error()
+			}
+			if err == nil {
 				res, err := health.Compute(live)
 				if err == nil && res.Status == status.CurrentStatus {
 					ready(want.GetName())
