@@ -349,6 +349,10 @@ func newBootstrapGitHubCommand(g *globalFlags, b *bootstrapFlags) *cobra.Command
 			}
 			ctx, cancel := g.ctx(cmd)
 			defer cancel()
+			// The cluster before GitHub: a wrong --path creates no repository.
+			if err := bootstrap.Preflight(ctx, c, o); err != nil {
+				return err
+			}
 			cloneURL, err := gh.ReconcileRepository(ctx, u)
 			if err != nil {
 				return err

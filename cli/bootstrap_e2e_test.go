@@ -279,6 +279,19 @@ func TestBootstrapGitE2E(t *testing.T) {
 		} else {
 			lastLineError(t, string(out), "GITHUB_TOKEN")
 		}
+		// The cluster syncs clusters/dev: another path is refused before
+		// GitHub is asked to create anything.
+		other := append(slices.Clone(args[:len(args)-4]), "--path", "clusters/other", "--api-url", fake.URL)
+		cmd = b.command(other...)
+		cmd.Env = append(cmd.Env, "GITHUB_TOKEN=gh-token")
+		if out, err := cmd.CombinedOutput(); err == nil {
+			t.Fatalf("another path succeeded:\n%s", out)
+		} else {
+			lastLineError(t, string(out), `from path "./clusters/dev"`)
+		}
+		if _, ok := fake.Private("acme", "fleet"); ok {
+			t.Error("a refused bootstrap created the repository acme/fleet")
+		}
 		cmd = b.command(args...)
 		cmd.Env = append(cmd.Env, "GITHUB_TOKEN=gh-token")
 		out, err := cmd.CombinedOutput()

@@ -72,6 +72,33 @@ type Options struct {
 // manifests (both commits or neither), installs the components when the
 // cluster has none, reconciles the Secret, applies the sync objects and
 // waits for them. Each error is one line for the user.
+// Preflight checks the cluster as Run does first: reachable, and not
+// already synced from another path than o.Path. Callers that write
+// elsewhere before Run (bootstrap github creates the repository) call it
+// first, so a wrong --path changes nothing.
+func Preflight(ctx context.Context, c client.Client, o Options) error {
+	_, err := preflight(ctx, c, o)
+	return err
+}
+
+// preflight returns whether the components must be installed: no
+// Kustomization <ns>/<ns> yet, or one that has applied nothing.
+func preflight(ctx context.Context, c client.Client, o Options) (bool, error) {
+	key := client.ObjectKey{Namespace: o.Namespace, Name: o.Namespace}
+	existing := &kustomizev1.Kustomization{}
+	switch err := c.Get(ctx, key, existing); {
+	case apierrors.IsNotFound(err), apimeta.IsNoMatchError(err):
+		return true, nil
+	case err != nil:
+		return false, clusterError(err)
+	}
+	if normalizePath(existing.Spec.Path) != normalizePath(o.Path) {
+		return false, fmt.Errorf("the cluster syncs Kustomization %s from path %q, not %q: pass --path %s, or remove that Kustomization first",
+			key, existing.Spec.Path, o.Path, strings.TrimPrefix(existing.Spec.Path, "./"))
+	}
+	return existing.Status.LastAppliedRevision == "", nil
+}
+
 func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 	if o.Poll == 0 {
 		o.Poll = 2 * time.Second
@@ -80,19 +107,9 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 
 	// The cluster first: unreachable, or synced from another path, stops
 	// bootstrap before anything is written.
-	existing := &kustomizev1.Kustomization{}
-	mustInstall := false
-	switch err := c.Get(ctx, key, existing); {
-	case apierrors.IsNotFound(err), apimeta.IsNoMatchError(err):
-		mustInstall = true
-	case err != nil:
-		return clusterError(err)
-	default:
-		mustInstall = existing.Status.LastAppliedRevision == ""
-		if normalizePath(existing.Spec.Path) != normalizePath(o.Path) {
-			return fmt.Errorf("the cluster syncs Kustomization %s from path %q, not %q: pass --path %s, or remove that Kustomization first",
-				key, existing.Spec.Path, o.Path, strings.TrimPrefix(existing.Spec.Path, "./"))
-		}
+	mustInstall, err := preflight(ctx, c, o)
+	if err != nil {
+		return err
 	}
 	secretKey := client.ObjectKey{Namespace: o.Namespace, Name: o.SecretName}
 	secretExists := true
