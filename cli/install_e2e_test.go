@@ -189,6 +189,25 @@ current-context: c
 		}
 	})
 
+	// What the issue asks after an install: eddy check and the real flux
+	// check pass, the Deployments Available on the kwok nodes.
+	t.Run("Check", func(t *testing.T) {
+		u := &user{t: t, eddy: u.eddy, state: u.state}
+		out := u.must(kc, "check")
+		for _, want := range []string{"✔ source-controller: deployment ready", "✔ notification-controller: deployment ready", "✔ all checks passed"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("eddy check after install does not say %q", want)
+			}
+		}
+		newFluxCLI(t, cluster.KubeconfigPath).must([]string{"check"},
+			`^✔ distribution: flux-\S+$`,
+			`^✔ bootstrapped: false$`,
+			`^✔ kustomize-controller: deployment ready$`,
+			`^✔ helmreleases\.helm\.toolkit\.fluxcd\.io/v2$`,
+			`^✔ all checks passed$`,
+		)
+	})
+
 	t.Run("Terminal", func(t *testing.T) {
 		u := &user{t: t, eddy: u.eddy, state: u.state}
 		r := u.startTTY(80, false, kc, "install")
