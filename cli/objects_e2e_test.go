@@ -311,6 +311,11 @@ func TestObjectsE2E(t *testing.T) {
 		lines := r.checkTerminal(2*time.Minute, false)
 		hasLines(t, strings.Join(lines, "\n"), "► resuming source git podinfo in flux-system namespace", "✔ source git resumed",
 			"✔ GitRepository podinfo reconciliation completed")
+		// create waits with the same spinner: at a terminal too.
+		r = u.startTTY(100, false, "create", "source", "git", "podinfo", "--url="+devRepo.Spec.URL, "--branch=main")
+		lines = r.checkTerminal(2*time.Minute, false)
+		hasLines(t, strings.Join(lines, "\n"), "► applying GitRepository source", "✔ GitRepository source updated",
+			"✔ GitRepository source reconciliation completed")
 	})
 
 	t.Run("delete", func(t *testing.T) {
