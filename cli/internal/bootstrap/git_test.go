@@ -20,19 +20,7 @@ import (
 // credentials, a missing branch or repository are one line each that
 // names no secret.
 func TestCloneCommitPush(t *testing.T) {
-	root := t.TempDir()
-	srv, err := gitserver.Start(gitserver.Options{Root: root, Username: "me", Password: "s3cret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	bare, err := gitserver.InitBare(root, "fleet.git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gitserver.Git(bare, "config", "http.receivepack", "true"); err != nil {
-		t.Fatal(err)
-	}
+	srv, bare := pushableRepo(t, gitserver.Options{Username: "me", Password: "s3cret"})
 	ctx := context.Background()
 	remote := Remote{URL: srv.URL + "/fleet.git", Branch: "main", Username: "me", Password: "s3cret"}
 	author := object.Signature{Name: "Eddy"}
@@ -224,4 +212,24 @@ func TestCloneOverSSH(t *testing.T) {
 	if _, err := Clone(ctx, t.TempDir(), remote); err == nil {
 		t.Error("a clone pinned to another host key succeeded")
 	}
+}
+
+// pushableRepo starts a Git HTTP server (opts, in a test directory) with an
+// empty bare repository fleet.git that accepts pushes; it stops with t.
+func pushableRepo(t *testing.T, opts gitserver.Options) (*gitserver.Server, string) {
+	t.Helper()
+	opts.Root = t.TempDir()
+	srv, err := gitserver.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	bare, err := gitserver.InitBare(opts.Root, "fleet.git")
+	if err == nil {
+		_, err = gitserver.Git(bare, "config", "http.receivepack", "true")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, bare
 }

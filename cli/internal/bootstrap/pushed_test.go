@@ -26,19 +26,7 @@ import (
 // the error says the commits are pushed and that running bootstrap again
 // finishes, so the user knows Git and the cluster differ.
 func TestRunSaysWhenPushedButNotApplied(t *testing.T) {
-	root := t.TempDir()
-	srv, err := gitserver.Start(gitserver.Options{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	bare, err := gitserver.InitBare(root, "fleet.git")
-	if err == nil {
-		_, err = gitserver.Git(bare, "config", "http.receivepack", "true")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, bare := pushableRepo(t, gitserver.Options{})
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, sourcev1.AddToScheme, kustomizev1.AddToScheme} {
@@ -69,7 +57,7 @@ func TestRunSaysWhenPushedButNotApplied(t *testing.T) {
 		Poll:    10 * time.Millisecond, Timeout: time.Second,
 	}
 	var out bytes.Buffer
-	err = Run(context.Background(), ui.New(&out), c, o)
+	err := Run(context.Background(), ui.New(&out), c, o)
 	if err == nil {
 		t.Fatal("Run succeeded with the Secret refused")
 	}

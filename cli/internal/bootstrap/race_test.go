@@ -27,19 +27,7 @@ cat >/dev/null
 // bootstrap clones again), while a ref that fails to update for another
 // reason (a stale lock) is not.
 func TestPushLostRaceIsConflict(t *testing.T) {
-	root := t.TempDir()
-	srv, err := gitserver.Start(gitserver.Options{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	bare, err := gitserver.InitBare(root, "fleet.git")
-	if err == nil {
-		_, err = gitserver.Git(bare, "config", "http.receivepack", "true")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, bare := pushableRepo(t, gitserver.Options{})
 	ctx := context.Background()
 	remote := Remote{URL: srv.URL + "/fleet.git", Branch: "main"}
 	author := object.Signature{Name: "Eddy"}
