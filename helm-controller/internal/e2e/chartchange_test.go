@@ -3,12 +3,8 @@ package e2e
 import (
 	"strings"
 	"testing"
-	"time"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/pkg/testenv"
-	"github.com/eddyops/eddy/pkg/testenv/helmtest"
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,17 +19,7 @@ import (
 // again at once.
 func TestChartTemplateTypo(t *testing.T) {
 	logsOnFailure(t)
-	ns := testenv.NewNamespace(t, env.Client, "typo-")
-	charts := helmtest.NewChartServer(t)
-	charts.Add(helmtest.PackageChart(t, helmtest.MinimalChart(t, "app", "0.1.0")))
-	create(t, &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Name: "charts", Namespace: ns},
-		Spec: sourcev1.HelmRepositorySpec{URL: charts.URL(), Interval: metav1.Duration{Duration: time.Hour}}})
-	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
-		Spec: helmv2.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour},
-			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{Chart: "app", Version: "*",
-				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"}}}}}
-	create(t, hr)
-	waitReady(t, hr)
+	_, _, hr := releasedApp(t, "typo-")
 
 	setChart := func(name string) {
 		t.Helper()

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/testenv"
@@ -25,17 +24,7 @@ import (
 // helm-controller's TestKilledMidUpgradeUnlocked.)
 func TestHelmControllerKilled(t *testing.T) {
 	logsOnFailure(t)
-	ns := testenv.NewNamespace(t, env.Client, "killed-")
-	charts := helmtest.NewChartServer(t)
-	charts.Add(helmtest.PackageChart(t, helmtest.MinimalChart(t, "app", "0.1.0")))
-	create(t, &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Name: "charts", Namespace: ns},
-		Spec: sourcev1.HelmRepositorySpec{URL: charts.URL(), Interval: metav1.Duration{Duration: time.Hour}}})
-	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
-		Spec: helmv2.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour},
-			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{Chart: "app", Version: "*",
-				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"}}}}}
-	create(t, hr)
-	waitReady(t, hr)
+	ns, charts, hr := releasedApp(t, "killed-")
 
 	repo := gitSrv.NewRepo(t, map[string]string{"cm.yaml": configMap(ns, "one")})
 	create(t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: ns},

@@ -16,8 +16,10 @@ import (
 	"time"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/eddyops/eddy/pkg/testenv/helmtest"
 	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/release"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -258,4 +260,23 @@ func dirFiles(t *testing.T, root, prefix string) map[string]string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// releasedApp installs chart app 0.1.0 from a new chart server, through
+// HelmRepository "charts" and HelmRelease "app" (interval 1h) in a new
+// namespace named with prefix, and waits until the release is Ready.
+func releasedApp(t *testing.T, prefix string) (ns string, charts *helmtest.ChartServer, hr *helmv2.HelmRelease) {
+	t.Helper()
+	ns = testenv.NewNamespace(t, env.Client, prefix)
+	charts = helmtest.NewChartServer(t)
+	charts.Add(helmtest.PackageChart(t, helmtest.MinimalChart(t, "app", "0.1.0")))
+	create(t, &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Name: "charts", Namespace: ns},
+		Spec: sourcev1.HelmRepositorySpec{URL: charts.URL(), Interval: metav1.Duration{Duration: time.Hour}}})
+	hr = &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+		Spec: helmv2.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour},
+			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{Chart: "app", Version: "*",
+				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"}}}}}
+	create(t, hr)
+	waitReady(t, hr)
+	return ns, charts, hr
 }
