@@ -143,11 +143,11 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 		}
 	}
 
-	bundle, err := install.Render(o.Install)
+	objects, err := install.Objects(o.Install)
 	if err != nil {
 		return err
 	}
-	objects, err := install.Objects(o.Install)
+	bundle, err := install.Manifest(o.Install, objects)
 	if err != nil {
 		return err
 	}

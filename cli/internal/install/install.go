@@ -196,6 +196,12 @@ func Render(o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Manifest(o, objs)
+}
+
+// Manifest is Render for objects already built by Objects(o), for callers
+// that need both without building the bundle twice.
+func Manifest(o Options, objs []*unstructured.Unstructured) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(Header(o))
 	for i, u := range objs {
