@@ -28,6 +28,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&GitRepository{}, &GitRepositoryList{},
 		&HelmRepository{}, &HelmRepositoryList{},
 		&HelmChart{}, &HelmChartList{},
+		&OCIRepository{}, &OCIRepositoryList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
