@@ -14,7 +14,6 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
 	"github.com/eddyops/eddy/pkg/testenv"
@@ -120,12 +119,12 @@ func TestBinaryEventBurstBounded(t *testing.T) {
 	probe := newSink(t, 0)
 	shard := func(o client.Object) client.Object { o.SetLabels(map[string]string{shardKey: "burst"}); return o }
 	create(t,
-		shard(provider(ns, "dead", notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) {
+		shard(provider(ns, "dead", notificationv1.GenericProvider, "", func(p *notificationv1.Provider) {
 			p.Spec.Address = fmt.Sprintf("http://127.0.0.1:%d/hook", dead)
 			p.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
 		})),
 		shard(alert(ns, "to-dead", "dead", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "app"})),
-		shard(provider(ns, "probe", notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) { p.Spec.Address = probe.URL })),
+		shard(provider(ns, "probe", notificationv1.GenericProvider, "", func(p *notificationv1.Provider) { p.Spec.Address = probe.URL })),
 		shard(alert(ns, "to-probe", "probe", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "probe"})))
 	// The binary's cache has both Alerts once the later one delivers.
 	for i := 0; len(probe.requests()) == 0; i++ {
