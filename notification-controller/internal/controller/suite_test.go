@@ -312,6 +312,7 @@ type eventJSON struct {
 	Severity            string                 `json:"severity"`
 	Message             string                 `json:"message"`
 	Reason              string                 `json:"reason"`
+	Action              string                 `json:"action"`
 	Metadata            map[string]string      `json:"metadata"`
 	ReportingController string                 `json:"reportingController"`
 }
