@@ -92,14 +92,22 @@ func (p *pipeline) push(t testing.TB, v int) (string, time.Duration) {
 	}
 }
 
-// alerted waits for the Alert's events of revision rev: the change set and
-// "Reconciliation finished".
+// alerted waits for the Alert's events of revision rev, posted by the built
+// kustomize-controller: the change set (action Apply) and "Reconciliation
+// finished" (action Reconcile), the v1 payload's action kept by the
+// generic provider.
 func (p *pipeline) alerted(t testing.TB, rev string) {
-	for _, want := range []string{"ConfigMap/" + p.ns + "/cm configured", "Reconciliation finished"} {
-		p.sink.waitRequestTB(t, want+" for "+rev, func(r sinkRequest) bool {
+	for want, action := range map[string]kustomizev1.Action{"ConfigMap/" + p.ns + "/cm configured": kustomizev1.ActionApply,
+		"Reconciliation finished": kustomizev1.ActionReconcile} {
+		r := p.sink.waitRequestTB(t, want+" for "+rev, func(r sinkRequest) bool {
 			var ev eventJSON
 			return json.Unmarshal(r.Body, &ev) == nil && ev.Metadata["revision"] == rev && strings.HasPrefix(ev.Message, want)
 		})
+		var ev eventJSON
+		_ = json.Unmarshal(r.Body, &ev)
+		if ev.Action != action.String() {
+			t.Errorf("%q: action %q, want %q", want, ev.Action, action)
+		}
 	}
 }
 
