@@ -260,7 +260,7 @@ func testChartTemplateDependsOn(t *testing.T) {
 	a := podinfo(t, srv, "")
 	first := newRelease(t, ns, "first", "", func(hr *helmv2.HelmRelease) {
 		hr.Spec.Chart = &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{Chart: "podinfo",
-			SourceRef: helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "podinfo"}}}
+			SourceRef: &helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "podinfo"}}}
 	})
 	newHelmChart(t, ns, "shared")
 	serveChart(t, ns, "shared", a)
