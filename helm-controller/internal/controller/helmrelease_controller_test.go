@@ -39,6 +39,8 @@ func TestBinary(t *testing.T) {
 	t.Run("UpgradeThatDoesNotRenderKeepsRelease", testUpgradeDoesNotRender)
 	t.Run("NewGenerationCancelsWait", testNewGenerationCancelsWait)
 	t.Run("RetryOnFailure", testRetryOnFailure)
+	t.Run("OCIRepositoryChartRef", testOCIRepositoryChartRef)
+	t.Run("ChartTemplateOCIRepository", testChartTemplateOCIRepository)
 }
 
 // testInstallUpgradeUninstall installs podinfo (Ready with Flux's message,
