@@ -226,8 +226,9 @@ func testOCIRepositoryChartRef(t *testing.T) {
 // OCIRepository: the generated OCIRepository `<ns>-<name>` (HR namespace,
 // Flux's labels, the Helm layer copied, the HelmRelease's interval),
 // status.helmChart `OCIRepository/<ns>/<name>`, the install from its
-// artifact; switching to a chartRef deletes it, and so does deleting a
-// HelmRelease that generated one.
+// artifact; switching to kind HelmChart deletes it (and a HelmChart is
+// generated, then deleted on a switch to a chartRef), and so does deleting
+// a HelmRelease that generated one.
 func testChartTemplateOCIRepository(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -264,14 +265,30 @@ func testChartTemplateOCIRepository(t *testing.T) {
 	waitReady(t, hr, helmv2.InstallSucceededReason,
 		fmt.Sprintf("Helm install succeeded for release %s/podinfo.v1 with chart podinfo@%s", ns, version))
 
-	// Switching to a chartRef deletes the generated OCIRepository.
+	// Switching the template to kind HelmChart deletes the generated
+	// OCIRepository and generates the HelmChart.
+	patchSpec(t, hr, func(hr *helmv2.HelmRelease) {
+		hr.Spec.Chart = &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{Chart: "podinfo",
+			SourceRef: &helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "podinfo"}}}
+	})
+	testenv.WaitGone(t, env.Client, generated, "the generated OCIRepository after the switch to kind HelmChart")
+	waitFor(t, hr, "status.helmChart of the HelmChart", func() bool { return hr.Status.HelmChart == ns+"/"+ns+"-podinfo" })
+	serveChart(t, ns, ns+"-podinfo", a)
+	waitReady(t, hr, helmv2.UpgradeSucceededReason,
+		fmt.Sprintf("Helm upgrade succeeded for release %s/podinfo.v2 with chart podinfo@%s", ns, a.Revision))
+	if hr.Status.LastAttemptedRevisionDigest != "" || hr.Status.History[0].OCIDigest != "" || hr.Status.History[1].OCIDigest == "" {
+		t.Errorf("digests after the switch to a HelmChart: %q, history %+v", hr.Status.LastAttemptedRevisionDigest, hr.Status.History)
+	}
+
+	// Switching to a chartRef deletes the generated HelmChart.
 	newOCIRepository(t, ns, "shared")
 	serveOCI(t, ns, "shared", a.Revision, a)
 	patchSpec(t, hr, func(hr *helmv2.HelmRelease) {
 		hr.Spec.Chart = nil
 		hr.Spec.ChartRef = &helmv2.CrossNamespaceSourceReference{Kind: sourcev1.OCIRepositoryKind, Name: "shared"}
 	})
-	testenv.WaitGone(t, env.Client, generated, "the generated OCIRepository after the switch to chartRef")
+	testenv.WaitGone(t, env.Client, &sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns + "-podinfo"}},
+		"the generated HelmChart after the switch to chartRef")
 	waitFor(t, hr, "Ready at the new generation without status.helmChart", func() bool {
 		c := cond(hr, meta.ReadyCondition)
 		return c != nil && c.Status == metav1.ConditionTrue && hr.Status.ObservedGeneration == hr.Generation && hr.Status.HelmChart == ""
