@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -561,4 +563,82 @@ func testOCIRefused(t *testing.T) {
 			t.Errorf("%s: stored an artifact despite the refusal", obj.Name)
 		}
 	}
+}
+
+// ociShard labels the OCIRepositories of the binary under test.
+const ociShard = "oci-binary"
+
+// TestBinaryOCIRepository runs the built source-controller on
+// OCIRepositories of an in-process registry: by tag, semver and digest;
+// an unchanged digest downloads no blob; a new push is picked up and
+// announced with Flux's NewArtifact event.
+func TestBinaryOCIRepository(t *testing.T) {
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := &eventSink{}
+	sinkSrv := httptest.NewServer(events)
+	t.Cleanup(sinkSrv.Close)
+	testenv.RunController(t, env, ControllerName,
+		"--watch-label-selector="+shardKey+"="+ociShard, "--storage-path="+filepath.Join(t.TempDir(), "data"),
+		fmt.Sprintf("--storage-addr=127.0.0.1:%d", port), "--min-retry-delay=100ms", "--max-retry-delay=2s",
+		"--events-addr="+sinkSrv.URL)
+
+	reg := testenv.NewRegistry(t)
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	d1 := pushFiles(t, reg, "app", "1.0.0", "rev1", map[string]string{"v.yaml": "v: 1\n"})
+	d2 := pushFiles(t, reg, "app", "1.1.0", "rev2", map[string]string{"v.yaml": "v: 2\n"})
+	pushFiles(t, reg, "app", "2.0.0", "rev3", map[string]string{"v.yaml": "v: 3\n"})
+	url := "oci://" + reg.Host() + "/app"
+	labelled := func(ref *sourcev1.OCIRepositoryRef) func(*sourcev1.OCIRepository) {
+		return func(o *sourcev1.OCIRepository) {
+			o.Labels = map[string]string{shardKey: ociShard}
+			o.Spec.Reference = ref
+		}
+	}
+	byTag := newOCIRepository(t, ns, "tag", url, labelled(&sourcev1.OCIRepositoryRef{Tag: "1.0.0"}))
+	bySemver := newOCIRepository(t, ns, "semver", url, labelled(&sourcev1.OCIRepositoryRef{SemVer: "1.x"}))
+	byDigest := newOCIRepository(t, ns, "digest", url, labelled(&sourcev1.OCIRepositoryRef{Digest: d1}))
+
+	for _, c := range []struct {
+		obj       *sourcev1.OCIRepository
+		rev, file string
+	}{{byTag, "1.0.0@" + d1, "v: 1\n"}, {bySemver, "1.1.0@" + d2, "v: 2\n"}, {byDigest, d1, "v: 1\n"}} {
+		got := waitOCIReady(t, c.obj)
+		if got.Status.Artifact.Revision != c.rev {
+			t.Errorf("%s: revision %s, want %s", c.obj.Name, got.Status.Artifact.Revision, c.rev)
+		}
+		if !strings.HasPrefix(got.Status.Artifact.URL, fmt.Sprintf("http://127.0.0.1:%d/", port)) {
+			t.Errorf("%s: artifact URL %s is not the binary's file server", c.obj.Name, got.Status.Artifact.URL)
+		}
+		if v := string(untar(t, download(t, got.Status.Artifact))["v.yaml"]); v != c.file {
+			t.Errorf("%s: artifact v.yaml %q, want %q", c.obj.Name, v, c.file)
+		}
+	}
+
+	// Unchanged digests: no blob download, no manifest GET.
+	before := snapshot(reg)
+	for _, obj := range []*sourcev1.OCIRepository{byTag, bySemver, byDigest} {
+		requestOCIReconcile(t, obj)
+	}
+	if after := snapshot(reg); after.blobs != before.blobs || after.gets != before.gets {
+		t.Errorf("unchanged digests made requests %+v → %+v", before, after)
+	}
+
+	// A new version in range is picked up and announced.
+	d4 := pushFiles(t, reg, "app", "1.2.0", "rev4", map[string]string{"v.yaml": "v: 4\n"})
+	requestOCIReconcile(t, bySemver)
+	got := waitOCI(t, bySemver, "1.2.0", func(o *sourcev1.OCIRepository) bool {
+		return ociSettled(o) && o.Status.Artifact != nil && o.Status.Artifact.Revision == "1.2.0@"+d4
+	})
+	want := fmt.Sprintf("stored artifact with revision '1.2.0@%s' from '%s', origin source 'https://github.com/eddyops/example', origin revision 'rev4'", d4, url)
+	testenv.WaitFor(t, env.Client, got, "the NewArtifact event of 1.2.0", func() bool {
+		for _, e := range events.find(ns, "semver", "NewArtifact") {
+			if e.Message == want {
+				return true
+			}
+		}
+		return false
+	})
 }
