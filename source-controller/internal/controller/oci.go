@@ -195,10 +195,6 @@ type ociLayer struct {
 	Content io.ReadCloser
 }
 
-// errLayerTooLarge is wrapped by selectLayer when the selected layer is
-// over the size limit.
-var errLayerTooLarge = errors.New("layer too large")
-
 // image returns the artifact at the digest of rev; its manifest is fetched
 // now, its blobs only when read.
 func (c *ociClient) image(rev string) (gcrv1.Image, error) {
@@ -235,7 +231,7 @@ func selectLayer(img gcrv1.Image, mediaType string, maxSize int64) (*ociLayer, e
 		}
 	}
 	if desc.Size > maxSize {
-		return nil, fmt.Errorf("%w: layer '%s' has %d bytes, over the limit of %d bytes", errLayerTooLarge, desc.Digest, desc.Size, maxSize)
+		return nil, fmt.Errorf("layer '%s' has %d bytes, over the limit of %d bytes", desc.Digest, desc.Size, maxSize)
 	}
 	layer, err := img.LayerByDigest(desc.Digest)
 	if err != nil {
@@ -245,7 +241,7 @@ func selectLayer(img gcrv1.Image, mediaType string, maxSize int64) (*ociLayer, e
 	if err != nil {
 		return nil, fmt.Errorf("failed to extract the first layer from artifact: %w", err)
 	}
-	return &ociLayer{Annotations: m.Annotations, Size: desc.Size, Content: &limitedReadCloser{rc: rc, left: maxSize}}, nil
+	return &ociLayer{Annotations: m.Annotations, Size: desc.Size, Content: &limitedReadCloser{rc: rc, left: maxSize, limit: maxSize}}, nil
 }
 
 // insecureTLS is the TLS configuration of spec.insecure without
@@ -258,8 +254,8 @@ func insecureTLS() *tls.Config {
 // limitedReadCloser fails a read past its limit (the registry sent more
 // than the manifest said).
 type limitedReadCloser struct {
-	rc   io.ReadCloser
-	left int64
+	rc          io.ReadCloser
+	left, limit int64
 }
 
 func (l *limitedReadCloser) Read(p []byte) (int, error) {
@@ -267,7 +263,7 @@ func (l *limitedReadCloser) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := l.rc.Read(one[:])
 		if n > 0 {
-			return 0, fmt.Errorf("%w: the registry sent more bytes than the limit", errLayerTooLarge)
+			return 0, fmt.Errorf("the registry sent more than the limit of %d bytes", l.limit)
 		}
 		return 0, err
 	}

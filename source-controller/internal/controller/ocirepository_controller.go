@@ -224,7 +224,7 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 			return fetchFailed(sourcev1.OCILayerOperationFailedReason, "failed to extract layer contents from artifact: %s",
 				strings.ReplaceAll(err.Error(), dir, "."))
 		}
-		ignore, err := artifact.LoadIgnore(dir, obj.Spec.Ignore)
+		ignore, err := artifact.LoadSourceIgnore(dir, obj.Spec.Ignore)
 		if err != nil {
 			return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.SourceIgnoreErrorReason,
 				Message: "failed to load source ignore patterns from repository: " + strings.ReplaceAll(err.Error(), dir, ".")}
