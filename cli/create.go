@@ -487,7 +487,7 @@ func newCreateHelmReleaseCommand(g *globalFlags, f *createFlags) *cobra.Command 
 				}
 				hr.Spec.Chart = &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
 					Chart: chart, Version: chartVersion, ReconcileStrategy: strategy,
-					SourceRef: helmv2.CrossNamespaceObjectReference{Kind: k, Name: name, Namespace: ns},
+					SourceRef: &helmv2.CrossNamespaceObjectReference{Kind: k, Name: name, Namespace: ns},
 				}}
 				if chartInterval != 0 {
 					hr.Spec.Chart.Spec.Interval = &metav1.Duration{Duration: chartInterval}

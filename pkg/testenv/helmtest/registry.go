@@ -1,7 +1,6 @@
 package helmtest
 
 import (
-	"crypto/subtle"
 	"io"
 	"log"
 	"net/http"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eddyops/eddy/pkg/testenv"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -44,7 +44,7 @@ func NewOCIRegistry(t testing.TB, opts ...RegistryOption) *OCIRegistry {
 	// The registry logs every request; the tests look at results, not at that log.
 	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	if r.user != "" || r.password != "" {
-		h = r.requireAuth(h)
+		h = testenv.RequireBasicAuth(h, r.user, r.password)
 	}
 	r.srv = httptest.NewServer(h)
 	t.Cleanup(r.srv.Close)
@@ -111,20 +111,4 @@ func (r *OCIRegistry) Client(t testing.TB, username, password string) *registry.
 		t.Fatalf("helmtest: registry client: %v", err)
 	}
 	return c
-}
-
-// requireAuth answers 401 to any request without the registry's basic-auth credentials.
-func (r *OCIRegistry) requireAuth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		u, p, ok := req.BasicAuth()
-		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(r.user)) != 1 ||
-			subtle.ConstantTimeCompare([]byte(p), []byte(r.password)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Basic realm="helmtest"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
-			return
-		}
-		next.ServeHTTP(w, req)
-	})
 }
