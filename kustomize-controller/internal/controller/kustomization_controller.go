@@ -217,11 +217,10 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		f.Stalled = true
 		return f
 	}
-	src, f := r.source(ctx, obj)
+	art, f := r.source(ctx, obj)
 	if f != nil {
 		return f
 	}
-	art := src.Status.Artifact
 	if f := r.checkDependencies(ctx, obj, art.Revision); f != nil {
 		return f
 	}
@@ -235,8 +234,18 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	defer cancel()
 	tree, err := r.artifacts.Get(ctx, art.URL, art.Digest)
 	if err != nil {
-		if errors.Is(err, artifact.ErrNotFound) {
-			f := fail(meta.ArtifactFailedReason, "Source is not ready, artifact not found, retrying in %s", r.RequeueDependency)
+		// Flux compatible (v1.10.1): the source may not have updated its
+		// status yet, so a missing artifact or one whose digest changed is
+		// waited for at --requeue-dependency.
+		cause := ""
+		switch {
+		case errors.Is(err, artifact.ErrNotFound):
+			cause = "artifact not found"
+		case errors.Is(err, artifact.ErrDigestMismatch):
+			cause = "artifact digest changed"
+		}
+		if cause != "" {
+			f := fail(meta.ArtifactFailedReason, "Source is not ready, %s, retrying in %s", cause, r.RequeueDependency)
 			f.Retry, f.Waiting = r.RequeueDependency, true
 			return f
 		}
@@ -355,8 +364,11 @@ func sortedEntries(m map[string]kustomizev1.ResourceRef) []kustomizev1.ResourceR
 	return out
 }
 
-// source resolves spec.sourceRef to a GitRepository with an artifact.
-func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (*sourcev1.GitRepository, *failure) {
+// source resolves spec.sourceRef to the artifact of a GitRepository or
+// an OCIRepository (the source kinds Eddy serves); any other kind stalls
+// with ArtifactFailed. A missing source or artifact is waited for at
+// --requeue-dependency, with Flux's messages.
+func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (*meta.Artifact, *failure) {
 	ref := obj.Spec.SourceRef
 	ns := ref.Namespace
 	if ns == "" {
@@ -368,12 +380,22 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 		f.Stalled = true
 		return nil, f
 	}
-	if ref.Kind != sourcev1.GitRepositoryKind {
+	var (
+		src      client.Object
+		artifact func() *meta.Artifact
+	)
+	switch ref.Kind {
+	case sourcev1.GitRepositoryKind:
+		o := &sourcev1.GitRepository{}
+		src, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
+	case sourcev1.OCIRepositoryKind:
+		o := &sourcev1.OCIRepository{}
+		src, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
+	default:
 		f := fail(meta.ArtifactFailedReason, "source kind '%s' is not supported by Eddy yet", ref.Kind)
 		f.Stalled = true
 		return nil, f
 	}
-	src := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, src); err != nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' not found", id)
 		if !apierrors.IsNotFound(err) {
@@ -382,12 +404,13 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 		f.Retry, f.Waiting = r.RequeueDependency, true
 		return nil, f
 	}
-	if src.Status.Artifact == nil {
+	art := artifact()
+	if art == nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' is not ready, artifact not found", id)
 		f.Retry, f.Waiting = r.RequeueDependency, true
 		return nil, f
 	}
-	return src, nil
+	return art, nil
 }
 
 // checkDependencies requires each dependsOn Kustomization to be Ready at its
