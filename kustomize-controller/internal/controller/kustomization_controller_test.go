@@ -378,8 +378,8 @@ func TestUnsupportedFieldsStall(t *testing.T) {
 		{"cel", meta.HealthCheckFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
 			k.Spec.HealthCheckExprs = []kustomizev1.CustomHealthCheck{{APIVersion: "v1", Kind: "ConfigMap", Current: "true"}}
 		}},
-		{"oci", meta.ArtifactFailedReason, "source kind 'OCIRepository' is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
-			k.Spec.SourceRef.Kind = "OCIRepository"
+		{"bucket", meta.ArtifactFailedReason, "source kind 'Bucket' is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
+			k.Spec.SourceRef.Kind = "Bucket"
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
