@@ -31,14 +31,15 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 			k := &kustomizev1.Kustomization{}
 			return g.reconcileObject(cmd, k, args[0], func(ctx context.Context, c client.Client, u *ui.UI, key types.NamespacedName) error {
 				if withSource {
-					if k.Spec.SourceRef.Kind != sourcev1.GitRepositoryKind {
-						return fmt.Errorf("source kind %s of Kustomization %s is not supported yet", k.Spec.SourceRef.Kind, key)
+					kind := k.Spec.SourceRef.Kind
+					if kind != sourcev1.GitRepositoryKind && kind != sourcev1.OCIRepositoryKind {
+						return fmt.Errorf("source kind %s of Kustomization %s is not supported yet", kind, key)
 					}
 					ns := k.Spec.SourceRef.Namespace
 					if ns == "" {
 						ns = k.Namespace
 					}
-					if err := reconcileSource(ctx, c, u, sourcev1.GitRepositoryKind, types.NamespacedName{Namespace: ns, Name: k.Spec.SourceRef.Name}, false); err != nil {
+					if err := reconcileSource(ctx, c, u, kind, types.NamespacedName{Namespace: ns, Name: k.Spec.SourceRef.Name}, false); err != nil {
 						return err
 					}
 				}
@@ -63,6 +64,17 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
 				return reconcileSource(ctx, c, u, sourcev1.GitRepositoryKind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
+			})
+		},
+	})
+	source.AddCommand(&cobra.Command{
+		Use:     "oci NAME",
+		Short:   "Reconcile an OCIRepository: resolve its reference and pull the artifact now",
+		Args:    exactName,
+		Example: "  eddy reconcile source oci podinfo",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+				return reconcileSource(ctx, c, u, sourcev1.OCIRepositoryKind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
 			})
 		},
 	})
@@ -190,6 +202,9 @@ func reconcileSource(ctx context.Context, c client.Client, u *ui.UI, kind string
 	switch kind {
 	case sourcev1.GitRepositoryKind:
 		o := &sourcev1.GitRepository{}
+		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
+	case sourcev1.OCIRepositoryKind:
+		o := &sourcev1.OCIRepository{}
 		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
 	case sourcev1.HelmRepositoryKind:
 		o := &sourcev1.HelmRepository{}

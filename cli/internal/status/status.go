@@ -76,6 +76,16 @@ func GitRepositoryRows(l *sourcev1.GitRepositoryList, prefix string) []Row {
 	return rs
 }
 
+// OCIRepositoryRows are the rows of l's items, each named prefix+name.
+func OCIRepositoryRows(l *sourcev1.OCIRepositoryList, prefix string) []Row {
+	var rs []Row
+	for i := range l.Items {
+		o := &l.Items[i]
+		rs = append(rs, row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions))
+	}
+	return rs
+}
+
 // KustomizationRows are the rows of l's items, each named prefix+name.
 func KustomizationRows(l *kustomizev1.KustomizationList, prefix string) []Row {
 	var rs []Row
@@ -242,6 +252,10 @@ func PrintReadyTable(w io.Writer, rs []Row, withNamespace bool) {
 // that cannot be listed is left out.
 func PrintSyncTable(ctx context.Context, w io.Writer, c client.Client) {
 	var rs []Row
+	ociRepos := &sourcev1.OCIRepositoryList{}
+	if err := c.List(ctx, ociRepos); err == nil {
+		rs = append(rs, OCIRepositoryRows(ociRepos, "ocirepository/")...)
+	}
 	repos := &sourcev1.GitRepositoryList{}
 	if err := c.List(ctx, repos); err == nil {
 		rs = append(rs, GitRepositoryRows(repos, "gitrepository/")...)
@@ -292,6 +306,11 @@ type gitRepo struct{ *sourcev1.GitRepository }
 func (o gitRepo) kind() string    { return sourcev1.GitRepositoryKind }
 func (o gitRepo) suspended() bool { return o.Spec.Suspend }
 
+type ociRepo struct{ *sourcev1.OCIRepository }
+
+func (o ociRepo) kind() string    { return sourcev1.OCIRepositoryKind }
+func (o ociRepo) suspended() bool { return o.Spec.Suspend }
+
 type helmRepo struct{ *sourcev1.HelmRepository }
 
 func (o helmRepo) kind() string    { return sourcev1.HelmRepositoryKind }
@@ -316,6 +335,8 @@ func wrap(obj client.Object) reconcilable {
 	switch o := obj.(type) {
 	case *sourcev1.GitRepository:
 		return gitRepo{o}
+	case *sourcev1.OCIRepository:
+		return ociRepo{o}
 	case *sourcev1.HelmRepository:
 		return helmRepo{o}
 	case *sourcev1.HelmChart:
