@@ -253,7 +253,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	}
 
 	step("Building manifests")
-	opts, f := r.buildOptions(ctx, obj)
+	opts, secretValues, f := r.buildOptions(ctx, obj)
 	if f != nil {
 		return f
 	}
@@ -287,14 +287,15 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})
 	r.reportChanges(obj, changes)
 	if err != nil {
-		// Flux compatible: a partial apply lists what it changed.
+		// Flux compatible: a partial apply lists what it changed; values
+		// substituted from Secrets are masked (v1.9.6).
 		msg := err.Error()
 		for _, ch := range changes {
 			if ch.Action != ssa.Unchanged && ch.Action != ssa.Skipped {
 				msg += "\n" + ch.String()
 			}
 		}
-		return fail(meta.ReconciliationFailedReason, "%s", msg)
+		return fail(meta.ReconciliationFailedReason, "%s", kustomize.MaskValues(msg, secretValues))
 	}
 
 	inventory := map[string]kustomizev1.ResourceRef{}
@@ -453,13 +454,14 @@ func nsOr(ns, def string) string {
 }
 
 // buildOptions gathers the spec's overlays and postBuild variables
-// (kustomize.Variables: substituteFrom in order, then substitute).
-func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomizev1.Kustomization) (kustomize.Options, *failure) {
-	vars, err := kustomize.Variables(ctx, r, obj)
+// (kustomize.Variables: substituteFrom in order, then substitute), and the
+// values read from Secrets, masked in apply errors.
+func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomizev1.Kustomization) (kustomize.Options, []string, *failure) {
+	vars, secrets, err := kustomize.VariablesAndSecrets(ctx, r, obj)
 	if err != nil {
-		return kustomize.SpecOptions(obj, nil, r.NonStrictSubstitutions), fail(meta.BuildFailedReason, "%s", err)
+		return kustomize.SpecOptions(obj, nil, r.NonStrictSubstitutions), nil, fail(meta.BuildFailedReason, "%s", err)
 	}
-	return kustomize.SpecOptions(obj, vars, r.NonStrictSubstitutions), nil
+	return kustomize.SpecOptions(obj, vars, r.NonStrictSubstitutions), secrets, nil
 }
 
 // serviceAccount is the account impersonated for obj: spec.serviceAccountName,
