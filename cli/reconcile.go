@@ -57,39 +57,23 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 	rec.AddCommand(newReconcileHelmReleaseCommand(g))
 
 	source := &cobra.Command{Use: "source", Short: "Reconcile a source"}
-	source.AddCommand(&cobra.Command{
-		Use:   "git NAME",
-		Short: "Reconcile a GitRepository: fetch the branch's last commit now",
-		Args:  exactName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
-				return reconcileSource(ctx, c, u, sourcev1.GitRepositoryKind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
-			})
-		},
-	})
-	source.AddCommand(&cobra.Command{
-		Use:     "oci NAME",
-		Short:   "Reconcile an OCIRepository: resolve its reference and pull the artifact now",
-		Args:    exactName,
-		Example: "  eddy reconcile source oci podinfo",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
-				return reconcileSource(ctx, c, u, sourcev1.OCIRepositoryKind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
-			})
-		},
-	})
-	source.AddCommand(&cobra.Command{
-		Use:     "helm NAME",
-		Short:   "Reconcile a HelmRepository: fetch its index now",
-		Long:    "Reconcile a HelmRepository: fetch its index now. An OCI HelmRepository has no reconciler (flux: static), so there is nothing to do.",
-		Args:    exactName,
-		Example: "  eddy reconcile source helm podinfo",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
-				return reconcileSource(ctx, c, u, sourcev1.HelmRepositoryKind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
-			})
-		},
-	})
+	// sourceCmd is `reconcile source <use> NAME` for the source kind.
+	sourceCmd := func(use, kind, short, long string) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NAME", Short: short, Long: long, Args: exactName,
+			Example: "  eddy reconcile source " + use + " podinfo",
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+					return reconcileSource(ctx, c, u, kind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
+				})
+			},
+		}
+	}
+	source.AddCommand(
+		sourceCmd("git", sourcev1.GitRepositoryKind, "Reconcile a GitRepository: fetch the branch's last commit now", ""),
+		sourceCmd("oci", sourcev1.OCIRepositoryKind, "Reconcile an OCIRepository: resolve its reference and pull the artifact now", ""),
+		sourceCmd("helm", sourcev1.HelmRepositoryKind, "Reconcile a HelmRepository: fetch its index now",
+			"Reconcile a HelmRepository: fetch its index now. An OCI HelmRepository has no reconciler (flux: static), so there is nothing to do."))
 	var chartWithSource bool
 	chart := &cobra.Command{
 		Use:     "chart NAME",

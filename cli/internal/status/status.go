@@ -68,20 +68,29 @@ func revisionOf(a *meta.Artifact) string {
 
 // GitRepositoryRows are the rows of l's items, each named prefix+name.
 func GitRepositoryRows(l *sourcev1.GitRepositoryList, prefix string) []Row {
-	var rs []Row
-	for i := range l.Items {
-		o := &l.Items[i]
-		rs = append(rs, row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions))
-	}
-	return rs
+	return sourceRows(l.Items, prefix, func(o *sourcev1.GitRepository) (bool, *meta.Artifact, []metav1.Condition) {
+		return o.Spec.Suspend, o.Status.Artifact, o.Status.Conditions
+	})
 }
 
 // OCIRepositoryRows are the rows of l's items, each named prefix+name.
 func OCIRepositoryRows(l *sourcev1.OCIRepositoryList, prefix string) []Row {
+	return sourceRows(l.Items, prefix, func(o *sourcev1.OCIRepository) (bool, *meta.Artifact, []metav1.Condition) {
+		return o.Spec.Suspend, o.Status.Artifact, o.Status.Conditions
+	})
+}
+
+// sourceRows are the rows of a source kind's items: suspend, the
+// artifact's revision and the Ready condition, as of reads them.
+func sourceRows[T any, PT interface {
+	*T
+	metav1.Object
+}](items []T, prefix string, of func(PT) (bool, *meta.Artifact, []metav1.Condition)) []Row {
 	var rs []Row
-	for i := range l.Items {
-		o := &l.Items[i]
-		rs = append(rs, row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions))
+	for i := range items {
+		o := PT(&items[i])
+		suspended, a, conds := of(o)
+		rs = append(rs, row(prefix, o, suspended, revisionOf(a), conds))
 	}
 	return rs
 }
