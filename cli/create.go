@@ -74,11 +74,14 @@ func (f *createFlags) meta(g *globalFlags, args []string) (metav1.ObjectMeta, er
 
 // creation is what one `create` subcommand makes, with flux's wording.
 type creation struct {
-	obj       client.Object
-	kind      string // in "generating …", "applying …", "waiting for … reconciliation"
-	created   string // in "… created", "… updated"
-	static    bool   // Alert, Provider: ready once kstatus says Current
-	completed string // the line after the wait; "" for flux's "<Kind> <name> is ready"
+	obj     client.Object
+	kind    string // in "generating …", "applying …", "waiting for … reconciliation"
+	created string // in "… created", "… updated"
+	// noGenerate leaves out the "generating …" line (flux's create source
+	// oci has none).
+	noGenerate bool
+	static     bool   // Alert, Provider: ready once kstatus says Current
+	completed  string // the line after the wait; "" for flux's "<Kind> <name> is ready"
 	// done prints the lines after the wait, or fails.
 	done func(u *ui.UI) error
 }
@@ -101,7 +104,9 @@ func (g *globalFlags) create(cmd *cobra.Command, f *createFlags, c creation) err
 	ctx, cancel := g.ctx(cmd)
 	defer cancel()
 	u := ui.New(cmd.OutOrStdout())
-	u.Generate("generating %s", c.kind)
+	if !c.noGenerate {
+		u.Generate("generating %s", c.kind)
+	}
 	u.Action("applying %s", c.kind)
 
 	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c.obj)
@@ -186,7 +191,7 @@ func newCreateCommand(g *globalFlags) *cobra.Command {
 
 	src := &cobra.Command{Use: "source", Short: "Create or update sources"}
 	src.PersistentFlags().DurationVar(&f.fetchTimeout, "fetch-timeout", 0, "set a timeout for fetch operations performed by source-controller (e.g. 'git clone' or 'helm repo add')")
-	src.AddCommand(newCreateSourceGitCommand(g, f), newCreateSourceHelmCommand(g, f))
+	src.AddCommand(newCreateSourceGitCommand(g, f), newCreateSourceHelmCommand(g, f), newCreateSourceOCICommand(g, f))
 	cmd.AddCommand(src, newCreateKustomizationCommand(g, f), newCreateHelmReleaseCommand(g, f),
 		newCreateAlertCommand(g, f), newCreateAlertProviderCommand(g, f), newCreateReceiverCommand(g, f))
 	unknownKind(cmd)
@@ -360,7 +365,7 @@ func newCreateKustomizationCommand(g *globalFlags, f *createFlags) *cobra.Comman
 			if name == "" {
 				return errors.New("source is required")
 			}
-			kinds := []string{sourcev1.GitRepositoryKind}
+			kinds := []string{sourcev1.OCIRepositoryKind, sourcev1.GitRepositoryKind}
 			if kind == "" {
 				kind = sourcev1.GitRepositoryKind
 			} else if k, ok := oneOfFold(kinds, kind); ok {
@@ -401,7 +406,7 @@ func newCreateKustomizationCommand(g *globalFlags, f *createFlags) *cobra.Comman
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&source, "source", "", "source that contains the Kubernetes manifests in the format '[<kind>/]<name>.<namespace>', where kind must be one of: (GitRepository), if kind is not specified it defaults to GitRepository")
+	fs.StringVar(&source, "source", "", "source that contains the Kubernetes manifests in the format '[<kind>/]<name>.<namespace>', where kind must be one of: (OCIRepository, GitRepository), if kind is not specified it defaults to GitRepository")
 	fs.StringVar(&ksPath, "path", "./", "path to the directory containing a kustomization.yaml file")
 	fs.BoolVar(&prune, "prune", false, "enable garbage collection")
 	fs.BoolVar(&wait, "wait", false, "enable health checking of all the applied resources")

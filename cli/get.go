@@ -83,13 +83,14 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show the status of sources"}
 	sources.AddCommand(
 		kind("git", nil, "Show the status of GitRepositories", "  eddy get sources git\n  eddy get sources git flux-system -o yaml", gitRepositoryRows),
+		kind("oci", nil, "Show the status of OCIRepositories", "  eddy get sources oci\n  eddy get sources oci --all-namespaces", ociRepositoryRows),
 		kind("helm", nil, "Show the status of HelmRepositories", "  eddy get sources helm\n  eddy get sources helm -A", helmRepositoryRows),
 		kind("chart", nil, "Show the status of HelmCharts", "  eddy get sources chart\n  eddy get sources chart flux-system-podinfo -o yaml", helmChartRows),
 		&cobra.Command{
 			Use: "all", Short: "Show the status of all sources", Args: cobra.NoArgs,
 			Example: "  eddy get sources all\n  eddy get sources all -A",
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return g.getAll(cmd, allNamespaces, getAllKinds[:3])
+				return g.getAll(cmd, allNamespaces, getAllKinds[:4])
 			},
 		})
 	get.AddCommand(sources)
@@ -154,6 +155,7 @@ func rowsOf[T any, L interface {
 }
 
 var (
+	ociRepositoryRows  = rowsOf(status.OCIRepositoryRows)
 	gitRepositoryRows  = rowsOf(status.GitRepositoryRows)
 	helmRepositoryRows = rowsOf(status.HelmRepositoryRows)
 	helmChartRows      = rowsOf(status.HelmChartRows)
@@ -167,6 +169,7 @@ var (
 // getAllKinds are the kinds of `get all` in flux's order: the sources
 // first (what `get sources all` shows), then the others.
 var getAllKinds = []getKind{
+	{ociRepositoryRows, status.PrintTable},
 	{gitRepositoryRows, status.PrintTable},
 	{helmRepositoryRows, status.PrintTable},
 	{helmChartRows, status.PrintTable},

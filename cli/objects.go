@@ -62,6 +62,9 @@ var objKinds = []objKind{
 	{kind: sourcev1.GitRepositoryKind, human: "source git", use: "git", source: true,
 		newObj: func() client.Object { return &sourcev1.GitRepository{} }, newList: func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
 		resumed: func(o client.Object) string { return fetchedRevision(o.(*sourcev1.GitRepository).Status.Artifact) }},
+	{kind: sourcev1.OCIRepositoryKind, human: "source oci", use: "oci", source: true,
+		newObj: func() client.Object { return &sourcev1.OCIRepository{} }, newList: func() client.ObjectList { return &sourcev1.OCIRepositoryList{} },
+		resumed: func(o client.Object) string { return fetchedRevision(o.(*sourcev1.OCIRepository).Status.Artifact) }},
 	{kind: sourcev1.HelmRepositoryKind, human: "source helm", use: "helm", source: true,
 		newObj: func() client.Object { return &sourcev1.HelmRepository{} }, newList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} },
 		resumed: func(o client.Object) string { return fetchedRevision(o.(*sourcev1.HelmRepository).Status.Artifact) }},
@@ -488,6 +491,10 @@ func secretRefOf(o client.Object) string {
 			return s.Spec.SecretRef.Name
 		}
 	case *sourcev1.HelmRepository:
+		if s.Spec.SecretRef != nil {
+			return s.Spec.SecretRef.Name
+		}
+	case *sourcev1.OCIRepository:
 		if s.Spec.SecretRef != nil {
 			return s.Spec.SecretRef.Name
 		}

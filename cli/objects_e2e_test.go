@@ -1,7 +1,12 @@
 package main
 
 import (
+	"archive/tar"
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,12 +18,14 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -106,6 +113,16 @@ func TestObjectsE2E(t *testing.T) {
 			"spec:\n  interval: 10m0s\n  type: oci\n  url: oci://ghcr.io/stefanprodan/charts\n"; out != want {
 			t.Errorf("create source helm --export:\n%s\nwant:\n%s", out, want)
 		}
+		out = u.must("create", "source", "oci", "manifests", "--url=oci://registry.example/app", "--tag-semver=>=1.0.0",
+			"--secret-ref=regcred", "--cert-ref=ca", "--insecure", "--ignore-paths=docs/,*.md", "--provider=aws", "--interval=10m", "--export")
+		if want := "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: manifests\n  namespace: flux-system\n" +
+			"spec:\n  certSecretRef:\n    name: ca\n  ignore: |-\n    docs/\n    *.md\n  insecure: true\n  interval: 10m0s\n  provider: aws\n" +
+			"  ref:\n    semver: '>=1.0.0'\n  secretRef:\n    name: regcred\n  url: oci://registry.example/app\n"; out != want {
+			t.Errorf("create source oci --export:\n%s\nwant:\n%s", out, want)
+		}
+		if out := u.must("create", "ks", "apps", "--source=ocirepository/manifests", "--export"); !strings.Contains(out, "  sourceRef:\n    kind: OCIRepository\n    name: manifests\n") {
+			t.Errorf("create ks --source=ocirepository/…: want kind OCIRepository:\n%s", out)
+		}
 		out = u.must("create", "receiver", "gh", "--type=github", "--event=push", "--resource=GitRepository/podinfo", "--secret-ref=tok", "--export")
 		if !strings.HasPrefix(out, "---\napiVersion: notification.toolkit.fluxcd.io/v1\nkind: Receiver\n") || strings.Contains(out, "status") {
 			t.Errorf("create receiver --export:\n%s", out)
@@ -121,6 +138,11 @@ func TestObjectsE2E(t *testing.T) {
 		oneLineError(t, u.fails("create", "ks", "apps", "--export"), "source is required")
 		oneLineError(t, u.fails("create", "ks", "Apps", "--source=x", "--export"), "name 'Apps' is invalid")
 		oneLineError(t, u.fails("create", "source", "git", "x1", "--url=ftp://h/r", "--branch=main", "--export"), "scheme 'ftp' not supported")
+		oneLineError(t, u.fails("create", "source", "oci", "o1", "--url=oci://r.example/a", "--export"), "--tag, --tag-semver or --digest is required")
+		oneLineError(t, u.fails("create", "source", "oci", "o1", "--tag=1", "--export"), "url is required")
+		oneLineError(t, u.fails("create", "source", "oci", "o1", "--url=oci://r.example/a", "--tag=1", "--provider=ibm", "--export"),
+			"source OCI provider 'ibm' is not supported, must be one of: generic, aws, azure, gcp")
+		oneLineError(t, u.fails("create", "ks", "k1", "--source=Bucket/b", "--export"), "source kind 'Bucket' is not supported, must be one of: OCIRepository, GitRepository")
 		oneLineError(t, u.fails("create", "receiver", "r1", "--type=svn", "--secret-ref=s", "--export"), "receiver type 'svn' is not supported")
 		oneLineError(t, u.fails("create", "hr", "h1", "--source=HelmRepository/x", "--chart=c", "--values=/nonexistent/values.yaml", "--export"),
 			"reading values from /nonexistent/values.yaml failed")
@@ -316,6 +338,77 @@ func TestObjectsE2E(t *testing.T) {
 		lines = r.checkTerminal(2*time.Minute, false)
 		hasLines(t, strings.Join(lines, "\n"), "► applying GitRepository source", "✔ GitRepository source updated",
 			"✔ GitRepository source reconciliation completed")
+	})
+
+	// The OCIRepository verbs, on an OCIRepository kept suspended so that its
+	// status is the test's: an artifact served here, which the built
+	// kustomize-controller applies. (Waiting for source-controller's own
+	// OCIRepository reconciles is source-controller's tests' part.)
+	t.Run("oci source", func(t *testing.T) {
+		archive := artifacttest.TarGz(t, artifacttest.Entry{Name: "cm.yaml", Type: tar.TypeReg,
+			Content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-oci, namespace: objects}\ndata: {a: \"1\"}\n"})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(archive) }))
+		defer srv.Close()
+		repo := &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "manifests"},
+			Spec: sourcev1.OCIRepositorySpec{URL: "oci://registry.example/manifests", Interval: &metav1.Duration{Duration: 10 * time.Minute},
+				Reference: &sourcev1.OCIRepositoryRef{Tag: "1.0.0"}, Suspend: true, SecretRef: &meta.LocalObjectReference{Name: "objects-token"}}}
+		if err := c.Create(ctx, repo); err != nil {
+			t.Fatal(err)
+		}
+		sum := fmt.Sprintf("sha256:%x", sha256.Sum256(archive))
+		rev := "1.0.0@" + sum
+		repo.Status = sourcev1.OCIRepositoryStatus{ObservedGeneration: repo.Generation, URL: srv.URL + "/latest.tar.gz",
+			Artifact: &meta.Artifact{Path: "ocirepository/flux-system/manifests/x.tar.gz", URL: srv.URL + "/x.tar.gz", Revision: rev,
+				Digest: sum, LastUpdateTime: metav1.Now()},
+			Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.SucceededReason,
+				Message: "stored artifact for digest '" + rev + "'", ObservedGeneration: repo.Generation, LastTransitionTime: metav1.Now()}}}
+		if err := c.Status().Update(ctx, repo); err != nil {
+			t.Fatal(err)
+		}
+
+		row := `(?m)^ocirepository/manifests\s+` + regexp.QuoteMeta(rev) + `\s+True\s+True\s+stored artifact`
+		if out := u.must("get", "sources", "oci"); !regexp.MustCompile(`(?m)^NAME\s+REVISION\s+SUSPENDED\s+READY\s+MESSAGE\n` +
+			`manifests\s+` + regexp.QuoteMeta(rev) + `\s+True\s+True\s+stored artifact`).MatchString(out) {
+			t.Error("get sources oci: want flux's NAME REVISION SUSPENDED READY MESSAGE table with manifests")
+		}
+		if out := u.must("get", "sources", "all"); !regexp.MustCompile(row + `(?s).*\ngitrepository/podinfo\s`).MatchString(out) {
+			t.Error("get sources all: want ocirepository/manifests, before the GitRepositories as in flux")
+		}
+		if out := u.must("get", "all", "-A"); !regexp.MustCompile(`(?m)^flux-system\s+ocirepository/manifests\s`).MatchString(out) {
+			t.Error("get all -A: want ocirepository/manifests")
+		}
+		exp := u.must("export", "source", "oci", "manifests")
+		if want := "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: manifests\n  namespace: flux-system\n" +
+			"spec:\n  interval: 10m0s\n  ref:\n    tag: 1.0.0\n  secretRef:\n    name: objects-token\n  suspend: true\n" +
+			"  url: oci://registry.example/manifests\n"; exp != want {
+			t.Errorf("export source oci:\n%s\nwant:\n%s", exp, want)
+		}
+		if out := u.must("export", "source", "oci", "manifests", "--with-credentials"); !strings.HasPrefix(out, exp) || !strings.Contains(out, "kind: Secret\nmetadata:\n  name: objects-token\n") {
+			t.Errorf("export source oci --with-credentials: want the OCIRepository, then its Secret:\n%s", out)
+		}
+
+		out := u.must("create", "ks", "from-oci", "--source=OCIRepository/manifests", "--path=./", "--prune")
+		hasLines(t, out, "► applying Kustomization", "✔ Kustomization created", "✔ Kustomization from-oci is ready", "✔ applied revision "+rev)
+		if err := c.Get(ctx, types.NamespacedName{Namespace: "objects", Name: "from-oci"}, &corev1.ConfigMap{}); err != nil {
+			t.Errorf("the Kustomization did not apply the OCIRepository's ConfigMap: %v", err)
+		}
+		// As flux: a suspended source is not reconciled, alone or --with-source.
+		oneLineError(t, u.fails("reconcile", "source", "oci", "manifests"), "OCIRepository flux-system/manifests is suspended: set spec.suspend to false first")
+		oneLineError(t, u.fails("reconcile", "ks", "from-oci", "--with-source"), "OCIRepository flux-system/manifests is suspended")
+		oneLineError(t, u.fails("reconcile", "source", "oci", "missing"), "OCIRepository missing not found in namespace flux-system")
+
+		hasLines(t, u.must("suspend", "source", "oci", "manifests"), "► suspending source oci manifests in flux-system namespace", "✔ source oci suspended")
+		hasLines(t, u.must("resume", "source", "oci", "manifests", "--wait=false"), "► resuming source oci manifests in flux-system namespace", "✔ source oci resumed")
+		if err := c.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil || repo.Spec.Suspend {
+			t.Errorf("resume source oci: spec.suspend %v (%v), want false", repo.Spec.Suspend, err)
+		}
+
+		u.must("delete", "ks", "from-oci", "--silent")
+		hasLines(t, u.must("delete", "source", "oci", "manifests", "--silent"), "► deleting source oci manifests in flux-system namespace", "✔ source oci deleted")
+		waitUntil(t, "OCIRepository manifests gone", time.Minute, func() (bool, string) {
+			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(repo), &sourcev1.OCIRepository{})), "still there"
+		})
+		oneLineError(t, u.fails("export", "source", "oci", "manifests"), "OCIRepository manifests not found in namespace flux-system")
 	})
 
 	t.Run("delete", func(t *testing.T) {

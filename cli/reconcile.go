@@ -31,14 +31,15 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 			k := &kustomizev1.Kustomization{}
 			return g.reconcileObject(cmd, k, args[0], func(ctx context.Context, c client.Client, u *ui.UI, key types.NamespacedName) error {
 				if withSource {
-					if k.Spec.SourceRef.Kind != sourcev1.GitRepositoryKind {
-						return fmt.Errorf("source kind %s of Kustomization %s is not supported yet", k.Spec.SourceRef.Kind, key)
+					kind := k.Spec.SourceRef.Kind
+					if kind != sourcev1.GitRepositoryKind && kind != sourcev1.OCIRepositoryKind {
+						return fmt.Errorf("source kind %s of Kustomization %s is not supported yet", kind, key)
 					}
 					ns := k.Spec.SourceRef.Namespace
 					if ns == "" {
 						ns = k.Namespace
 					}
-					if err := reconcileSource(ctx, c, u, sourcev1.GitRepositoryKind, types.NamespacedName{Namespace: ns, Name: k.Spec.SourceRef.Name}, false); err != nil {
+					if err := reconcileSource(ctx, c, u, kind, types.NamespacedName{Namespace: ns, Name: k.Spec.SourceRef.Name}, false); err != nil {
 						return err
 					}
 				}
@@ -56,28 +57,23 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 	rec.AddCommand(newReconcileHelmReleaseCommand(g))
 
 	source := &cobra.Command{Use: "source", Short: "Reconcile a source"}
-	source.AddCommand(&cobra.Command{
-		Use:   "git NAME",
-		Short: "Reconcile a GitRepository: fetch the branch's last commit now",
-		Args:  exactName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
-				return reconcileSource(ctx, c, u, sourcev1.GitRepositoryKind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
-			})
-		},
-	})
-	source.AddCommand(&cobra.Command{
-		Use:     "helm NAME",
-		Short:   "Reconcile a HelmRepository: fetch its index now",
-		Long:    "Reconcile a HelmRepository: fetch its index now. An OCI HelmRepository has no reconciler (flux: static), so there is nothing to do.",
-		Args:    exactName,
-		Example: "  eddy reconcile source helm podinfo",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
-				return reconcileSource(ctx, c, u, sourcev1.HelmRepositoryKind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
-			})
-		},
-	})
+	// sourceCmd is `reconcile source <use> NAME` for the source kind.
+	sourceCmd := func(use, kind, short, long string) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NAME", Short: short, Long: long, Args: exactName,
+			Example: "  eddy reconcile source " + use + " podinfo",
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
+					return reconcileSource(ctx, c, u, kind, types.NamespacedName{Namespace: g.namespace, Name: args[0]}, false)
+				})
+			},
+		}
+	}
+	source.AddCommand(
+		sourceCmd("git", sourcev1.GitRepositoryKind, "Reconcile a GitRepository: fetch the branch's last commit now", ""),
+		sourceCmd("oci", sourcev1.OCIRepositoryKind, "Reconcile an OCIRepository: resolve its reference and pull the artifact now", ""),
+		sourceCmd("helm", sourcev1.HelmRepositoryKind, "Reconcile a HelmRepository: fetch its index now",
+			"Reconcile a HelmRepository: fetch its index now. An OCI HelmRepository has no reconciler (flux: static), so there is nothing to do."))
 	var chartWithSource bool
 	chart := &cobra.Command{
 		Use:     "chart NAME",
@@ -190,6 +186,9 @@ func reconcileSource(ctx context.Context, c client.Client, u *ui.UI, kind string
 	switch kind {
 	case sourcev1.GitRepositoryKind:
 		o := &sourcev1.GitRepository{}
+		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
+	case sourcev1.OCIRepositoryKind:
+		o := &sourcev1.OCIRepository{}
 		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
 	case sourcev1.HelmRepositoryKind:
 		o := &sourcev1.HelmRepository{}

@@ -41,7 +41,7 @@ type Fetcher struct {
 // Fetch downloads the artifact at rawURL into a temporary file, checks its
 // bytes against want (`<algorithm>:<hex>`; a bare hex is taken as sha256 as
 // Flux does) and extracts it into dir. It returns ErrNotFound (wrapped) on a
-// 404; errors name the URL without its query and never a local path.
+// 404 and an error that is ErrDigestMismatch when the bytes differ; errors name the URL without its query and never a local path.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL, want, dir string) error {
 	return f.FetchWith(ctx, rawURL, want, func(r io.Reader, lim Limits) error {
 		return Extract(r, dir, lim)
@@ -89,7 +89,7 @@ func (f *Fetcher) FetchWith(ctx context.Context, rawURL, want string, use func(r
 		return err
 	}
 	if !v.Verified() {
-		return fmt.Errorf("failed to verify artifact from %s: computed digest differs from %s", shown, want)
+		return digestMismatch(fmt.Sprintf("failed to verify artifact from %s: computed digest differs from %s", shown, want))
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return err
@@ -103,6 +103,13 @@ func (f *Fetcher) FetchWith(ctx context.Context, rawURL, want string, use func(r
 	}
 	return nil
 }
+
+// digestMismatch is a download whose bytes do not match the advertised
+// digest; it is ErrDigestMismatch for errors.Is.
+type digestMismatch string
+
+func (e digestMismatch) Error() string        { return string(e) }
+func (e digestMismatch) Is(target error) bool { return target == ErrDigestMismatch }
 
 type httpStatus int
 

@@ -283,7 +283,7 @@ func mergeSpec(fs *layerFS, kus *kustypes.Kustomization, dir string, opts Option
 		}
 	}
 	kus.Patches = append(kus.Patches, Patches(opts.Patches)...)
-	kus.Images = append(kus.Images, Images(opts.Images)...)
+	kus.Images = mergeImages(kus.Images, Images(opts.Images))
 	for _, c := range opts.Components {
 		if path.IsAbs(c) || strings.Contains(c, "://") {
 			return fmt.Errorf("component '%s' must be a relative local path", c)
@@ -320,6 +320,31 @@ func Images(images []kustomizev1.Image) []kustypes.Image {
 		out = append(out, kustypes.Image{Name: img.Name, NewName: img.NewName, NewTag: img.NewTag, Digest: img.Digest})
 	}
 	return out
+}
+
+// mergeImages adds the spec's image overrides to the kustomization's.
+// Flux compatible (kustomize-controller v1.9.4): an override of an image the
+// kustomization already names sets only the fields it gives, keeping the
+// others of that entry (overriding only newName keeps the declared newTag).
+func mergeImages(declared, spec []kustypes.Image) []kustypes.Image {
+	for _, img := range spec {
+		i := slices.IndexFunc(declared, func(d kustypes.Image) bool { return d.Name == img.Name })
+		if i < 0 {
+			declared = append(declared, img)
+			continue
+		}
+		d := &declared[i]
+		if img.NewName != "" {
+			d.NewName = img.NewName
+		}
+		if img.NewTag != "" {
+			d.NewTag = img.NewTag
+		}
+		if img.Digest != "" {
+			d.Digest = img.Digest
+		}
+	}
+	return declared
 }
 
 func merge(dst, src map[string]string) map[string]string {

@@ -3,6 +3,7 @@ package kustomize
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,9 +39,16 @@ func SpecOptions(obj *kustomizev1.Kustomization, vars map[string]string, nonStri
 // other read error is "substitute from '<Kind>/<name>' error: <reason>".
 // Without spec.postBuild the map is empty.
 func Variables(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization) (map[string]string, error) {
-	vars := map[string]string{}
+	vars, _, err := VariablesAndSecrets(ctx, c, obj)
+	return vars, err
+}
+
+// VariablesAndSecrets is Variables that also returns the values read from
+// Secrets, which an error message must not show (MaskValues).
+func VariablesAndSecrets(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization) (vars map[string]string, secrets []string, err error) {
+	vars = map[string]string{}
 	if obj.Spec.PostBuild == nil {
-		return vars, nil
+		return vars, nil, nil
 	}
 	for _, ref := range obj.Spec.PostBuild.SubstituteFrom {
 		var from client.Object
@@ -56,7 +64,7 @@ func Variables(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomizat
 			if apierrors.IsNotFound(err) && ref.Optional {
 				continue
 			}
-			return nil, fmt.Errorf("substitute from '%s/%s' error: %s", ref.Kind, ref.Name, err)
+			return nil, nil, fmt.Errorf("substitute from '%s/%s' error: %s", ref.Kind, ref.Name, err)
 		}
 		switch o := from.(type) {
 		case *corev1.ConfigMap:
@@ -66,13 +74,27 @@ func Variables(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomizat
 		case *corev1.Secret:
 			for k, v := range o.Data {
 				vars[k] = string(v)
+				secrets = append(secrets, string(v))
 			}
 		}
 	}
 	for k, v := range obj.Spec.PostBuild.Substitute {
 		vars[k] = v
 	}
-	return vars, nil
+	return vars, secrets, nil
+}
+
+// MaskValues replaces each non-empty value of values in msg with "*****":
+// Flux compatible (kustomize-controller v1.9.6), the API server can echo a
+// Secret's substituted value in an apply error, which must not reach the
+// status or events.
+func MaskValues(msg string, values []string) string {
+	for _, v := range values {
+		if v != "" {
+			msg = strings.ReplaceAll(msg, v, "*****")
+		}
+	}
+	return msg
 }
 
 // The labels naming the Kustomization that applies an object. Flux

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/drone/envsubst"
@@ -94,16 +95,95 @@ func substitute(objs []*unstructured.Unstructured, vars map[string]string, strat
 	return nil
 }
 
-// eval is envsubst.Eval, with its panics (drone/envsubst v1.0.3 slices out
-// of range on `${var:10:-5}`) returned as errors: a template from the
-// repository must not crash the controller.
+// eval is envsubst.Eval with Flux's substring rule: in ${var:offset:length}
+// a negative length counts back from the end of the value, as in bash
+// (kustomize-controller v1.9.5; drone/envsubst panics on it). Every other
+// operator is drone/envsubst's own. A panic is returned as an error: a
+// template from the repository must not crash the controller.
 func eval(s string, mapping func(string) string) (out string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("invalid substitution: %v", r)
 		}
 	}()
-	return envsubst.Eval(s, mapping)
+	tree, err := parse.Parse(s)
+	if err != nil {
+		return s, err
+	}
+	var b strings.Builder
+	if err := evalNode(&b, tree.Root, mapping); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func evalNode(b *strings.Builder, n parse.Node, mapping func(string) string) error {
+	switch n := n.(type) {
+	case *parse.TextNode:
+		b.WriteString(n.Value)
+	case *parse.ListNode:
+		for _, c := range n.Nodes {
+			if err := evalNode(b, c, mapping); err != nil {
+				return err
+			}
+		}
+	case *parse.FuncNode:
+		args := make([]string, len(n.Args))
+		for i, a := range n.Args {
+			var ab strings.Builder
+			if err := evalNode(&ab, a, mapping); err != nil {
+				return err
+			}
+			args[i] = ab.String()
+		}
+		out, err := evalFunc(n.Name, mapping(n.Param), args)
+		if err != nil {
+			return err
+		}
+		b.WriteString(out)
+	}
+	return nil
+}
+
+// evalFunc applies the operator name to value with its evaluated args.
+func evalFunc(name, value string, args []string) (string, error) {
+	if name == "" {
+		return value, nil
+	}
+	if name == ":" && len(args) == 2 {
+		pos, perr := strconv.Atoi(args[0])
+		length, lerr := strconv.Atoi(args[1])
+		if perr == nil && lerr == nil && length < 0 {
+			if pos < 0 {
+				pos = max(len(value)+pos, 0)
+			}
+			end := len(value) + length
+			if end < pos {
+				return "", nil // bash: "substring expression < 0"
+			}
+			return value[pos:end], nil
+		}
+	}
+	// drone/envsubst's operator on value and args, as variables P and Ai of
+	// a one-expression template.
+	vars := map[string]string{"P": value}
+	refs := make([]string, len(args))
+	for i, a := range args {
+		key := "A" + strconv.Itoa(i)
+		vars[key], refs[i] = a, "${"+key+"}"
+	}
+	sep := ""
+	switch name {
+	case ":":
+		sep = ":"
+	case "/", "//", "/#", "/%":
+		sep = "/"
+	}
+	tmpl := "${P" + name + strings.Join(refs, sep) + "}"
+	if name == "#" && len(args) == 0 {
+		tmpl = "${#P}"
+	}
+	return envsubst.Eval(tmpl, func(k string) string { return vars[k] })
 }
 
 // checkNames fails on the first (in sorted order, so the message is

@@ -284,6 +284,31 @@ func TestPostBuildOperatorsOnUnsetVariables(t *testing.T) {
 	}
 }
 
+// Flux compatible (kustomize-controller v1.9.5, bash): in
+// ${var:offset:length} a negative length counts back from the end of the
+// value; an end before the offset gives "" (bash refuses it). The other
+// operators are unchanged by the evaluator that adds this rule.
+func TestPostBuildSubstringNegativeLength(t *testing.T) {
+	for _, c := range []struct{ expr, want string }{
+		{"${S:2:-1}", "cde"}, {"${S:0:-2}", "abcd"}, {"${S:1:-1}", "bcde"},
+		{"${S:4:-2}", ""}, {"${S:5:-3}", ""}, {"${S:10:-5}", ""}, {"${S:0:-10}", ""},
+		{"${S:2:2}", "cd"}, {"${S:2}", "cdef"}, {"${S:-2}", "abcdef"}, {"${S:4:10}", "ef"},
+		{"${S/c/x}", "abxdef"}, {"${S//c/x}", "abxdef"},
+		{"${S#a*c}", "def"}, {"${S%%d*}", "abc"}, {"n${#S}", "n6"}, {"${S^^}", "ABCDEF"}, {"${S^}", "Abcdef"},
+		{"${U:-x${S:1:-4}y}", "xby"}, {"${U:=d}", "d"}, {"${S}-${U:-a-b}", "abcdef-a-b"},
+	} {
+		root := writeFiles(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\ndata: {x: \"" + c.expr + "\"}\n"})
+		res, err := Build(root, Options{PostBuild: true, NonStrict: true, Vars: map[string]string{"S": "abcdef"}})
+		if err != nil {
+			t.Errorf("%s: %v", c.expr, err)
+			continue
+		}
+		if got, _ := res.Objects[0].Object["data"].(map[string]any)["x"].(string); got != c.want {
+			t.Errorf("%s: got %q, want %q", c.expr, got, c.want)
+		}
+	}
+}
+
 // postBuild templates come from the repository and values from the
 // Kustomization and its ConfigMaps: substitution must not panic, and a
 // value, from which newlines are removed, cannot change what object it is
@@ -293,6 +318,8 @@ func FuzzSubstitute(f *testing.F) {
 	f.Add("${VAR:=d}-${OTHER:-e}", "", true)
 	f.Add("$${VAR} ${VAR:0:3} ${VAR/a/b} ${#VAR}", "abcdef", false)
 	f.Add("${VAR:10:-5}", "a: b\nkind: Secret", true)
+	f.Add("${VAR:2:-1} ${VAR:-3:-1} ${VAR: -9:-20}", "abcdef", false)
+	f.Add("${VAR:0:-${#VAR}}${VAR/${VAR:1:-1}/x}", "héllo", true)
 	f.Fuzz(func(t *testing.T, template, value string, strict bool) {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
@@ -306,4 +333,39 @@ func FuzzSubstitute(f *testing.F) {
 			t.Fatalf("template %q with VAR=%q made %v", template, value, u.Object)
 		}
 	})
+}
+
+// Flux compatible (kustomize-controller v1.9.4): a spec.images entry that
+// sets only some fields keeps the other fields the kustomization.yaml
+// declares for the same image, rather than replacing the whole entry.
+func TestPartialImageOverrideKeepsDeclaredFields(t *testing.T) {
+	root := writeFiles(t, map[string]string{
+		"kustomization.yaml": "resources: [deploy.yaml]\nimages:\n- {name: nginx, newName: registry.example/nginx, newTag: \"1.25\"}\n- {name: redis, newTag: \"7\"}\n- {name: app, digest: \"sha256:" + strings.Repeat("a", 64) + "\"}\n",
+		"deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: a, image: nginx}, {name: b, image: redis}, {name: c, image: app:1}, {name: d, image: busybox}]}
+`,
+	})
+	res, err := Build(root, Options{Images: []kustomizeImage{
+		{Name: "nginx", NewName: "mirror.example/nginx"}, // keeps newTag 1.25
+		{Name: "redis", NewName: "mirror.example/redis"}, // keeps newTag 7
+		{Name: "app", NewTag: "2"},                       // keeps the digest: kustomize writes both
+		{Name: "busybox", NewTag: "1.36"},                // not declared: as given
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range res.Objects[0].Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any) {
+		got = append(got, c.(map[string]any)["image"].(string))
+	}
+	want := []string{"mirror.example/nginx:1.25", "mirror.example/redis:7", "app:2@sha256:" + strings.Repeat("a", 64), "busybox:1.36"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("images %v, want %v", got, want)
+	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // ArtifactChanged passes updates of a source (GitRepository,
-// HelmRepository, HelmChart) whose status.artifact appeared or changed
+// OCIRepository, HelmRepository, HelmChart) whose status.artifact appeared or changed
 // revision (Flux's SourceRevisionChangePredicate) or, beyond Flux, changed
 // digest at the same revision: new content of the same commit (e.g. after
 // spec.ignore changed) reaches its consumers at once, not at their interval.
@@ -46,6 +46,8 @@ func (ArtifactChanged) Update(e event.UpdateEvent) bool {
 func artifactOf(obj client.Object) *meta.Artifact {
 	switch o := obj.(type) {
 	case *sourcev1.GitRepository:
+		return o.Status.Artifact
+	case *sourcev1.OCIRepository:
 		return o.Status.Artifact
 	case *sourcev1.HelmRepository:
 		return o.Status.Artifact

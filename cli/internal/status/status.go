@@ -67,10 +67,29 @@ func revisionOf(a *meta.Artifact) string {
 
 // GitRepositoryRows are the rows of l's items, each named prefix+name.
 func GitRepositoryRows(l *sourcev1.GitRepositoryList, prefix string) []Row {
+	return sourceRows(l.Items, prefix, func(o *sourcev1.GitRepository) (bool, *meta.Artifact, []metav1.Condition) {
+		return o.Spec.Suspend, o.Status.Artifact, o.Status.Conditions
+	})
+}
+
+// OCIRepositoryRows are the rows of l's items, each named prefix+name.
+func OCIRepositoryRows(l *sourcev1.OCIRepositoryList, prefix string) []Row {
+	return sourceRows(l.Items, prefix, func(o *sourcev1.OCIRepository) (bool, *meta.Artifact, []metav1.Condition) {
+		return o.Spec.Suspend, o.Status.Artifact, o.Status.Conditions
+	})
+}
+
+// sourceRows are the rows of a source kind's items: suspend, the
+// artifact's revision and the Ready condition, as of reads them.
+func sourceRows[T any, PT interface {
+	*T
+	metav1.Object
+}](items []T, prefix string, of func(PT) (bool, *meta.Artifact, []metav1.Condition)) []Row {
 	var rs []Row
-	for i := range l.Items {
-		o := &l.Items[i]
-		rs = append(rs, row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions))
+	for i := range items {
+		o := PT(&items[i])
+		suspended, a, conds := of(o)
+		rs = append(rs, row(prefix, o, suspended, revisionOf(a), conds))
 	}
 	return rs
 }
@@ -241,6 +260,10 @@ func PrintReadyTable(w io.Writer, rs []Row, withNamespace bool) {
 // that cannot be listed is left out.
 func PrintSyncTable(ctx context.Context, w io.Writer, c client.Client) {
 	var rs []Row
+	ociRepos := &sourcev1.OCIRepositoryList{}
+	if err := c.List(ctx, ociRepos); err == nil {
+		rs = append(rs, OCIRepositoryRows(ociRepos, "ocirepository/")...)
+	}
 	repos := &sourcev1.GitRepositoryList{}
 	if err := c.List(ctx, repos); err == nil {
 		rs = append(rs, GitRepositoryRows(repos, "gitrepository/")...)
@@ -291,6 +314,11 @@ type gitRepo struct{ *sourcev1.GitRepository }
 func (o gitRepo) kind() string    { return sourcev1.GitRepositoryKind }
 func (o gitRepo) suspended() bool { return o.Spec.Suspend }
 
+type ociRepo struct{ *sourcev1.OCIRepository }
+
+func (o ociRepo) kind() string    { return sourcev1.OCIRepositoryKind }
+func (o ociRepo) suspended() bool { return o.Spec.Suspend }
+
 type helmRepo struct{ *sourcev1.HelmRepository }
 
 func (o helmRepo) kind() string    { return sourcev1.HelmRepositoryKind }
@@ -315,6 +343,8 @@ func wrap(obj client.Object) reconcilable {
 	switch o := obj.(type) {
 	case *sourcev1.GitRepository:
 		return gitRepo{o}
+	case *sourcev1.OCIRepository:
+		return ociRepo{o}
 	case *sourcev1.HelmRepository:
 		return helmRepo{o}
 	case *sourcev1.HelmChart:

@@ -476,7 +476,7 @@ func (r *KustomizationReconciler) resumeHealthCheck(ctx context.Context, obj *ku
 	trigger := ""
 	if obj.Generation != w.generation {
 		trigger = fmt.Sprintf("%s/%s/%s", kustomizev1.KustomizationKind, obj.Namespace, obj.Name)
-	} else if src, f := r.source(ctx, obj); f == nil && (src.Status.Artifact.Revision != w.revision || src.Status.Artifact.Digest != w.digest) {
+	} else if art, f := r.source(ctx, obj); f == nil && (art.Revision != w.revision || art.Digest != w.digest) {
 		trigger = w.source
 	}
 	h.mu.Lock()

@@ -217,11 +217,10 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		f.Stalled = true
 		return f
 	}
-	src, f := r.source(ctx, obj)
+	art, f := r.source(ctx, obj)
 	if f != nil {
 		return f
 	}
-	art := src.Status.Artifact
 	if f := r.checkDependencies(ctx, obj, art.Revision); f != nil {
 		return f
 	}
@@ -235,8 +234,18 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	defer cancel()
 	tree, err := r.artifacts.Get(ctx, art.URL, art.Digest)
 	if err != nil {
-		if errors.Is(err, artifact.ErrNotFound) {
-			f := fail(meta.ArtifactFailedReason, "Source is not ready, artifact not found, retrying in %s", r.RequeueDependency)
+		// Flux compatible (v1.10.1): the source may not have updated its
+		// status yet, so a missing artifact or one whose digest changed is
+		// waited for at --requeue-dependency.
+		cause := ""
+		switch {
+		case errors.Is(err, artifact.ErrNotFound):
+			cause = "artifact not found"
+		case errors.Is(err, artifact.ErrDigestMismatch):
+			cause = "artifact digest changed"
+		}
+		if cause != "" {
+			f := fail(meta.ArtifactFailedReason, "Source is not ready, %s, retrying in %s", cause, r.RequeueDependency)
 			f.Retry, f.Waiting = r.RequeueDependency, true
 			return f
 		}
@@ -244,7 +253,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	}
 
 	step("Building manifests")
-	opts, f := r.buildOptions(ctx, obj)
+	opts, secretValues, f := r.buildOptions(ctx, obj)
 	if f != nil {
 		return f
 	}
@@ -278,14 +287,15 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})
 	r.reportChanges(obj, changes)
 	if err != nil {
-		// Flux compatible: a partial apply lists what it changed.
+		// Flux compatible: a partial apply lists what it changed; values
+		// substituted from Secrets are masked (v1.9.6).
 		msg := err.Error()
 		for _, ch := range changes {
 			if ch.Action != ssa.Unchanged && ch.Action != ssa.Skipped {
 				msg += "\n" + ch.String()
 			}
 		}
-		return fail(meta.ReconciliationFailedReason, "%s", msg)
+		return fail(meta.ReconciliationFailedReason, "%s", kustomize.MaskValues(msg, secretValues))
 	}
 
 	inventory := map[string]kustomizev1.ResourceRef{}
@@ -355,8 +365,11 @@ func sortedEntries(m map[string]kustomizev1.ResourceRef) []kustomizev1.ResourceR
 	return out
 }
 
-// source resolves spec.sourceRef to a GitRepository with an artifact.
-func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (*sourcev1.GitRepository, *failure) {
+// source resolves spec.sourceRef to the artifact of a GitRepository or
+// an OCIRepository (the source kinds Eddy serves); any other kind stalls
+// with ArtifactFailed. A missing source or artifact is waited for at
+// --requeue-dependency, with Flux's messages.
+func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (*meta.Artifact, *failure) {
 	ref := obj.Spec.SourceRef
 	ns := ref.Namespace
 	if ns == "" {
@@ -368,12 +381,22 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 		f.Stalled = true
 		return nil, f
 	}
-	if ref.Kind != sourcev1.GitRepositoryKind {
+	var (
+		src      client.Object
+		artifact func() *meta.Artifact
+	)
+	switch ref.Kind {
+	case sourcev1.GitRepositoryKind:
+		o := &sourcev1.GitRepository{}
+		src, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
+	case sourcev1.OCIRepositoryKind:
+		o := &sourcev1.OCIRepository{}
+		src, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
+	default:
 		f := fail(meta.ArtifactFailedReason, "source kind '%s' is not supported by Eddy yet", ref.Kind)
 		f.Stalled = true
 		return nil, f
 	}
-	src := &sourcev1.GitRepository{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, src); err != nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' not found", id)
 		if !apierrors.IsNotFound(err) {
@@ -382,12 +405,13 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 		f.Retry, f.Waiting = r.RequeueDependency, true
 		return nil, f
 	}
-	if src.Status.Artifact == nil {
+	art := artifact()
+	if art == nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' is not ready, artifact not found", id)
 		f.Retry, f.Waiting = r.RequeueDependency, true
 		return nil, f
 	}
-	return src, nil
+	return art, nil
 }
 
 // checkDependencies requires each dependsOn Kustomization to be Ready at its
@@ -430,13 +454,14 @@ func nsOr(ns, def string) string {
 }
 
 // buildOptions gathers the spec's overlays and postBuild variables
-// (kustomize.Variables: substituteFrom in order, then substitute).
-func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomizev1.Kustomization) (kustomize.Options, *failure) {
-	vars, err := kustomize.Variables(ctx, r, obj)
+// (kustomize.Variables: substituteFrom in order, then substitute), and the
+// values read from Secrets, masked in apply errors.
+func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomizev1.Kustomization) (kustomize.Options, []string, *failure) {
+	vars, secrets, err := kustomize.VariablesAndSecrets(ctx, r, obj)
 	if err != nil {
-		return kustomize.SpecOptions(obj, nil, r.NonStrictSubstitutions), fail(meta.BuildFailedReason, "%s", err)
+		return kustomize.SpecOptions(obj, nil, r.NonStrictSubstitutions), nil, fail(meta.BuildFailedReason, "%s", err)
 	}
-	return kustomize.SpecOptions(obj, vars, r.NonStrictSubstitutions), nil
+	return kustomize.SpecOptions(obj, vars, r.NonStrictSubstitutions), secrets, nil
 }
 
 // serviceAccount is the account impersonated for obj: spec.serviceAccountName,

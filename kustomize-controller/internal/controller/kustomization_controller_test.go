@@ -343,6 +343,26 @@ func TestPostBuildFromCluster(t *testing.T) {
 			t.Errorf("message %q, want %q…%q", c.Message, prefix, suffix)
 		}
 	}
+
+	// Flux compatible (v1.9.6): a value substituted from a Secret that the
+	// API server echoes in an apply error (a label over 63 characters) is
+	// masked in the status.
+	secretValue := "s3cret-" + strings.Repeat("x", 64)
+	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "long-secret", Namespace: ns},
+		StringData: map[string]string{"LONG": secretValue}}); err != nil {
+		t.Fatal(err)
+	}
+	lr := newRepo(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: long\n  namespace: " + ns +
+		"\n  labels: {env: \"${ENV}\", secret: \"${LONG}\"}\n"})
+	newSource(t, ns, "long", lr)
+	masked := newKustomization(t, ns, "masked", "long", func(k *kustomizev1.Kustomization) {
+		k.Spec.PostBuild = &kustomizev1.PostBuild{SubstituteFrom: []kustomizev1.SubstituteReference{
+			{Kind: "ConfigMap", Name: "vars"}, {Kind: "Secret", Name: "long-secret"}}}
+	})
+	c = waitFailed(t, masked, meta.ReconciliationFailedReason)
+	if strings.Contains(c.Message, "s3cret") || !strings.Contains(c.Message, `metadata.labels: Invalid value: "*****"`) {
+		t.Errorf("apply error %q: want the Secret's value masked as *****", c.Message)
+	}
 }
 
 // TestHostilePath refuses a spec.path that leaves the artifact.
@@ -378,8 +398,8 @@ func TestUnsupportedFieldsStall(t *testing.T) {
 		{"cel", meta.HealthCheckFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
 			k.Spec.HealthCheckExprs = []kustomizev1.CustomHealthCheck{{APIVersion: "v1", Kind: "ConfigMap", Current: "true"}}
 		}},
-		{"oci", meta.ArtifactFailedReason, "source kind 'OCIRepository' is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
-			k.Spec.SourceRef.Kind = "OCIRepository"
+		{"bucket", meta.ArtifactFailedReason, "source kind 'Bucket' is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
+			k.Spec.SourceRef.Kind = "Bucket"
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

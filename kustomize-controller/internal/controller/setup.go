@@ -16,7 +16,7 @@ import (
 
 // SetupWithManager registers the reconciler with the work-queue options
 // opts (runtime.Options.ControllerOptions); it also reconciles the
-// Kustomizations of a GitRepository whose artifact changed
+// Kustomizations of a GitRepository or OCIRepository whose artifact changed
 // (runtime.ArtifactChanged), and those whose background health checks
 // ended (health.go).
 func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
@@ -36,14 +36,19 @@ func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 		}); err != nil {
 		return err
 	}
-	dependants := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &kustomizev1.KustomizationList{} },
-		func(src client.Object) []client.ListOption {
-			key := sourcev1.GitRepositoryKind + "/" + src.GetNamespace() + "/" + src.GetName()
-			return []client.ListOption{client.MatchingFields{sourceIndex: key}}
-		})
+	// dependants enqueues the Kustomizations whose sourceRef names a source
+	// of kind.
+	dependants := func(kind string) handler.EventHandler {
+		return eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &kustomizev1.KustomizationList{} },
+			func(src client.Object) []client.ListOption {
+				key := kind + "/" + src.GetNamespace() + "/" + src.GetName()
+				return []client.ListOption{client.MatchingFields{sourceIndex: key}}
+			})
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
-		Watches(&sourcev1.GitRepository{}, dependants, builder.WithPredicates(eddyruntime.ArtifactChanged{})).
+		Watches(&sourcev1.GitRepository{}, dependants(sourcev1.GitRepositoryKind), builder.WithPredicates(eddyruntime.ArtifactChanged{})).
+		Watches(&sourcev1.OCIRepository{}, dependants(sourcev1.OCIRepositoryKind), builder.WithPredicates(eddyruntime.ArtifactChanged{})).
 		WatchesRawSource(source.Channel(r.healthChecks.done, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Complete(r)
