@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -184,6 +186,7 @@ func TestOCIRepository(t *testing.T) {
 	t.Run("auth", func(t *testing.T) { t.Parallel(); testOCIAuth(t) })
 	t.Run("refused fields", func(t *testing.T) { t.Parallel(); testOCIRefused(t) })
 	t.Run("tls", func(t *testing.T) { t.Parallel(); testOCITLS(t) })
+	t.Run("proxy", func(t *testing.T) { t.Parallel(); testOCIProxy(t) })
 }
 
 // testOCITag: the default tag latest; the artifact, its metadata, link and
@@ -623,4 +626,40 @@ func testOCITLS(t *testing.T) {
 	waitOCIReady(t, insecure)
 	got := waitOCIFailed(t, untrusted, sourcev1.OCIPullFailedReason)
 	checkFailureMessage(t, got, "certificate")
+}
+
+// testOCIProxy: with proxySecretRef every request goes through the proxy,
+// with its credentials, to a registry name only the proxy resolves.
+func testOCIProxy(t *testing.T) {
+	reg := testenv.NewRegistry(t)
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	pushFiles(t, reg, "app", "latest", "r", map[string]string{"a.yaml": "a\n"})
+	var proxied, authorized atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		proxied.Add(1)
+		want := "Basic " + base64.StdEncoding.EncodeToString([]byte("proxy-user:proxy-pass"))
+		if req.Header.Get("Proxy-Authorization") == want {
+			authorized.Add(1)
+		}
+		(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+			out := *req.URL
+			out.Host = reg.Host()
+			pr.Out.URL = &out
+		}}).ServeHTTP(w, req)
+	}))
+	t.Cleanup(proxy.Close)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "proxy", Namespace: ns},
+		StringData: map[string]string{"address": proxy.URL, "username": "proxy-user", "password": "proxy-pass"}}
+	if err := env.Client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	obj := newOCIRepository(t, ns, "proxied", "oci://registry.example.internal:5000/app", func(o *sourcev1.OCIRepository) {
+		o.Spec.Insecure = true
+		o.Spec.ProxySecretRef = &meta.LocalObjectReference{Name: "proxy"}
+	})
+	got := waitOCIReady(t, obj)
+	download(t, got.Status.Artifact)
+	if p, a := proxied.Load(), authorized.Load(); p == 0 || a != p {
+		t.Errorf("%d requests through the proxy, %d with its credentials", p, a)
+	}
 }
