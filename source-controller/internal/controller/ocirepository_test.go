@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -187,6 +188,7 @@ func TestOCIRepository(t *testing.T) {
 	t.Run("refused fields", func(t *testing.T) { t.Parallel(); testOCIRefused(t) })
 	t.Run("tls", func(t *testing.T) { t.Parallel(); testOCITLS(t) })
 	t.Run("proxy", func(t *testing.T) { t.Parallel(); testOCIProxy(t) })
+	t.Run("suspend and delete", func(t *testing.T) { t.Parallel(); testOCISuspendDelete(t) })
 }
 
 // testOCITag: the default tag latest; the artifact, its metadata, link and
@@ -451,7 +453,13 @@ func testOCIRegistryErrors(t *testing.T) {
 			// Recovery once the registry answers again.
 			reg.FailWith(0)
 			requestOCIReconcile(t, obj)
-			waitOCIReady(t, obj)
+			got = waitOCIReady(t, obj)
+			want := fmt.Sprintf("stored artifact with revision '%s' from 'oci://%s/app', origin source 'https://github.com/eddyops/example', origin revision 'good'",
+				got.Status.Artifact.Revision, reg.Host())
+			testenv.WaitFor(t, env.Client, got, "the recovery's Succeeded event", func() bool {
+				evs := sink.find(ns, "app", meta.SucceededReason)
+				return len(evs) > 0 && evs[len(evs)-1].Message == want
+			})
 		})
 	}
 }
@@ -661,5 +669,39 @@ func testOCIProxy(t *testing.T) {
 	download(t, got.Status.Artifact)
 	if p, a := proxied.Load(), authorized.Load(); p == 0 || a != p {
 		t.Errorf("%d requests through the proxy, %d with its credentials", p, a)
+	}
+}
+
+// testOCISuspendDelete: a suspended OCIRepository handles reconcile
+// requests without asking the registry; deletion removes its artifacts,
+// then the finalizer.
+func testOCISuspendDelete(t *testing.T) {
+	reg := testenv.NewRegistry(t)
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	pushFiles(t, reg, "app", "latest", "r", map[string]string{"a.yaml": "a\n"})
+	obj := newOCIRepository(t, ns, "app", "oci://"+reg.Host()+"/app", nil)
+	waitOCIReady(t, obj)
+	update(t, obj, func(o *sourcev1.OCIRepository) { o.Spec.Suspend = true })
+	waitOCI(t, obj, "suspended generation observed", func(o *sourcev1.OCIRepository) bool {
+		return o.Status.ObservedGeneration == o.Generation
+	})
+	before := snapshot(reg)
+	got := requestOCIReconcile(t, obj)
+	if after := snapshot(reg); after != before {
+		t.Errorf("a suspended OCIRepository made requests %+v → %+v", before, after)
+	}
+	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.ReadyCondition) || got.Status.Artifact == nil {
+		t.Errorf("suspended: status %+v", got.Status)
+	}
+	dir := filepath.Join(storage.BasePath, "ocirepository", ns, "app")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("storage directory: %v", err)
+	}
+	if err := env.Client.Delete(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitGone(t, env.Client, got, "deleted OCIRepository")
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("storage directory still there after deletion: %v", err)
 	}
 }
