@@ -96,7 +96,7 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 		return nil, nil, err
 	}
 	rec := events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
-		ctrl.Log.WithName("events"))
+		ctrl.Log.WithName("events")).WithActions(eventActions)
 	r := &GitRepositoryReconciler{
 		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter,
 	}
