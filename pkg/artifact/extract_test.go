@@ -142,3 +142,29 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+// TestExtractSkipSymlinks: with SkipSymlinks a link inside the tree is
+// skipped (Flux's OCIRepository extraction), one pointing out is refused.
+func TestExtractSkipSymlinks(t *testing.T) {
+	lim := artifact.DefaultLimits
+	lim.SkipSymlinks = true
+	in := artifacttest.TarGz(t, artifacttest.Entry{Name: "a/b.yaml", Content: "b"},
+		artifacttest.Entry{Name: "a/c.yaml", Link: "b.yaml", Type: tar.TypeSymlink},
+		artifacttest.Entry{Name: "d.yaml", Link: "a/../a/b.yaml", Type: tar.TypeSymlink})
+	dst := t.TempDir()
+	if err := artifact.Extract(bytes.NewReader(in), dst, lim); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a/c.yaml", "d.yaml"} {
+		if _, err := os.Lstat(filepath.Join(dst, name)); !os.IsNotExist(err) {
+			t.Errorf("link %s was written (%v)", name, err)
+		}
+	}
+	for link, entry := range map[string]string{"../x": "up", "/etc/passwd": "abs", "../../etc": "a/deep"} {
+		in := artifacttest.TarGz(t, artifacttest.Entry{Name: entry, Link: link, Type: tar.TypeSymlink})
+		err := artifact.Extract(bytes.NewReader(in), t.TempDir(), lim)
+		if !errors.Is(err, artifact.ErrUnsafeArchive) || !strings.Contains(err.Error(), "links outside") {
+			t.Errorf("link %s → %s: %v, want it refused", entry, link, err)
+		}
+	}
+}

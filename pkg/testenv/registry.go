@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"crypto/subtle"
+	"encoding/pem"
 	"io"
 	"log"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 type Registry struct {
 	srv            *httptest.Server
 	user, password string
+	tls            bool
 
 	mu     sync.Mutex
 	counts map[string]int
@@ -34,6 +36,12 @@ func WithBasicAuth(username, password string) RegistryOption {
 	return func(r *Registry) { r.user, r.password = username, password }
 }
 
+// WithTLS serves the registry over HTTPS with a certificate of its own
+// (httptest's, for 127.0.0.1): CACert is its PEM, Transport trusts it.
+func WithTLS() RegistryOption {
+	return func(r *Registry) { r.tls = true }
+}
+
 // NewRegistry starts an empty registry and closes it by t.Cleanup.
 func NewRegistry(t testing.TB, opts ...RegistryOption) *Registry {
 	t.Helper()
@@ -47,13 +55,31 @@ func NewRegistry(t testing.TB, opts ...RegistryOption) *Registry {
 	if r.user != "" || r.password != "" {
 		h = RequireBasicAuth(h, r.user, r.password)
 	}
-	r.srv = httptest.NewServer(h)
+	if r.tls {
+		r.srv = httptest.NewTLSServer(h)
+	} else {
+		r.srv = httptest.NewServer(h)
+	}
 	t.Cleanup(r.srv.Close)
 	return r
 }
 
 // Host returns the registry's host:port, 127.0.0.1:PORT.
-func (r *Registry) Host() string { return strings.TrimPrefix(r.srv.URL, "http://") }
+func (r *Registry) Host() string {
+	return strings.TrimPrefix(strings.TrimPrefix(r.srv.URL, "http://"), "https://")
+}
+
+// Transport is an HTTP transport that trusts the registry's certificate.
+func (r *Registry) Transport() http.RoundTripper { return r.srv.Client().Transport }
+
+// CACert is the PEM of the registry's certificate (with WithTLS), to put
+// in a Secret's ca.crt.
+func (r *Registry) CACert() []byte {
+	if r.srv.Certificate() == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.srv.Certificate().Raw})
+}
 
 // Request kinds Registry.Requests counts (an authorized request to a
 // repository path; the /v2/ ping is not counted).

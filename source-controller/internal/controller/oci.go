@@ -99,11 +99,7 @@ func newOCIClient(ctx context.Context, repo name.Repository, t ociTransport) (*o
 func (c *ociClient) ref(ref *sourcev1.OCIRepositoryRef) (name.Reference, error) {
 	switch {
 	case ref != nil && ref.Digest != "":
-		d, err := name.NewDigest(c.repo.Name() + "@" + ref.Digest)
-		if err != nil {
-			return nil, fmt.Errorf("invalid digest '%s': %w", ref.Digest, err)
-		}
-		return d, nil
+		return c.repo.Digest(ref.Digest), nil // checked by revision, as in Flux
 	case ref != nil && ref.SemVer != "":
 		return c.tagBySemver(ref.SemVer, ref.SemverFilter)
 	case ref != nil && ref.Tag != "":

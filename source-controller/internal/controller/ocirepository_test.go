@@ -3,7 +3,6 @@ package controller
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -11,14 +10,17 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -43,51 +45,9 @@ const (
 	fluxContentMediaType types.MediaType = "application/vnd.cncf.flux.content.v1.tar+gzip"
 )
 
-// tarEntry is one member of a test tar.gz: a file (body), or a symbolic
-// link (link set).
-type tarEntry struct{ name, body, link string }
-
-// tgzOf returns the tar.gz of entries, in order.
-func tgzOf(t testing.TB, entries ...tarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: tar.TypeReg}
-		if e.link != "" {
-			h = &tar.Header{Name: e.name, Mode: 0o777, Linkname: e.link, Typeflag: tar.TypeSymlink}
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if e.link == "" {
-			if _, err := tw.Write([]byte(e.body)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // contentLayer is Flux's content layer holding files (name → body).
 func contentLayer(t testing.TB, files map[string]string) gcrv1.Layer {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var entries []tarEntry
-	for _, n := range names {
-		entries = append(entries, tarEntry{name: n, body: files[n]})
-	}
-	return static.NewLayer(tgzOf(t, entries...), fluxContentMediaType)
+	return static.NewLayer(artifacttest.Files(t, files), fluxContentMediaType)
 }
 
 // fluxAnnotations are the manifest annotations `flux push artifact` writes.
@@ -226,6 +186,9 @@ func TestOCIRepository(t *testing.T) {
 	t.Run("registry errors", func(t *testing.T) { t.Parallel(); testOCIRegistryErrors(t) })
 	t.Run("auth", func(t *testing.T) { t.Parallel(); testOCIAuth(t) })
 	t.Run("refused fields", func(t *testing.T) { t.Parallel(); testOCIRefused(t) })
+	t.Run("tls", func(t *testing.T) { t.Parallel(); testOCITLS(t) })
+	t.Run("proxy", func(t *testing.T) { t.Parallel(); testOCIProxy(t) })
+	t.Run("suspend and delete", func(t *testing.T) { t.Parallel(); testOCISuspendDelete(t) })
 }
 
 // testOCITag: the default tag latest; the artifact, its metadata, link and
@@ -376,7 +339,9 @@ func testOCIDigest(t *testing.T) {
 func testOCILayerSelector(t *testing.T) {
 	reg := testenv.NewRegistry(t)
 	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
-	content := tgzOf(t, tarEntry{name: "chart/Chart.yaml", body: "name: x\n"})
+	// Flux compatible: a link inside the tree is skipped, not refused.
+	content := artifacttest.TarGz(t, artifacttest.Entry{Name: "chart/Chart.yaml", Content: "name: x\n"},
+		artifacttest.Entry{Name: "chart/link.yaml", Link: "Chart.yaml", Type: tar.TypeSymlink})
 	const other types.MediaType = "application/vnd.example.notes.v1+text"
 	d := pushOCI(t, reg, "multi", "latest", fluxAnnotations("r"), []gcrv1.Layer{
 		static.NewLayer([]byte("notes\n"), other), static.NewLayer(content, fluxContentMediaType),
@@ -398,8 +363,8 @@ func testOCILayerSelector(t *testing.T) {
 	got = waitOCI(t, obj, "extract", func(o *sourcev1.OCIRepository) bool {
 		return ociSettled(o) && o.Status.ObservedLayerSelector != nil && o.Status.ObservedLayerSelector.Operation == sourcev1.OCILayerExtract
 	})
-	if files := untar(t, download(t, got.Status.Artifact)); string(files["chart/Chart.yaml"]) != "name: x\n" {
-		t.Errorf("extract stored %v", keys(files))
+	if files := untar(t, download(t, got.Status.Artifact)); len(files) != 1 || string(files["chart/Chart.yaml"]) != "name: x\n" {
+		t.Errorf("extract stored %v, want chart/Chart.yaml alone", keys(files))
 	}
 }
 
@@ -427,9 +392,9 @@ func testOCIBadArtifacts(t *testing.T) {
 		{name: "too-large", reason: sourcev1.OCILayerOperationFailedReason, want: "bytes, over the limit of 1048576 bytes",
 			layers: []gcrv1.Layer{static.NewLayer(big, fluxContentMediaType)}, noBlob: true},
 		{name: "dotdot", reason: sourcev1.OCILayerOperationFailedReason, want: `entry "../evil.yaml" leaves the extraction directory`,
-			layers: []gcrv1.Layer{static.NewLayer(tgzOf(t, tarEntry{name: "ok.yaml", body: "x"}, tarEntry{name: "../evil.yaml", body: "x"}), fluxContentMediaType)}},
+			layers: []gcrv1.Layer{static.NewLayer(artifacttest.TarGz(t, artifacttest.Entry{Name: "ok.yaml", Content: "x"}, artifacttest.Entry{Name: "../evil.yaml", Content: "x"}), fluxContentMediaType)}},
 		{name: "symlink-out", reason: sourcev1.OCILayerOperationFailedReason, want: `entry "etc" links outside the extraction directory`,
-			layers: []gcrv1.Layer{static.NewLayer(tgzOf(t, tarEntry{name: "etc", link: "../../../etc"}), fluxContentMediaType)}},
+			layers: []gcrv1.Layer{static.NewLayer(artifacttest.TarGz(t, artifacttest.Entry{Name: "etc", Link: "../../../etc", Type: tar.TypeSymlink}), fluxContentMediaType)}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -488,7 +453,13 @@ func testOCIRegistryErrors(t *testing.T) {
 			// Recovery once the registry answers again.
 			reg.FailWith(0)
 			requestOCIReconcile(t, obj)
-			waitOCIReady(t, obj)
+			got = waitOCIReady(t, obj)
+			want := fmt.Sprintf("stored artifact with revision '%s' from 'oci://%s/app', origin source 'https://github.com/eddyops/example', origin revision 'good'",
+				got.Status.Artifact.Revision, reg.Host())
+			testenv.WaitFor(t, env.Client, got, "the recovery's Succeeded event", func() bool {
+				evs := sink.find(ns, "app", meta.SucceededReason)
+				return len(evs) > 0 && evs[len(evs)-1].Message == want
+			})
 		})
 	}
 }
@@ -641,4 +612,96 @@ func TestBinaryOCIRepository(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// testOCITLS: a registry over HTTPS with its own CA is trusted through
+// certSecretRef's ca.crt, refused without it, and reached with insecure.
+func testOCITLS(t *testing.T) {
+	reg := testenv.NewRegistry(t, testenv.WithTLS())
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	pushFiles(t, reg, "app", "latest", "r", map[string]string{"a.yaml": "a\n"}, remote.WithTransport(reg.Transport()))
+	ca := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ca", Namespace: ns}, Data: map[string][]byte{"ca.crt": reg.CACert()}}
+	if err := env.Client.Create(context.Background(), ca); err != nil {
+		t.Fatal(err)
+	}
+	url := "oci://" + reg.Host() + "/app"
+	trusted := newOCIRepository(t, ns, "trusted", url, func(o *sourcev1.OCIRepository) {
+		o.Spec.CertSecretRef = &meta.LocalObjectReference{Name: "ca"}
+	})
+	insecure := newOCIRepository(t, ns, "insecure", url, func(o *sourcev1.OCIRepository) { o.Spec.Insecure = true })
+	untrusted := newOCIRepository(t, ns, "untrusted", url, nil)
+	waitOCIReady(t, trusted)
+	waitOCIReady(t, insecure)
+	got := waitOCIFailed(t, untrusted, sourcev1.OCIPullFailedReason)
+	checkFailureMessage(t, got, "certificate")
+}
+
+// testOCIProxy: with proxySecretRef every request goes through the proxy,
+// with its credentials, to a registry name only the proxy resolves.
+func testOCIProxy(t *testing.T) {
+	reg := testenv.NewRegistry(t)
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	pushFiles(t, reg, "app", "latest", "r", map[string]string{"a.yaml": "a\n"})
+	var proxied, authorized atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		proxied.Add(1)
+		want := "Basic " + base64.StdEncoding.EncodeToString([]byte("proxy-user:proxy-pass"))
+		if req.Header.Get("Proxy-Authorization") == want {
+			authorized.Add(1)
+		}
+		(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+			out := *req.URL
+			out.Host = reg.Host()
+			pr.Out.URL = &out
+		}}).ServeHTTP(w, req)
+	}))
+	t.Cleanup(proxy.Close)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "proxy", Namespace: ns},
+		StringData: map[string]string{"address": proxy.URL, "username": "proxy-user", "password": "proxy-pass"}}
+	if err := env.Client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	obj := newOCIRepository(t, ns, "proxied", "oci://registry.example.internal:5000/app", func(o *sourcev1.OCIRepository) {
+		o.Spec.Insecure = true
+		o.Spec.ProxySecretRef = &meta.LocalObjectReference{Name: "proxy"}
+	})
+	got := waitOCIReady(t, obj)
+	download(t, got.Status.Artifact)
+	if p, a := proxied.Load(), authorized.Load(); p == 0 || a != p {
+		t.Errorf("%d requests through the proxy, %d with its credentials", p, a)
+	}
+}
+
+// testOCISuspendDelete: a suspended OCIRepository handles reconcile
+// requests without asking the registry; deletion removes its artifacts,
+// then the finalizer.
+func testOCISuspendDelete(t *testing.T) {
+	reg := testenv.NewRegistry(t)
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	pushFiles(t, reg, "app", "latest", "r", map[string]string{"a.yaml": "a\n"})
+	obj := newOCIRepository(t, ns, "app", "oci://"+reg.Host()+"/app", nil)
+	waitOCIReady(t, obj)
+	update(t, obj, func(o *sourcev1.OCIRepository) { o.Spec.Suspend = true })
+	waitOCI(t, obj, "suspended generation observed", func(o *sourcev1.OCIRepository) bool {
+		return o.Status.ObservedGeneration == o.Generation
+	})
+	before := snapshot(reg)
+	got := requestOCIReconcile(t, obj)
+	if after := snapshot(reg); after != before {
+		t.Errorf("a suspended OCIRepository made requests %+v → %+v", before, after)
+	}
+	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.ReadyCondition) || got.Status.Artifact == nil {
+		t.Errorf("suspended: status %+v", got.Status)
+	}
+	dir := filepath.Join(storage.BasePath, "ocirepository", ns, "app")
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("storage directory: %v", err)
+	}
+	if err := env.Client.Delete(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitGone(t, env.Client, got, "deleted OCIRepository")
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("storage directory still there after deletion: %v", err)
+	}
 }
