@@ -1,25 +1,20 @@
 package helmtest
 
 import (
-	"crypto/subtle"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/eddyops/eddy/pkg/testenv"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/registry"
 )
 
-// OCIRegistry is an in-process OCI registry (go-containerregistry's pkg/registry, blobs in
-// memory) served over plain HTTP on 127.0.0.1, holding charts under the repository "charts".
+// OCIRegistry is an in-process OCI registry (testenv.Registry: go-containerregistry's
+// pkg/registry, blobs in memory) served over plain HTTP on 127.0.0.1, holding charts under the
+// repository "charts".
 type OCIRegistry struct {
-	srv      *httptest.Server
+	reg      *testenv.Registry
 	user     string
 	password string
 }
@@ -41,18 +36,16 @@ func NewOCIRegistry(t testing.TB, opts ...RegistryOption) *OCIRegistry {
 	for _, opt := range opts {
 		opt(r)
 	}
-	// The registry logs every request; the tests look at results, not at that log.
-	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	var ropts []testenv.RegistryOption
 	if r.user != "" || r.password != "" {
-		h = r.requireAuth(h)
+		ropts = append(ropts, testenv.WithBasicAuth(r.user, r.password))
 	}
-	r.srv = httptest.NewServer(h)
-	t.Cleanup(r.srv.Close)
+	r.reg = testenv.NewRegistry(t, ropts...)
 	return r
 }
 
 // Host returns the registry's host:port, 127.0.0.1:PORT.
-func (r *OCIRegistry) Host() string { return strings.TrimPrefix(r.srv.URL, "http://") }
+func (r *OCIRegistry) Host() string { return r.reg.Host() }
 
 // URL returns the chart repository URL as a HelmRepository of type oci or `helm push` takes
 // it: oci://127.0.0.1:PORT/charts. A chart named N is at <URL>/N.
@@ -111,20 +104,4 @@ func (r *OCIRegistry) Client(t testing.TB, username, password string) *registry.
 		t.Fatalf("helmtest: registry client: %v", err)
 	}
 	return c
-}
-
-// requireAuth answers 401 to any request without the registry's basic-auth credentials.
-func (r *OCIRegistry) requireAuth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		u, p, ok := req.BasicAuth()
-		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(r.user)) != 1 ||
-			subtle.ConstantTimeCompare([]byte(p), []byte(r.password)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Basic realm="helmtest"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
-			return
-		}
-		next.ServeHTTP(w, req)
-	})
 }
