@@ -86,7 +86,7 @@ func (c *Client) Push(ctx context.Context, ref, path string, o PushOptions) (str
 		return "", err
 	}
 	if err := crane.Push(img, ref, c.with(ctx)...); err != nil {
-		return "", fmt.Errorf("pushing artifact to %s: %w", ref, err)
+		return "", registryError(ref, err)
 	}
 	digest, err := img.Digest()
 	if err != nil {
