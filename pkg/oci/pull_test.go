@@ -2,11 +2,8 @@ package oci
 
 import (
 	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,31 +13,7 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/crane"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
-
-// files returns the regular files under dir as path → content.
-func files(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		b, err := os.ReadFile(p)
-		out[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 func sameFiles(t *testing.T, got, want map[string]string) {
 	t.Helper()
@@ -60,45 +33,6 @@ func sameFiles(t *testing.T, got, want map[string]string) {
 		if got[k] != v {
 			t.Errorf("%s differs", k)
 		}
-	}
-}
-
-// tgz makes a tar.gz of hdrs, each regular file with content "x".
-func tgz(t *testing.T, hdrs ...*tar.Header) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, h := range hdrs {
-		if h.Typeflag == tar.TypeReg {
-			h.Size = 1
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			_, _ = tw.Write([]byte("x"))
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// pushRaw pushes an artifact whose one layer is data with media type mt, as another tool could.
-func pushRaw(t *testing.T, ref string, data []byte, mt types.MediaType) {
-	t.Helper()
-	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), ConfigMediaType)
-	img, err := mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(data, mt)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := crane.Push(img, ref); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -123,7 +57,7 @@ func TestPushPullListTagDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameFiles(t, files(t, out), files(t, src))
+	sameFiles(t, testenv.ReadFiles(t, out), testenv.ReadFiles(t, src))
 	if got.Digest != digestURL || got.Source != meta.Source || got.Revision != meta.Revision || got.URL != repo+":6.9.2" || got.Created == "" {
 		t.Errorf("pull metadata %+v", got)
 	}
@@ -199,18 +133,20 @@ func TestPullBadInput(t *testing.T) {
 		t.Errorf("missing tag: %v", err)
 	}
 
-	pushRaw(t, repo+":helm", tgz(t, &tar.Header{Name: "Chart.yaml", Typeflag: tar.TypeReg}), "application/vnd.cncf.helm.chart.content.v1.tar+gzip")
+	reg.PushLayer(t, "bad:helm", "application/vnd.cncf.helm.config.v1+json", "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+		testenv.TarGz(t, testenv.TarEntry{Header: tar.Header{Name: "Chart.yaml", Typeflag: tar.TypeReg}, Content: "name: x"}))
 	if _, err := c.Pull(ctx, repo+":helm", out, PullOptions{}); !errors.Is(err, ErrNoContentLayer) || !strings.Contains(err.Error(), repo+":helm") {
 		t.Errorf("no content layer: %v", err)
 	}
 
-	for tag, hdrs := range map[string][]*tar.Header{
-		"dotdot":   {{Name: "ok.yaml", Typeflag: tar.TypeReg}, {Name: "../escape.yaml", Typeflag: tar.TypeReg}},
-		"absolute": {{Name: "ok.yaml", Typeflag: tar.TypeReg}, {Name: "/etc/escape.yaml", Typeflag: tar.TypeReg}},
-		"symlink":  {{Name: "ok.yaml", Typeflag: tar.TypeReg}, {Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"}},
-		"hardlink": {{Name: "ok.yaml", Typeflag: tar.TypeReg}, {Name: "up", Typeflag: tar.TypeLink, Linkname: "../../x"}},
+	ok := testenv.TarEntry{Header: tar.Header{Name: "ok.yaml", Typeflag: tar.TypeReg}, Content: "ok"}
+	for tag, bad := range map[string]tar.Header{
+		"dotdot":   {Name: "../escape.yaml", Typeflag: tar.TypeReg},
+		"absolute": {Name: "/etc/escape.yaml", Typeflag: tar.TypeReg},
+		"symlink":  {Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"},
+		"hardlink": {Name: "up", Typeflag: tar.TypeLink, Linkname: "../../x"},
 	} {
-		pushRaw(t, repo+":"+tag, tgz(t, hdrs...), ContentMediaType)
+		reg.PushLayer(t, "bad:"+tag, ConfigMediaType, ContentMediaType, testenv.TarGz(t, ok, testenv.TarEntry{Header: bad, Content: "x"}))
 		_, err := c.Pull(ctx, repo+":"+tag, out, PullOptions{})
 		if !errors.Is(err, artifact.ErrUnsafeArchive) || !strings.Contains(err.Error(), repo+":"+tag) {
 			t.Errorf("%s: %v, want an unsafe-archive error naming the reference", tag, err)
