@@ -101,9 +101,6 @@ The command can read the credentials from '~/.docker/config.json' but they can a
 				return err
 			}
 			defer cleanup()
-			if _, err := os.Stat(src); err != nil {
-				return fmt.Errorf("invalid path '%s', must point to an existing directory or file", path)
-			}
 			meta := oci.Metadata{Source: source, Revision: revision, Annotations: map[string]string{}}
 			for _, a := range annotations {
 				kv := strings.Split(a, "=")
@@ -170,10 +167,14 @@ The command can read the credentials from '~/.docker/config.json' but they can a
 	return push
 }
 
-// pathOrStdin returns path, or for "-" a temporary .yaml file holding
-// stdin (trailing newlines trimmed, as flux does) and its cleanup.
+// pathOrStdin returns path, which must exist, or for "-" a temporary
+// .yaml file holding stdin (trailing newlines trimmed, as flux does), and
+// its cleanup.
 func pathOrStdin(path string, stdin io.Reader) (string, func(), error) {
 	if path != "-" {
+		if _, err := os.Stat(path); err != nil {
+			return "", nil, fmt.Errorf("invalid path '%s', must point to an existing directory or file", path)
+		}
 		return path, func() {}, nil
 	}
 	b, err := io.ReadAll(bufio.NewReader(stdin))
@@ -419,9 +420,6 @@ from the given directory or a single manifest file, byte for byte as flux build 
 				return err
 			}
 			defer cleanup()
-			if _, err := os.Stat(src); err != nil {
-				return fmt.Errorf("invalid path '%s', must point to an existing directory or file", path)
-			}
 			u := ui.New(cmd.ErrOrStderr())
 			u.Action("building artifact from %s", path)
 			if err := oci.Build(output, src, ignorePaths); err != nil {

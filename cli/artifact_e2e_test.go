@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	"github.com/eddyops/eddy/pkg/oci"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/google/go-containerregistry/pkg/crane"
@@ -192,12 +193,12 @@ func TestArtifactE2E(t *testing.T) {
 		dir := t.TempDir()
 		out := u.fails("pull", "artifact", "oci://"+host+"/eddy/podinfo:nope", "--output", dir)
 		matchLines(t, "pull of a missing tag", out, `^✗ artifact `+regexp.QuoteMeta(host)+`/eddy/podinfo:nope not found: `)
-		ok := testenv.TarEntry{Header: tar.Header{Name: "ok.yaml", Typeflag: tar.TypeReg}, Content: "ok"}
-		for tag, bad := range map[string]tar.Header{
-			"dotdot":  {Name: "../escape.yaml", Typeflag: tar.TypeReg},
-			"symlink": {Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"},
+		ok := artifacttest.Entry{Name: "ok.yaml", Content: "ok"}
+		for tag, bad := range map[string]artifacttest.Entry{
+			"dotdot":  {Name: "../escape.yaml", Content: "x"},
+			"symlink": {Name: "passwd", Type: tar.TypeSymlink, Link: "/etc/passwd"},
 		} {
-			ref := reg.PushLayer(t, "bad:"+tag, oci.ConfigMediaType, oci.ContentMediaType, testenv.TarGz(t, ok, testenv.TarEntry{Header: bad, Content: "x"}))
+			ref := reg.PushLayer(t, "bad:"+tag, oci.ConfigMediaType, oci.ContentMediaType, artifacttest.TarGz(t, ok, bad))
 			out := u.fails("pull", "artifact", "oci://"+ref, "--output", dir)
 			matchLines(t, "pull of "+tag, out, `^✗ artifact `+regexp.QuoteMeta(ref)+`: unsafe archive: entry "`+regexp.QuoteMeta(bad.Name)+`" `)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/google/go-containerregistry/pkg/authn"
 )
@@ -134,19 +135,19 @@ func TestPullBadInput(t *testing.T) {
 	}
 
 	reg.PushLayer(t, "bad:helm", "application/vnd.cncf.helm.config.v1+json", "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
-		testenv.TarGz(t, testenv.TarEntry{Header: tar.Header{Name: "Chart.yaml", Typeflag: tar.TypeReg}, Content: "name: x"}))
+		artifacttest.TarGz(t, artifacttest.Entry{Name: "Chart.yaml", Content: "name: x"}))
 	if _, err := c.Pull(ctx, repo+":helm", out, PullOptions{}); !errors.Is(err, ErrNoContentLayer) || !strings.Contains(err.Error(), repo+":helm") {
 		t.Errorf("no content layer: %v", err)
 	}
 
-	ok := testenv.TarEntry{Header: tar.Header{Name: "ok.yaml", Typeflag: tar.TypeReg}, Content: "ok"}
-	for tag, bad := range map[string]tar.Header{
-		"dotdot":   {Name: "../escape.yaml", Typeflag: tar.TypeReg},
-		"absolute": {Name: "/etc/escape.yaml", Typeflag: tar.TypeReg},
-		"symlink":  {Name: "passwd", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"},
-		"hardlink": {Name: "up", Typeflag: tar.TypeLink, Linkname: "../../x"},
+	ok := artifacttest.Entry{Name: "ok.yaml", Content: "ok"}
+	for tag, bad := range map[string]artifacttest.Entry{
+		"dotdot":   {Name: "../escape.yaml", Content: "x"},
+		"absolute": {Name: "/etc/escape.yaml", Content: "x"},
+		"symlink":  {Name: "passwd", Type: tar.TypeSymlink, Link: "/etc/passwd"},
+		"hardlink": {Name: "up", Type: tar.TypeLink, Link: "../../x"},
 	} {
-		reg.PushLayer(t, "bad:"+tag, ConfigMediaType, ContentMediaType, testenv.TarGz(t, ok, testenv.TarEntry{Header: bad, Content: "x"}))
+		reg.PushLayer(t, "bad:"+tag, ConfigMediaType, ContentMediaType, artifacttest.TarGz(t, ok, bad))
 		_, err := c.Pull(ctx, repo+":"+tag, out, PullOptions{})
 		if !errors.Is(err, artifact.ErrUnsafeArchive) || !strings.Contains(err.Error(), repo+":"+tag) {
 			t.Errorf("%s: %v, want an unsafe-archive error naming the reference", tag, err)

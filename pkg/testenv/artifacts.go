@@ -1,9 +1,6 @@
 package testenv
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -38,47 +35,6 @@ func ReadFiles(t testing.TB, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// TarEntry is one member of TarGz's archive: Header as written (Size is set
-// from Content for regular files) and the content of a regular file.
-type TarEntry struct {
-	tar.Header
-	Content string
-}
-
-// TarGz returns a tar.gz of entries in order, as written: nothing is
-// checked, so it can hold what a safe reader must refuse (`../` names,
-// absolute names, links out).
-func TarGz(t testing.TB, entries ...TarEntry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, e := range entries {
-		h := e.Header
-		if h.Typeflag == tar.TypeReg {
-			h.Size = int64(len(e.Content))
-		}
-		if h.Mode == 0 {
-			h.Mode = 0o644
-		}
-		if err := tw.WriteHeader(&h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write([]byte(e.Content)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // PushLayer pushes to ref (repository:tag on this registry, without host)
