@@ -36,16 +36,23 @@ func (r *registryFlags) bind(cmd *cobra.Command, insecureHelp string) {
 	}
 }
 
-// client returns the OCI client, announcing the login as flux does.
-func (r *registryFlags) client(u *ui.UI) (*oci.Client, error) {
+// open checks the oci:// URL and returns the reference without scheme, the
+// OCI client and the progress printer (on cmd's stderr), announcing the
+// login as flux does.
+func (r *registryFlags) open(cmd *cobra.Command, ociURL string) (string, *oci.Client, *ui.UI, error) {
+	url, err := oci.ParseArtifactURL(ociURL)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	u := ui.New(cmd.ErrOrStderr())
 	if r.creds != "" {
 		u.Action("logging in to registry with credentials")
 	}
 	c, err := oci.NewClient(oci.Options{Creds: r.creds, Insecure: r.insecure})
 	if err != nil {
-		return nil, fmt.Errorf("could not login with credentials: %w", err)
+		return "", nil, nil, fmt.Errorf("could not login with credentials: %w", err)
 	}
-	return c, nil
+	return url, c, u, nil
 }
 
 func newPushCommand(g *globalFlags) *cobra.Command {
@@ -88,14 +95,6 @@ The command can read the credentials from '~/.docker/config.json' but they can a
 			if output != "" && output != "json" && output != "yaml" {
 				return fmt.Errorf("invalid output format %q, can be 'json' or 'yaml'", output)
 			}
-			url, err := oci.ParseArtifactURL(args[0])
-			if err != nil {
-				return err
-			}
-			tag, err := name.NewTag(url)
-			if err != nil {
-				return fmt.Errorf("artifact tag parsing failed: %w", err)
-			}
 			src, cleanup, err := pathOrStdin(path, cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -112,10 +111,13 @@ The command can read the credentials from '~/.docker/config.json' but they can a
 			if reproducible {
 				meta.Created = oci.ReproducibleCreated
 			}
-			u := ui.New(cmd.ErrOrStderr())
-			c, err := reg.client(u)
+			url, c, u, err := reg.open(cmd, args[0])
 			if err != nil {
 				return err
+			}
+			tag, err := name.NewTag(url)
+			if err != nil {
+				return fmt.Errorf("artifact tag parsing failed: %w", err)
 			}
 			if output == "" {
 				u.Action("pushing artifact to %s", url)
@@ -222,12 +224,7 @@ the output path, or a link fails the pull.`,
 			if fi, err := os.Stat(output); err != nil || !fi.IsDir() {
 				return fmt.Errorf("invalid output path %q: it must be an existing directory", output)
 			}
-			url, err := oci.ParseArtifactURL(args[0])
-			if err != nil {
-				return err
-			}
-			u := ui.New(cmd.ErrOrStderr())
-			c, err := reg.client(u)
+			url, c, u, err := reg.open(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -275,12 +272,7 @@ The command can read the credentials from '~/.docker/config.json' but they can a
 			if len(tags) < 1 {
 				return errors.New("--tag is required")
 			}
-			url, err := oci.ParseArtifactURL(args[0])
-			if err != nil {
-				return err
-			}
-			u := ui.New(cmd.ErrOrStderr())
-			c, err := reg.client(u)
+			url, c, u, err := reg.open(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -320,11 +312,7 @@ The command can read the credentials from '~/.docker/config.json' but they can a
 			if len(args) < 1 {
 				return errors.New("artifact repository URL is required")
 			}
-			url, err := oci.ParseArtifactURL(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := reg.client(ui.New(cmd.ErrOrStderr()))
+			url, c, _, err := reg.open(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -369,15 +357,10 @@ Exits 0 when they are the same, 1 when they differ or the comparison fails.`,
 			if path == "" {
 				return fmt.Errorf("invalid path %q", path)
 			}
-			url, err := oci.ParseArtifactURL(args[0])
-			if err != nil {
-				return err
-			}
 			if _, err := os.Stat(path); err != nil {
 				return fmt.Errorf("invalid path '%s', must point to an existing directory or file", path)
 			}
-			u := ui.New(cmd.ErrOrStderr())
-			c, err := reg.client(u)
+			url, c, u, err := reg.open(cmd, args[0])
 			if err != nil {
 				return err
 			}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	"github.com/eddyops/eddy/pkg/oci"
@@ -62,7 +63,8 @@ func manifestOf(t *testing.T, ref string) *v1.Manifest {
 // and flux pull of an eddy push (the same files), tag, list (filters; flux lists eddy's
 // pushes), diff (exit 0 same, 1 changed; flux agrees), and bad input: a missing tag, a `../`
 // entry and a symlink out (refused, nothing written), a URL without oci://, a registry with
-// basic auth without and with --creds (the password never printed).
+// basic auth without and with --creds (the password never printed). One push runs at a
+// pseudo-terminal (colours on, lines whole).
 func TestArtifactE2E(t *testing.T) {
 	u := newUser(t)
 	flux := newFluxCLI(t, filepath.Join(t.TempDir(), "no-kubeconfig"))
@@ -137,6 +139,13 @@ func TestArtifactE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("push at a terminal", func(t *testing.T) {
+		tty := u.startTTY(160, false, "push", "artifact", "oci://"+host+"/eddy/podinfo:tty", "--path", src, "--source", source, "--revision", revision)
+		screen := strings.Join(tty.checkTerminal(time.Minute, false), "\n")
+		matchLines(t, "eddy push artifact at a terminal", screen, `^► pushing artifact to `+regexp.QuoteMeta(host)+`/eddy/podinfo:tty$`,
+			`^✔ artifact successfully pushed to `+regexp.QuoteMeta(host)+`/eddy/podinfo@sha256:[0-9a-f]{64}$`)
+	})
+
 	t.Run("pull", func(t *testing.T) {
 		dir := t.TempDir()
 		out := u.must("pull", "artifact", "oci://"+host+"/flux/podinfo:6.9.2", "--output", dir)
@@ -157,7 +166,7 @@ func TestArtifactE2E(t *testing.T) {
 			return `^` + regexp.QuoteMeta(host+"/eddy/podinfo:"+tag) + `\s+sha256:[0-9a-f]{64}\s+` + regexp.QuoteMeta(source) + `\s+` + regexp.QuoteMeta(revision) + `\s*$`
 		}
 		out = u.must("list", "artifacts", "oci://"+host+"/eddy/podinfo")
-		matchLines(t, "eddy list artifacts", out, `^ARTIFACT\s+DIGEST\s+SOURCE\s+REVISION$`, row("latest"), row("6.9.2"), row("json"))
+		matchLines(t, "eddy list artifacts", out, `^ARTIFACT\s+DIGEST\s+SOURCE\s+REVISION$`, row("latest"), row("6.9.2"), row("json"), row("tty"))
 		if !regexp.MustCompile(regexp.QuoteMeta(host+"/eddy/podinfo:latest") + `\s+` + regexp.QuoteMeta(eddyDigest) + `\s`).MatchString(out) {
 			t.Errorf("latest is not listed with the digest of 6.9.2 (%s)", eddyDigest)
 		}
