@@ -33,7 +33,7 @@ func Build(out, path string, ignorePaths []string) (err error) {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(absOut), "."+filepath.Base(absOut)+".*")
 	if err != nil {
-		return fmt.Errorf("creating artifact %s: %w", out, err)
+		return fmt.Errorf("creating artifact %s: %w", out, pathless(err))
 	}
 	defer func() {
 		if err != nil {
@@ -44,13 +44,16 @@ func Build(out, path string, ignorePaths []string) (err error) {
 	if err = writeContent(tmp, path, ignorePaths, tmp.Name()); err != nil {
 		return err
 	}
-	if err = tmp.Chmod(0o640); err != nil {
-		return err
+	if err = tmp.Chmod(0o640); err == nil {
+		err = tmp.Close()
 	}
-	if err = tmp.Close(); err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(tmp.Name(), absOut)
 	}
-	return os.Rename(tmp.Name(), absOut)
+	if err != nil {
+		return fmt.Errorf("writing artifact %s: %w", out, pathless(err))
+	}
+	return nil
 }
 
 // DefaultIgnorePaths are the --ignore-paths default of `flux build|push|diff
@@ -101,12 +104,16 @@ func writeContent(w io.Writer, path string, ignorePaths []string, skip string) e
 	return nil
 }
 
-// pathless drops the path of an *fs.PathError (which may be a temporary
-// directory's) and keeps its operation and cause.
+// pathless drops the paths of an *fs.PathError or *os.LinkError (which may
+// be temporary files') and keeps the operation and cause.
 func pathless(err error) error {
 	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
 		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	case errors.As(err, &le):
+		return fmt.Errorf("%s: %w", le.Op, le.Err)
 	}
 	return err
 }

@@ -33,8 +33,8 @@ type Client struct {
 	opts []crane.Option
 }
 
-// NewClient returns a Client with o. It fails only on empty Creds given as
-// ":" alone.
+// NewClient returns a Client with o. Its only error: Creds ":" (an empty
+// username and password), "credentials cannot be empty".
 func NewClient(o Options) (*Client, error) {
 	opts := []crane.Option{crane.WithUserAgent(UserAgent)}
 	if o.Creds != "" {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/crane"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -207,5 +208,25 @@ func TestPush(t *testing.T) {
 	}
 	if m := pushed(t, now); m.Annotations[CreatedAnnotation] == "" || m.Annotations[CreatedAnnotation] == ReproducibleCreated {
 		t.Errorf("created %q, want the time of the push", m.Annotations[CreatedAnnotation])
+	}
+}
+
+// TestCreds: --creds is user:password or a registry token alone; ":" is refused.
+func TestCreds(t *testing.T) {
+	for creds, want := range map[string]authn.AuthConfig{
+		"flux:pass:with:colons": {Username: "flux", Password: "pass:with:colons"},
+		"a-token":               {RegistryToken: "a-token"},
+	} {
+		auth, err := authFromCreds(creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := auth.Authorization()
+		if err != nil || *got != want {
+			t.Errorf("%s: %+v, %v; want %+v", creds, got, err, want)
+		}
+	}
+	if _, err := NewClient(Options{Creds: ":"}); err == nil || err.Error() != "credentials cannot be empty" {
+		t.Errorf(`creds ":": %v`, err)
 	}
 }
