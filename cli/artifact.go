@@ -61,7 +61,7 @@ func newPushCommand(g *globalFlags) *cobra.Command {
 		reg                            registryFlags
 		path, source, revision, output string
 		ignorePaths, annotations       []string
-		reproducible                   bool
+		reproducible, resolveSymlinks  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "artifact",
@@ -95,7 +95,7 @@ The command can read the credentials from '~/.docker/config.json' but they can a
 			if output != "" && output != "json" && output != "yaml" {
 				return fmt.Errorf("invalid output format %q, can be 'json' or 'yaml'", output)
 			}
-			src, cleanup, err := pathOrStdin(path, cmd.InOrStdin())
+			src, cleanup, err := pathOrStdin(path, cmd.InOrStdin(), resolveSymlinks)
 			if err != nil {
 				return err
 			}
@@ -164,6 +164,7 @@ The command can read the credentials from '~/.docker/config.json' but they can a
 	f.StringArrayVarP(&annotations, "annotations", "a", nil, "Set custom OCI annotations in the format '<key>=<value>'")
 	f.StringVarP(&output, "output", "o", "", "the format in which the artifact digest should be printed, can be 'json' or 'yaml'")
 	f.BoolVar(&reproducible, "reproducible", false, "ensure reproducible image digests by setting the created timestamp to '1970-01-01T00:00:00Z'")
+	f.BoolVar(&resolveSymlinks, "resolve-symlinks", false, "resolve symlinks by copying their targets into the artifact")
 	reg.bind(cmd, "allows artifacts to be pushed without TLS")
 	push.AddCommand(cmd)
 	return push
@@ -171,8 +172,22 @@ The command can read the credentials from '~/.docker/config.json' but they can a
 
 // pathOrStdin returns path, which must exist, or for "-" a temporary
 // .yaml file holding stdin (trailing newlines trimmed, as flux does), and
-// its cleanup.
-func pathOrStdin(path string, stdin io.Reader) (string, func(), error) {
+// its cleanup. With resolve, what it returns is a copy with the symbolic
+// links resolved (oci.ResolveSymlinks).
+func pathOrStdin(path string, stdin io.Reader, resolve bool) (string, func(), error) {
+	src, cleanup, err := readPath(path, stdin)
+	if err != nil || !resolve {
+		return src, cleanup, err
+	}
+	resolved, cleanResolved, err := oci.ResolveSymlinks(src)
+	if err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("resolving symlinks failed: %w", err)
+	}
+	return resolved, func() { cleanResolved(); cleanup() }, nil
+}
+
+func readPath(path string, stdin io.Reader) (string, func(), error) {
 	if path != "-" {
 		if _, err := os.Stat(path); err != nil {
 			return "", nil, fmt.Errorf("invalid path '%s', must point to an existing directory or file", path)
@@ -381,8 +396,9 @@ Exits 0 when they are the same, 1 when they differ or the comparison fails.`,
 
 func newBuildArtifactCommand() *cobra.Command {
 	var (
-		path, output string
-		ignorePaths  []string
+		path, output    string
+		ignorePaths     []string
+		resolveSymlinks bool
 	)
 	cmd := &cobra.Command{
 		Use:   "artifact",
@@ -398,7 +414,7 @@ from the given directory or a single manifest file, byte for byte as flux build 
 			if path == "" {
 				return fmt.Errorf("invalid path %q", path)
 			}
-			src, cleanup, err := pathOrStdin(path, cmd.InOrStdin())
+			src, cleanup, err := pathOrStdin(path, cmd.InOrStdin(), resolveSymlinks)
 			if err != nil {
 				return err
 			}
@@ -415,5 +431,6 @@ from the given directory or a single manifest file, byte for byte as flux build 
 	cmd.Flags().StringVarP(&path, "path", "p", "", "Path to the directory where the Kubernetes manifests are located.")
 	cmd.Flags().StringVarP(&output, "output", "o", "artifact.tgz", "Path to where the artifact tgz file should be written.")
 	cmd.Flags().StringSliceVar(&ignorePaths, "ignore-paths", oci.DefaultIgnorePaths, "set paths to ignore in .gitignore format")
+	cmd.Flags().BoolVar(&resolveSymlinks, "resolve-symlinks", false, "resolve symlinks by copying their targets into the artifact")
 	return cmd
 }

@@ -58,8 +58,9 @@ func manifestOf(t *testing.T, ref string) *v1.Manifest {
 }
 
 // TestArtifactE2E: podinfo's kustomize/ through every artifact verb of bin/eddy, and across
-// eddy and flux: build (the same bytes as flux's), push (the same manifest digest as flux's
-// --reproducible push, Flux's media types and annotation keys, -o json), pull of a flux push
+// eddy and flux: build (the same bytes as flux's, also with --resolve-symlinks), push (the same
+// manifest digest as flux's --reproducible push, Flux's media types and annotation keys, -o json,
+// -f - from stdin), pull of a flux push
 // and flux pull of an eddy push (the same files), tag, list (filters; flux lists eddy's
 // pushes), diff (exit 0 same, 1 changed; flux agrees), and bad input: a missing tag, a `../`
 // entry and a symlink out (refused, nothing written), a URL without oci://, a registry with
@@ -90,6 +91,21 @@ func TestArtifactE2E(t *testing.T) {
 		f, _ := os.ReadFile(filepath.Join(dir, "flux.tgz"))
 		if len(e) == 0 || !bytes.Equal(e, f) {
 			t.Errorf("eddy's tar.gz (%d bytes) differs from flux's (%d bytes)", len(e), len(f))
+		}
+
+		// A tree of links (as Nix makes): --resolve-symlinks archives their targets, as flux does.
+		links := t.TempDir()
+		for _, name := range []string{"deployment.yaml", "kustomization.yaml"} {
+			if err := os.Symlink(filepath.Join(src, name), filepath.Join(links, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		u.must("build", "artifact", "--path", links, "--resolve-symlinks", "--output", filepath.Join(dir, "eddy-links.tgz"))
+		flux.on(t).must([]string{"build", "artifact", "--path", links, "--resolve-symlinks", "--output", filepath.Join(dir, "flux-links.tgz")})
+		e, _ = os.ReadFile(filepath.Join(dir, "eddy-links.tgz"))
+		f, _ = os.ReadFile(filepath.Join(dir, "flux-links.tgz"))
+		if len(e) == 0 || !bytes.Equal(e, f) {
+			t.Errorf("--resolve-symlinks: eddy's tar.gz (%d bytes) differs from flux's (%d bytes)", len(e), len(f))
 		}
 	})
 
@@ -136,6 +152,24 @@ func TestArtifactE2E(t *testing.T) {
 		}
 		if m := manifestOf(t, host+"/eddy/podinfo:json"); m.Annotations["org.opencontainers.image.description"] != "podinfo" || m.Annotations[oci.RevisionAnnotation] != revision {
 			t.Errorf("annotations %v", m.Annotations)
+		}
+
+		// -f - pushes stdin as one YAML file.
+		cmd = u.command("push", "artifact", "oci://"+host+"/eddy/stdin:v1", "-f", "-", "--source", source, "--revision", revision)
+		cmd.Stdin = strings.NewReader("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: podinfo\n\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("push -f -: %v\n%s", err, out)
+		}
+		dir := t.TempDir()
+		u.must("pull", "artifact", "oci://"+host+"/eddy/stdin:v1", "--output", dir)
+		got := testenv.ReadFiles(t, dir)
+		if len(got) != 1 {
+			t.Errorf("push -f - then pull: files %v, want one", slices.Collect(maps.Keys(got)))
+		}
+		for name, content := range got {
+			if !strings.HasSuffix(name, ".yaml") || content != "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: podinfo" {
+				t.Errorf("push -f - then pull: %s = %q", name, content)
+			}
 		}
 	})
 

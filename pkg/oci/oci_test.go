@@ -230,3 +230,44 @@ func TestCreds(t *testing.T) {
 		t.Errorf(`creds ":": %v`, err)
 	}
 }
+
+// TestResolveSymlinks: with ResolveSymlinks, a link to a file outside the tree and a link to a
+// directory are archived as what they point to, and a link cycle ends; without it Build leaves
+// the links out.
+func TestResolveSymlinks(t *testing.T) {
+	outside := tree(t, map[string]string{"base/deploy.yaml": "kind: Deployment\n"})
+	src := tree(t, map[string]string{"app/kustomization.yaml": "resources: [deploy.yaml]\n"})
+	for link, target := range map[string]string{
+		"app/deploy.yaml": filepath.Join(outside, "base", "deploy.yaml"),
+		"base":            filepath.Join(outside, "base"),
+		"app/loop":        "..",
+	} {
+		if err := os.Symlink(target, filepath.Join(src, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "a.tgz")
+	if err := Build(out, src, nil); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(out)
+	if got := strings.Join(tarEntries(t, data), ","); got != ". drwx------,app drwxr-xr-x,app/kustomization.yaml -rw-r--r--" &&
+		got != ". drwxr-xr-x,app drwxr-xr-x,app/kustomization.yaml -rw-r--r--" {
+		t.Errorf("without resolving: %s", got)
+	}
+	resolved, cleanup, err := ResolveSymlinks(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	got := testenv.ReadFiles(t, resolved)
+	want := map[string]string{"app/kustomization.yaml": "resources: [deploy.yaml]\n", "app/deploy.yaml": "kind: Deployment\n", "base/deploy.yaml": "kind: Deployment\n"}
+	if len(got) != len(want) {
+		t.Errorf("resolved files %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("resolved %s = %q, want %q", k, got[k], v)
+		}
+	}
+}
