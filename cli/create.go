@@ -15,7 +15,6 @@ import (
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/cli/internal/status"
@@ -488,7 +487,7 @@ func newCreateHelmReleaseCommand(g *globalFlags, f *createFlags) *cobra.Command 
 				}
 				hr.Spec.Chart = &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
 					Chart: chart, Version: chartVersion, ReconcileStrategy: strategy,
-					SourceRef: helmv2.CrossNamespaceObjectReference{Kind: k, Name: name, Namespace: ns},
+					SourceRef: &helmv2.CrossNamespaceObjectReference{Kind: k, Name: name, Namespace: ns},
 				}}
 				if chartInterval != 0 {
 					hr.Spec.Chart.Spec.Interval = &metav1.Duration{Duration: chartInterval}
@@ -584,10 +583,10 @@ func newCreateAlertCommand(g *globalFlags, f *createFlags) *cobra.Command {
 			if len(sources) == 0 {
 				return errors.New("at least one event source is required")
 			}
-			alert := &notificationv1beta3.Alert{ObjectMeta: om, Spec: notificationv1beta3.AlertSpec{
+			alert := &notificationv1.Alert{ObjectMeta: om, Spec: notificationv1.AlertSpec{
 				ProviderRef: meta.LocalObjectReference{Name: providerRef}, EventSeverity: severity, EventSources: sources,
 			}}
-			return g.create(cmd, f, creation{obj: alert, kind: notificationv1beta3.AlertKind, created: notificationv1beta3.AlertKind, static: true})
+			return g.create(cmd, f, creation{obj: alert, kind: notificationv1.AlertKind, created: notificationv1.AlertKind, static: true})
 		},
 	}
 	fs := cmd.Flags()
@@ -611,13 +610,13 @@ func newCreateAlertProviderCommand(g *globalFlags, f *createFlags) *cobra.Comman
 			if typ == "" {
 				return errors.New("Provider type is required")
 			}
-			p := &notificationv1beta3.Provider{ObjectMeta: om, Spec: notificationv1beta3.ProviderSpec{
+			p := &notificationv1.Provider{ObjectMeta: om, Spec: notificationv1.ProviderSpec{
 				Type: typ, Channel: channel, Username: username, Address: address,
 			}}
 			if secretRef != "" {
 				p.Spec.SecretRef = &meta.LocalObjectReference{Name: secretRef}
 			}
-			return g.create(cmd, f, creation{obj: p, kind: notificationv1beta3.ProviderKind, created: notificationv1beta3.ProviderKind, static: true})
+			return g.create(cmd, f, creation{obj: p, kind: notificationv1.ProviderKind, created: notificationv1.ProviderKind, static: true})
 		},
 	}
 	fs := cmd.Flags()

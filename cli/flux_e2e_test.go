@@ -91,7 +91,7 @@ func TestFluxCLIE2E(t *testing.T) {
 			`^✔ source-controller: deployment ready$`,
 			`^✔ helm-controller: deployment ready$`,
 			`^✔ gitrepositories\.source\.toolkit\.fluxcd\.io/v1$`,
-			`^✔ alerts\.notification\.toolkit\.fluxcd\.io/v1beta3$`,
+			`^✔ alerts\.notification\.toolkit\.fluxcd\.io/v1$`,
 			`^✔ all checks passed$`,
 		)
 	})

@@ -12,7 +12,6 @@ import (
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
@@ -82,11 +81,11 @@ var objKinds = []objKind{
 	{kind: notificationv1.ReceiverKind, human: "receiver", use: "receiver",
 		newObj: func() client.Object { return &notificationv1.Receiver{} }, newList: func() client.ObjectList { return &notificationv1.ReceiverList{} },
 		resumed: func(client.Object) string { return "Receiver reconciliation completed" }},
-	{kind: notificationv1beta3.ProviderKind, human: "alert provider", use: "alert-provider", static: true,
-		newObj: func() client.Object { return &notificationv1beta3.Provider{} }, newList: func() client.ObjectList { return &notificationv1beta3.ProviderList{} },
+	{kind: notificationv1.ProviderKind, human: "alert provider", use: "alert-provider", static: true,
+		newObj: func() client.Object { return &notificationv1.Provider{} }, newList: func() client.ObjectList { return &notificationv1.ProviderList{} },
 		resumed: func(client.Object) string { return "Provider reconciliation completed" }},
-	{kind: notificationv1beta3.AlertKind, human: "alert", use: "alert", static: true,
-		newObj: func() client.Object { return &notificationv1beta3.Alert{} }, newList: func() client.ObjectList { return &notificationv1beta3.AlertList{} },
+	{kind: notificationv1.AlertKind, human: "alert", use: "alert", static: true,
+		newObj: func() client.Object { return &notificationv1.Alert{} }, newList: func() client.ObjectList { return &notificationv1.AlertList{} },
 		resumed: func(client.Object) string { return "Alert reconciliation completed" }},
 }
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -199,7 +199,7 @@ func TestObjectsE2E(t *testing.T) {
 		}
 		hasLines(t, out, "► deleting alert apps in flux-system namespace", "✔ alert deleted")
 		oneLineError(t, u.fails("export", "alert", "apps"), "Alert apps not found in namespace flux-system")
-		alert := &notificationv1beta3.Alert{}
+		alert := &notificationv1.Alert{}
 		if err := yaml.Unmarshal([]byte(strings.TrimPrefix(before, "---\n")), alert); err != nil {
 			t.Fatal(err)
 		}

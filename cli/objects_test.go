@@ -8,7 +8,6 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -58,7 +57,7 @@ func TestFluxReady(t *testing.T) {
 		}
 	}
 	// An Alert has no status: static, ready at once.
-	if ok, err := fluxReady(&notificationv1beta3.Alert{ObjectMeta: metav1.ObjectMeta{Name: "a", Generation: 1}}, true); !ok || err != nil {
+	if ok, err := fluxReady(&notificationv1.Alert{ObjectMeta: metav1.ObjectMeta{Name: "a", Generation: 1}}, true); !ok || err != nil {
 		t.Errorf("static Alert: ready %v, err %v; want ready", ok, err)
 	}
 }
@@ -99,13 +98,13 @@ func TestCreateFlagParsing(t *testing.T) {
 func TestPrintAll(t *testing.T) {
 	objs := []client.Object{
 		&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "apps"}},
-		&notificationv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "slack"}},
+		&notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "slack"}},
 	}
 	c := fake.NewClientBuilder().WithScheme(dev.NewScheme()).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
 			switch l.(type) {
-			case *notificationv1beta3.AlertList:
-				return &apimeta.NoKindMatchError{GroupKind: schema.GroupKind{Group: notificationv1beta3.GroupVersion.Group, Kind: "Alert"}}
+			case *notificationv1.AlertList:
+				return &apimeta.NoKindMatchError{GroupKind: schema.GroupKind{Group: notificationv1.GroupVersion.Group, Kind: "Alert"}}
 			case *notificationv1.ReceiverList:
 				return errors.New("receivers are forbidden")
 			}

@@ -149,7 +149,7 @@ func helmReleaseSource(hr *helmv2.HelmRelease) (string, types.NamespacedName) {
 		return ref.Kind, types.NamespacedName{Namespace: ns, Name: ref.Name}
 	}
 	ns := hr.Namespace
-	if hr.Spec.Chart != nil && hr.Spec.Chart.Spec.SourceRef.Namespace != "" {
+	if hr.Spec.Chart != nil && hr.Spec.Chart.Spec.SourceRef != nil && hr.Spec.Chart.Spec.SourceRef.Namespace != "" {
 		ns = hr.Spec.Chart.Spec.SourceRef.Namespace
 	}
 	return sourcev1.HelmChartKind, types.NamespacedName{Namespace: ns, Name: hr.Namespace + "-" + hr.Name}

@@ -18,6 +18,11 @@ type Limits struct {
 	MaxBytes int64
 	// MaxFiles is the most entries (files and directories) written.
 	MaxFiles int
+	// SkipSymlinks skips a symbolic link whose target stays inside the
+	// root instead of refusing the archive; a link pointing out (absolute
+	// or through `..`) is still refused. Flux's OCIRepository extraction
+	// skips symbolic links (fluxcd/pkg/tar WithSkipSymlinks).
+	SkipSymlinks bool
 }
 
 // DefaultLimits: 1 GiB and 100,000 entries.
@@ -39,8 +44,9 @@ type Entry struct {
 
 // ReadArchive reads the tar.gz stream r and calls visit for each entry in
 // order. It refuses (an error wrapping ErrUnsafeArchive that names the entry)
-// absolute names, names that leave the root, links and every type other than
-// regular files and directories, and stops with an error past lim. visit
+// absolute names, names that leave the root, links (but see
+// Limits.SkipSymlinks) and every type other than regular files and
+// directories, and stops with an error past lim. visit
 // must consume Content before returning; its error stops the read.
 func ReadArchive(r io.Reader, lim Limits, visit func(Entry) error) error {
 	gz, err := gzip.NewReader(r)
@@ -79,6 +85,15 @@ func ReadArchive(r io.Reader, lim Limits, visit func(Entry) error) error {
 				e.Mode = 0o755
 			}
 			written += h.Size
+		case tar.TypeSymlink:
+			if !lim.SkipSymlinks {
+				return fmt.Errorf("%w: entry %q is a link or special file", ErrUnsafeArchive, h.Name)
+			}
+			target := path.Clean(path.Join(path.Dir(rel), h.Linkname))
+			if h.Linkname == "" || path.IsAbs(h.Linkname) || filepath.IsAbs(h.Linkname) || target == ".." || strings.HasPrefix(target, "../") {
+				return fmt.Errorf("%w: entry %q links outside the extraction directory", ErrUnsafeArchive, h.Name)
+			}
+			continue
 		default:
 			return fmt.Errorf("%w: entry %q is a link or special file", ErrUnsafeArchive, h.Name)
 		}

@@ -37,6 +37,32 @@ type Ignore struct {
 // which take precedence. When neither .sourceignore files nor spec patterns
 // exist, DefaultPatterns apply.
 func LoadIgnore(root string, spec *string) (*Ignore, error) {
+	user, err := userPatterns(root, spec)
+	if err != nil {
+		return nil, err
+	}
+	patterns := parsePatterns([]byte(strings.Join(VCSPatterns, "\n")), nil)
+	if len(user) == 0 {
+		patterns = append(patterns, parsePatterns([]byte(strings.Join(DefaultPatterns, "\n")), nil)...)
+	}
+	return &Ignore{matcher: gitignore.NewMatcher(append(patterns, user...))}, nil
+}
+
+// LoadSourceIgnore reads only the user's ignore rules of the tree at root:
+// every .sourceignore file, then spec; no VCS or default patterns. Flux
+// compatible: an OCIRepository's extracted layer is filtered this way
+// (its artifact was filtered when it was built).
+func LoadSourceIgnore(root string, spec *string) (*Ignore, error) {
+	user, err := userPatterns(root, spec)
+	if err != nil {
+		return nil, err
+	}
+	return &Ignore{matcher: gitignore.NewMatcher(user)}, nil
+}
+
+// userPatterns are the patterns of the .sourceignore files under root
+// (each scoped to its directory) followed by those of spec.
+func userPatterns(root string, spec *string) ([]gitignore.Pattern, error) {
 	var user []gitignore.Pattern
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -68,11 +94,7 @@ func LoadIgnore(root string, spec *string) (*Ignore, error) {
 	if spec != nil {
 		user = append(user, parsePatterns([]byte(*spec), nil)...)
 	}
-	patterns := parsePatterns([]byte(strings.Join(VCSPatterns, "\n")), nil)
-	if len(user) == 0 {
-		patterns = append(patterns, parsePatterns([]byte(strings.Join(DefaultPatterns, "\n")), nil)...)
-	}
-	return &Ignore{matcher: gitignore.NewMatcher(append(patterns, user...))}, nil
+	return user, nil
 }
 
 // NewIgnore returns the rules of patterns alone (.gitignore syntax, one

@@ -2,8 +2,9 @@
 // an events address is configured, as Flux event JSON POSTed to the
 // notification-controller.
 //
-// Flux compatible: the JSON shape of fluxcd/pkg/apis/event v1beta1 and the
-// sending rules of Flux's runtime recorder (contract §6.1): Warning events have
+// Flux compatible: the JSON shape of fluxcd/pkg/apis/event v1 (Flux v2.10:
+// v1beta1's plus the required `action` and the optional `relatedObject`) and
+// the sending rules of Flux's runtime recorder (contract §6.1): Warning events have
 // severity "error", Normal ones "info", Trace ones go to Kubernetes only;
 // metadata keys are sent as given (e.g. `source.toolkit.fluxcd.io/revision`)
 // and also become the Kubernetes Event's annotations; object annotations
@@ -50,16 +51,52 @@ const MetadataPrefix = "event.toolkit.fluxcd.io/"
 // are cut. Flux compatible: the maxLength of the event API's message.
 const MaxMessageLength = 39000
 
-// Event is the JSON body POSTed to the notification-controller.
+// Event is the JSON body POSTed to the notification-controller: Flux's
+// event.toolkit.fluxcd.io/v1 Event. A v1beta1 body is the same without
+// Action and RelatedObject, so it decodes into this type too (Action "").
 type Event struct {
-	InvolvedObject      corev1.ObjectReference `json:"involvedObject"`
-	Severity            string                 `json:"severity"`
-	Timestamp           metav1.Time            `json:"timestamp"`
-	Message             string                 `json:"message"`
-	Reason              string                 `json:"reason"`
-	Metadata            map[string]string      `json:"metadata,omitempty"`
-	ReportingController string                 `json:"reportingController"`
-	ReportingInstance   string                 `json:"reportingInstance,omitempty"`
+	InvolvedObject corev1.ObjectReference `json:"involvedObject"`
+	// RelatedObject is a second object the event is about, e.g. the source
+	// of a Kustomization; optional.
+	RelatedObject *corev1.ObjectReference `json:"relatedObject,omitempty"`
+	Severity      string                  `json:"severity"`
+	Timestamp     metav1.Time             `json:"timestamp"`
+	Message       string                  `json:"message"`
+	Reason        string                  `json:"reason"`
+	// Action is the stage of the reconcile the event reports, one of the
+	// emitting API group's Action values (e.g. source Reconcile, kustomize
+	// Apply). Required in v1 (always sent); empty in a v1beta1 body.
+	Action              string            `json:"action"`
+	Metadata            map[string]string `json:"metadata,omitempty"`
+	ReportingController string            `json:"reportingController"`
+	ReportingInstance   string            `json:"reportingInstance,omitempty"`
+}
+
+// Actions gives each event of a controller its action: the one its reason
+// maps to in ByReason, else Default. A call site whose action is not its
+// reason's (the same reason reported by two stages) sets it with
+// Recorder.WithAction.
+type Actions struct {
+	Default  string
+	ByReason map[string]string
+}
+
+// ActionTable builds Actions from an API group's typed Action constants,
+// e.g. ActionTable(sourcev1.ActionReconcile, map[string]sourcev1.Action{…}).
+func ActionTable[A ~string](def A, byReason map[string]A) Actions {
+	t := Actions{Default: string(def), ByReason: make(map[string]string, len(byReason))}
+	for reason, a := range byReason {
+		t.ByReason[reason] = string(a)
+	}
+	return t
+}
+
+// action is the action of an event with reason, by the table.
+func (a Actions) action(reason string) string {
+	if v, ok := a.ByReason[reason]; ok {
+		return v
+	}
+	return a.Default
 }
 
 // Sizes of a Recorder's delivery queue: a few workers suffice for the
@@ -72,7 +109,9 @@ const (
 	RecorderQueueSize = 256
 )
 
-// Recorder records events for one controller.
+// Recorder records events for one controller. The With* methods return a
+// copy sharing the delivery queue: a controller sets its action table once
+// (WithActions) and a call site narrows one event (WithAction, WithRelated).
 type Recorder struct {
 	k8s        record.EventRecorder
 	scheme     *runtime.Scheme
@@ -82,6 +121,41 @@ type Recorder struct {
 	client     *retryablehttp.Client
 	queue      *Queue
 	log        logr.Logger
+
+	actions Actions
+	action  string        // overrides actions when not empty
+	related client.Object // the relatedObject, when not nil
+}
+
+// WithActions returns a recorder whose events get their action from t.
+func (r *Recorder) WithActions(t Actions) *Recorder {
+	c := *r
+	c.actions = t
+	return &c
+}
+
+// WithAction returns a recorder whose events all have action, whatever
+// their reason, e.g. r.WithAction(kustomizev1.ActionPrune.String()).Event(…).
+func (r *Recorder) WithAction(action string) *Recorder {
+	c := *r
+	c.action = action
+	return &c
+}
+
+// WithRelated returns a recorder whose events name obj as their
+// relatedObject (e.g. a Kustomization's source); nil sends none.
+func (r *Recorder) WithRelated(obj client.Object) *Recorder {
+	c := *r
+	c.related = obj
+	return &c
+}
+
+// actionFor is the action of an event with reason.
+func (r *Recorder) actionFor(reason string) string {
+	if r.action != "" {
+		return r.action
+	}
+	return r.actions.action(reason)
 }
 
 // NewRecorder returns a recorder that writes Kubernetes Events through k8s
@@ -177,16 +251,28 @@ func (r *Recorder) flux(obj client.Object, eventType, reason, message string, me
 	if len(meta) == 0 {
 		meta = nil
 	}
+	var related *corev1.ObjectReference
+	if r.related != nil {
+		if rgvk, err := apiutil.GVKForObject(r.related, r.scheme); err == nil {
+			related = &corev1.ObjectReference{
+				Kind: rgvk.Kind, APIVersion: rgvk.GroupVersion().String(),
+				Namespace: r.related.GetNamespace(), Name: r.related.GetName(),
+				UID: r.related.GetUID(), ResourceVersion: r.related.GetResourceVersion(),
+			}
+		}
+	}
 	return &Event{
 		InvolvedObject: corev1.ObjectReference{
 			Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(),
 			Namespace: obj.GetNamespace(), Name: obj.GetName(),
 			UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
 		},
+		RelatedObject:       related,
 		Severity:            severity,
 		Timestamp:           metav1.Now(),
 		Message:             message,
 		Reason:              reason,
+		Action:              r.actionFor(reason),
 		Metadata:            meta,
 		ReportingController: r.controller,
 		ReportingInstance:   r.instance,

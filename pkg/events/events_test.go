@@ -292,3 +292,65 @@ func TestQueue(t *testing.T) {
 	}
 	q.Close()
 }
+
+// TestRecorderPostsActionAndRelatedObject: the event.toolkit.fluxcd.io/v1
+// fields. The action comes from the controller's table by reason (else its
+// default), WithAction overrides it for one call site, and WithRelated
+// names a relatedObject; the body carries `action` as a JSON key.
+func TestRecorderPostsActionAndRelatedObject(t *testing.T) {
+	var mu sync.Mutex
+	var raw []map[string]any
+	s, srv := newSink(accept)
+	defer srv.Close()
+	tee := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(body, &m)
+		mu.Lock()
+		raw = append(raw, m)
+		mu.Unlock()
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		s.ServeHTTP(w, r)
+	}))
+	defer tee.Close()
+	rec := newRecorder(t, record.NewFakeRecorder(10), tee.URL).WithActions(events.ActionTable(sourcev1.ActionReconcile,
+		map[string]sourcev1.Action{"ArtifactVerificationFailed": sourcev1.ActionReconcileStorage}))
+
+	src := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "origin", Namespace: "apps", UID: "99"}}
+	rec.Event(newObj(), corev1.EventTypeNormal, "NewArtifact", "stored", nil)
+	rec.Event(newObj(), corev1.EventTypeWarning, "ArtifactVerificationFailed", "bad digest", nil)
+	rec.WithAction(sourcev1.ActionGarbageCollect.String()).WithRelated(src).Event(newObj(), corev1.EventTypeNormal, "Marker", "collected", nil)
+	// The override is a copy: the table still applies to rec.
+	rec.Event(newObj(), corev1.EventTypeNormal, "Last", "after the override", nil)
+
+	evs := s.wait(t, "Last", 1)
+	got := map[string]string{}
+	for _, e := range evs {
+		got[e.Reason] = e.Action
+	}
+	want := map[string]string{"NewArtifact": "Reconcile", "ArtifactVerificationFailed": "ReconcileStorage", "Marker": "GarbageCollect", "Last": "Reconcile"}
+	for reason, action := range want {
+		if got[reason] != action {
+			t.Errorf("%s: action %q, want %q", reason, got[reason], action)
+		}
+	}
+	for _, e := range evs {
+		if e.Reason != "Marker" && e.RelatedObject != nil {
+			t.Errorf("%s: relatedObject %+v, want none", e.Reason, e.RelatedObject)
+		}
+	}
+	wantRel := corev1.ObjectReference{Kind: "GitRepository", APIVersion: "source.toolkit.fluxcd.io/v1", Namespace: "apps", Name: "origin", UID: "99"}
+	if rel := evs[2].RelatedObject; evs[2].Reason != "Marker" || rel == nil || *rel != wantRel {
+		t.Errorf("Marker: relatedObject %+v, want %+v", rel, wantRel)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, m := range raw {
+		if _, ok := m["action"]; !ok {
+			t.Errorf("posted body without an action key: %v", m)
+		}
+		if _, ok := m["relatedObject"]; ok && m["reason"] != "Marker" {
+			t.Errorf("posted body with a relatedObject key: %v", m)
+		}
+	}
+}

@@ -179,7 +179,7 @@ func checkSettledOnCleanup(t testing.TB, c client.Client, obj client.Object) {
 }
 
 // ClusterStatusViolations checks every Kustomization, GitRepository,
-// HelmRepository, HelmChart, HelmRelease and Receiver in the cluster
+// HelmRepository, HelmChart, OCIRepository, HelmRelease and Receiver in the cluster
 // (StatusViolations), one line per violation naming the object. Main runs
 // it after the tests, so each controller scenario's objects are checked as
 // the scenario left them.
@@ -190,6 +190,7 @@ func ClusterStatusViolations(ctx context.Context, c client.Reader) ([]string, er
 		&sourcev1.GitRepositoryList{},
 		&sourcev1.HelmRepositoryList{},
 		&sourcev1.HelmChartList{},
+		&sourcev1.OCIRepositoryList{},
 		&helmv2.HelmReleaseList{},
 		&notificationv1.ReceiverList{},
 	}

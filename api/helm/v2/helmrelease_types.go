@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 )
 
 // HelmReleaseKind is the kind name of HelmRelease.
@@ -17,8 +18,9 @@ const HelmReleaseKind = "HelmRelease"
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.chart) && !has(self.chartRef)) || (!has(self.chart) && has(self.chartRef))", message="either chart or chartRef must be set"
 type HelmReleaseSpec struct {
-	// Chart is a template of the HelmChart helm-controller creates, named
-	// `<namespace>-<name>`, in the sourceRef's namespace.
+	// Chart is a template of the chart source helm-controller creates,
+	// named `<namespace>-<name>`: a HelmChart in the sourceRef's namespace,
+	// or an OCIRepository in the HelmRelease's.
 	// +optional
 	Chart *HelmChartTemplate `json:"chart,omitempty"`
 
@@ -151,57 +153,75 @@ type HelmReleaseSpec struct {
 	HealthCheckExprs []kustomizev1.CustomHealthCheck `json:"healthCheckExprs,omitempty"`
 }
 
-// HelmChartTemplate is the HelmChart helm-controller keeps for a HelmRelease.
+// HelmChartTemplate is the chart source helm-controller generates for a
+// HelmRelease: a HelmChart (kind HelmChart, the default) or an
+// OCIRepository (kind OCIRepository), named `<hrNamespace>-<hrName>`.
+// Flux compatible: helm-controller api v1.7's HelmChartTemplate, its kind
+// field and CEL rules.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'OCIRepository' || (has(self.spec.url) && size(self.spec.url) > 0)", message="chart.spec.url must be set when chart.kind is 'OCIRepository'"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.url) || (has(self.kind) && self.kind == 'OCIRepository')",message="chart.spec.url requires chart.kind: 'OCIRepository'; for a HelmChart template set spec.chart and spec.sourceRef instead"
+// +kubebuilder:validation:XValidation:rule="(has(self.kind) && self.kind == 'OCIRepository') || (has(self.spec.chart) && has(self.spec.sourceRef))", message="chart.spec.chart and chart.spec.sourceRef must be set when chart.kind is not 'OCIRepository'"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'OCIRepository' || !has(self.spec.chart)", message="chart.spec.chart cannot be set when chart.kind is 'OCIRepository'"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'OCIRepository' || !has(self.spec.version) || self.spec.version == '*'", message="chart.spec.version cannot be set when chart.kind is 'OCIRepository'"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'OCIRepository' || !has(self.spec.sourceRef)", message="chart.spec.sourceRef cannot be set when chart.kind is 'OCIRepository'"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'OCIRepository' || !has(self.spec.reconcileStrategy) || self.spec.reconcileStrategy == 'ChartVersion'", message="chart.spec.reconcileStrategy cannot be set when chart.kind is 'OCIRepository'"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'OCIRepository' || !has(self.spec.valuesFiles)", message="chart.spec.valuesFiles cannot be set when chart.kind is 'OCIRepository'"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'OCIRepository' || !has(self.spec.ignoreMissingValuesFiles)", message="chart.spec.ignoreMissingValuesFiles cannot be set when chart.kind is 'OCIRepository'"
 type HelmChartTemplate struct {
-	// ObjectMeta adds labels and annotations to the HelmChart.
+	// Kind of the generated source: HelmChart (the default; spec.chart and
+	// spec.sourceRef required) or OCIRepository (spec.url required; the
+	// OCIRepository fields of spec apply and its interval defaults to the
+	// HelmRelease's).
+	// +kubebuilder:validation:Enum=HelmChart;OCIRepository
+	// +optional
+	Kind string `json:"kind,omitempty"`
+
+	// ObjectMeta adds labels and annotations to the generated object.
 	// +optional
 	ObjectMeta *HelmChartTemplateObjectMeta `json:"metadata,omitempty"`
 
-	// Spec of the HelmChart.
+	// Spec of the generated object.
 	// +required
 	Spec HelmChartTemplateSpec `json:"spec"`
 }
 
 // HelmChartTemplateObjectMeta is the metadata of a HelmChartTemplate.
 type HelmChartTemplateObjectMeta struct {
-	// Labels of the HelmChart.
+	// Labels of the generated object.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 
-	// Annotations of the HelmChart.
+	// Annotations of the generated object.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// HelmChartTemplateSpec is the spec of the HelmChart a HelmRelease gets.
+// HelmChartTemplateSpec is the spec of the generated object: the
+// OCIRepository fields (kind OCIRepository; interval and verify also apply
+// to a HelmChart) next to the HelmChart ones.
 type HelmChartTemplateSpec struct {
+	sourcev1.OCIRepositorySpec `json:",inline"`
+
 	// Chart name in a HelmRepository, or a chart directory's path in a
 	// GitRepository or Bucket artifact.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
-	// +required
-	Chart string `json:"chart"`
+	// +optional
+	Chart string `json:"chart,omitempty"`
 
-	// Version is a semver constraint (HelmRepository sources); `*` for the
-	// latest stable.
-	// +kubebuilder:default:=*
+	// Version is a semver constraint (HelmRepository sources); `*` (the
+	// default) for the latest stable.
 	// +optional
 	Version string `json:"version,omitempty"`
 
 	// SourceRef names the chart's source.
-	// +required
-	SourceRef CrossNamespaceObjectReference `json:"sourceRef"`
-
-	// Interval of the HelmChart; default the HelmRelease's interval.
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
 	// +optional
-	Interval *metav1.Duration `json:"interval,omitempty"`
+	SourceRef *CrossNamespaceObjectReference `json:"sourceRef,omitempty"`
 
 	// ReconcileStrategy of the HelmChart: ChartVersion (the default) or
 	// Revision.
 	// +kubebuilder:validation:Enum=ChartVersion;Revision
-	// +kubebuilder:default:=ChartVersion
 	// +optional
 	ReconcileStrategy string `json:"reconcileStrategy,omitempty"`
 
@@ -212,23 +232,23 @@ type HelmChartTemplateSpec struct {
 	// IgnoreMissingValuesFiles skips ValuesFiles that do not exist.
 	// +optional
 	IgnoreMissingValuesFiles bool `json:"ignoreMissingValuesFiles,omitempty"`
-
-	// Verify the chart's signature (OCI charts only).
-	// +optional
-	Verify *HelmChartTemplateVerification `json:"verify,omitempty"`
 }
 
-// HelmChartTemplateVerification names how the HelmChart verifies an OCI
-// chart's signature.
-type HelmChartTemplateVerification struct {
-	// Provider of the signature: cosign (the default) or notation.
-	// +kubebuilder:validation:Enum=cosign;notation
-	// +kubebuilder:default:=cosign
-	Provider string `json:"provider"`
+// GetVersion is spec.version, or `*` when empty (Flux's code default).
+func (in HelmChartTemplateSpec) GetVersion() string {
+	if in.Version == "" {
+		return "*"
+	}
+	return in.Version
+}
 
-	// SecretRef names a Secret with the trusted public keys.
-	// +optional
-	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
+// GetReconcileStrategy is spec.reconcileStrategy, or ChartVersion when
+// empty (Flux's code default).
+func (in HelmChartTemplateSpec) GetReconcileStrategy() string {
+	if in.ReconcileStrategy == "" {
+		return sourcev1.ReconcileStrategyChartVersion
+	}
+	return in.ReconcileStrategy
 }
 
 // CrossNamespaceObjectReference names a chart source of a HelmChartTemplate.
@@ -707,7 +727,9 @@ type HelmReleaseStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// HelmChart is the `<namespace>/<name>` of the HelmChart in use.
+	// HelmChart is the generated chart source in use: `<namespace>/<name>`
+	// for a HelmChart, `<kind>/<namespace>/<name>` for another kind (e.g.
+	// `OCIRepository/apps/apps-podinfo`). Flux compatible (SetChart).
 	// +optional
 	HelmChart string `json:"helmChart,omitempty"`
 

@@ -1,5 +1,5 @@
 // Package v1 holds the Go types of the notification.toolkit.fluxcd.io/v1 API
-// group: Receiver, with the same group, kind and JSON fields as Flux's
+// group: Receiver, Alert and Provider, with the same group, kind and JSON fields as Flux's
 // notification-controller, so existing manifests and the flux CLI work
 // against Eddy unchanged. The types carry no logic.
 //
@@ -25,7 +25,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Receiver{}, &ReceiverList{})
+	s.AddKnownTypes(GroupVersion, &Receiver{}, &ReceiverList{}, &Alert{}, &AlertList{}, &Provider{}, &ProviderList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

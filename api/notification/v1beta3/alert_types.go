@@ -62,7 +62,7 @@ type AlertSpec struct {
 // Alert routes matching events to a Provider.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
+// +kubebuilder:deprecatedversion:warning="v1beta3 Alert is deprecated, upgrade to v1"
 // +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/substitute=disabled"
 // +kubebuilder:resource:categories=fluxcd;fluxcd-notifications
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""

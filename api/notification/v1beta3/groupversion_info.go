@@ -1,7 +1,8 @@
 // Package v1beta3 holds the Go types of the notification.toolkit.fluxcd.io/v1beta3
 // API group: Provider and Alert, with the same group, kinds and JSON fields as
-// Flux's notification-controller (still beta upstream, and the only served
-// version there). The types carry no logic.
+// Flux's notification-controller. Served but deprecated since Flux v2.10
+// (v1 is the storage version; the CRDs convert with strategy None, so the
+// two versions share storage). The types carry no logic.
 //
 // +kubebuilder:object:generate=true
 // +groupName=notification.toolkit.fluxcd.io

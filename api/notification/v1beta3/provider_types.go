@@ -105,7 +105,7 @@ type ProviderSpec struct {
 // Provider is an alert destination.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
+// +kubebuilder:deprecatedversion:warning="v1beta3 Provider is deprecated, upgrade to v1"
 // +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/substitute=disabled"
 // +kubebuilder:resource:categories=fluxcd;fluxcd-notifications
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""

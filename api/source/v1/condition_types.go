@@ -178,4 +178,8 @@ const (
 	// DependencyBuildErrorReason: a chart dependency could not be resolved
 	// (BuildFailed=True, retried).
 	DependencyBuildErrorReason = "DependencyBuildError"
+
+	// ReadOperationFailedReason: a read from the source failed, e.g. an
+	// OCIRepository's tag listing (FetchFailed=True, retried).
+	ReadOperationFailedReason = "ReadOperationFailed"
 )

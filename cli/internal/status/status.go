@@ -17,7 +17,6 @@ import (
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -152,7 +151,7 @@ func staticRow(prefix string, o metav1.Object, suspended bool, msg string) Row {
 
 // AlertRows are the rows of l's items, each named prefix+name. An Alert
 // has no status: flux shows it Ready with "Alert is Ready".
-func AlertRows(l *notificationv1beta3.AlertList, prefix string) []Row {
+func AlertRows(l *notificationv1.AlertList, prefix string) []Row {
 	var rs []Row
 	for i := range l.Items {
 		o := &l.Items[i]
@@ -163,7 +162,7 @@ func AlertRows(l *notificationv1beta3.AlertList, prefix string) []Row {
 
 // ProviderRows are the rows of l's items, each named prefix+name. A
 // Provider has no status: flux shows it Ready with "Provider is Ready".
-func ProviderRows(l *notificationv1beta3.ProviderList, prefix string) []Row {
+func ProviderRows(l *notificationv1.ProviderList, prefix string) []Row {
 	var rs []Row
 	for i := range l.Items {
 		o := &l.Items[i]

@@ -206,9 +206,9 @@ func runControllers(b *testing.B, n int, chart, scExe, hcExe string) controllerR
 			Spec: helmv2.HelmReleaseSpec{
 				Interval: hour,
 				Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
-					Chart:     "podinfo",
-					SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: repo.Name},
-					Interval:  &hour,
+					Chart:             "podinfo",
+					SourceRef:         &helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: repo.Name},
+					OCIRepositorySpec: sourcev1.OCIRepositorySpec{Interval: &hour},
 				}},
 			},
 		}

@@ -101,7 +101,7 @@ func (r *HelmReleaseReconciler) released(req *releaseRequest, action string, sta
 	logs *logBuffer, err error) error {
 	obj := req.obj
 	obj.Status.LastAttemptedReleaseActionDuration = &metav1.Duration{Duration: time.Since(start)}
-	recordObserved(obj, observed, action)
+	recordObserved(obj, observed, action, obj.Status.LastAttemptedRevisionDigest)
 	r.recordInventory(req, observed)
 	defer summarize(obj)
 	failReason, failFmt, okReason, okFmt, m := helmv2.InstallFailedReason, fmtInstallFailure, helmv2.InstallSucceededReason, fmtInstallSuccess, installRemediation(obj)
@@ -114,7 +114,7 @@ func (r *HelmReleaseReconciler) released(req *releaseRequest, action string, sta
 		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, meta.HealthCheckCanceledReason, cause.Error())
 		reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, meta.HealthCheckCanceledReason, cause.Error())
 		r.Events.Event(obj, corev1.EventTypeNormal, meta.HealthCheckCanceledReason, cause.Error(),
-			eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion()))
+			eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion(), obj.Status.LastAttemptedRevisionDigest))
 		return errMustRequeue
 	}
 	if err != nil {
@@ -123,7 +123,7 @@ func (r *HelmReleaseReconciler) released(req *releaseRequest, action string, sta
 		obj.Status.Failures++
 		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, failReason, msg)
 		r.Events.Event(obj, corev1.EventTypeWarning, failReason, req.secrets.Redact(logs.withLogs(msg)),
-			eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion()))
+			eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion(), obj.Status.LastAttemptedRevisionDigest))
 		if len(observed) == 0 {
 			return errors.New(msg)
 		}
@@ -279,7 +279,7 @@ func (r *HelmReleaseReconciler) rollbackAction(req *releaseRequest, prev helmv2.
 		rb.CleanupOnFail = spec.CleanupOnFail
 		rb.MaxHistory = maxHistory(obj)
 		err = rb.Run(prev.Name)
-		recordObserved(obj, observed, helmv2.ReleaseActionRollback)
+		recordObserved(obj, observed, helmv2.ReleaseActionRollback, "")
 		r.recordInventory(req, observed)
 		defer summarize(obj)
 		if err != nil {
@@ -324,7 +324,7 @@ func (r *HelmReleaseReconciler) uninstallRemediationAction(req *releaseRequest) 
 		un.Wait = !spec.DisableWait
 		un.DeletionPropagation = deletionPropagation(spec)
 		_, err = un.Run(cur.Name)
-		recordObserved(obj, observed, "")
+		recordObserved(obj, observed, "", "")
 		defer summarize(obj)
 		cur = latestSnapshot(obj)
 		if err != nil {
@@ -365,7 +365,7 @@ func (r *HelmReleaseReconciler) unlockAction(req *releaseRequest) *releaseAction
 		status := rls.Info.Status
 		rls.SetStatus(release.StatusFailed, fmt.Sprintf("Release unlocked from stale '%s' state", status))
 		err = cfg.Releases.Update(rls)
-		recordObserved(obj, observed, "")
+		recordObserved(obj, observed, "", "")
 		defer summarize(obj)
 		full := fmt.Sprintf("%s/%s.v%d", rls.Namespace, rls.Name, rls.Version)
 		chartName := ""

@@ -15,10 +15,11 @@ import (
 )
 
 // finalize uninstalls the release of a HelmRelease being deleted and
-// deletes the HelmChart it generated; the skeleton then removes the
-// finalizer. A suspended HelmRelease leaves both in place. Flux compatible:
-// nothing is uninstalled without status.storageNamespace (never released),
-// nor when the impersonated ServiceAccount is gone.
+// deletes the chart source (HelmChart or OCIRepository) it generated; the
+// skeleton then removes the finalizer. A suspended HelmRelease leaves both
+// in place. Flux compatible: nothing is uninstalled without
+// status.storageNamespace (never released), nor when the impersonated
+// ServiceAccount is gone.
 func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) (ctrl.Result, error) {
 	if obj.Spec.Suspend {
 		return ctrl.Result{}, nil
@@ -28,14 +29,14 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRe
 			err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &corev1.ServiceAccount{})
 			if apierrors.IsNotFound(err) {
 				ctrl.LoggerFrom(ctx).Info("skipping Helm release uninstallation: ServiceAccount not found", "serviceAccount", sa)
-				return ctrl.Result{}, r.deleteHelmChart(ctx, obj)
+				return ctrl.Result{}, r.deleteGeneratedChart(ctx, obj, obj.Status.GetHelmChartReference())
 			}
 		}
 		if err := r.uninstallCurrent(ctx, obj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, r.deleteHelmChart(ctx, obj)
+	return ctrl.Result{}, r.deleteGeneratedChart(ctx, obj, obj.Status.GetHelmChartReference())
 }
 
 // uninstallCurrent uninstalls the release status.history (or, without
@@ -80,7 +81,7 @@ func (r *HelmReleaseReconciler) uninstallCurrent(ctx context.Context, obj *helmv
 	un.Wait = !spec.DisableWait
 	un.DeletionPropagation = deletionPropagation(spec)
 	_, err = un.Run(name)
-	recordObserved(obj, observed, helmv2.ReleaseActionUninstall)
+	recordObserved(obj, observed, helmv2.ReleaseActionUninstall, "")
 	em := r.snapshotMeta(latestSnapshot(obj))
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		msg := fmt.Sprintf("Helm uninstall failed for release %s with chart %s: %s", full, chartName, err)

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/helm-controller/internal/drift"
 	"github.com/eddyops/eddy/helm-controller/internal/values"
 	"github.com/eddyops/eddy/pkg/artifact"
@@ -17,12 +15,9 @@ import (
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -202,7 +197,7 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 		return nil, f
 	}
 	progressed(helmv2.DependencyNotReadyReason)
-	hc, f := r.source(ctx, obj, applied)
+	src, f := r.source(ctx, obj, applied)
 	if f != nil {
 		return nil, f
 	}
@@ -212,11 +207,11 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 		return nil, fail(helmv2.ValuesErrorReason, "%s", err)
 	}
 	progressed(helmv2.ValuesErrorReason)
-	ch, f := r.loadChart(ctx, hc)
+	ch, ociDigest, f := r.loadChart(ctx, src)
 	if f != nil {
 		return nil, f
 	}
-	progressed(helmv2.ArtifactFailedReason)
+	progressed(helmv2.ArtifactFailedReason, helmv2.ChartMutateErrorReason)
 	getter, err := r.getterFor(obj)
 	if err != nil {
 		return nil, fail(helmv2.RESTClientErrorReason, "%s", err)
@@ -245,131 +240,11 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 	}
 	obj.Status.LastAttemptedGeneration = obj.Generation
 	obj.Status.LastAttemptedRevision = ch.Metadata.Version
-	obj.Status.LastAttemptedRevisionDigest = ""
+	obj.Status.LastAttemptedRevisionDigest = ociDigest
 	obj.Status.LastAttemptedConfigDigest = req.configDigest
 	obj.Status.LastAttemptedValuesChecksum = ""
 	obj.Status.LastReleaseRevision = 0
 	return req, nil
-}
-
-// reconcileChartTemplate server-side applies the HelmChart of spec.chart
-// (`<hrNs>-<hrName>` in the source's namespace, labelled with the
-// HelmRelease) and records it in status.helmChart; with spec.chartRef it
-// deletes a HelmChart generated before. Flux compatible. It returns the
-// generation the apply left the HelmChart at (0 without spec.chart), which
-// the cache may not show yet.
-func (r *HelmReleaseReconciler) reconcileChartTemplate(ctx context.Context, obj *helmv2.HelmRelease) (int64, *failure) {
-	if obj.Spec.Chart == nil {
-		if obj.Status.HelmChart != "" {
-			if err := r.deleteHelmChart(ctx, obj); err != nil {
-				return 0, fail(helmv2.ArtifactFailedReason, "failed to delete HelmChart '%s': %s", obj.Status.HelmChart, err)
-			}
-		}
-		return 0, nil
-	}
-	tpl := obj.Spec.Chart
-	ns := tpl.Spec.SourceRef.Namespace
-	if ns == "" {
-		ns = obj.Namespace
-	}
-	if r.NoCrossNamespaceRefs && ns != obj.Namespace {
-		return 0, fail("AccessDenied", "cross-namespace references are not allowed: %s '%s/%s'",
-			tpl.Spec.SourceRef.Kind, ns, tpl.Spec.SourceRef.Name).Stall()
-	}
-	name := obj.Namespace + "-" + obj.Name
-	if cur := obj.Status.HelmChart; cur != "" && cur != ns+"/"+name {
-		if err := r.deleteHelmChart(ctx, obj); err != nil {
-			return 0, fail(helmv2.ArtifactFailedReason, "failed to delete HelmChart '%s': %s", cur, err)
-		}
-	}
-	labels := map[string]any{}
-	annotations := map[string]any{}
-	if tpl.ObjectMeta != nil {
-		for k, v := range tpl.ObjectMeta.Labels {
-			labels[k] = v
-		}
-		for k, v := range tpl.ObjectMeta.Annotations {
-			annotations[k] = v
-		}
-	}
-	labels[NameLabel] = obj.Name
-	labels[NamespaceLabel] = obj.Namespace
-	version := tpl.Spec.Version
-	if version == "" {
-		version = "*"
-	}
-	strategy := tpl.Spec.ReconcileStrategy
-	if strategy == "" {
-		strategy = "ChartVersion"
-	}
-	interval := obj.Spec.Interval
-	if tpl.Spec.Interval != nil {
-		interval = *tpl.Spec.Interval
-	}
-	ref := map[string]any{"kind": tpl.Spec.SourceRef.Kind, "name": tpl.Spec.SourceRef.Name}
-	if tpl.Spec.SourceRef.APIVersion != "" {
-		ref["apiVersion"] = tpl.Spec.SourceRef.APIVersion
-	}
-	spec := map[string]any{"chart": tpl.Spec.Chart, "version": version, "sourceRef": ref,
-		"interval": interval.Duration.String(), "reconcileStrategy": strategy}
-	if len(tpl.Spec.ValuesFiles) > 0 {
-		files := make([]any, len(tpl.Spec.ValuesFiles))
-		for i, f := range tpl.Spec.ValuesFiles {
-			files[i] = f
-		}
-		spec["valuesFiles"] = files
-	}
-	if tpl.Spec.IgnoreMissingValuesFiles {
-		spec["ignoreMissingValuesFiles"] = true
-	}
-	if v := tpl.Spec.Verify; v != nil {
-		verify := map[string]any{"provider": v.Provider}
-		if v.SecretRef != nil {
-			verify["secretRef"] = map[string]any{"name": v.SecretRef.Name}
-		}
-		spec["verify"] = verify
-	}
-	md := map[string]any{"name": name, "namespace": ns, "labels": labels}
-	if len(annotations) > 0 {
-		md["annotations"] = annotations
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": sourcev1.GroupVersion.String(), "kind": sourcev1.HelmChartKind, "metadata": md, "spec": spec,
-	}}
-	if err := r.Patch(ctx, u, client.Apply, client.FieldOwner(ControllerName), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
-		return 0, fail(helmv2.ArtifactFailedReason, "failed to apply HelmChart '%s/%s': %s", ns, name, err)
-	}
-	obj.Status.HelmChart = ns + "/" + name
-	return u.GetGeneration(), nil
-}
-
-// deleteHelmChart deletes the HelmChart of status.helmChart when it is one
-// this HelmRelease generated, and clears the field.
-func (r *HelmReleaseReconciler) deleteHelmChart(ctx context.Context, obj *helmv2.HelmRelease) error {
-	ns, name, ok := splitNamespaced(obj.Status.HelmChart)
-	if !ok {
-		obj.Status.HelmChart = ""
-		return nil
-	}
-	hc := &sourcev1.HelmChart{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, hc)
-	if err == nil && hc.Labels[NameLabel] == obj.Name && hc.Labels[NamespaceLabel] == obj.Namespace {
-		err = r.Delete(ctx, hc)
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	obj.Status.HelmChart = ""
-	return nil
-}
-
-func splitNamespaced(s string) (ns, name string, ok bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], i > 0 && i < len(s)-1
-		}
-	}
-	return "", "", false
 }
 
 // checkDependencies requires each spec.dependsOn HelmRelease Ready at its
@@ -394,78 +269,6 @@ func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helm
 		}
 	}
 	return nil
-}
-
-// source returns the HelmChart the release is built from, Ready with an
-// artifact. Flux compatible messages (SourceNotReady, ArtifactFailed).
-//
-// applied is the generation reconcileChartTemplate left the generated
-// HelmChart at: a cached copy older than that (or none yet, right after
-// the HelmChart was created) is a chart source-controller has not
-// reconciled, not one to release from.
-func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRelease, applied int64) (*sourcev1.HelmChart, *failure) {
-	var key types.NamespacedName
-	switch {
-	case obj.Spec.ChartRef != nil:
-		ref := obj.Spec.ChartRef
-		if ref.Kind != sourcev1.HelmChartKind {
-			return nil, fail(helmv2.ArtifactFailedReason, "chartRef kind '%s' is not supported by Eddy yet", ref.Kind).Stall()
-		}
-		key = types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
-		if key.Namespace == "" {
-			key.Namespace = obj.Namespace
-		}
-		if r.NoCrossNamespaceRefs && key.Namespace != obj.Namespace {
-			return nil, fail("AccessDenied", "cross-namespace references are not allowed: %s '%s/%s'", ref.Kind, key.Namespace, key.Name).Stall()
-		}
-	default:
-		ns, name, _ := splitNamespaced(obj.Status.HelmChart)
-		key = types.NamespacedName{Namespace: ns, Name: name}
-	}
-	hc := &sourcev1.HelmChart{}
-	err := r.Get(ctx, key, hc)
-	if err != nil && !(apierrors.IsNotFound(err) && applied > 0) {
-		return nil, fail(helmv2.ArtifactFailedReason, "could not get Source object: %s", err)
-	}
-	why := ""
-	ready := apimeta.FindStatusCondition(hc.Status.Conditions, meta.ReadyCondition)
-	switch {
-	case err != nil || hc.Generation < applied || hc.Generation != hc.Status.ObservedGeneration:
-		why = "latest generation of object has not been reconciled"
-	case ready == nil || ready.Status != metav1.ConditionTrue:
-		why = "not ready"
-		if ready != nil {
-			why = ready.Message
-		}
-	case hc.Status.Artifact == nil:
-		why = "does not have an artifact"
-	}
-	if why != "" {
-		f := fail(helmv2.SourceNotReadyReason, "%s '%s/%s' is not ready: %s", sourcev1.HelmChartKind, key.Namespace, key.Name, why)
-		f.Waiting, f.Retry = true, r.RequeueDependency
-		return nil, f
-	}
-	return hc, nil
-}
-
-// loadChart downloads the HelmChart's artifact, verifies its digest and
-// loads it with Helm's loader. Flux compatible messages.
-func (r *HelmReleaseReconciler) loadChart(ctx context.Context, hc *sourcev1.HelmChart) (*chart.Chart, *failure) {
-	var ch *chart.Chart
-	err := r.Fetcher.FetchWith(ctx, hc.Status.Artifact.URL, hc.Status.Artifact.Digest, func(rd io.Reader, _ artifact.Limits) error {
-		var err error
-		ch, err = loader.LoadArchive(rd)
-		return err
-	})
-	if errors.Is(err, artifact.ErrNotFound) {
-		f := fail(helmv2.ArtifactFailedReason, "Source not ready: artifact not found. Retrying in %s", r.RequeueDependency)
-		f.Waiting, f.Retry = true, r.RequeueDependency
-		return nil, f
-	}
-	if err != nil {
-		return nil, fail(helmv2.ArtifactFailedReason, "Could not load chart: %s", err)
-	}
-	return ch, nil
 }
 
 // serviceAccount is spec.serviceAccountName, else --default-service-account.

@@ -39,6 +39,8 @@ func TestBinary(t *testing.T) {
 	t.Run("UpgradeThatDoesNotRenderKeepsRelease", testUpgradeDoesNotRender)
 	t.Run("NewGenerationCancelsWait", testNewGenerationCancelsWait)
 	t.Run("RetryOnFailure", testRetryOnFailure)
+	t.Run("OCIRepositoryChartRef", testOCIRepositoryChartRef)
+	t.Run("ChartTemplateOCIRepository", testChartTemplateOCIRepository)
 }
 
 // testInstallUpgradeUninstall installs podinfo (Ready with Flux's message,
@@ -260,7 +262,7 @@ func testChartTemplateDependsOn(t *testing.T) {
 	a := podinfo(t, srv, "")
 	first := newRelease(t, ns, "first", "", func(hr *helmv2.HelmRelease) {
 		hr.Spec.Chart = &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{Chart: "podinfo",
-			SourceRef: helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "podinfo"}}}
+			SourceRef: &helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "podinfo"}}}
 	})
 	newHelmChart(t, ns, "shared")
 	serveChart(t, ns, "shared", a)

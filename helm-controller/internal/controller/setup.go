@@ -15,30 +15,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 )
 
-// chartIndex indexes HelmReleases by the HelmChart they are built from
-// (`<ns>/<name>`): chartRef, else the generated chart.
+// chartIndex indexes HelmReleases by the chart source they are built from,
+// as HelmChartReference.String() (`<kind>/<ns>/<name>`): chartRef, else the
+// object spec.chart generates.
 const chartIndex = ".helmChart"
 
 // SetupWithManager registers the reconciler with the work-queue options
 // opts (runtime.Options.ControllerOptions); it also reconciles the
-// HelmReleases of a HelmChart whose artifact changed. Flux compatible.
+// HelmReleases of a HelmChart or OCIRepository whose artifact changed.
+// Flux compatible.
 func (r *HelmReleaseReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &helmv2.HelmRelease{}, chartIndex,
 		func(obj client.Object) []string {
 			hr := obj.(*helmv2.HelmRelease)
-			if ref := hr.Spec.ChartRef; ref != nil && ref.Kind == sourcev1.HelmChartKind {
-				ns := ref.Namespace
-				if ns == "" {
-					ns = hr.Namespace
-				}
-				return []string{ns + "/" + ref.Name}
+			if ref := hr.GetHelmChartReference(); ref != nil {
+				return []string{ref.String()}
 			}
-			if tpl := hr.Spec.Chart; tpl != nil {
-				ns := tpl.Spec.SourceRef.Namespace
-				if ns == "" {
-					ns = hr.Namespace
-				}
-				return []string{ns + "/" + hr.Namespace + "-" + hr.Name}
+			if ref := hr.GetHelmChartTemplateReference(); ref != nil {
+				return []string{ref.String()}
 			}
 			return nil
 		}); err != nil {
@@ -54,34 +48,44 @@ func (r *HelmReleaseReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
 		Watches(&helmv2.HelmRelease{}, cancelOnGeneration).
-		Watches(&sourcev1.HelmChart{}, handler.Funcs{UpdateFunc: r.chartChanged}).
+		Watches(&sourcev1.HelmChart{}, handler.Funcs{UpdateFunc: r.chartChanged(sourcev1.HelmChartKind)}).
+		Watches(&sourcev1.OCIRepository{}, handler.Funcs{UpdateFunc: r.chartChanged(sourcev1.OCIRepositoryKind)}).
 		WithOptions(opts).
 		Complete(r)
 }
 
-// chartChanged queues the HelmReleases of a HelmChart whose artifact
-// changed (eddyruntime.ArtifactChanged: Flux's SourceRevisionChangePredicate)
-// or, beyond Flux, whose status.observedGeneration moved: a changed chart
-// template that source-controller refused (Stalled, the old artifact kept)
-// or built into the same artifact is seen at once, not at the HelmRelease's
-// next --requeue-dependency retry. A new artifact revision also ends their
+// chartChanged queues the HelmReleases of a chart source of kind whose
+// artifact changed (revision or digest: Flux's
+// SourceRevisionChangePredicate) or, beyond Flux, whose
+// status.observedGeneration moved: a changed chart template that
+// source-controller refused (Stalled, the old artifact kept) or built into
+// the same artifact is seen at once, not at the HelmRelease's next
+// --requeue-dependency retry. A new artifact revision also ends their
 // running waits (HealthCheckCanceled).
-func (r *HelmReleaseReconciler) chartChanged(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
-	o, ok1 := e.ObjectOld.(*sourcev1.HelmChart)
-	n, ok2 := e.ObjectNew.(*sourcev1.HelmChart)
-	if !ok1 || !ok2 || !(eddyruntime.ArtifactChanged{}).Update(e) && o.Status.ObservedGeneration == n.Status.ObservedGeneration {
-		return
-	}
-	newRevision := o.Status.Artifact != nil && n.Status.Artifact != nil && o.Status.Artifact.Revision != n.Status.Artifact.Revision
-	list := &helmv2.HelmReleaseList{}
-	if err := r.List(ctx, list, client.MatchingFields{chartIndex: n.Namespace + "/" + n.Name}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing the HelmReleases of a changed HelmChart", "object", n.Namespace+"/"+n.Name)
-		return
-	}
-	for _, hr := range list.Items {
-		if newRevision {
-			r.waits.cancel(hr.UID, sourcev1.HelmChartKind, n.Namespace, n.Name)
+func (r *HelmReleaseReconciler) chartChanged(kind string) func(context.Context, event.UpdateEvent, workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+	return func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[ctrl.Request]) {
+		o, ok1 := e.ObjectOld.(conditionedObject)
+		n, ok2 := e.ObjectNew.(conditionedObject)
+		if !ok1 || !ok2 {
+			return
 		}
-		q.Add(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&hr)})
+		oa, na := sourceArtifact(o), sourceArtifact(n)
+		artifactChanged := na != nil && (oa == nil || oa.Revision != na.Revision || oa.Digest != na.Digest)
+		if !artifactChanged && o.GetObservedGeneration() == n.GetObservedGeneration() {
+			return
+		}
+		newRevision := oa != nil && na != nil && oa.Revision != na.Revision
+		ref := helmv2.HelmChartReference{Kind: kind, Namespace: n.GetNamespace(), Name: n.GetName()}
+		list := &helmv2.HelmReleaseList{}
+		if err := r.List(ctx, list, client.MatchingFields{chartIndex: ref.String()}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing the HelmReleases of a changed chart source", "object", ref.String())
+			return
+		}
+		for _, hr := range list.Items {
+			if newRevision {
+				r.waits.cancel(hr.UID, kind, n.GetNamespace(), n.GetName())
+			}
+			q.Add(ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&hr)})
+		}
 	}
 }

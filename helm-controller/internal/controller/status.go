@@ -351,6 +351,7 @@ func hasTestInPhase(s *helmv2.Snapshot, phase string) bool {
 
 // observedRls is a release as written to storage during an action.
 type observedRls struct {
+	rel      *release.Release
 	snap     helmv2.Snapshot
 	manifest string
 	hooks    []*release.Hook
@@ -377,7 +378,7 @@ func snapshotOf(rel *release.Release, ociDigest string) helmv2.Snapshot {
 // (the latest write of a version replaces the earlier).
 func observeInto(into *[]*observedRls, ociDigest string) func(*release.Release) {
 	return func(rel *release.Release) {
-		o := &observedRls{snap: snapshotOf(rel, ociDigest), manifest: rel.Manifest, hooks: rel.Hooks}
+		o := &observedRls{rel: rel, snap: snapshotOf(rel, ociDigest), manifest: rel.Manifest, hooks: rel.Hooks}
 		for i, p := range *into {
 			if p.snap.Version == o.snap.Version && p.snap.Name == o.snap.Name {
 				(*into)[i] = o
@@ -390,19 +391,27 @@ func observeInto(into *[]*observedRls, ociDigest string) func(*release.Release) 
 
 // recordObserved records the releases an action wrote in status.history:
 // the newest version as a new snapshot (or replacing its own), the others
-// replacing the snapshots of the same version. Flux compatible
-// (observedReleases.recordOnObject).
-func recordObserved(obj *helmv2.HelmRelease, observed []*observedRls, action string) {
+// replacing the snapshots of the same version. A replaced snapshot keeps
+// its ociDigest; a new one gets ociDigest (the chart's OCI digest for an
+// install or upgrade, else ""). Flux compatible
+// (observedReleases.recordOnObject, mutateOCIDigest).
+func recordObserved(obj *helmv2.HelmRelease, observed []*observedRls, action, ociDigest string) {
 	if len(observed) == 0 {
 		return
 	}
 	sort.Slice(observed, func(i, j int) bool { return observed[i].snap.Version > observed[j].snap.Version })
+	withDigest := func(o *observedRls, digest string) helmv2.Snapshot {
+		if o.snap.OCIDigest == digest || o.rel == nil {
+			return o.snap
+		}
+		return snapshotOf(o.rel, digest)
+	}
 	for i, o := range observed {
-		s := o.snap
 		replaced := false
 		for j := range obj.Status.History {
 			h := &obj.Status.History[j]
-			if h.Name == s.Name && h.Namespace == s.Namespace && h.Version == s.Version {
+			if h.Name == o.snap.Name && h.Namespace == o.snap.Namespace && h.Version == o.snap.Version {
+				s := withDigest(o, h.OCIDigest)
 				s.Action = h.Action
 				if i == 0 && action != "" {
 					s.Action = action
@@ -414,6 +423,7 @@ func recordObserved(obj *helmv2.HelmRelease, observed []*observedRls, action str
 			}
 		}
 		if !replaced && i == 0 {
+			s := withDigest(o, ociDigest)
 			s.Action = action
 			obj.Status.History = append([]helmv2.Snapshot{s}, obj.Status.History...)
 		}
@@ -518,8 +528,9 @@ func summarize(obj *helmv2.HelmRelease) {
 }
 
 // eventMeta is the metadata of a release event: chart version, values
-// digest and app version. Flux compatible keys.
-func eventMeta(version, configDigest, appVersion string) map[string]string {
+// digest, app version and the chart's OCI digest (OCI sources). Flux
+// compatible keys.
+func eventMeta(version, configDigest, appVersion, ociDigest string) map[string]string {
 	m := map[string]string{}
 	g := helmv2.GroupVersion.Group
 	if version != "" {
@@ -531,6 +542,9 @@ func eventMeta(version, configDigest, appVersion string) map[string]string {
 	if appVersion != "" {
 		m[g+"/app-version"] = appVersion
 	}
+	if ociDigest != "" {
+		m[g+"/oci-digest"] = ociDigest
+	}
 	return m
 }
 
@@ -538,7 +552,7 @@ func (r *HelmReleaseReconciler) snapshotMeta(s *helmv2.Snapshot) map[string]stri
 	if s == nil {
 		return nil
 	}
-	return eventMeta(s.ChartVersion, s.ConfigDigest, s.AppVersion)
+	return eventMeta(s.ChartVersion, s.ConfigDigest, s.AppVersion, s.OCIDigest)
 }
 
 // helmLog sends Helm's debug lines to the reconcile's logger at debug level.

@@ -55,7 +55,7 @@ func TestPodinfoFromEachSource(t *testing.T) {
 			Spec: sourcev1.HelmRepositorySpec{URL: http.URL(), Interval: metav1.Duration{Duration: time.Hour},
 				SecretRef: &meta.LocalObjectReference{Name: "repo-auth"}}})
 		return helmv2.HelmChartTemplateSpec{Chart: "podinfo", Version: version,
-			SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "podinfo"}}
+			SourceRef: &helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "podinfo"}}
 	}
 
 	production, err := os.ReadFile(filepath.Join(testenv.TestdataDir(t), "expected", "podinfo", "helm-template",
@@ -77,14 +77,14 @@ func TestPodinfoFromEachSource(t *testing.T) {
 				Spec: sourcev1.HelmRepositorySpec{URL: oci.URL(), Type: sourcev1.HelmRepositoryTypeOCI, Insecure: true,
 					Interval: metav1.Duration{Duration: time.Hour}}})
 			return helmv2.HelmChartTemplateSpec{Chart: "podinfo", Version: "*",
-				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "podinfo"}}
+				SourceRef: &helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "podinfo"}}
 		}},
 		{name: "git", testcase: "default", source: func(t *testing.T, ns string) helmv2.HelmChartTemplateSpec {
 			create(t, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: "podinfo", Namespace: ns},
 				Spec: sourcev1.GitRepositorySpec{URL: repo.URL(), Interval: metav1.Duration{Duration: time.Hour},
 					Reference: &sourcev1.GitRepositoryRef{Branch: "main"}}})
 			return helmv2.HelmChartTemplateSpec{Chart: "./charts/podinfo",
-				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "podinfo"}}
+				SourceRef: &helmv2.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "podinfo"}}
 		}},
 		{name: "http-production-values", testcase: "flux-example-production-values", values: production,
 			source: func(t *testing.T, ns string) helmv2.HelmChartTemplateSpec { return httpSource(t, ns, ">=6.0.0") }},

@@ -275,7 +275,7 @@ func releasedApp(t *testing.T, prefix string) (ns string, charts *helmtest.Chart
 	hr = &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
 		Spec: helmv2.HelmReleaseSpec{Interval: metav1.Duration{Duration: time.Hour},
 			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{Chart: "app", Version: "*",
-				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"}}}}}
+				SourceRef: &helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "charts"}}}}}
 	create(t, hr)
 	waitReady(t, hr)
 	return ns, charts, hr

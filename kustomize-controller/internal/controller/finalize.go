@@ -60,7 +60,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 		}
 		if policy == kustomizev1.DeletionPolicyWaitForTermination {
 			if err := r.waitForTermination(ctx, obj, c, deleted); err != nil {
-				r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
+				r.Events.WithAction(kustomizev1.ActionWaitForTermination.String()).Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
 				return ctrl.Result{}, err
 			}
 		}

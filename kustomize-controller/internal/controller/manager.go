@@ -79,7 +79,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 			HostOverride: os.Getenv("SOURCE_CONTROLLER_LOCALHOST"), // Flux compatible
 		},
 		Events: events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
-			ctrl.Log.WithName("events")),
+			ctrl.Log.WithName("events")).WithActions(eventActions),
 		NoCrossNamespaceRefs:  c.NoCrossNamespaceRefs,
 		DefaultServiceAccount: c.DefaultServiceAccount,
 		RequeueDependency:     c.RequeueDependency,

@@ -43,6 +43,20 @@ func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, 
 		}
 	}
 	if len(lines) > 0 {
-		r.Events.Event(obj, corev1.EventTypeNormal, "Progressing", strings.Join(lines, "\n"), r.eventMeta(obj))
+		r.Events.WithAction(changesAction(obj, changes).String()).Event(obj, corev1.EventTypeNormal, "Progressing", strings.Join(lines, "\n"), r.eventMeta(obj))
 	}
+}
+
+// changesAction is the event action of a change set: Finalize while obj is
+// being deleted, Prune when it only deletes, else Apply. Flux compatible.
+func changesAction(obj *kustomizev1.Kustomization, changes []ssa.Change) kustomizev1.Action {
+	if !obj.DeletionTimestamp.IsZero() {
+		return kustomizev1.ActionFinalize
+	}
+	for _, c := range changes {
+		if c.Action != ssa.Deleted && c.Action != ssa.Unchanged && c.Action != ssa.Skipped {
+			return kustomizev1.ActionApply
+		}
+	}
+	return kustomizev1.ActionPrune
 }

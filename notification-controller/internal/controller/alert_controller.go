@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"time"
 
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
 	"github.com/eddyops/eddy/pkg/reconcile"
@@ -50,26 +50,26 @@ const providerRequeue = time.Minute
 // SetupWithManager registers the reconciler, the Alert index by Provider
 // name and the watch of Providers.
 func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &notificationv1beta3.Alert{}, ProviderRefIndex, func(o client.Object) []string {
-		return []string{o.(*notificationv1beta3.Alert).Spec.ProviderRef.Name}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &notificationv1.Alert{}, ProviderRefIndex, func(o client.Object) []string {
+		return []string{o.(*notificationv1.Alert).Spec.ProviderRef.Name}
 	}); err != nil {
 		return err
 	}
 	// A Provider's change checks the Alerts whose spec.providerRef names it.
-	alerts := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &notificationv1beta3.AlertList{} },
+	alerts := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &notificationv1.AlertList{} },
 		func(p client.Object) []client.ListOption {
 			return []client.ListOption{client.InNamespace(p.GetNamespace()), client.MatchingFields{ProviderRefIndex: p.GetName()}}
 		})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&notificationv1beta3.Alert{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&notificationv1beta3.Provider{}, alerts, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&notificationv1.Alert{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&notificationv1.Provider{}, alerts, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(opts).
 		Complete(r)
 }
 
 // Reconcile checks one Alert.
 func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := &notificationv1beta3.Alert{}
+	obj := &notificationv1.Alert{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -86,7 +86,7 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			}
 		}
 	}
-	p := &notificationv1beta3.Provider{}
+	p := &notificationv1.Provider{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: obj.Namespace, Name: obj.Spec.ProviderRef.Name}, p)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -113,14 +113,14 @@ type ProviderReconciler struct {
 // SetupWithManager registers the reconciler.
 func (r *ProviderReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&notificationv1beta3.Provider{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&notificationv1.Provider{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(opts).
 		Complete(r)
 }
 
 // Reconcile strips the legacy finalizer.
 func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := &notificationv1beta3.Provider{}
+	obj := &notificationv1.Provider{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

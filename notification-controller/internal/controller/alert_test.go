@@ -15,7 +15,6 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -57,8 +56,8 @@ func TestSlackFailingKustomizationOnce(t *testing.T) {
 	src := gitRepository(ns, "platform", r)
 	create(t,
 		secret(ns, "slack-url", map[string]string{"address": slack.URL + "/services/T000/B000/XXXX"}),
-		provider(ns, "slack", notificationv1beta3.SlackProvider, "slack-url", func(p *notificationv1beta3.Provider) { p.Spec.Channel = "general" }),
-		alert(ns, "on-call", "slack", notificationv1beta3.SeverityError, ksSource("broken")),
+		provider(ns, "slack", notificationv1.SlackProvider, "slack-url", func(p *notificationv1.Provider) { p.Spec.Channel = "general" }),
+		alert(ns, "on-call", "slack", notificationv1.SeverityError, ksSource("broken")),
 		src)
 	waitFor(t, src, "artifact", func() bool { return src.Status.Artifact != nil })
 	before429 := eventStats.get(http.StatusTooManyRequests)
@@ -140,15 +139,15 @@ func TestSeverityAndExclusion(t *testing.T) {
 	r := newRepo(t, map[string]string{"apps/cm.yaml": configMap(ns, "cm")})
 	head, _ := r.Git("rev-parse", "HEAD")
 	rev := "main@sha1:" + head
-	generic := func(name, addr string) *notificationv1beta3.Provider {
-		return provider(ns, name, notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) { p.Spec.Address = addr })
+	generic := func(name, addr string) *notificationv1.Provider {
+		return provider(ns, name, notificationv1.GenericProvider, "", func(p *notificationv1.Provider) { p.Spec.Address = addr })
 	}
-	excl := alert(ns, "quiet", "excl", notificationv1beta3.SeverityInfo, ksSource("apps"))
+	excl := alert(ns, "quiet", "excl", notificationv1.SeverityInfo, ksSource("apps"))
 	excl.Spec.ExclusionList = []string{"^Reconciliation finished"}
 	info := alert(ns, "info", "info", "", ksSource("*"))
 	info.Spec.EventMetadata = map[string]string{"env": "staging"}
 	create(t, generic("info", infoSink.URL), generic("err", errSink.URL), generic("excl", exclSink.URL),
-		info, alert(ns, "errors", "err", notificationv1beta3.SeverityError, ksSource("apps")), excl,
+		info, alert(ns, "errors", "err", notificationv1.SeverityError, ksSource("apps")), excl,
 		gitRepository(ns, "platform", r), kustomization(ns, "apps", "platform", "./apps"))
 
 	finished := infoSink.waitRequest(t, "Reconciliation finished", func(r sinkRequest) bool {
@@ -213,7 +212,7 @@ func TestGenericHMACSignature(t *testing.T) {
 	token := "hmac-token-" + ns
 	create(t,
 		secret(ns, "hmac", map[string]string{"token": token, "address": s.URL + "/hook", "headers": "X-Team: platform\nX-Env: prod\n"}),
-		provider(ns, "signed", notificationv1beta3.GenericHMACProvider, "hmac"),
+		provider(ns, "signed", notificationv1.GenericHMACProvider, "hmac"),
 		alert(ns, "all", "signed", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "podinfo"}))
 	waitAlertsSynced(t, ns)
 	rev := "main@sha1:0123456789abcdef0123456789abcdef01234567"
@@ -257,8 +256,8 @@ func TestProviderFailureRetriedAndReported(t *testing.T) {
 	broken, ok := newSink(t, http.StatusInternalServerError), newSink(t, 0)
 	create(t,
 		secret(ns, "broken-url", map[string]string{"address": broken.URL + "/secret-path-6b1d"}),
-		provider(ns, "broken", notificationv1beta3.GenericProvider, "broken-url"),
-		provider(ns, "ok", notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) { p.Spec.Address = ok.URL }),
+		provider(ns, "broken", notificationv1.GenericProvider, "broken-url"),
+		provider(ns, "ok", notificationv1.GenericProvider, "", func(p *notificationv1.Provider) { p.Spec.Address = ok.URL }),
 		alert(ns, "to-broken", "broken", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "app"}),
 		alert(ns, "to-ok", "ok", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "app"}))
 	waitAlertsSynced(t, ns)
@@ -295,7 +294,7 @@ func TestInvalidRegexpReportedOnAlert(t *testing.T) {
 	s := newSink(t, 0)
 	bad := alert(ns, "bad", "ok", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "app"})
 	bad.Spec.InclusionList = []string{"(unclosed"}
-	create(t, provider(ns, "ok", notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) { p.Spec.Address = s.URL }),
+	create(t, provider(ns, "ok", notificationv1.GenericProvider, "", func(p *notificationv1.Provider) { p.Spec.Address = s.URL }),
 		bad, alert(ns, "good", "ok", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "app"}))
 	waitAlertsSynced(t, ns)
 	deadline := time.Now().Add(30 * time.Second)
@@ -326,7 +325,7 @@ func TestGitHubCommitStatusFromKustomization(t *testing.T) {
 	api := newSink(t, http.StatusCreated)
 	r := newRepo(t, map[string]string{"apps/cm.yaml": configMap(ns, "cm")})
 	head, _ := r.Git("rev-parse", "HEAD")
-	p := provider(ns, "github", notificationv1beta3.GitHubProvider, "gh", func(p *notificationv1beta3.Provider) { p.Spec.Address = api.URL + "/acme/platform" })
+	p := provider(ns, "github", notificationv1.GitHubProvider, "gh", func(p *notificationv1.Provider) { p.Spec.Address = api.URL + "/acme/platform" })
 	create(t, secret(ns, "gh", map[string]string{"token": "ghp_" + ns}), p, alert(ns, "status", "github", "", ksSource("apps")),
 		gitRepository(ns, "platform", r), kustomization(ns, "apps", "platform", "./apps"))
 	got := api.waitRequest(t, "a commit status", func(sinkRequest) bool { return true })
@@ -401,7 +400,7 @@ func warnings(t *testing.T, ns, name string) []string {
 func TestAlertWaitsForItsProvider(t *testing.T) {
 	ns := newNamespace(t)
 	s := newSink(t, 0)
-	create(t, alert(ns, "on-call", "slack", notificationv1beta3.SeverityError, ksSource("apps")))
+	create(t, alert(ns, "on-call", "slack", notificationv1.SeverityError, ksSource("apps")))
 	if msg := waitKubeEvent(t, ns, "on-call", corev1.EventTypeNormal, meta.DependencyNotReadyReason); msg != "provider slack not found, retrying" {
 		t.Errorf("waiting event %q", msg)
 	}
@@ -409,7 +408,7 @@ func TestAlertWaitsForItsProvider(t *testing.T) {
 	// no Warning either.
 	postEvent(t, fluxEvent(ns, "Kustomization", "apps", "error", "apply failed before the provider", nil))
 	create(t, secret(ns, "slack-url", map[string]string{"address": s.URL + "/services/T/B/X"}),
-		provider(ns, "slack", notificationv1beta3.SlackProvider, "slack-url"))
+		provider(ns, "slack", notificationv1.SlackProvider, "slack-url"))
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; len(s.requests()) == 0; i++ {
 		if time.Now().After(deadline) {

@@ -14,7 +14,6 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
 	"github.com/eddyops/eddy/pkg/testenv"
@@ -120,12 +119,12 @@ func TestBinaryEventBurstBounded(t *testing.T) {
 	probe := newSink(t, 0)
 	shard := func(o client.Object) client.Object { o.SetLabels(map[string]string{shardKey: "burst"}); return o }
 	create(t,
-		shard(provider(ns, "dead", notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) {
+		shard(provider(ns, "dead", notificationv1.GenericProvider, "", func(p *notificationv1.Provider) {
 			p.Spec.Address = fmt.Sprintf("http://127.0.0.1:%d/hook", dead)
 			p.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
 		})),
 		shard(alert(ns, "to-dead", "dead", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "app"})),
-		shard(provider(ns, "probe", notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) { p.Spec.Address = probe.URL })),
+		shard(provider(ns, "probe", notificationv1.GenericProvider, "", func(p *notificationv1.Provider) { p.Spec.Address = probe.URL })),
 		shard(alert(ns, "to-probe", "probe", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "probe"})))
 	// The binary's cache has both Alerts once the later one delivers.
 	for i := 0; len(probe.requests()) == 0; i++ {
@@ -200,4 +199,55 @@ func scrape(t *testing.T, url string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestBinaryRoutesV1AndV1beta1Events: the built binary takes both event
+// payloads Flux controllers send: v1beta1 (no action, Flux ≤ v2.9) and v1
+// (v2.10: action, relatedObject) and routes both to the Alert's generic
+// Provider; the v1 fields reach the provider as sent.
+func TestBinaryRoutesV1AndV1beta1Events(t *testing.T) {
+	evPort, _ := testenv.FreePort()
+	testenv.RunController(t, env, ControllerName,
+		"--watch-label-selector="+shardKey+"=payloads", fmt.Sprintf("--events-addr=127.0.0.1:%d", evPort), "--receiverAddr=")
+	eventsAt := fmt.Sprintf("http://127.0.0.1:%d/", evPort)
+	if err := testenv.WaitListening(fmt.Sprintf("127.0.0.1:%d", evPort)); err != nil {
+		t.Fatal(err)
+	}
+	ns := newNamespace(t)
+	s := newSink(t, 0)
+	shard := func(o client.Object) client.Object { o.SetLabels(map[string]string{shardKey: "payloads"}); return o }
+	create(t, shard(provider(ns, "sink", notificationv1.GenericProvider, "", func(p *notificationv1.Provider) { p.Spec.Address = s.URL })),
+		shard(alert(ns, "all", "sink", "", notificationv1.CrossNamespaceObjectReference{Kind: "Kustomization", Name: "*"})))
+
+	v1beta1 := fluxEvent(ns, "Kustomization", "apps", "info", "v1beta1 event", nil)
+	v1 := fluxEvent(ns, "Kustomization", "apps", "error", "v1 event", nil)
+	v1["action"] = kustomizev1.ActionHealthCheck.String()
+	v1["relatedObject"] = map[string]string{"kind": "GitRepository", "namespace": ns, "name": "platform", "apiVersion": sourcev1.GroupVersion.String()}
+	// The binary's cache has the Alert once the first event is delivered.
+	for i := 0; len(s.requests()) == 0; i++ {
+		if i == 600 {
+			t.Fatal("the binary never delivered the v1beta1 event")
+		}
+		v1beta1["message"] = fmt.Sprintf("v1beta1 event %d", i)
+		if code := postEventTo(t, eventsAt, v1beta1); code != http.StatusAccepted {
+			t.Fatalf("v1beta1 event answered %d", code)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code := postEventTo(t, eventsAt, v1); code != http.StatusAccepted {
+		t.Fatalf("v1 event answered %d", code)
+	}
+	r := s.waitRequest(t, "the v1 event", func(r sinkRequest) bool { return strings.Contains(string(r.Body), `"v1 event"`) })
+	var got struct {
+		Action        string `json:"action"`
+		RelatedObject *struct {
+			Kind, Name string
+		} `json:"relatedObject"`
+	}
+	if err := json.Unmarshal(r.Body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Action != "HealthCheck" || got.RelatedObject == nil || got.RelatedObject.Kind != "GitRepository" || got.RelatedObject.Name != "platform" {
+		t.Errorf("the provider got %s, want action HealthCheck and relatedObject GitRepository/platform", r.Body)
+	}
 }

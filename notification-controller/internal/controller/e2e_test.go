@@ -12,7 +12,6 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/webhook"
@@ -43,7 +42,7 @@ func newPipeline(t testing.TB) *pipeline {
 		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "platform"})
 	rcv.Spec.Events = []string{"push"}
 	create(t, secret(ns, "webhook-token", map[string]string{"token": p.token}), rcv,
-		provider(ns, "sink", notificationv1beta3.GenericProvider, "", func(pr *notificationv1beta3.Provider) { pr.Spec.Address = p.sink.URL }),
+		provider(ns, "sink", notificationv1.GenericProvider, "", func(pr *notificationv1.Provider) { pr.Spec.Address = p.sink.URL }),
 		alert(ns, "apps", "sink", "", ksSource("apps")),
 		gitRepository(ns, "platform", p.repo), p.ks)
 	head, _ := p.repo.Git("rev-parse", "HEAD")
@@ -93,14 +92,22 @@ func (p *pipeline) push(t testing.TB, v int) (string, time.Duration) {
 	}
 }
 
-// alerted waits for the Alert's events of revision rev: the change set and
-// "Reconciliation finished".
+// alerted waits for the Alert's events of revision rev, posted by the built
+// kustomize-controller: the change set (action Apply) and "Reconciliation
+// finished" (action Reconcile), the v1 payload's action kept by the
+// generic provider.
 func (p *pipeline) alerted(t testing.TB, rev string) {
-	for _, want := range []string{"ConfigMap/" + p.ns + "/cm configured", "Reconciliation finished"} {
-		p.sink.waitRequestTB(t, want+" for "+rev, func(r sinkRequest) bool {
+	for want, action := range map[string]kustomizev1.Action{"ConfigMap/" + p.ns + "/cm configured": kustomizev1.ActionApply,
+		"Reconciliation finished": kustomizev1.ActionReconcile} {
+		r := p.sink.waitRequestTB(t, want+" for "+rev, func(r sinkRequest) bool {
 			var ev eventJSON
 			return json.Unmarshal(r.Body, &ev) == nil && ev.Metadata["revision"] == rev && strings.HasPrefix(ev.Message, want)
 		})
+		var ev eventJSON
+		_ = json.Unmarshal(r.Body, &ev)
+		if ev.Action != action.String() {
+			t.Errorf("%q: action %q, want %q", want, ev.Action, action)
+		}
 	}
 }
 
@@ -143,7 +150,7 @@ func TestControllersKeepReconcilingWithoutNotificationController(t *testing.T) {
 	src := gitRepository(ns, "platform", r)
 	k := kustomization(ns, "apps", "platform", "./apps")
 	s := newSink(t, 0)
-	create(t, provider(ns, "sink", notificationv1beta3.GenericProvider, "", func(p *notificationv1beta3.Provider) { p.Spec.Address = s.URL }),
+	create(t, provider(ns, "sink", notificationv1.GenericProvider, "", func(p *notificationv1.Provider) { p.Spec.Address = s.URL }),
 		alert(ns, "apps", "sink", "", ksSource("apps")))
 	waitAlertsSynced(t, ns)
 	create(t, src, k)

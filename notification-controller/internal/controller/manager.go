@@ -62,7 +62,7 @@ func NewManager(c Config) (ctrl.Manager, *server.EventServer, error) {
 		return nil, nil, err
 	}
 	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme,
-		&notificationv1.Receiver{}, &notificationv1beta3.Alert{}, &notificationv1beta3.Provider{})
+		&notificationv1.Receiver{}, &notificationv1.Alert{}, &notificationv1.Provider{})
 	if err != nil {
 		return nil, nil, err
 	}

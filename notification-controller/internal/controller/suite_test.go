@@ -18,7 +18,6 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
@@ -313,6 +312,7 @@ type eventJSON struct {
 	Severity            string                 `json:"severity"`
 	Message             string                 `json:"message"`
 	Reason              string                 `json:"reason"`
+	Action              string                 `json:"action"`
 	Metadata            map[string]string      `json:"metadata"`
 	ReportingController string                 `json:"reportingController"`
 }
@@ -332,10 +332,10 @@ func secret(ns, name string, data map[string]string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: data}
 }
 
-func provider(ns, name, typ, secretName string, mutate ...func(*notificationv1beta3.Provider)) *notificationv1beta3.Provider {
-	p := &notificationv1beta3.Provider{
+func provider(ns, name, typ, secretName string, mutate ...func(*notificationv1.Provider)) *notificationv1.Provider {
+	p := &notificationv1.Provider{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       notificationv1beta3.ProviderSpec{Type: typ},
+		Spec:       notificationv1.ProviderSpec{Type: typ},
 	}
 	if secretName != "" {
 		p.Spec.SecretRef = &meta.LocalObjectReference{Name: secretName}
@@ -346,10 +346,10 @@ func provider(ns, name, typ, secretName string, mutate ...func(*notificationv1be
 	return p
 }
 
-func alert(ns, name, providerName, severity string, sources ...notificationv1.CrossNamespaceObjectReference) *notificationv1beta3.Alert {
-	return &notificationv1beta3.Alert{
+func alert(ns, name, providerName, severity string, sources ...notificationv1.CrossNamespaceObjectReference) *notificationv1.Alert {
+	return &notificationv1.Alert{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: notificationv1beta3.AlertSpec{
+		Spec: notificationv1.AlertSpec{
 			ProviderRef: meta.LocalObjectReference{Name: providerName}, EventSeverity: severity, EventSources: sources,
 		},
 	}
@@ -424,7 +424,7 @@ func kubeEvents(t testing.TB, ns, name, reason string) []string {
 func waitAlertsSynced(t *testing.T, ns string) {
 	t.Helper()
 	s := newSink(t, 0)
-	create(t, provider(ns, "probe", "generic", "", func(p *notificationv1beta3.Provider) { p.Spec.Address = s.URL }),
+	create(t, provider(ns, "probe", "generic", "", func(p *notificationv1.Provider) { p.Spec.Address = s.URL }),
 		alert(ns, "probe", "probe", "", notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "probe"}))
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; len(s.requests()) == 0; i++ {

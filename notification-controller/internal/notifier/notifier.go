@@ -14,7 +14,7 @@ import (
 	"sort"
 	"strings"
 
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/redact"
 )
@@ -58,20 +58,22 @@ func New(opts Options) (Notifier, error) {
 		opts.Client = NewClient(DefaultRetry, nil)
 	}
 	switch opts.Type {
-	case notificationv1beta3.SlackProvider:
+	case notificationv1.SlackProvider:
 		return newSlack(opts)
-	case notificationv1beta3.DiscordProvider:
+	case notificationv1.DiscordProvider:
 		return newDiscord(opts)
-	case notificationv1beta3.MSTeamsProvider:
+	case notificationv1.MSTeamsProvider:
 		return newMSTeams(opts)
-	case notificationv1beta3.GenericProvider:
+	case notificationv1.GenericProvider:
 		return newGeneric(opts, false)
-	case notificationv1beta3.GenericHMACProvider:
+	case notificationv1.GenericHMACProvider:
 		return newGeneric(opts, true)
-	case notificationv1beta3.GitHubProvider:
+	case notificationv1.GitHubProvider:
 		return newGitHub(opts)
-	case notificationv1beta3.GitLabProvider:
+	case notificationv1.GitLabProvider:
 		return newGitLab(opts)
+	case notificationv1.MastodonProvider:
+		return newMastodon(opts)
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnsupported, opts.Type)
 }
@@ -79,9 +81,9 @@ func New(opts Options) (Notifier, error) {
 // Supported reports whether New implements provider type t.
 func Supported(t string) bool {
 	switch t {
-	case notificationv1beta3.SlackProvider, notificationv1beta3.DiscordProvider, notificationv1beta3.MSTeamsProvider,
-		notificationv1beta3.GenericProvider, notificationv1beta3.GenericHMACProvider,
-		notificationv1beta3.GitHubProvider, notificationv1beta3.GitLabProvider:
+	case notificationv1.SlackProvider, notificationv1.DiscordProvider, notificationv1.MSTeamsProvider,
+		notificationv1.GenericProvider, notificationv1.GenericHMACProvider,
+		notificationv1.GitHubProvider, notificationv1.GitLabProvider, notificationv1.MastodonProvider:
 		return true
 	}
 	return false
@@ -92,8 +94,8 @@ func Supported(t string) bool {
 // `event.toolkit.fluxcd.io/commit`, and errors.
 func IsGit(t string) bool {
 	switch t {
-	case notificationv1beta3.GitHubProvider, notificationv1beta3.GitLabProvider, notificationv1beta3.GiteaProvider,
-		notificationv1beta3.BitbucketServerProvider, notificationv1beta3.BitbucketProvider, notificationv1beta3.AzureDevOpsProvider:
+	case notificationv1.GitHubProvider, notificationv1.GitLabProvider, notificationv1.GiteaProvider,
+		notificationv1.BitbucketServerProvider, notificationv1.BitbucketProvider, notificationv1.AzureDevOpsProvider:
 		return true
 	}
 	return false
@@ -101,7 +103,7 @@ func IsGit(t string) bool {
 
 // IsGeneric reports whether t forwards the event JSON as is.
 func IsGeneric(t string) bool {
-	return t == notificationv1beta3.GenericProvider || t == notificationv1beta3.GenericHMACProvider
+	return t == notificationv1.GenericProvider || t == notificationv1.GenericHMACProvider
 }
 
 // objectID is `<kind lowercased>/<name>.<namespace>`, Flux's author line.

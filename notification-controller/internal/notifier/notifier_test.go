@@ -341,3 +341,36 @@ func TestInvalidAddressReason(t *testing.T) {
 		}
 	}
 }
+
+// TestMastodon: a status is POSTed to <instance>/api/v1/statuses with the
+// bearer token and {"status": text}; the text names the object, carries
+// the message and the metadata and is cut to 500 characters. Without a
+// token the provider is refused with a message naming the key.
+func TestMastodon(t *testing.T) {
+	srv := newRecorder(t, func(int) (int, string) { return 200, `{"id":"1"}` })
+	ev := testEvent("info", "ReconciliationSucceeded", map[string]string{"revision": "main@sha1:" + sha})
+	m := newNotifier(t, Options{Type: "mastodon", Address: srv.URL + "/", Token: "tok-123"})
+	if err := m.Post(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	r := srv.reqs[0]
+	if r.URL.Path != "/api/v1/statuses" || r.Header.Get("Authorization") != "Bearer tok-123" || r.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("request %s %s, headers %v", r.Method, r.URL.Path, r.Header)
+	}
+	var body map[string]string
+	if err := json.Unmarshal(srv.bodies[0], &body); err != nil {
+		t.Fatal(err)
+	}
+	want := "kustomization/apps.flux-system\nReconciliation finished in 1.2s, next run in 10m0s\nsecond line\n\nrevision: main@sha1:" + sha
+	if len(body) != 1 || body["status"] != want {
+		t.Errorf("body %q, want status %q", srv.bodies[0], want)
+	}
+	long := testEvent("error", "BuildFailed", nil)
+	long.Message = strings.Repeat("é", 600)
+	if got := MastodonStatus(long); len([]rune(got)) != MastodonMaxChars {
+		t.Errorf("status of %d characters, want %d", len([]rune(got)), MastodonMaxChars)
+	}
+	if _, err := New(Options{Type: "mastodon", Address: srv.URL}); err == nil || err.Error() != "mastodon provider: the secret has no token key" {
+		t.Errorf("no token: %v", err)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
@@ -45,13 +44,13 @@ func TestHealthyProviderNotStarvedByDeadOne(t *testing.T) {
 	defer close(release)
 
 	src := []notificationv1.CrossNamespaceObjectReference{{Kind: "Kustomization", Name: "x"}}
-	alert := func(name, provider string) *notificationv1beta3.Alert {
-		return &notificationv1beta3.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name},
-			Spec: notificationv1beta3.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: provider}, EventSources: src}}
+	alert := func(name, provider string) *notificationv1.Alert {
+		return &notificationv1.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name},
+			Spec: notificationv1.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: provider}, EventSources: src}}
 	}
-	provider := func(name, addr string, timeout time.Duration) *notificationv1beta3.Provider {
-		return &notificationv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("uid-" + name)},
-			Spec: notificationv1beta3.ProviderSpec{Type: "generic", Address: addr, Timeout: &metav1.Duration{Duration: timeout}}}
+	provider := func(name, addr string, timeout time.Duration) *notificationv1.Provider {
+		return &notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, UID: types.UID("uid-" + name)},
+			Spec: notificationv1.ProviderSpec{Type: "generic", Address: addr, Timeout: &metav1.Duration{Duration: timeout}}}
 	}
 	c := fake.NewClientBuilder().WithScheme(fuzzScheme(t)).WithObjects(
 		alert("to-healthy", "healthy"), alert("to-dead", "dead"),

@@ -12,7 +12,6 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
@@ -40,7 +39,7 @@ func TestInvalidRegexpSkipped(t *testing.T) {
 		{"inclusion: only invalid ones", []string{"(unclosed", "[z-a]"}, nil, false, 2},
 		{"both valid", []string{"finished"}, []string{"^never$"}, true, 0},
 	} {
-		a := &notificationv1beta3.Alert{Spec: notificationv1beta3.AlertSpec{InclusionList: tc.inclusion, ExclusionList: tc.exclude}}
+		a := &notificationv1.Alert{Spec: notificationv1.AlertSpec{InclusionList: tc.inclusion, ExclusionList: tc.exclude}}
 		ok, invalid := messageMatches(a, msg)
 		if ok != tc.want || len(invalid) != tc.invalid {
 			t.Errorf("%s: deliver %v with %d invalid (%q), want %v with %d", tc.name, ok, len(invalid), invalid, tc.want, tc.invalid)
@@ -57,11 +56,11 @@ func TestInvalidRegexpSkipped(t *testing.T) {
 // Alert with one invalid exclusion regexp still matches the event and
 // gets an InvalidConfig Warning naming the regexp.
 func TestInvalidRegexpReportedAndDelivered(t *testing.T) {
-	a := &notificationv1beta3.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "al"},
-		Spec: notificationv1beta3.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: "p"}, ExclusionList: []string{"(unclosed", "^never$"},
+	a := &notificationv1.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "al"},
+		Spec: notificationv1.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: "p"}, ExclusionList: []string{"(unclosed", "^never$"},
 			EventSources: []notificationv1.CrossNamespaceObjectReference{{Kind: "Kustomization", Name: "x"}}}}
-	p := &notificationv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p"},
-		Spec: notificationv1beta3.ProviderSpec{Type: "generic", Address: "http://127.0.0.1:1"}}
+	p := &notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p"},
+		Spec: notificationv1.ProviderSpec{Type: "generic", Address: "http://127.0.0.1:1"}}
 	c := fake.NewClientBuilder().WithScheme(fuzzScheme(t)).WithObjects(a, p).Build()
 	rec := record.NewFakeRecorder(10)
 	s := NewEventServer(c, c, rec, 0, logr.Discard())
@@ -103,8 +102,8 @@ func TestProviderSecretTrimmed(t *testing.T) {
 	s := NewEventServer(c, c, nil, time.Minute, logr.Discard())
 	s.Retry = &notifier.Retry{Max: 0}
 	for _, typ := range []string{"generic", "slack", "generic-hmac"} {
-		p := &notificationv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p"},
-			Spec: notificationv1beta3.ProviderSpec{Type: typ, SecretRef: &meta.LocalObjectReference{Name: "s"}}}
+		p := &notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p"},
+			Spec: notificationv1.ProviderSpec{Type: typ, SecretRef: &meta.LocalObjectReference{Name: "s"}}}
 		n, err := s.notifier(context.Background(), p)
 		if err != nil {
 			t.Errorf("%s: %v", typ, err)
@@ -137,8 +136,8 @@ func TestNamedSourceWithMatchLabels(t *testing.T) {
 		return &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: name, Labels: labels},
 			Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Minute}}}
 	}
-	a := &notificationv1beta3.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "al"},
-		Spec: notificationv1beta3.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: "p"},
+	a := &notificationv1.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "al"},
+		Spec: notificationv1.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: "p"},
 			EventSources: []notificationv1.CrossNamespaceObjectReference{
 				{Kind: "Kustomization", Name: "web", MatchLabels: map[string]string{"team": "web"}},
 				{Kind: "Kustomization", Name: "db", MatchLabels: map[string]string{"team": "web"}},

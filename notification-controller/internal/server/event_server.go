@@ -9,11 +9,12 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/go-logr/logr"
@@ -31,10 +32,10 @@ import (
 // Reasons of the Warning events recorded on Alerts.
 const (
 	// DispatchFailedReason: a provider did not accept an event.
-	DispatchFailedReason = "NotificationDispatchFailed"
+	DispatchFailedReason = notificationv1.NotificationDispatchFailedReason
 	// InvalidConfigReason: the Alert or its Provider cannot be used
 	// (bad regexp, missing provider or secret, unsupported type).
-	InvalidConfigReason = "InvalidConfig"
+	InvalidConfigReason = notificationv1.InvalidConfigReason
 )
 
 // DefaultDedupKeys bounds the dedup memory: 2^16 keys.
@@ -192,14 +193,14 @@ func objRef(ev *events.Event) string {
 
 // target is one delivery: an event as presented to one Alert's provider.
 type target struct {
-	alert    *notificationv1beta3.Alert
-	provider *notificationv1beta3.Provider
+	alert    *notificationv1.Alert
+	provider *notificationv1.Provider
 	event    *events.Event
 }
 
 // match lists all Alerts and returns the deliveries ev causes.
 func (s *EventServer) match(ctx context.Context, ev *events.Event) ([]target, error) {
-	var alerts notificationv1beta3.AlertList
+	var alerts notificationv1.AlertList
 	if err := s.Client.List(ctx, &alerts); err != nil {
 		return nil, err
 	}
@@ -209,7 +210,7 @@ func (s *EventServer) match(ctx context.Context, ev *events.Event) ([]target, er
 		if a.Spec.Suspend || (s.NoCrossNamespaceRefs && a.Namespace != ev.InvolvedObject.Namespace) {
 			continue
 		}
-		if a.Spec.EventSeverity == notificationv1beta3.SeverityError && ev.Severity != events.SeverityError {
+		if a.Spec.EventSeverity == notificationv1.SeverityError && ev.Severity != events.SeverityError {
 			continue
 		}
 		if !s.sourceMatches(ctx, a, ev) {
@@ -222,7 +223,7 @@ func (s *EventServer) match(ctx context.Context, ev *events.Event) ([]target, er
 		if !ok {
 			continue
 		}
-		p := &notificationv1beta3.Provider{}
+		p := &notificationv1.Provider{}
 		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.Spec.ProviderRef.Name}, p); err != nil {
 			if apierrors.IsNotFound(err) {
 				// Logged, not a Warning on the Alert: a Provider applied a
@@ -236,7 +237,11 @@ func (s *EventServer) match(ctx context.Context, ev *events.Event) ([]target, er
 		if p.Spec.Suspend || !routes(p.Spec.Type, ev) {
 			continue
 		}
-		out = append(out, target{alert: a, provider: p, event: presented(ev, a)})
+		shown, conflicts := presented(ev, a)
+		if len(conflicts) > 0 {
+			s.warnConflicts(a, ev, conflicts)
+		}
+		out = append(out, target{alert: a, provider: p, event: shown})
 	}
 	return out, nil
 }
@@ -245,7 +250,7 @@ func (s *EventServer) match(ctx context.Context, ev *events.Event) ([]target, er
 // object: same kind, same namespace (default the Alert's), same name or
 // `*`, and, when matchLabels is set (with a name or `*`), the object's
 // labels. Flux compatible (eventMatchesAlertSource).
-func (s *EventServer) sourceMatches(ctx context.Context, a *notificationv1beta3.Alert, ev *events.Event) bool {
+func (s *EventServer) sourceMatches(ctx context.Context, a *notificationv1.Alert, ev *events.Event) bool {
 	o := ev.InvolvedObject
 	for _, src := range a.Spec.EventSources {
 		ns := src.Namespace
@@ -286,7 +291,7 @@ func (s *EventServer) labelsMatch(ctx context.Context, o corev1.ObjectReference,
 // then exclusionList (any match drops). Flux compatible
 // (messageIsIncluded, messageIsExcluded): an invalid regexp is skipped and
 // the others still apply; invalid lists one message per such regexp.
-func messageMatches(a *notificationv1beta3.Alert, msg string) (ok bool, invalid []string) {
+func messageMatches(a *notificationv1.Alert, msg string) (ok bool, invalid []string) {
 	match := func(list, expr string) bool {
 		re, err := regexp.Compile(expr)
 		if err != nil {
@@ -325,40 +330,82 @@ func routes(providerType string, ev *events.Event) bool {
 	return !update || notifier.IsGeneric(providerType)
 }
 
+// Sources of the metadata keys a provider sees, as named in the Warning
+// event of a conflict. Flux compatible.
+const (
+	sourceObjectAnnotations = "involved object annotations"
+	sourceAlertMetadata     = "Alert object .spec.eventMetadata"
+	sourceControllerKeys    = "involved object controller metadata"
+)
+
+// MetadataConflictMessage is the message of the Warning event
+// (MetadataAppendFailed) on an Alert whose metadata sources set the same key
+// for an event. Flux compatible.
+const MetadataConflictMessage = "metadata key conflicts detected (please refer to the Alert API docs and Flux RFC 0008 for more information)"
+
 // presented is ev as a provider sees it: metadata keys without their
-// prefixes, by precedence (low to high) `event.toolkit.fluxcd.io/*`, the
-// Alert's eventMetadata, its summary, `<group>/*`. Flux compatible (RFC-0008).
-func presented(ev *events.Event, a *notificationv1beta3.Alert) *events.Event {
-	out := *ev
+// prefixes, by precedence (low to high) `event.toolkit.fluxcd.io/*` (the
+// involved object's annotations), the Alert's eventMetadata, `<group>/*`
+// (the emitting controller's). conflicts maps each key set by more than one
+// source to those sources, lowest first ("involved object annotations,
+// Alert object .spec.eventMetadata"). Flux compatible (RFC-0008; Alert API
+// v1 EventMetadata).
+func presented(ev *events.Event, a *notificationv1.Alert) (out *events.Event, conflicts map[string]string) {
+	cp := *ev
 	g := group(ev) + "/"
 	md := map[string]string{}
+	sources := map[string][]string{}
+	set := func(k, v, source string) {
+		md[k] = v
+		sources[k] = append(sources[k], source)
+	}
 	for k, v := range ev.Metadata {
 		if strings.HasPrefix(k, events.MetadataPrefix) {
-			md[strings.TrimPrefix(k, events.MetadataPrefix)] = v
+			set(strings.TrimPrefix(k, events.MetadataPrefix), v, sourceObjectAnnotations)
 		}
 	}
 	for k, v := range a.Spec.EventMetadata {
-		md[k] = v
-	}
-	if a.Spec.Summary != "" {
-		md["summary"] = a.Spec.Summary
+		set(k, v, sourceAlertMetadata)
 	}
 	for k, v := range ev.Metadata {
 		if g != "/" && strings.HasPrefix(k, g) {
-			md[strings.TrimPrefix(k, g)] = v
+			set(strings.TrimPrefix(k, g), v, sourceControllerKeys)
+		}
+	}
+	for k, src := range sources {
+		if len(src) > 1 {
+			if conflicts == nil {
+				conflicts = map[string]string{}
+			}
+			conflicts[k] = strings.Join(src, ", ")
 		}
 	}
 	if len(md) == 0 {
 		md = nil
 	}
-	out.Metadata = md
-	return &out
+	cp.Metadata = md
+	return &cp, conflicts
+}
+
+// warnConflicts logs the metadata key conflicts of an event for Alert a at
+// info level and records them as a Warning event MetadataAppendFailed on a,
+// the keys and their sources as the event's annotations. Flux compatible.
+func (s *EventServer) warnConflicts(a *notificationv1.Alert, ev *events.Event, conflicts map[string]string) {
+	keys := make([]string, 0, len(conflicts))
+	for k := range conflicts {
+		keys = append(keys, k+": "+conflicts[k])
+	}
+	sort.Strings(keys)
+	s.Log.Info("warning: "+MetadataConflictMessage, "alert", a.Namespace+"/"+a.Name, "object", objRef(ev), "conflictingKeys", keys)
+	if s.Recorder != nil {
+		s.Recorder.AnnotatedEventf(a, conflicts, corev1.EventTypeWarning, notificationv1.MetadataAppendFailedReason, "%s", MetadataConflictMessage)
+	}
 }
 
 // dispatch delivers one event within the provider's timeout (default 15s)
 // and records a failure as a Warning event on the Alert.
 func (s *EventServer) dispatch(ctx context.Context, t target) {
-	timeout := time.Duration(notificationv1beta3.DefaultProviderTimeoutSeconds) * time.Second
+	timeout := time.Duration(notificationv1.DefaultProviderTimeoutSeconds) * time.Second
 	if t.provider.Spec.Timeout != nil {
 		timeout = t.provider.Spec.Timeout.Duration
 	}
@@ -379,7 +426,7 @@ func (s *EventServer) dispatch(ctx context.Context, t target) {
 	log.V(1).Info("notification sent")
 }
 
-func (s *EventServer) warn(a *notificationv1beta3.Alert, reason, msg string) {
+func (s *EventServer) warn(a *notificationv1.Alert, reason, msg string) {
 	if s.Recorder != nil {
 		s.Recorder.Event(a, corev1.EventTypeWarning, reason, msg)
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/eddyops/eddy/pkg/webhook"
@@ -34,7 +33,7 @@ import (
 func fuzzScheme(t testing.TB) *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, notificationv1.AddToScheme,
-		notificationv1beta3.AddToScheme, sourcev1.AddToScheme} {
+		notificationv1.AddToScheme, sourcev1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
@@ -62,10 +61,10 @@ func FuzzEventHandler(f *testing.F) {
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer sink.Close()
 	c := fake.NewClientBuilder().WithScheme(fuzzScheme(f)).WithObjects(
-		&notificationv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "sink"},
-			Spec: notificationv1beta3.ProviderSpec{Type: "generic", Address: sink.URL}},
-		&notificationv1beta3.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "all"},
-			Spec: notificationv1beta3.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: "sink"},
+		&notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "sink"},
+			Spec: notificationv1.ProviderSpec{Type: "generic", Address: sink.URL}},
+		&notificationv1.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "all"},
+			Spec: notificationv1.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: "sink"},
 				EventSources:  []notificationv1.CrossNamespaceObjectReference{{Kind: "Kustomization", Name: "*"}},
 				ExclusionList: []string{"^never$"}}},
 	).Build()

@@ -8,7 +8,6 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
@@ -38,12 +37,12 @@ func TestMatch(t *testing.T) {
 		return notificationv1.CrossNamespaceObjectReference{Kind: kind, Name: name, Namespace: ns, MatchLabels: labels}
 	}
 	al := func(ns, name, provider, severity string, suspend bool, sources ...notificationv1.CrossNamespaceObjectReference) client.Object {
-		return &notificationv1beta3.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: notificationv1beta3.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: provider}, EventSeverity: severity, Suspend: suspend, EventSources: sources}}
+		return &notificationv1.Alert{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: notificationv1.AlertSpec{ProviderRef: meta.LocalObjectReference{Name: provider}, EventSeverity: severity, Suspend: suspend, EventSources: sources}}
 	}
 	pr := func(ns, name string, suspend bool) client.Object {
-		return &notificationv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: notificationv1beta3.ProviderSpec{Type: "generic", Address: "http://127.0.0.1:1", Suspend: suspend}}
+		return &notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: notificationv1.ProviderSpec{Type: "generic", Address: "http://127.0.0.1:1", Suspend: suspend}}
 	}
 	ks := func(ns, name string, labels map[string]string) client.Object {
 		return &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
@@ -116,10 +115,11 @@ func TestRoutesAndMetadata(t *testing.T) {
 		"event.toolkit.fluxcd.io/env": "from-annotation", "event.toolkit.fluxcd.io/summary": "from-annotation",
 		"kustomize.toolkit.fluxcd.io/revision": "main@sha1:1", "kustomize.toolkit.fluxcd.io/env": "from-emitter",
 	})
-	a := &notificationv1beta3.Alert{Spec: notificationv1beta3.AlertSpec{Summary: "from-summary",
-		EventMetadata: map[string]string{"env": "from-alert", "region": "eu"}}}
-	md := presented(ev, a).Metadata
-	want := map[string]string{"env": "from-emitter", "summary": "from-summary", "region": "eu", "revision": "main@sha1:1"}
+	a := &notificationv1.Alert{Spec: notificationv1.AlertSpec{
+		EventMetadata: map[string]string{"env": "from-alert", "region": "eu", "summary": "from-alert"}}}
+	shown, conflicts := presented(ev, a)
+	md := shown.Metadata
+	want := map[string]string{"env": "from-emitter", "summary": "from-alert", "region": "eu", "revision": "main@sha1:1"}
 	if len(md) != len(want) {
 		t.Errorf("metadata %v, want %v", md, want)
 	}
@@ -127,6 +127,16 @@ func TestRoutesAndMetadata(t *testing.T) {
 		if md[k] != v {
 			t.Errorf("metadata[%s] = %q, want %q", k, md[k], v)
 		}
+	}
+	wantConflicts := map[string]string{
+		"env":     "involved object annotations, Alert object .spec.eventMetadata, involved object controller metadata",
+		"summary": "involved object annotations, Alert object .spec.eventMetadata",
+	}
+	if len(conflicts) != len(wantConflicts) || conflicts["env"] != wantConflicts["env"] || conflicts["summary"] != wantConflicts["summary"] {
+		t.Errorf("conflicts %v, want %v", conflicts, wantConflicts)
+	}
+	if _, c := presented(ksEvent("a", "x", "info", map[string]string{"kustomize.toolkit.fluxcd.io/revision": "r"}), a); c != nil {
+		t.Errorf("conflicts %v for keys set once", c)
 	}
 	if ev.Metadata["kustomize.toolkit.fluxcd.io/env"] != "from-emitter" {
 		t.Error("presented changed the original event")

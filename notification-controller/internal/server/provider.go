@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"strings"
 
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	lru "github.com/hashicorp/golang-lru/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -26,12 +26,14 @@ import (
 // trimmed from `address`, `token` and the proxy addresses (a Secret made
 // with --from-file ends in a newline). Errors name Secrets and keys, never
 // values.
-func (s *EventServer) notifier(ctx context.Context, p *notificationv1beta3.Provider) (notifier.Notifier, error) {
+func (s *EventServer) notifier(ctx context.Context, p *notificationv1.Provider) (notifier.Notifier, error) {
 	opts := notifier.Options{
 		Type: p.Spec.Type, Address: p.Spec.Address, Channel: p.Spec.Channel, Username: p.Spec.Username,
 		ProviderUID: string(p.UID),
 	}
-	proxy := p.Spec.Proxy
+	// v1 has no spec.proxy (Flux v2.10 dropped it): only the Secret's
+	// legacy `proxy` key and proxySecretRef remain.
+	var proxy string
 	if p.Spec.SecretRef != nil {
 		sec, err := s.secret(ctx, p.Namespace, p.Spec.SecretRef.Name)
 		if err != nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-logr/logr"
@@ -23,12 +23,12 @@ func TestProviderClientReused(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(fuzzScheme(t)).WithObjects(sec).Build()
 	s := NewEventServer(c, c, nil, 0, logr.Discard())
 	defer s.Close()
-	p := func(uid string) *notificationv1beta3.Provider {
-		return &notificationv1beta3.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p" + uid, UID: types.UID(uid)},
-			Spec: notificationv1beta3.ProviderSpec{Type: "generic", Address: "http://127.0.0.1:1/hook",
+	p := func(uid string) *notificationv1.Provider {
+		return &notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p" + uid, UID: types.UID(uid)},
+			Spec: notificationv1.ProviderSpec{Type: "generic", Address: "http://127.0.0.1:1/hook",
 				ProxySecretRef: &meta.LocalObjectReference{Name: "proxy"}}}
 	}
-	client := func(pr *notificationv1beta3.Provider) *notifier.Client {
+	client := func(pr *notificationv1.Provider) *notifier.Client {
 		t.Helper()
 		if _, err := s.notifier(context.Background(), pr); err != nil {
 			t.Fatal(err)

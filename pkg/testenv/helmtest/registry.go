@@ -1,20 +1,25 @@
 package helmtest
 
 import (
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/eddyops/eddy/pkg/testenv"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/registry"
 )
 
-// OCIRegistry is an in-process OCI registry (testenv.Registry: go-containerregistry's
-// pkg/registry, blobs in memory) served over plain HTTP on 127.0.0.1, holding charts under the
-// repository "charts".
+// OCIRegistry is an in-process OCI registry (go-containerregistry's pkg/registry, blobs in
+// memory) served over plain HTTP on 127.0.0.1, holding charts under the repository "charts".
 type OCIRegistry struct {
-	reg      *testenv.Registry
+	srv      *httptest.Server
 	user     string
 	password string
 }
@@ -36,16 +41,18 @@ func NewOCIRegistry(t testing.TB, opts ...RegistryOption) *OCIRegistry {
 	for _, opt := range opts {
 		opt(r)
 	}
-	var ropts []testenv.RegistryOption
+	// The registry logs every request; the tests look at results, not at that log.
+	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	if r.user != "" || r.password != "" {
-		ropts = append(ropts, testenv.WithBasicAuth(r.user, r.password))
+		h = testenv.RequireBasicAuth(h, r.user, r.password)
 	}
-	r.reg = testenv.NewRegistry(t, ropts...)
+	r.srv = httptest.NewServer(h)
+	t.Cleanup(r.srv.Close)
 	return r
 }
 
 // Host returns the registry's host:port, 127.0.0.1:PORT.
-func (r *OCIRegistry) Host() string { return r.reg.Host() }
+func (r *OCIRegistry) Host() string { return strings.TrimPrefix(r.srv.URL, "http://") }
 
 // URL returns the chart repository URL as a HelmRepository of type oci or `helm push` takes
 // it: oci://127.0.0.1:PORT/charts. A chart named N is at <URL>/N.

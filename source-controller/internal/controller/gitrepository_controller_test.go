@@ -183,8 +183,8 @@ func TestNoChangeReconcileDoesNotClone(t *testing.T) {
 	if evs := sink.find(ns, "steady", "NewArtifact"); len(evs) != 1 ||
 		evs[0].Metadata["source.toolkit.fluxcd.io/revision"] != first.Revision ||
 		evs[0].Metadata["source.toolkit.fluxcd.io/digest"] != first.Digest ||
-		evs[0].Message != "stored artifact for commit 'initial commit'" {
-		t.Errorf("NewArtifact events %+v", evs)
+		evs[0].Message != "stored artifact for commit 'initial commit'" || evs[0].Action != sourcev1.ActionReconcile.String() {
+		t.Errorf("NewArtifact events %+v (action Reconcile)", evs)
 	}
 
 	for range 2 {
@@ -417,6 +417,20 @@ func TestStorageHygiene(t *testing.T) {
 	for len(kubeEvents(t, ns, "hygiene", "ArtifactVerificationFailed")) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no ArtifactVerificationFailed event for the tampered artifact")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Posted too, as the storage stage's (event.toolkit.fluxcd.io/v1 action).
+	for {
+		evs := sink.find(ns, "hygiene", "ArtifactVerificationFailed")
+		if len(evs) > 0 {
+			if evs[0].Action != sourcev1.ActionReconcileStorage.String() || evs[0].Severity != "error" {
+				t.Errorf("posted ArtifactVerificationFailed %+v, want action ReconcileStorage, severity error", evs[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ArtifactVerificationFailed not posted to the events address")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -41,6 +41,9 @@ type Config struct {
 	// RESTConfig is not a flag: nil means --kubeconfig, $KUBECONFIG or the
 	// in-cluster account.
 	RESTConfig *rest.Config
+	// OCILimits is not a flag (Flux has none): it bounds an OCIRepository's
+	// pulled layer; zero fields mean artifact.DefaultLimits.
+	OCILimits artifact.Limits
 }
 
 // BindFlags registers the flags on fs; STORAGE_PATH, STORAGE_ADDR and
@@ -66,14 +69,14 @@ func NewScheme() (*k8sruntime.Scheme, error) {
 
 // NewManager builds source-controller's manager from c: NewScheme, the
 // runtime flags, the artifact storage and its file server, and the
-// GitRepository, HelmRepository and HelmChart reconcilers. It returns the
+// GitRepository, HelmRepository, HelmChart and OCIRepository reconcilers. It returns the
 // storage too. The caller starts the manager (runtime.Run in the binary).
 func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{})
+	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -93,7 +96,7 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 		return nil, nil, err
 	}
 	rec := events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
-		ctrl.Log.WithName("events"))
+		ctrl.Log.WithName("events")).WithActions(eventActions)
 	r := &GitRepositoryReconciler{
 		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter,
 	}
@@ -112,6 +115,12 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 		Limits: chart.Limits{MaxChartSize: c.HelmChartMaxSize, MaxFileSize: c.HelmChartFileMaxSize},
 	}
 	if err := hc.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
+		return nil, nil, err
+	}
+	oc := &OCIRepositoryReconciler{
+		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter, Limits: c.OCILimits,
+	}
+	if err := oc.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
 	return mgr, storage, nil

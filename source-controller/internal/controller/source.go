@@ -104,7 +104,8 @@ func summarizeSource(obj reconcile.Object, rec *events.Recorder, art *meta.Artif
 	if recErr.Waiting {
 		eventType = events.EventTypeTrace
 	}
-	rec.Event(obj, eventType, recErr.Reason, recErr.Message, nil)
+	// Whatever the reason, a failure is the reconcile's outcome. Flux compatible.
+	rec.WithAction(sourcev1.ActionReconcile.String()).Event(obj, eventType, recErr.Reason, recErr.Message, nil)
 }
 
 // finalizeSource returns the Finalize step of a source kind: it removes

@@ -74,6 +74,7 @@ func startController(e *testenv.Environment) (func(), error) {
 		return nil, err
 	}
 	c.RESTConfig = e.Config
+	c.OCILimits = artifact.Limits{MaxBytes: ociTestMaxBytes}
 	mgr, st, err := NewManager(c)
 	if err != nil {
 		return nil, err
