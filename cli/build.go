@@ -77,7 +77,7 @@ Secrets are read from the cluster, unless --dry-run). The objects are printed as
 	}
 	lb.bind(ks)
 	ks.Flags().BoolVar(&lb.dryRun, "dry-run", false, "build without a cluster: the Kustomization from --kustomization-file, no substituteFrom")
-	build.AddCommand(ks)
+	build.AddCommand(ks, newBuildArtifactCommand())
 	return build
 }
 

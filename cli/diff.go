@@ -53,7 +53,7 @@ Kustomization's inventory and no longer built). Exits 0 with no change, 1 with c
 		},
 	}
 	lb.bind(ks)
-	diff.AddCommand(ks)
+	diff.AddCommand(ks, newDiffArtifactCommand(g))
 	return diff
 }
 

@@ -31,6 +31,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newSuspendCommand(g), newResumeCommand(g), newExportCommand(g), newDeleteCommand(g), newCreateCommand(g))
 	root.AddCommand(newVersionCommand(g), newCheckCommand(g))
 	root.AddCommand(newBootstrapCommand(g))
+	root.AddCommand(newPushCommand(g), newPullCommand(g), newTagCommand(g), newListCommand(g))
 	return root
 }
 

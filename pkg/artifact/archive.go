@@ -22,6 +22,36 @@ import (
 // Flux compatible: fluxcd/pkg artifact storage's archive format. The gzip
 // stream uses the default level and an empty header.
 func WriteArchive(w io.Writer, root string, ignore *Ignore) error {
+	opts := TarOptions{}
+	if ignore != nil {
+		opts.Exclude = ignore.Match
+	}
+	return WriteTarGz(w, root, opts)
+}
+
+// TarOptions choose between the two tar.gz formats Flux writes: its
+// artifact storage's (the zero value) and its OCI artifacts'.
+type TarOptions struct {
+	// Exclude reports whether the entry rel (relative to the root, never
+	// ".") stays out; an excluded directory loses its own entry only, its
+	// contents are asked one by one. Nil keeps everything.
+	Exclude func(rel string, isDir bool) bool
+	// KeepModes writes the permission bits found on disk (setuid, setgid and
+	// sticky included) instead of the sanitised 0750/0700/0600.
+	KeepModes bool
+	// EnterGit walks into .git directories like any other (Exclude still
+	// applies); by default they are never entered.
+	EnterGit bool
+}
+
+// WriteTarGz writes the tree at root to w as a tar.gz in lexical order with
+// only regular files and directories (symbolic links and other types are
+// dropped), the root itself as ".", uid/gid 0, no user or group names and
+// zero times, so the bytes depend only on names, contents, modes (see
+// TarOptions.KeepModes) and opts. The gzip stream uses the default level
+// and an empty header. With KeepModes and EnterGit it is the format of
+// fluxcd/pkg/tar.Tar, which `flux build|push artifact` use.
+func WriteTarGz(w io.Writer, root string, opts TarOptions) error {
 	gz := gzip.NewWriter(w)
 	tw := tar.NewWriter(gz)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -32,13 +62,13 @@ func WriteArchive(w io.Writer, root string, ignore *Ignore) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == ".git" {
+		if d.IsDir() && d.Name() == ".git" && !opts.EnterGit {
 			return filepath.SkipDir
 		}
 		// Flux compatible: an excluded directory loses its own entry only; its
 		// contents are matched one by one, so `/*` with `!/apps/production/`
 		// keeps apps/production.
-		if rel != "." && ignore != nil && ignore.Match(rel, d.IsDir()) {
+		if rel != "." && opts.Exclude != nil && opts.Exclude(rel, d.IsDir()) {
 			return nil
 		}
 		if !d.IsDir() && !d.Type().IsRegular() {
@@ -48,16 +78,10 @@ func WriteArchive(w io.Writer, root string, ignore *Ignore) error {
 		if err != nil {
 			return err
 		}
-		hdr := &tar.Header{Name: filepath.ToSlash(rel)}
-		switch {
-		case d.IsDir():
-			hdr.Typeflag, hdr.Mode = tar.TypeDir, 0o750
-		case info.Mode().Perm()&0o100 != 0:
-			hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o700, info.Size()
-		default:
-			hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o600, info.Size()
+		hdr, err := tarHeader(info, filepath.ToSlash(rel), opts.KeepModes)
+		if err != nil {
+			return err
 		}
-		hdr.ModTime = time.Time{}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return fmt.Errorf("archiving %s: %w", hdr.Name, err)
 		}
@@ -73,6 +97,30 @@ func WriteArchive(w io.Writer, root string, ignore *Ignore) error {
 		return err
 	}
 	return gz.Close()
+}
+
+// tarHeader is the header of a regular file or directory named name.
+func tarHeader(info fs.FileInfo, name string, keepModes bool) (*tar.Header, error) {
+	if keepModes {
+		hdr, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return nil, err
+		}
+		hdr.Name = name
+		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
+		hdr.ModTime, hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}, time.Time{}
+		return hdr, nil
+	}
+	hdr := &tar.Header{Name: name}
+	switch {
+	case info.IsDir():
+		hdr.Typeflag, hdr.Mode = tar.TypeDir, 0o750
+	case info.Mode().Perm()&0o100 != 0:
+		hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o700, info.Size()
+	default:
+		hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, 0o600, info.Size()
+	}
+	return hdr, nil
 }
 
 func copyFile(w io.Writer, path string, size int64, name string) error {

@@ -97,6 +97,14 @@ func userPatterns(root string, spec *string) ([]gitignore.Pattern, error) {
 	return user, nil
 }
 
+// NewIgnore returns the rules of patterns alone (.gitignore syntax, one
+// pattern an element; blank elements and # comments skipped), relative to
+// the tree's root: no VCS or default patterns, no .sourceignore file. It is
+// how `flux build|push artifact` read --ignore-paths.
+func NewIgnore(patterns []string) *Ignore {
+	return &Ignore{matcher: gitignore.NewMatcher(parsePatterns([]byte(strings.Join(patterns, "\n")), nil))}
+}
+
 // Match reports whether rel, a slash- or OS-separated path relative to the
 // tree's root, is excluded.
 func (i *Ignore) Match(rel string, isDir bool) bool {
