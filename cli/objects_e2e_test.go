@@ -411,6 +411,8 @@ func TestObjectsE2E(t *testing.T) {
 		oneLineError(t, u.fails("export", "source", "oci", "manifests"), "OCIRepository manifests not found in namespace flux-system")
 	})
 
+	t.Run("oci artifact end to end", func(t *testing.T) { ociArtifactFlow(t, u, c) })
+
 	t.Run("delete", func(t *testing.T) {
 		hasLines(t, u.must("delete", "ks", "apps", "--silent"), "► deleting kustomization apps in flux-system namespace", "✔ kustomization deleted")
 		waitUntil(t, "Kustomization apps gone", time.Minute, func() (bool, string) {
