@@ -93,6 +93,11 @@ func ociArtifactFlow(t *testing.T, u *user, c client.Client) {
 	}
 	hasLines(t, u.must("reconcile", "source", "oci", "podinfo-tag"), "✔ fetched revision 6.0.0@"+d600)
 
+	// The real flux CLI reads and reconciles Eddy's OCIRepositories.
+	fluxOn := newFluxCLI(t, filepath.Join(u.dir(), "cluster", "kubeconfig"))
+	fluxOn.must([]string{"get", "sources", "oci"}, `^podinfo-semver\s+6\.1\.0@sha256:`+d610[len("sha256:"):len("sha256:")+8]+`\s+False\s+True\s+stored artifact`)
+	fluxOn.must([]string{"reconcile", "source", "oci", "podinfo-digest"}, `fetched revision `+regexp.QuoteMeta(d600))
+
 	// What eddy pushed, eddy pulls back.
 	pulled := t.TempDir()
 	u.must("pull", "artifact", repo+":6.0.0", "--output", pulled)
