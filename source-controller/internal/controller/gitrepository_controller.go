@@ -79,14 +79,7 @@ func fetchFailed(reason, format string, args ...any) *reconcile.Failure {
 // (pkg/reconcile) runs the finalizer and suspend prologue and writes the
 // status last; run does the rest.
 func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	skel := reconcile.Skeleton[*sourcev1.GitRepository]{
-		Client:           r.Client,
-		Kind:             sourcev1.GitRepositoryKind,
-		Finalizer:        sourcev1.SourceFinalizer,
-		Finalize:         finalizeSource[*sourcev1.GitRepository](r.Storage, sourcev1.GitRepositoryKind),
-		Suspended:        func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend },
-		ObserveSuspended: observeSuspended[*sourcev1.GitRepository],
-	}
+	skel := sourceSkeleton(r.Client, r.Storage, sourcev1.GitRepositoryKind, func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend })
 	return skel.Reconcile(ctx, req, &sourcev1.GitRepository{}, r.run)
 }
 

@@ -83,14 +83,7 @@ func (r *HelmChartReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 // Reconcile brings one HelmChart's artifact up to date within the skeleton
 // (finalizer, suspend, status patch).
 func (r *HelmChartReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	skel := reconcile.Skeleton[*sourcev1.HelmChart]{
-		Client:           r.Client,
-		Kind:             sourcev1.HelmChartKind,
-		Finalizer:        sourcev1.SourceFinalizer,
-		Finalize:         finalizeSource[*sourcev1.HelmChart](r.Storage, sourcev1.HelmChartKind),
-		Suspended:        func(obj *sourcev1.HelmChart) bool { return obj.Spec.Suspend },
-		ObserveSuspended: observeSuspended[*sourcev1.HelmChart],
-	}
+	skel := sourceSkeleton(r.Client, r.Storage, sourcev1.HelmChartKind, func(obj *sourcev1.HelmChart) bool { return obj.Spec.Suspend })
 	return skel.Reconcile(ctx, req, &sourcev1.HelmChart{}, r.run)
 }
 

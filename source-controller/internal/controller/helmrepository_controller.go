@@ -69,14 +69,7 @@ func (r *HelmRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if obj.Spec.Type == sourcev1.HelmRepositoryTypeOCI {
 		return ctrl.Result{}, r.migrateToStatic(ctx, obj)
 	}
-	skel := reconcile.Skeleton[*sourcev1.HelmRepository]{
-		Client:           r.Client,
-		Kind:             sourcev1.HelmRepositoryKind,
-		Finalizer:        sourcev1.SourceFinalizer,
-		Finalize:         finalizeSource[*sourcev1.HelmRepository](r.Storage, sourcev1.HelmRepositoryKind),
-		Suspended:        func(obj *sourcev1.HelmRepository) bool { return obj.Spec.Suspend },
-		ObserveSuspended: observeSuspended[*sourcev1.HelmRepository],
-	}
+	skel := sourceSkeleton(r.Client, r.Storage, sourcev1.HelmRepositoryKind, func(obj *sourcev1.HelmRepository) bool { return obj.Spec.Suspend })
 	return skel.Reconcile(ctx, req, &sourcev1.HelmRepository{}, r.run)
 }
 

@@ -71,14 +71,7 @@ func (r *OCIRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 // (pkg/reconcile) runs the finalizer and suspend prologue and writes the
 // status last; run does the rest.
 func (r *OCIRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	skel := reconcile.Skeleton[*sourcev1.OCIRepository]{
-		Client:           r.Client,
-		Kind:             sourcev1.OCIRepositoryKind,
-		Finalizer:        sourcev1.SourceFinalizer,
-		Finalize:         finalizeSource[*sourcev1.OCIRepository](r.Storage, sourcev1.OCIRepositoryKind),
-		Suspended:        func(obj *sourcev1.OCIRepository) bool { return obj.Spec.Suspend },
-		ObserveSuspended: observeSuspended[*sourcev1.OCIRepository],
-	}
+	skel := sourceSkeleton(r.Client, r.Storage, sourcev1.OCIRepositoryKind, func(obj *sourcev1.OCIRepository) bool { return obj.Spec.Suspend })
 	return skel.Reconcile(ctx, req, &sourcev1.OCIRepository{}, r.run)
 }
 

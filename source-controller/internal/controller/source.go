@@ -43,6 +43,20 @@ func checkStoredArtifact(st *artifact.Storage, rec *events.Recorder, obj client.
 	return cur
 }
 
+// sourceSkeleton is the reconcile skeleton of every source kind: the
+// finalizer sourcev1.SourceFinalizer removes the object's stored artifacts,
+// and a suspended object (suspended reports spec.suspend) is only observed.
+func sourceSkeleton[T reconcile.Object](c client.Client, st *artifact.Storage, kind string, suspended func(T) bool) reconcile.Skeleton[T] {
+	return reconcile.Skeleton[T]{
+		Client:           c,
+		Kind:             kind,
+		Finalizer:        sourcev1.SourceFinalizer,
+		Finalize:         finalizeSource[T](st, kind),
+		Suspended:        suspended,
+		ObserveSuspended: observeSuspended[T],
+	}
+}
+
 // observeSuspended records what a reconcile of a suspended source (a
 // GitRepository, a HelmRepository) observes, and nothing else (no event, no
 // fetch): the handled reconcile request and, once it has conditions, its
