@@ -34,16 +34,16 @@ func (ArtifactChanged) Generic(event.GenericEvent) bool { return false }
 
 // Update passes a new or changed artifact.
 func (ArtifactChanged) Update(e event.UpdateEvent) bool {
-	o, n := artifactOf(e.ObjectOld), artifactOf(e.ObjectNew)
+	o, n := ArtifactOf(e.ObjectOld), ArtifactOf(e.ObjectNew)
 	if n == nil {
 		return false
 	}
 	return o == nil || o.Revision != n.Revision || o.Digest != n.Digest
 }
 
-// artifactOf returns the status artifact of a source object, nil for other
-// objects.
-func artifactOf(obj client.Object) *meta.Artifact {
+// ArtifactOf returns status.artifact of a source object (GitRepository,
+// OCIRepository, HelmRepository, HelmChart), nil for other objects.
+func ArtifactOf(obj client.Object) *meta.Artifact {
 	switch o := obj.(type) {
 	case *sourcev1.GitRepository:
 		return o.Status.Artifact

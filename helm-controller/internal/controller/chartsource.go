@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 
+	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+
 	"github.com/Masterminds/semver/v3"
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
@@ -52,18 +54,6 @@ func newSourceObject(kind string) conditionedObject {
 		return &sourcev1.HelmChart{}
 	case sourcev1.OCIRepositoryKind:
 		return &sourcev1.OCIRepository{}
-	}
-	return nil
-}
-
-// sourceArtifact is the status artifact of a HelmChart or OCIRepository,
-// nil for other objects or none.
-func sourceArtifact(obj client.Object) *meta.Artifact {
-	switch o := obj.(type) {
-	case *sourcev1.HelmChart:
-		return o.Status.Artifact
-	case *sourcev1.OCIRepository:
-		return o.Status.Artifact
 	}
 	return nil
 }
@@ -242,7 +232,7 @@ func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRele
 		if ready != nil {
 			why = ready.Message
 		}
-	case sourceArtifact(src) == nil:
+	case eddyruntime.ArtifactOf(src) == nil:
 		why = "does not have an artifact"
 	}
 	if why != "" {
@@ -250,7 +240,7 @@ func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRele
 		f.Waiting, f.Retry = true, r.RequeueDependency
 		return nil, f
 	}
-	return &chartSource{ref: ref, artifact: sourceArtifact(src)}, nil
+	return &chartSource{ref: ref, artifact: eddyruntime.ArtifactOf(src)}, nil
 }
 
 // loadChart downloads the source's artifact (a chart .tgz: a HelmChart's,

@@ -69,7 +69,7 @@ func (r *HelmReleaseReconciler) chartChanged(kind string) func(context.Context, 
 		if !ok1 || !ok2 {
 			return
 		}
-		oa, na := sourceArtifact(o), sourceArtifact(n)
+		oa, na := eddyruntime.ArtifactOf(o), eddyruntime.ArtifactOf(n)
 		artifactChanged := na != nil && (oa == nil || oa.Revision != na.Revision || oa.Digest != na.Digest)
 		if !artifactChanged && o.GetObservedGeneration() == n.GetObservedGeneration() {
 			return
