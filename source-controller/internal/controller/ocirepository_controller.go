@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/oci"
+
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
@@ -30,13 +32,6 @@ import (
 // directory, to its latest artifact; status.url is its URL. Flux
 // compatible.
 const OCIArtifactLink = "latest.tar.gz"
-
-// Manifest annotations of Flux's OCI artifacts that the NewArtifact event
-// quotes (fluxcd/pkg/oci).
-const (
-	ociSourceAnnotation   = "org.opencontainers.image.source"
-	ociRevisionAnnotation = "org.opencontainers.image.revision"
-)
 
 // OCIRepositoryReconciler turns OCIRepository objects into artifacts: it
 // resolves spec.ref to a manifest digest (one HEAD of a tag; a tag listing
@@ -270,7 +265,7 @@ func (r *OCIRepositoryReconciler) notify(obj *sourcev1.OCIRepository, eventType,
 		sourcev1.GroupVersion.Group + "/revision": art.Revision,
 		sourcev1.GroupVersion.Group + "/digest":   art.Digest,
 	}
-	src, rev := art.Metadata[ociSourceAnnotation], art.Metadata[ociRevisionAnnotation]
+	src, rev := art.Metadata[oci.SourceAnnotation], art.Metadata[oci.RevisionAnnotation]
 	if rev != "" {
 		annotations[sourcev1.GroupVersion.Group+"/originRevision"] = rev
 	}
