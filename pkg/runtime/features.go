@@ -26,6 +26,12 @@ const (
 	// beyond Flux (whose default is false): Eddy's health checks hold no
 	// worker either way, and a fix should not wait for a timeout.
 	CancelHealthCheckOnNewRevision = "CancelHealthCheckOnNewRevision"
+	// DisableCommitStatusEvent stops the "Reconciliation finished…" event
+	// (the one notification-controller turns into a Git commit status) that
+	// a Kustomization emits after each successful reconcile, which can flood
+	// the notification system when there are many. kustomize-controller;
+	// default false (opt-in since kustomize-controller v1.9.6).
+	DisableCommitStatusEvent = "DisableCommitStatusEvent"
 )
 
 // gateDefaults are the defaults of the gates above: Flux's, except
@@ -34,6 +40,7 @@ var gateDefaults = map[string]bool{
 	CacheSecretsAndConfigMaps:      false,
 	StrictPostBuildSubstitutions:   true,
 	CancelHealthCheckOnNewRevision: true,
+	DisableCommitStatusEvent:       false,
 }
 
 // FeatureGates is Flux's `--feature-gates` flag: a comma-separated list of

@@ -81,6 +81,9 @@ type KustomizationReconciler struct {
 	// applied, instead of canceling it: Flux's feature gate
 	// CancelHealthCheckOnNewRevision=false (Eddy's default is true).
 	KeepHealthCheckOnNewRevision bool
+	// DisableCommitStatusEvent skips the "Reconciliation finished…" event
+	// of a success (--feature-gates=DisableCommitStatusEvent=true).
+	DisableCommitStatusEvent bool
 
 	artifacts    *artifactCache
 	healthChecks *healthChecks
@@ -172,7 +175,10 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 		msg := fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration)
 		// Flux compatible: logged at info too, so `flux logs` shows each success.
 		log.Info(msg, "revision", obj.Status.LastAttemptedRevision)
-		r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason, msg, annotations)
+		// Flux compatible: the gate skips the event, Kubernetes Event too.
+		if !r.DisableCommitStatusEvent {
+			r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason, msg, annotations)
+		}
 		return ctrl.Result{RequeueAfter: next}, nil
 	case f.Waiting:
 		// Flux compatible: waiting is not failing, so no Warning event
