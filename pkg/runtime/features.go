@@ -32,6 +32,11 @@ const (
 	// the notification system when there are many. kustomize-controller;
 	// default false (opt-in since kustomize-controller v1.9.6).
 	DisableCommitStatusEvent = "DisableCommitStatusEvent"
+	// DisableChartDigestTracking keeps a chart from an OCIRepository at its
+	// own version instead of appending `+<first 12 hex of the digest>`, so a
+	// chart re-pushed under the same version is not upgraded. helm-controller;
+	// default false (opt-in since helm-controller v1.3.0).
+	DisableChartDigestTracking = "DisableChartDigestTracking"
 )
 
 // gateDefaults are the defaults of the gates above: Flux's, except
@@ -41,6 +46,7 @@ var gateDefaults = map[string]bool{
 	StrictPostBuildSubstitutions:   true,
 	CancelHealthCheckOnNewRevision: true,
 	DisableCommitStatusEvent:       false,
+	DisableChartDigestTracking:     false,
 }
 
 // FeatureGates is Flux's `--feature-gates` flag: a comma-separated list of
