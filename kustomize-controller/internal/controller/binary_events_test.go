@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -31,7 +32,8 @@ func eventOf(ns, name, reason string) *events.Event {
 // "Reconciliation finished…" with commit_status=update after a success; a
 // second one with --feature-gates=DisableCommitStatusEvent=true (Flux kc
 // v1.9.6) sends neither that event nor its Kubernetes Event, while its
-// other events still arrive.
+// other events still arrive. Every event of a reconcile that read its
+// source names the source as relatedObject (Flux kc v1.10.1).
 func TestBinaryCommitStatusEvent(t *testing.T) {
 	const gatedShard = "no-commit-status"
 	testenv.RunController(t, env, ControllerName, "--watch-label-selector="+shardKey+"="+gatedShard,
@@ -57,6 +59,21 @@ func TestBinaryCommitStatusEvent(t *testing.T) {
 	if ev := eventOf(ns, on.Name, kustomizev1.ReconciliationSucceededReason); ev.Metadata[commitStatusKey] != "update" {
 		t.Errorf("success event metadata %v, want %s=update", ev.Metadata, commitStatusKey)
 	}
+	// relatedObject is the GitRepository, as Flux's object reference.
+	related := func(name, reason string) {
+		t.Helper()
+		ev := eventOf(ns, name, reason)
+		if ev == nil {
+			t.Errorf("no %s event about %s", reason, name)
+			return
+		}
+		if o := ev.RelatedObject; o == nil || o.Kind != sourcev1.GitRepositoryKind || o.APIVersion != sourcev1.GroupVersion.String() ||
+			o.Namespace != ns || o.Name != src.Name || o.UID != src.UID {
+			t.Errorf("%s event about %s: relatedObject %+v, want GitRepository %s/%s (uid %s)", reason, name, o, ns, src.Name, src.UID)
+		}
+	}
+	related(on.Name, kustomizev1.ReconciliationSucceededReason)
+	related(on.Name, "Progressing")
 
 	// The gated binary's next event, a failure, is sent after the success
 	// event would have been: once it is in, the success event is not coming.
@@ -71,7 +88,6 @@ func TestBinaryCommitStatusEvent(t *testing.T) {
 	if evs := kubeEvents(t, ns, off.Name, kustomizev1.ReconciliationSucceededReason); len(evs) != 0 {
 		t.Errorf("DisableCommitStatusEvent=true, yet Kubernetes Events %q", evs)
 	}
-	if eventOf(ns, off.Name, "Progressing") == nil {
-		t.Error("the gated binary sent no apply (Progressing) event")
-	}
+	related(off.Name, "Progressing")
+	related(off.Name, meta.ArtifactFailedReason)
 }
