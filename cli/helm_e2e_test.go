@@ -30,8 +30,10 @@ import (
 // annotations written are checked whatever the Helm reconcilers do.
 
 // helmFixtures are a HelmRepository, an OCI HelmRepository, the HelmChart
-// helm-controller would make for HelmRelease podinfo, that HelmRelease and
-// one whose chartRef is an OCIRepository; chartReleases adds the others.
+// helm-controller would make for HelmRelease podinfo, that HelmRelease, one
+// whose chartRef is OCIRepository podinfo, one whose spec.chart is of kind
+// OCIRepository with the OCIRepository helm-controller would make for it;
+// chartReleases adds the others.
 const helmFixtures = `
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: HelmRepository
@@ -61,6 +63,23 @@ metadata: {name: from-oci, namespace: flux-system}
 spec:
   interval: 10m
   chartRef: {kind: OCIRepository, name: podinfo}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: podinfo, namespace: flux-system}
+spec: {interval: 5m, url: "oci://ghcr.io/stefanprodan/charts/podinfo", ref: {tag: "6.5.0"}}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {name: templated, namespace: flux-system}
+spec:
+  interval: 10m
+  chart: {kind: OCIRepository, spec: {url: "oci://ghcr.io/stefanprodan/charts/podinfo", ref: {tag: "6.5.0"}}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: flux-system-templated, namespace: flux-system}
+spec: {interval: 10m, url: "oci://ghcr.io/stefanprodan/charts/podinfo", ref: {tag: "6.5.0"}}
 `
 
 // chartReleases are HelmReleases of chart podinfo from HelmRepository
@@ -83,6 +102,7 @@ spec:
 }
 
 const (
+	ociRevision   = "6.5.0@sha256:89abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567"
 	repoRevision  = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	installedMsg  = "Helm install succeeded for release flux-system/podinfo.v1 with chart podinfo@6.5.0"
 	installFailed = "Helm install failed for release flux-system/broken with chart podinfo@6.5.0: context deadline exceeded"
@@ -123,6 +143,14 @@ func setHelmStatus(ctx context.Context, t *testing.T, c client.Client) {
 		chart.Status.Artifact = artifact("6.5.0")
 		chart.Status.Conditions = readyCond(metav1.ConditionTrue, sourcev1.ChartPullSucceededReason, "pulled 'podinfo' chart with version '6.5.0'", chart.Generation)
 	})
+	for _, name := range []string{"podinfo", "flux-system-templated"} {
+		oci := &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: name}}
+		update(oci, func() {
+			oci.Status.ObservedGeneration = oci.Generation
+			oci.Status.Artifact = artifact(ociRevision)
+			oci.Status.Conditions = readyCond(metav1.ConditionTrue, meta.SucceededReason, "stored artifact for digest '"+ociRevision+"'", oci.Generation)
+		})
+	}
 	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "podinfo"}}
 	update(hr, func() {
 		hr.Status.ObservedGeneration = hr.Generation
@@ -189,6 +217,13 @@ func (s *standIn) run(ctx context.Context, c client.Client) {
 		if c.List(ctx, repos) == nil {
 			for i := range repos.Items {
 				o := &repos.Items[i]
+				handle(o, &o.Status.Conditions, &o.Status.ObservedGeneration, &o.Status.LastHandledReconcileAt, nil)
+			}
+		}
+		ocis := &sourcev1.OCIRepositoryList{}
+		if c.List(ctx, ocis) == nil {
+			for i := range ocis.Items {
+				o := &ocis.Items[i]
 				handle(o, &o.Status.Conditions, &o.Status.ObservedGeneration, &o.Status.LastHandledReconcileAt, nil)
 			}
 		}
@@ -282,6 +317,8 @@ func TestHelmCommandsE2E(t *testing.T) {
 			obj = &sourcev1.HelmRepository{}
 		case strings.Contains(doc, "kind: HelmChart\n"):
 			obj = &sourcev1.HelmChart{}
+		case strings.Contains(doc, "kind: OCIRepository\n"):
+			obj = &sourcev1.OCIRepository{}
 		default:
 			obj = &helmv2.HelmRelease{}
 		}
@@ -411,10 +448,28 @@ func TestHelmCommandsE2E(t *testing.T) {
 		t.Errorf("the OCI HelmRepository was annotated: %v %v", err, oci.Annotations)
 	}
 
+	// OCIRepository chart sources: spec.chartRef's, and the one generated
+	// from spec.chart of kind OCIRepository (<ns>-<name> in the HelmRelease's
+	// namespace), are reconciled before the HelmRelease.
+	for name, src := range map[string]string{"from-oci": "podinfo", "templated": "flux-system-templated"} {
+		before := len(stand.requests())
+		out = u.must(kc, "reconcile", "hr", name, "--with-source")
+		if got := lines(out); len(got) < 4 || got[0] != "► annotating OCIRepository "+src+" in flux-system namespace" || got[3] != "✔ fetched revision "+ociRevision {
+			t.Errorf("reconcile hr %s --with-source printed:\n%s\nwant OCIRepository %s reconciled first", name, out, src)
+		}
+		var order []string
+		for _, r := range stand.requests()[before:] {
+			order = append(order, r.id)
+		}
+		if want := "OCIRepository/flux-system/" + src + " HelmRelease/flux-system/" + name; strings.Join(order, " ") != want {
+			t.Errorf("reconcile hr %s --with-source requested %v, want %s", name, order, want)
+		}
+	}
+	n = len(stand.requests())
+
 	// Errors: one line each, nothing requested.
 	oneLineError(t, u.fails(kc, "reconcile", "hr", "missing"), "HelmRelease missing not found in namespace flux-system")
 	oneLineError(t, u.fails(kc, "reconcile", "hr", "paused", "--with-source"), "HelmRelease flux-system/paused is suspended")
-	oneLineError(t, u.fails(kc, "reconcile", "hr", "from-oci", "--with-source"), "cannot reconcile source of kind OCIRepository")
 	if got := len(stand.requests()); got != n {
 		t.Errorf("the failed commands made %d reconcile requests", got-n)
 	}

@@ -134,21 +134,20 @@ func newReconcileHelmReleaseCommand(g *globalFlags) *cobra.Command {
 }
 
 // helmReleaseSource is the chart source of hr that flux reconciles first:
-// spec.chartRef, else the HelmChart <namespace>-<name> that helm-controller
-// makes from spec.chart, in the namespace of its sourceRef.
+// spec.chartRef (a HelmChart or an OCIRepository, in the HelmRelease's
+// namespace unless it names one), else the object helm-controller makes
+// from spec.chart: the HelmChart <namespace>-<name> in the namespace of its
+// sourceRef, or with spec.chart.kind OCIRepository the OCIRepository
+// <namespace>-<name> in the HelmRelease's namespace.
 func helmReleaseSource(hr *helmv2.HelmRelease) (string, types.NamespacedName) {
-	if ref := hr.Spec.ChartRef; ref != nil {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = hr.Namespace
-		}
-		return ref.Kind, types.NamespacedName{Namespace: ns, Name: ref.Name}
+	ref := hr.GetHelmChartReference()
+	if ref == nil {
+		ref = hr.GetHelmChartTemplateReference()
 	}
-	ns := hr.Namespace
-	if hr.Spec.Chart != nil && hr.Spec.Chart.Spec.SourceRef != nil && hr.Spec.Chart.Spec.SourceRef.Namespace != "" {
-		ns = hr.Spec.Chart.Spec.SourceRef.Namespace
+	if ref == nil {
+		return "", types.NamespacedName{}
 	}
-	return sourcev1.HelmChartKind, types.NamespacedName{Namespace: ns, Name: hr.Namespace + "-" + hr.Name}
+	return ref.Kind, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
 }
 
 // reconcile runs do with a client, a context bounded by --timeout and the

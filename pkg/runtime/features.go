@@ -26,6 +26,17 @@ const (
 	// beyond Flux (whose default is false): Eddy's health checks hold no
 	// worker either way, and a fix should not wait for a timeout.
 	CancelHealthCheckOnNewRevision = "CancelHealthCheckOnNewRevision"
+	// DisableCommitStatusEvent stops the "Reconciliation finished…" event
+	// (the one notification-controller turns into a Git commit status) that
+	// a Kustomization emits after each successful reconcile, which can flood
+	// the notification system when there are many. kustomize-controller;
+	// default false (opt-in since kustomize-controller v1.9.6).
+	DisableCommitStatusEvent = "DisableCommitStatusEvent"
+	// DisableChartDigestTracking keeps a chart from an OCIRepository at its
+	// own version instead of appending `+<first 12 hex of the digest>`, so a
+	// chart re-pushed under the same version is not upgraded. helm-controller;
+	// default false (opt-in since helm-controller v1.3.0).
+	DisableChartDigestTracking = "DisableChartDigestTracking"
 )
 
 // gateDefaults are the defaults of the gates above: Flux's, except
@@ -34,6 +45,8 @@ var gateDefaults = map[string]bool{
 	CacheSecretsAndConfigMaps:      false,
 	StrictPostBuildSubstitutions:   true,
 	CancelHealthCheckOnNewRevision: true,
+	DisableCommitStatusEvent:       false,
+	DisableChartDigestTracking:     false,
 }
 
 // FeatureGates is Flux's `--feature-gates` flag: a comma-separated list of

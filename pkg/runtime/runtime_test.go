@@ -93,6 +93,16 @@ func TestFeatureGates(t *testing.T) {
 	if o, err = parse(kustomize, "--feature-gates=CancelHealthCheckOnNewRevision=false"); err != nil || o.FeatureGates.Enabled(CancelHealthCheckOnNewRevision) {
 		t.Errorf("CancelHealthCheckOnNewRevision=false: %v", err)
 	}
+	// The opt-in gates of kustomize-controller and helm-controller are off
+	// by default, as Flux's.
+	for _, g := range []string{DisableCommitStatusEvent, DisableChartDigestTracking} {
+		if o, err = parse([]string{g}); err != nil || o.FeatureGates.Enabled(g) || unbound.FeatureGates.Enabled(g) {
+			t.Errorf("%s is on by default (%v); want off", g, err)
+		}
+		if o, err = parse([]string{g}, "--feature-gates="+g+"=true"); err != nil || !o.FeatureGates.Enabled(g) {
+			t.Errorf("%s=true: %v", g, err)
+		}
+	}
 	for _, c := range []struct {
 		gates []string
 		arg   string

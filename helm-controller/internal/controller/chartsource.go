@@ -266,7 +266,7 @@ func (r *HelmReleaseReconciler) loadChart(ctx context.Context, src *chartSource)
 	if src.ref.Kind != sourcev1.OCIRepositoryKind {
 		return ch, "", nil
 	}
-	ociDigest, err := mutateChartVersion(ch, src.artifact.Revision)
+	ociDigest, err := mutateChartVersion(ch, src.artifact.Revision, !r.DisableChartDigestTracking)
 	if err != nil {
 		return nil, "", fail(helmv2.ChartMutateErrorReason, "%s", err)
 	}
@@ -280,9 +280,10 @@ func (r *HelmReleaseReconciler) loadChart(ctx context.Context, src *chartSource)
 // digest part Flux records (status.lastAttemptedRevisionDigest, history
 // ociDigest, event metadata oci-digest). A tag that is a semver version
 // (`_` read as `+`, as Helm writes it) must equal the chart version.
-// Flux compatible (helm-controller mutateChartWithSourceRevision, gate
-// DisableChartDigestTracking off).
-func mutateChartVersion(ch *chart.Chart, revision string) (string, error) {
+// Without track (feature gate DisableChartDigestTracking on) the version
+// is left as it is; the checks and the returned digest are the same.
+// Flux compatible (helm-controller mutateChartWithSourceRevision).
+func mutateChartVersion(ch *chart.Chart, revision string, track bool) (string, error) {
 	ver, err := semver.NewVersion(ch.Metadata.Version)
 	if err != nil {
 		return "", fmt.Errorf("invalid chart version %s", ch.Metadata.Version)
@@ -306,6 +307,8 @@ func mutateChartVersion(ch *chart.Chart, revision string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ch.Metadata.Version = withDigest.String()
+	if track {
+		ch.Metadata.Version = withDigest.String()
+	}
 	return ociDigest, nil
 }

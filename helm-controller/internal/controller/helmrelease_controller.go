@@ -52,6 +52,9 @@ type HelmReleaseReconciler struct {
 	// HealthPoll is the poll interval of the kstatus wait (default 2s).
 	HealthPoll    time.Duration
 	JitterPercent float64
+	// DisableChartDigestTracking leaves a chart from an OCIRepository at its
+	// own version (--feature-gates=DisableChartDigestTracking=true).
+	DisableChartDigestTracking bool
 
 	waits waits
 }

@@ -25,7 +25,9 @@ import (
 
 // TestMutateChartVersion checks Flux's revision rules for charts from an
 // OCIRepository: the version gets the first 12 hex of the digest, a semver
-// tag must be the chart's version, the recorded digest is the revision's.
+// tag must be the chart's version, the recorded digest is the revision's;
+// with digest tracking off (DisableChartDigestTracking) the version stays,
+// the checks and the digest do not change.
 func TestMutateChartVersion(t *testing.T) {
 	const hex = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	cases := []struct {
@@ -41,16 +43,22 @@ func TestMutateChartVersion(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ch := &chart.Chart{Metadata: &chart.Metadata{Name: "podinfo", Version: tc.version}}
-			digest, err := mutateChartVersion(ch, tc.revision)
-			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
+			for _, track := range []bool{true, false} {
+				ch := &chart.Chart{Metadata: &chart.Metadata{Name: "podinfo", Version: tc.version}}
+				digest, err := mutateChartVersion(ch, tc.revision, track)
+				if tc.wantErr != "" {
+					if err == nil || err.Error() != tc.wantErr {
+						t.Fatalf("track %v: error %v, want %q", track, err, tc.wantErr)
+					}
+					continue
 				}
-				return
-			}
-			if err != nil || digest != tc.wantDigest || ch.Metadata.Version != tc.wantVersion {
-				t.Errorf("got %q, %q, %v; want %q, %q", ch.Metadata.Version, digest, err, tc.wantVersion, tc.wantDigest)
+				want := tc.wantVersion
+				if !track {
+					want = tc.version
+				}
+				if err != nil || digest != tc.wantDigest || ch.Metadata.Version != want {
+					t.Errorf("track %v: got %q, %q, %v; want %q, %q", track, ch.Metadata.Version, digest, err, want, tc.wantDigest)
+				}
 			}
 		})
 	}

@@ -144,6 +144,7 @@ type healthWait struct {
 	// Of the reconcile that started the wait, for its history and events.
 	reconcileStart time.Time
 	snap           snapshot
+	related        client.Object // the source, relatedObject of the wait's events
 }
 
 // healthOutcome is what the poller decided, after elapsed: all healthy
@@ -215,7 +216,7 @@ func (r *KustomizationReconciler) clusterScoped(gk schema.GroupKind, version str
 // and healthPending when the wait goes on in the background until the
 // deadline of ctx (the Kustomization's timeout). Flux compatible.
 func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change,
-	deletedWhenFinished map[string]bool, art *meta.Artifact) *failure {
+	deletedWhenFinished map[string]bool, src client.Object, art *meta.Artifact) *failure {
 	targets, ok := healthTargets(obj, changes, r.clusterScoped)
 	if !ok {
 		apimeta.RemoveStatusCondition(&obj.Status.Conditions, kustomizev1.HealthyCondition)
@@ -226,7 +227,7 @@ func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kus
 		source:   fmt.Sprintf("%s/%s/%s", obj.Spec.SourceRef.Kind, nsOr(obj.Spec.SourceRef.Namespace, obj.Namespace), obj.Spec.SourceRef.Name),
 		revision: art.Revision, digest: art.Digest, originRevision: art.Metadata["org.opencontainers.image.revision"],
 		targets: targets, deletedWhenFinished: deletedWhenFinished, changed: changed(changes),
-		started: time.Now(), firstRound: make(chan struct{}),
+		started: time.Now(), firstRound: make(chan struct{}), related: src,
 	}
 	if len(targets) == 0 {
 		return r.healthResult(obj, w)
@@ -412,7 +413,7 @@ func (r *KustomizationReconciler) healthResult(obj *kustomizev1.Kustomization, w
 	apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: kustomizev1.HealthyCondition,
 		Status: metav1.ConditionTrue, Reason: meta.SucceededReason, Message: msg, ObservedGeneration: obj.Generation})
 	if notify {
-		r.Events.Event(obj, corev1.EventTypeNormal, meta.SucceededReason, msg, r.eventMeta(obj))
+		r.Events.WithRelated(w.related).Event(obj, corev1.EventTypeNormal, meta.SucceededReason, msg, r.eventMeta(obj))
 	}
 	return nil
 }
@@ -476,7 +477,7 @@ func (r *KustomizationReconciler) resumeHealthCheck(ctx context.Context, obj *ku
 	trigger := ""
 	if obj.Generation != w.generation {
 		trigger = fmt.Sprintf("%s/%s/%s", kustomizev1.KustomizationKind, obj.Namespace, obj.Name)
-	} else if art, f := r.source(ctx, obj); f == nil && (art.Revision != w.revision || art.Digest != w.digest) {
+	} else if _, art, f := r.source(ctx, obj); f == nil && (art.Revision != w.revision || art.Digest != w.digest) {
 		trigger = w.source
 	}
 	h.mu.Lock()
@@ -504,7 +505,7 @@ func (r *KustomizationReconciler) resumeHealthCheck(ctx context.Context, obj *ku
 		return nil, false
 	}
 	w.cancel()
-	r.Events.Event(obj, corev1.EventTypeNormal, meta.HealthCheckCanceledReason,
+	r.Events.WithRelated(w.related).Event(obj, corev1.EventTypeNormal, meta.HealthCheckCanceledReason,
 		"Health checks canceled due to new reconciliation triggered by "+trigger, r.eventMeta(obj))
 	f = fail(meta.HealthCheckCanceledReason, "New reconciliation triggered by %s", trigger)
 	// Logged, not a Warning: the new revision or generation is applied at

@@ -45,6 +45,9 @@ const (
 type snapshot struct {
 	digest   string
 	metadata map[string]string
+	// source is the source object read for the reconcile, nil when it
+	// could not be read: the relatedObject of the Kustomization's events.
+	source client.Object
 }
 
 // KustomizationReconciler builds a source artifact's manifests and applies
@@ -81,6 +84,9 @@ type KustomizationReconciler struct {
 	// applied, instead of canceling it: Flux's feature gate
 	// CancelHealthCheckOnNewRevision=false (Eddy's default is true).
 	KeepHealthCheckOnNewRevision bool
+	// DisableCommitStatusEvent skips the "Reconciliation finished…" event
+	// of a success (--feature-gates=DisableCommitStatusEvent=true).
+	DisableCommitStatusEvent bool
 
 	artifacts    *artifactCache
 	healthChecks *healthChecks
@@ -165,6 +171,7 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 		return ctrl.Result{}, err
 	}
 	annotations := r.eventMeta(obj)
+	rec := r.Events.WithRelated(snap.source)
 	switch {
 	case f == nil:
 		next := eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
@@ -172,17 +179,20 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 		msg := fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration)
 		// Flux compatible: logged at info too, so `flux logs` shows each success.
 		log.Info(msg, "revision", obj.Status.LastAttemptedRevision)
-		r.Events.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason, msg, annotations)
+		// Flux compatible: the gate skips the event, Kubernetes Event too.
+		if !r.DisableCommitStatusEvent {
+			rec.Event(obj, corev1.EventTypeNormal, kustomizev1.ReconciliationSucceededReason, msg, annotations)
+		}
 		return ctrl.Result{RequeueAfter: next}, nil
 	case f.Waiting:
 		// Flux compatible: waiting is not failing, so no Warning event
 		// (which an error-severity Alert would deliver).
 		log.Info(f.Message)
 	case f.Reason == meta.DependencyNotReadyReason:
-		r.Events.Event(obj, corev1.EventTypeNormal, f.Reason,
+		rec.Event(obj, corev1.EventTypeNormal, f.Reason,
 			fmt.Sprintf("Dependencies do not meet ready condition, retrying in %s", f.Retry), annotations)
 	default:
-		r.Events.Event(obj, corev1.EventTypeWarning, f.Reason, f.Message, annotations)
+		rec.Event(obj, corev1.EventTypeWarning, f.Reason, f.Message, annotations)
 	}
 	if f.Stalled {
 		return ctrl.Result{}, f
@@ -217,7 +227,8 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		f.Stalled = true
 		return f
 	}
-	art, f := r.source(ctx, obj)
+	src, art, f := r.source(ctx, obj)
+	snap.source = src
 	if f != nil {
 		return f
 	}
@@ -285,7 +296,8 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	}
 	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second, Concurrency: r.ConcurrentSSA}
 	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})
-	r.reportChanges(obj, changes)
+	rec := r.Events.WithRelated(src)
+	r.reportChanges(rec, obj, changes)
 	if err != nil {
 		// Flux compatible: a partial apply lists what it changed; values
 		// substituted from Secrets are masked (v1.9.6).
@@ -324,7 +336,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		}
 		if len(stale) > 0 {
 			deleted, failed, err := mgr.DeleteStale(ctx, stale, ssa.PruneOptions{OwnerLabels: map[string]string{NameLabel: obj.Name, NamespaceLabel: obj.Namespace}})
-			r.reportChanges(obj, deleted)
+			r.reportChanges(rec, obj, deleted)
 			for _, fc := range failed {
 				inventory[fc.Meta.ID()] = kustomizev1.ResourceRef{ID: fc.Meta.ID(), Version: fc.Version}
 			}
@@ -348,7 +360,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 			}
 		}
 	}
-	if f := r.startHealthCheck(ctx, obj, c, changes, deletedWhenFinished, art); f != nil {
+	if f := r.startHealthCheck(ctx, obj, c, changes, deletedWhenFinished, src, art); f != nil {
 		return f
 	}
 	obj.Status.LastAppliedRevision = art.Revision
@@ -369,7 +381,7 @@ func sortedEntries(m map[string]kustomizev1.ResourceRef) []kustomizev1.ResourceR
 // an OCIRepository (the source kinds Eddy serves); any other kind stalls
 // with ArtifactFailed. A missing source or artifact is waited for at
 // --requeue-dependency, with Flux's messages.
-func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (*meta.Artifact, *failure) {
+func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (client.Object, *meta.Artifact, *failure) {
 	ref := obj.Spec.SourceRef
 	ns := ref.Namespace
 	if ns == "" {
@@ -379,7 +391,7 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 	if r.NoCrossNamespaceRefs && ns != obj.Namespace {
 		f := fail(kustomizev1.AccessDeniedReason, "can't access '%s', cross-namespace references have been blocked", id)
 		f.Stalled = true
-		return nil, f
+		return nil, nil, f
 	}
 	var (
 		src      client.Object
@@ -395,7 +407,7 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 	default:
 		f := fail(meta.ArtifactFailedReason, "source kind '%s' is not supported by Eddy yet", ref.Kind)
 		f.Stalled = true
-		return nil, f
+		return nil, nil, f
 	}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, src); err != nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' not found", id)
@@ -403,15 +415,15 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 			f.Message = fmt.Sprintf("Source '%s' could not be read: %s", id, err)
 		}
 		f.Retry, f.Waiting = r.RequeueDependency, true
-		return nil, f
+		return nil, nil, f
 	}
 	art := artifact()
 	if art == nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' is not ready, artifact not found", id)
 		f.Retry, f.Waiting = r.RequeueDependency, true
-		return nil, f
+		return src, nil, f
 	}
-	return art, nil
+	return src, art, nil
 }
 
 // checkDependencies requires each dependsOn Kustomization to be Ready at its

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/ssa"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -22,7 +23,7 @@ func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[
 // reportChanges emits the change set as Flux does, and, beyond Flux, one
 // event per corrected drift naming the fields, values and field managers,
 // and one per object whose fields the apply deleted (`FieldsRemoved`).
-func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, changes []ssa.Change) {
+func (r *KustomizationReconciler) reportChanges(rec *events.Recorder, obj *kustomizev1.Kustomization, changes []ssa.Change) {
 	var lines []string
 	for _, c := range changes {
 		if c.Action == ssa.Unchanged || c.Action == ssa.Skipped {
@@ -34,16 +35,16 @@ func (r *KustomizationReconciler) reportChanges(obj *kustomizev1.Kustomization, 
 			for _, d := range c.Drift {
 				fields = append(fields, d.String())
 			}
-			r.Events.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
+			rec.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
 				fmt.Sprintf("%s drifted: %s; corrected", c.Meta, strings.Join(fields, ", ")), r.eventMeta(obj))
 		}
 		if len(c.Removed) > 0 {
-			r.Events.Event(obj, corev1.EventTypeNormal, "FieldsRemoved",
+			rec.Event(obj, corev1.EventTypeNormal, "FieldsRemoved",
 				fmt.Sprintf("%s %s: %s removed", c.Meta, c.Action, strings.Join(c.Removed, " removed, ")), r.eventMeta(obj))
 		}
 	}
 	if len(lines) > 0 {
-		r.Events.WithAction(changesAction(obj, changes).String()).Event(obj, corev1.EventTypeNormal, "Progressing", strings.Join(lines, "\n"), r.eventMeta(obj))
+		rec.WithAction(changesAction(obj, changes).String()).Event(obj, corev1.EventTypeNormal, "Progressing", strings.Join(lines, "\n"), r.eventMeta(obj))
 	}
 }
 

@@ -161,7 +161,9 @@ func (r *HelmRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.
 	}
 	idx, err := loadIndex(data)
 	if err != nil {
-		return fetchFailed(sourcev1.IndexationFailedReason, "failed to load Helm repository from index YAML: failed to load index: %s", err)
+		// As Flux sc v1.10.0, the message names the repository, its
+		// credentials masked.
+		return fetchFailed(sourcev1.IndexationFailedReason, "failed to load Helm repository from index YAML at %s: failed to load index: %s", redact.URL(obj.Spec.URL), err)
 	}
 
 	// Flux compatible: the known new revision is written before it is

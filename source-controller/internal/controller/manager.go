@@ -91,7 +91,7 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	// Like Flux, only the leader serves artifacts: a manager runnable that
 	// needs leader election.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return runtime.Serve(ctx, &http.Server{Addr: c.StorageAddr, Handler: storage.Handler(), ReadHeaderTimeout: 10 * time.Second})
+		return runtime.Serve(ctx, artifactServer(c.StorageAddr, storage.Handler()))
 	})); err != nil {
 		return nil, nil, err
 	}
@@ -156,4 +156,14 @@ func envOr(key, def string) string {
 func (c *Config) Manager() (ctrl.Manager, error) {
 	mgr, _, err := NewManager(*c)
 	return mgr, err
+}
+
+// artifactServer is the artifact HTTP server on addr. As Flux's since
+// source-controller v1.10.1, it bounds reading a request's header (which
+// also bounds a TLS handshake) and how long an idle keep-alive connection
+// stays open (90 s, http.DefaultTransport's keep-alive), and nothing else:
+// no read or write timeout of the whole request, so a slow client can still
+// download a large artifact.
+func artifactServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 90 * time.Second}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -108,4 +109,17 @@ func TestProviderIsRefused(t *testing.T) {
 func portOf(raw string) string {
 	u, _ := neturl.Parse(raw)
 	return u.Port()
+}
+
+// TestArtifactServerTimeouts: the artifact server bounds the request header
+// and idle keep-alive connections (Flux sc v1.10.1) but not the whole
+// request, so slow downloads of large artifacts still finish.
+func TestArtifactServerTimeouts(t *testing.T) {
+	srv := artifactServer(":9090", http.NotFoundHandler())
+	if srv.ReadHeaderTimeout != 10*time.Second || srv.IdleTimeout != 90*time.Second {
+		t.Errorf("artifact server read-header timeout %v, idle timeout %v; want 10s and 90s", srv.ReadHeaderTimeout, srv.IdleTimeout)
+	}
+	if srv.ReadTimeout != 0 || srv.WriteTimeout != 0 {
+		t.Errorf("artifact server read timeout %v, write timeout %v; want none", srv.ReadTimeout, srv.WriteTimeout)
+	}
 }
