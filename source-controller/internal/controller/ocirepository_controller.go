@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -220,7 +221,13 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 				Message: "failed to create temporary working directory"}
 		}
 		defer removeWorkDir(dir)
-		if err := artifact.Extract(layer.Content, dir, lim); err != nil {
+		err = artifact.Extract(layer.Content, dir, lim)
+		if err == nil {
+			// The tar stream ends before the gzip trailer and the padding;
+			// the layer's digest is checked only at EOF, so read to it.
+			_, err = io.Copy(io.Discard, layer.Content)
+		}
+		if err != nil {
 			return fetchFailed(sourcev1.OCILayerOperationFailedReason, "failed to extract layer contents from artifact: %s",
 				strings.ReplaceAll(err.Error(), dir, "."))
 		}

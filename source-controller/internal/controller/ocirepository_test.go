@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -189,6 +190,7 @@ func TestOCIRepository(t *testing.T) {
 	t.Run("tls", func(t *testing.T) { t.Parallel(); testOCITLS(t) })
 	t.Run("proxy", func(t *testing.T) { t.Parallel(); testOCIProxy(t) })
 	t.Run("suspend and delete", func(t *testing.T) { t.Parallel(); testOCISuspendDelete(t) })
+	t.Run("layer digest lies", func(t *testing.T) { t.Parallel(); testOCILyingLayer(t) })
 }
 
 // testOCITag: the default tag latest; the artifact, its metadata, link and
@@ -703,5 +705,47 @@ func testOCISuspendDelete(t *testing.T) {
 	testenv.WaitGone(t, env.Client, got, "deleted OCIRepository")
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("storage directory still there after deletion: %v", err)
+	}
+}
+
+// testOCILyingLayer: a registry (or a man in the middle of spec.insecure)
+// that answers the content layer's digest with other bytes is caught, even
+// though the tar stream it sends ends before its gzip trailer and padding
+// are read: the artifact is not stored and the last good one stays.
+func testOCILyingLayer(t *testing.T) {
+	reg := testenv.NewRegistry(t)
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	pushFiles(t, reg, "app", "latest", "good", map[string]string{"good.yaml": "good\n"})
+	evil := artifacttest.Files(t, map[string]string{"evil.yaml": "evil\n"})
+	var lie atomic.Bool
+	var lied atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if lie.Load() && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
+			lied.Add(1)
+			_, _ = w.Write(evil)
+			return
+		}
+		(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(&url.URL{Scheme: "http", Host: reg.Host()})
+		}}).ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	host := strings.TrimPrefix(front.URL, "http://")
+	obj := newOCIRepository(t, ns, "app", "oci://"+host+"/app", nil)
+	good := waitOCIReady(t, obj).Status.Artifact
+
+	pushFiles(t, reg, "app", "latest", "new", map[string]string{"new.yaml": "new\n"})
+	lie.Store(true)
+	requestOCIReconcile(t, obj)
+	got := waitOCIFailed(t, obj, sourcev1.OCILayerOperationFailedReason)
+	checkFailureMessage(t, got, "failed to extract layer contents from artifact")
+	if lied.Load() == 0 {
+		t.Fatal("the lying blob was never asked for")
+	}
+	if a := got.Status.Artifact; a == nil || a.Digest != good.Digest {
+		t.Fatalf("status.artifact %+v, want the last good one", a)
+	}
+	if files := untar(t, download(t, got.Status.Artifact)); string(files["good.yaml"]) != "good\n" || files["evil.yaml"] != nil {
+		t.Errorf("the served artifact holds %v", keys(files))
 	}
 }
