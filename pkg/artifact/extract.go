@@ -46,7 +46,8 @@ type Entry struct {
 // order. It refuses (an error wrapping ErrUnsafeArchive that names the entry)
 // absolute names, names that leave the root, links (but see
 // Limits.SkipSymlinks) and every type other than regular files and
-// directories, and stops with an error past lim. visit
+// directories (a PAX global header is skipped), and stops with an error
+// past lim. visit
 // must consume Content before returning; its error stops the read.
 func ReadArchive(r io.Reader, lim Limits, visit func(Entry) error) error {
 	gz, err := gzip.NewReader(r)
@@ -64,6 +65,9 @@ func ReadArchive(r io.Reader, lim Limits, visit func(Entry) error) error {
 		}
 		if err != nil {
 			return fmt.Errorf("reading artifact: %w", err)
+		}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			continue // PAX metadata (git archive writes one), not a file
 		}
 		rel, err := safeRel(h.Name)
 		if err != nil {
