@@ -16,6 +16,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	gcrv1 "github.com/google/go-containerregistry/pkg/v1"
@@ -34,7 +35,8 @@ var errInvalidOCIURL = errors.New("invalid OCI URL")
 
 // parseOCIRepository returns the repository of an OCIRepository's
 // spec.url, `oci://<host>[:port]/<path>` without tag or digest. insecure
-// allows plain HTTP. Flux compatible (its messages).
+// allows plain HTTP. Flux compatible (its messages), except that
+// credentials written in the URL are masked (redact.URL).
 func parseOCIRepository(rawURL string, insecure bool) (name.Repository, error) {
 	if !strings.HasPrefix(rawURL, sourcev1.OCIRepositoryPrefix) {
 		return name.Repository{}, fmt.Errorf("%w: URL must be in format 'oci://<domain>/<org>/<repo>'", errInvalidOCIURL)
@@ -46,7 +48,14 @@ func parseOCIRepository(rawURL string, insecure bool) (name.Repository, error) {
 	}
 	repo, err := name.NewRepository(s, opts...)
 	if err != nil {
-		return name.Repository{}, fmt.Errorf("%w: %s", errInvalidOCIURL, err)
+		msg := err.Error()
+		if masked := strings.TrimPrefix(redact.URL(rawURL), sourcev1.OCIRepositoryPrefix); masked != s {
+			// go-containerregistry quotes the registry, userinfo included:
+			// mask it as status and events show URLs (masked is `xxxxx@<rest>`).
+			userinfo := s[:len(s)-(len(masked)-len(redact.Mask))]
+			msg = strings.ReplaceAll(msg, userinfo, redact.Mask)
+		}
+		return name.Repository{}, fmt.Errorf("%w: %s", errInvalidOCIURL, msg)
 	}
 	if parts := strings.Split(strings.TrimPrefix(s, repo.RegistryStr()), ":"); len(parts) > 1 {
 		return name.Repository{}, fmt.Errorf("%w: URL must not contain a tag; remove ':%s'", errInvalidOCIURL, parts[1])

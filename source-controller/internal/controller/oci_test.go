@@ -69,3 +69,15 @@ func TestParseOCIRepository(t *testing.T) {
 		}
 	}
 }
+
+// TestParseOCIRepositoryHidesCredentials: a URL with credentials in it is
+// refused without quoting them (the message reaches status and events).
+func TestParseOCIRepositoryHidesCredentials(t *testing.T) {
+	for _, url := range []string{"oci://user:s3cr3tpass@ghcr.io/org/app", "oci://s3cr3tpass@ghcr.io/org/app",
+		"oci://user:s3cr3tpass@localhost:5000/app", "oci://user:s3cr3tpass@ghcr.io/org/app:v1"} {
+		_, err := parseOCIRepository(url, false)
+		if err == nil || strings.Contains(err.Error(), "s3cr3tpass") {
+			t.Errorf("%s: %v, want an error without the password", url, err)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/redact"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -147,7 +148,7 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	}
 	repo, err := parseOCIRepository(obj.Spec.URL, obj.Spec.Insecure)
 	if err != nil {
-		return fetchFailed(sourcev1.URLInvalidReason, "URL validation failed for '%s': %s", obj.Spec.URL,
+		return fetchFailed(sourcev1.URLInvalidReason, "URL validation failed for '%s': %s", redact.URL(obj.Spec.URL),
 			strings.TrimPrefix(err.Error(), errInvalidOCIURL.Error()+": ")).Stall()
 	}
 

@@ -527,8 +527,11 @@ func testOCIRefused(t *testing.T) {
 	verify := newOCIRepository(t, ns, "verify", url, func(o *sourcev1.OCIRepository) {
 		o.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: "cosign"}
 	})
-	for obj, reason := range map[*sourcev1.OCIRepository]string{aws: sourcev1.InvalidProviderConfigReason, verify: sourcev1.VerificationErrorReason} {
+	creds := newOCIRepository(t, ns, "creds", "oci://user:s3cr3tpass@"+reg.Host()+"/app", nil)
+	for obj, reason := range map[*sourcev1.OCIRepository]string{aws: sourcev1.InvalidProviderConfigReason, verify: sourcev1.VerificationErrorReason,
+		creds: sourcev1.URLInvalidReason} {
 		got := waitOCIFailed(t, obj, reason)
+		checkFailureMessage(t, got, "", "s3cr3tpass")
 		if !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.StalledCondition) {
 			t.Errorf("%s: not Stalled: %+v", obj.Name, got.Status.Conditions)
 		}
