@@ -48,14 +48,8 @@ func parseOCIRepository(rawURL string, insecure bool) (name.Repository, error) {
 	}
 	repo, err := name.NewRepository(s, opts...)
 	if err != nil {
-		msg := err.Error()
-		if masked := strings.TrimPrefix(redact.URL(rawURL), sourcev1.OCIRepositoryPrefix); masked != s {
-			// go-containerregistry quotes the registry, userinfo included:
-			// mask it as status and events show URLs (masked is `xxxxx@<rest>`).
-			userinfo := s[:len(s)-(len(masked)-len(redact.Mask))]
-			msg = strings.ReplaceAll(msg, userinfo, redact.Mask)
-		}
-		return name.Repository{}, fmt.Errorf("%w: %s", errInvalidOCIURL, msg)
+		// go-containerregistry quotes the registry, userinfo included.
+		return name.Repository{}, fmt.Errorf("%w: %s", errInvalidOCIURL, redact.Quoted(err.Error(), rawURL))
 	}
 	if parts := strings.Split(strings.TrimPrefix(s, repo.RegistryStr()), ":"); len(parts) > 1 {
 		return name.Repository{}, fmt.Errorf("%w: URL must not contain a tag; remove ':%s'", errInvalidOCIURL, parts[1])
