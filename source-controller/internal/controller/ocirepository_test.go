@@ -191,6 +191,7 @@ func TestOCIRepository(t *testing.T) {
 	t.Run("proxy", func(t *testing.T) { t.Parallel(); testOCIProxy(t) })
 	t.Run("suspend and delete", func(t *testing.T) { t.Parallel(); testOCISuspendDelete(t) })
 	t.Run("layer digest lies", func(t *testing.T) { t.Parallel(); testOCILyingLayer(t) })
+	t.Run("registry stalls", func(t *testing.T) { t.Parallel(); testOCIStalledRegistry(t) })
 }
 
 // testOCITag: the default tag latest; the artifact, its metadata, link and
@@ -750,5 +751,44 @@ func testOCILyingLayer(t *testing.T) {
 	}
 	if files := untar(t, download(t, got.Status.Artifact)); string(files["good.yaml"]) != "good\n" || files["evil.yaml"] != nil {
 		t.Errorf("the served artifact holds %v", keys(files))
+	}
+}
+
+// testOCIStalledRegistry: a registry that sends the layer's headers and
+// then nothing is given up at spec.timeout (the reconcile returns and the
+// object says why); the last good artifact stays.
+func testOCIStalledRegistry(t *testing.T) {
+	reg := testenv.NewRegistry(t)
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	pushFiles(t, reg, "app", "latest", "good", map[string]string{"good.yaml": "good\n"})
+	var stall atomic.Bool
+	release := make(chan struct{})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if stall.Load() && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			select { // until the client gives up (or the test ends)
+			case <-req.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(&url.URL{Scheme: "http", Host: reg.Host()})
+		}}).ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	t.Cleanup(func() { close(release) })
+	obj := newOCIRepository(t, ns, "app", "oci://"+strings.TrimPrefix(front.URL, "http://")+"/app", func(o *sourcev1.OCIRepository) {
+		o.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Second}
+	})
+	good := waitOCIReady(t, obj).Status.Artifact
+	pushFiles(t, reg, "app", "latest", "new", map[string]string{"new.yaml": "new\n"})
+	stall.Store(true)
+	requestOCIReconcile(t, obj)
+	got := waitOCIFailed(t, obj, sourcev1.OCILayerOperationFailedReason)
+	checkFailureMessage(t, got, "context deadline exceeded")
+	if a := got.Status.Artifact; a == nil || a.Digest != good.Digest {
+		t.Fatalf("status.artifact %+v, want the last good one", a)
 	}
 }
