@@ -167,7 +167,11 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	if err != nil {
 		return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to generate transport for '%s': %s", obj.Spec.URL, err)
 	}
-	ref, err := c.ref(obj.Spec.Reference)
+	mediaType := ""
+	if ls := obj.Spec.LayerSelector; ls != nil {
+		mediaType = ls.MediaType
+	}
+	ref, err := c.ref(obj.Spec.Reference, mediaType)
 	if err != nil {
 		return fetchFailed(sourcev1.ReadOperationFailedReason, "failed to determine the artifact tag for '%s': %s", obj.Spec.URL, err)
 	}
@@ -198,13 +202,9 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	if err != nil {
 		return fetchFailed(sourcev1.OCIPullFailedReason, "failed to pull artifact from '%s': %s", obj.Spec.URL, err)
 	}
-	var mediaType string
 	op := sourcev1.OCILayerExtract
-	if ls := obj.Spec.LayerSelector; ls != nil {
-		mediaType = ls.MediaType
-		if ls.Operation != "" {
-			op = ls.Operation
-		}
+	if ls := obj.Spec.LayerSelector; ls != nil && ls.Operation != "" {
+		op = ls.Operation
 	}
 	layer, err := selectLayer(img, mediaType, lim.MaxBytes)
 	if err != nil {
