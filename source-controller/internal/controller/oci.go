@@ -16,6 +16,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/oci"
 	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -130,10 +131,10 @@ func (c *ociClient) tagBySemver(exp, filter, mediaType string) (name.Reference, 
 // pickSemverTag returns the tag, among those filter (a regular
 // expression, "" for all) matches, of the highest version satisfying the
 // constraint exp. Flux compatible (source-controller's getTagBySemver and
-// fluxcd/pkg/version.ParseVersion): a tag is a version only with three
-// dot-separated parts (a floating `8` or `7.1` is not), a `v` prefix is
-// allowed, and for the Helm chart layer a `_` in a tag stands for the `+`
-// Helm's OCI tags cannot hold; its messages ("semver '<exp>' parse error:
+// oci.ParseVersion): a tag is a version only with three dot-separated
+// parts (a floating `8` or `7.1` is not), a `v` prefix is allowed, and for
+// the Helm chart layer a `_` in a tag stands for the `+` Helm's OCI tags
+// cannot hold; its messages ("semver '<exp>' parse error:
 // …", "no match found for semver: <exp>").
 func pickSemverTag(tags []string, exp, filter, mediaType string) (string, error) {
 	if filter != "" {
@@ -159,10 +160,7 @@ func pickSemverTag(tags []string, exp, filter, mediaType string) (string, error)
 		if helmTags {
 			t = strings.ReplaceAll(t, "_", "+")
 		}
-		if strings.Count(t, ".") < 2 {
-			continue
-		}
-		v, err := semver.NewVersion(t)
+		v, err := oci.ParseVersion(t)
 		if err == nil && constraint.Check(v) {
 			matching = append(matching, v)
 		}
