@@ -200,3 +200,23 @@ func TestExtractSkipsPAXGlobalHeader(t *testing.T) {
 		t.Error("the global header was written as a file")
 	}
 }
+
+// TestExtractLongNames: a hostile name (PAX allows ~1 MiB) is neither
+// quoted whole in the error, whose text ends up in a status condition
+// (32 KiB at most), nor extracted when longer than a path can be.
+func TestExtractLongNames(t *testing.T) {
+	for name, entry := range map[string]artifacttest.Entry{
+		"escape": {Name: strings.Repeat("../", 20000) + "evil.yaml", Content: "x"},
+		"deep":   {Name: strings.Repeat("d/", 3000) + "f.yaml", Content: "x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := artifact.Extract(bytes.NewReader(artifacttest.TarGz(t, entry)), t.TempDir(), artifact.DefaultLimits)
+			if !errors.Is(err, artifact.ErrUnsafeArchive) {
+				t.Fatalf("got %v, want ErrUnsafeArchive", err)
+			}
+			if n := len(err.Error()); n > 1024 {
+				t.Errorf("the error has %d bytes: %.200s…", n, err)
+			}
+		})
+	}
+}
