@@ -192,6 +192,7 @@ func TestOCIRepository(t *testing.T) {
 	t.Run("suspend and delete", func(t *testing.T) { t.Parallel(); testOCISuspendDelete(t) })
 	t.Run("layer digest lies", func(t *testing.T) { t.Parallel(); testOCILyingLayer(t) })
 	t.Run("registry stalls", func(t *testing.T) { t.Parallel(); testOCIStalledRegistry(t) })
+	t.Run("huge registry error", func(t *testing.T) { t.Parallel(); testOCIHugeRegistryError(t) })
 }
 
 // testOCITag: the default tag latest; the artifact, its metadata, link and
@@ -790,5 +791,25 @@ func testOCIStalledRegistry(t *testing.T) {
 	checkFailureMessage(t, got, "context deadline exceeded")
 	if a := got.Status.Artifact; a == nil || a.Digest != good.Digest {
 		t.Fatalf("status.artifact %+v, want the last good one", a)
+	}
+}
+
+// testOCIHugeRegistryError: a registry answering with a 64 KiB error body
+// (go-containerregistry quotes it whole) still leaves the object
+// Ready=False with a message the API accepts (conditions hold 32768).
+func testOCIHugeRegistryError(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	body := strings.Repeat("x", 64<<10)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/v2/" {
+			return
+		}
+		http.Error(w, body, http.StatusBadGateway)
+	}))
+	t.Cleanup(front.Close)
+	obj := newOCIRepository(t, ns, "app", "oci://"+strings.TrimPrefix(front.URL, "http://")+"/app", nil)
+	got := waitOCIFailed(t, obj, sourcev1.OCIPullFailedReason)
+	if n := len(readyMessage(got)); n == 0 || n > 32768 {
+		t.Errorf("Ready message of %d bytes", n)
 	}
 }
