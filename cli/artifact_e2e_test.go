@@ -250,6 +250,11 @@ func TestArtifactE2E(t *testing.T) {
 		}
 		matchLines(t, "pull without oci://", u.fails("pull", "artifact", host+"/eddy/podinfo:6.9.2", "--output", dir),
 			`^✗ URL must be in format 'oci://<domain>/<org>/<repo>'$`)
+		out = u.fails("pull", "artifact", "oci://flux:s3cr3t-pass@"+host+"/eddy/podinfo:6.9.2", "--output", dir)
+		matchLines(t, "pull with credentials in the URL", out, `^✗ 'oci://xxxxx@`+regexp.QuoteMeta(host)+`/eddy/podinfo:6.9.2' invalid URL: `)
+		if strings.Contains(out, "s3cr3t-pass") {
+			t.Errorf("the password written in the URL is printed: %s", out)
+		}
 		matchLines(t, "push without --source", u.fails("push", "artifact", "oci://"+host+"/x:1", "--path", src, "--revision", "r"), `^✗ --source is required$`)
 
 		auth := testenv.NewRegistry(t, testenv.WithBasicAuth("flux", "s3cr3t-pass"))

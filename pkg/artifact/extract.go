@@ -46,7 +46,8 @@ type Entry struct {
 // order. It refuses (an error wrapping ErrUnsafeArchive that names the entry)
 // absolute names, names that leave the root, links (but see
 // Limits.SkipSymlinks) and every type other than regular files and
-// directories, and stops with an error past lim. visit
+// directories (a PAX global header is skipped), and stops with an error
+// past lim. visit
 // must consume Content before returning; its error stops the read.
 func ReadArchive(r io.Reader, lim Limits, visit func(Entry) error) error {
 	gz, err := gzip.NewReader(r)
@@ -64,6 +65,9 @@ func ReadArchive(r io.Reader, lim Limits, visit func(Entry) error) error {
 		}
 		if err != nil {
 			return fmt.Errorf("reading artifact: %w", err)
+		}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			continue // PAX metadata (git archive writes one), not a file
 		}
 		rel, err := safeRel(h.Name)
 		if err != nil {
@@ -87,15 +91,15 @@ func ReadArchive(r io.Reader, lim Limits, visit func(Entry) error) error {
 			written += h.Size
 		case tar.TypeSymlink:
 			if !lim.SkipSymlinks {
-				return fmt.Errorf("%w: entry %q is a link or special file", ErrUnsafeArchive, h.Name)
+				return fmt.Errorf("%w: entry %s is a link or special file", ErrUnsafeArchive, quoteName(h.Name))
 			}
 			target := path.Clean(path.Join(path.Dir(rel), h.Linkname))
 			if h.Linkname == "" || path.IsAbs(h.Linkname) || filepath.IsAbs(h.Linkname) || target == ".." || strings.HasPrefix(target, "../") {
-				return fmt.Errorf("%w: entry %q links outside the extraction directory", ErrUnsafeArchive, h.Name)
+				return fmt.Errorf("%w: entry %s links outside the extraction directory", ErrUnsafeArchive, quoteName(h.Name))
 			}
 			continue
 		default:
-			return fmt.Errorf("%w: entry %q is a link or special file", ErrUnsafeArchive, h.Name)
+			return fmt.Errorf("%w: entry %s is a link or special file", ErrUnsafeArchive, quoteName(h.Name))
 		}
 		if err := visit(e); err != nil {
 			return err
@@ -136,14 +140,31 @@ func Extract(r io.Reader, dir string, lim Limits) error {
 	})
 }
 
+// maxNameBytes bounds an entry's name: with the path of the directory it
+// is extracted in, it must stay under Linux's PATH_MAX (4096 bytes), or
+// the extracted tree cannot be walked to be archived.
+const maxNameBytes = 3072
+
+// quoteName quotes an entry name for an error, cut after 128 bytes: a
+// hostile name may be ~1 MiB (PAX), and errors end up in status conditions.
+func quoteName(name string) string {
+	if len(name) <= 128 {
+		return fmt.Sprintf("%q", name)
+	}
+	return fmt.Sprintf("%q…", name[:128])
+}
+
 // safeRel checks a tar entry name and returns it cleaned, relative.
 func safeRel(name string) (string, error) {
 	if name == "" || strings.HasPrefix(name, "/") || filepath.IsAbs(name) {
-		return "", fmt.Errorf("%w: entry %q has an absolute or invalid name", ErrUnsafeArchive, name)
+		return "", fmt.Errorf("%w: entry %s has an absolute or invalid name", ErrUnsafeArchive, quoteName(name))
+	}
+	if len(name) > maxNameBytes {
+		return "", fmt.Errorf("%w: entry %s has a name longer than %d bytes", ErrUnsafeArchive, quoteName(name), maxNameBytes)
 	}
 	clean := path.Clean(name)
 	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("%w: entry %q leaves the extraction directory", ErrUnsafeArchive, name)
+		return "", fmt.Errorf("%w: entry %s leaves the extraction directory", ErrUnsafeArchive, quoteName(name))
 	}
 	return clean, nil
 }

@@ -168,3 +168,55 @@ func TestExtractSkipSymlinks(t *testing.T) {
 		}
 	}
 }
+
+// TestExtractSkipsPAXGlobalHeader: `git archive` starts its tar with a PAX
+// global header (the commit id as a comment); it is metadata, not a file,
+// so a layer made from it is extracted (Flux's untar accepts it too).
+func TestExtractSkipsPAXGlobalHeader(t *testing.T) {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(tw.WriteHeader(&tar.Header{Typeflag: tar.TypeXGlobalHeader, Name: "pax_global_header",
+		PAXRecords: map[string]string{"comment": "3f1b2c4d5e6f708192a3b4c5d6e7f80912a3b4c5"}}))
+	must(tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "app/a.yaml", Mode: 0o644, Size: 1}))
+	_, err := tw.Write([]byte("a"))
+	must(err)
+	must(tw.Close())
+	must(gz.Close())
+	dst := t.TempDir()
+	if err := artifact.Extract(bytes.NewReader(buf.Bytes()), dst, artifact.Limits{MaxBytes: 100, MaxFiles: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dst, "app", "a.yaml")); err != nil || string(got) != "a" {
+		t.Errorf("app/a.yaml = %q (%v)", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dst, "pax_global_header")); err == nil {
+		t.Error("the global header was written as a file")
+	}
+}
+
+// TestExtractLongNames: a hostile name (PAX allows ~1 MiB) is neither
+// quoted whole in the error, whose text ends up in a status condition
+// (32 KiB at most), nor extracted when longer than a path can be.
+func TestExtractLongNames(t *testing.T) {
+	for name, entry := range map[string]artifacttest.Entry{
+		"escape": {Name: strings.Repeat("../", 20000) + "evil.yaml", Content: "x"},
+		"deep":   {Name: strings.Repeat("d/", 3000) + "f.yaml", Content: "x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := artifact.Extract(bytes.NewReader(artifacttest.TarGz(t, entry)), t.TempDir(), artifact.DefaultLimits)
+			if !errors.Is(err, artifact.ErrUnsafeArchive) {
+				t.Fatalf("got %v, want ErrUnsafeArchive", err)
+			}
+			if n := len(err.Error()); n > 1024 {
+				t.Errorf("the error has %d bytes: %.200s…", n, err)
+			}
+		})
+	}
+}

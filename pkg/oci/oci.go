@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -88,7 +89,8 @@ var errURLFormat = errors.New("URL must be in format 'oci://<domain>/<org>/<repo
 
 // ParseArtifactURL checks an oci://<registry>/<repository>[:tag|@digest]
 // URL and returns the reference without scheme. Flux compatible: the same
-// messages as fluxcd/pkg/oci's.
+// messages as fluxcd/pkg/oci's, except that credentials written in the URL
+// are masked (redact.URL).
 func ParseArtifactURL(ociURL string) (string, error) {
 	if _, err := parseURL(ociURL); err != nil {
 		return "", err
@@ -112,6 +114,10 @@ func parseURL(ociURL string) (name.Reference, error) {
 	}
 	ref, err := name.ParseReference(strings.TrimPrefix(ociURL, URLPrefix))
 	if err != nil {
+		if masked := redact.URL(ociURL); masked != ociURL {
+			// Credentials written in the URL; go-containerregistry quotes the reference.
+			return nil, fmt.Errorf("'%s' invalid URL: %s", masked, redact.Quoted(err.Error(), ociURL))
+		}
 		return nil, fmt.Errorf("'%s' invalid URL: %w", ociURL, err)
 	}
 	return ref, nil

@@ -85,6 +85,30 @@ func sshUserinfo(userinfo string) string {
 	return userinfo
 }
 
+// Quoted masks, wherever msg quotes it, the part of raw that URL masks:
+// for library errors that quote a piece of raw without its scheme
+// (go-containerregistry names the registry `user:password@host`), which
+// Message does not recognize as a URL. msg is returned as it is when raw
+// has no userinfo.
+func Quoted(msg, raw string) string {
+	masked := URL(raw)
+	if masked == raw {
+		return msg
+	}
+	p := 0
+	for p < len(raw) && p < len(masked) && raw[p] == masked[p] {
+		p++
+	}
+	i, j := len(raw), len(masked)
+	for i > p && j > p && raw[i-1] == masked[j-1] {
+		i, j = i-1, j-1
+	}
+	if i == p {
+		return msg
+	}
+	return strings.ReplaceAll(msg, raw[p:i], masked[p:j])
+}
+
 // urlInMessage matches a URL in a message, up to the next white space.
 var urlInMessage = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://\S+`)
 

@@ -68,3 +68,16 @@ func TestParseURL(t *testing.T) {
 		t.Errorf("ParseURL of a valid URL: %v %v", u, err)
 	}
 }
+
+func TestQuoted(t *testing.T) {
+	for _, c := range []struct{ msg, raw, want string }{
+		{"bad registry: user:s3cr3t@ghcr.io", "oci://user:s3cr3t@ghcr.io/org/app", "bad registry: xxxxx@ghcr.io"},
+		{"bad registry: t0ken@ghcr.io", "oci://t0ken@ghcr.io/org/app", "bad registry: xxxxx@ghcr.io"},
+		{"no host: git:s3cr3t@", "ssh://git:s3cr3t@host/repo", "no host: git:xxxxx@"},
+		{"bad registry: ghcr.io:x", "oci://ghcr.io/org/app", "bad registry: ghcr.io:x"},
+	} {
+		if got := Quoted(c.msg, c.raw); got != c.want {
+			t.Errorf("Quoted(%q, %q) = %q, want %q", c.msg, c.raw, got, c.want)
+		}
+	}
+}

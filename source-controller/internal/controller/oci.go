@@ -16,10 +16,13 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/oci"
+	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	gcrv1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"helm.sh/helm/v3/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -34,7 +37,8 @@ var errInvalidOCIURL = errors.New("invalid OCI URL")
 
 // parseOCIRepository returns the repository of an OCIRepository's
 // spec.url, `oci://<host>[:port]/<path>` without tag or digest. insecure
-// allows plain HTTP. Flux compatible (its messages).
+// allows plain HTTP. Flux compatible (its messages), except that
+// credentials written in the URL are masked (redact.URL).
 func parseOCIRepository(rawURL string, insecure bool) (name.Repository, error) {
 	if !strings.HasPrefix(rawURL, sourcev1.OCIRepositoryPrefix) {
 		return name.Repository{}, fmt.Errorf("%w: URL must be in format 'oci://<domain>/<org>/<repo>'", errInvalidOCIURL)
@@ -46,7 +50,8 @@ func parseOCIRepository(rawURL string, insecure bool) (name.Repository, error) {
 	}
 	repo, err := name.NewRepository(s, opts...)
 	if err != nil {
-		return name.Repository{}, fmt.Errorf("%w: %s", errInvalidOCIURL, err)
+		// go-containerregistry quotes the registry, userinfo included.
+		return name.Repository{}, fmt.Errorf("%w: %s", errInvalidOCIURL, redact.Quoted(err.Error(), rawURL))
 	}
 	if parts := strings.Split(strings.TrimPrefix(s, repo.RegistryStr()), ":"); len(parts) > 1 {
 		return name.Repository{}, fmt.Errorf("%w: URL must not contain a tag; remove ':%s'", errInvalidOCIURL, parts[1])
@@ -96,34 +101,48 @@ func newOCIClient(ctx context.Context, repo name.Repository, t ociTransport) (*o
 // that satisfies spec.ref.semver (among those spec.ref.semverFilter
 // matches), else spec.ref.tag, else `latest`. Only semver asks the
 // registry (a tag listing). Flux compatible.
-func (c *ociClient) ref(ref *sourcev1.OCIRepositoryRef) (name.Reference, error) {
+func (c *ociClient) ref(ref *sourcev1.OCIRepositoryRef, mediaType string) (name.Reference, error) {
 	switch {
 	case ref != nil && ref.Digest != "":
 		return c.repo.Digest(ref.Digest), nil // checked by revision, as in Flux
 	case ref != nil && ref.SemVer != "":
-		return c.tagBySemver(ref.SemVer, ref.SemverFilter)
+		return c.tagBySemver(ref.SemVer, ref.SemverFilter, mediaType)
 	case ref != nil && ref.Tag != "":
 		return c.repo.Tag(ref.Tag), nil
 	}
 	return c.repo.Tag(name.DefaultTag), nil
 }
 
-// tagBySemver lists the repository's tags, keeps those filter (a regular
-// expression, "" for all) matches and returns the highest that parses as a
-// SemVer version satisfying the constraint exp. Flux compatible (its
-// messages: "semver '<exp>' parse error: …", "no match found for semver:
-// <exp>").
-func (c *ociClient) tagBySemver(exp, filter string) (name.Reference, error) {
+// tagBySemver lists the repository's tags and returns the one
+// pickSemverTag picks for spec.ref.semver exp, spec.ref.semverFilter
+// filter and the layer media type mediaType.
+func (c *ociClient) tagBySemver(exp, filter, mediaType string) (name.Reference, error) {
 	tags, err := remote.List(c.repo, c.opts...)
 	if err != nil {
 		return nil, err
 	}
+	tag, err := pickSemverTag(tags, exp, filter, mediaType)
+	if err != nil {
+		return nil, err
+	}
+	return c.repo.Tag(tag), nil
+}
+
+// pickSemverTag returns the tag, among those filter (a regular
+// expression, "" for all) matches, of the highest version satisfying the
+// constraint exp. Flux compatible (source-controller's getTagBySemver and
+// oci.ParseVersion): a tag is a version only with three dot-separated
+// parts (a floating `8` or `7.1` is not), a `v` prefix is allowed, and for
+// the Helm chart layer a `_` in a tag stands for the `+` Helm's OCI tags
+// cannot hold; its messages ("semver '<exp>' parse error:
+// …", "no match found for semver: <exp>").
+func pickSemverTag(tags []string, exp, filter, mediaType string) (string, error) {
 	if filter != "" {
 		re, err := regexp.Compile(filter)
 		if err != nil {
-			return nil, err
+			return "", err
 		}
-		kept := tags[:0]
+		kept := make([]string, 0, len(tags))
 		for _, t := range tags {
 			if re.MatchString(t) {
 				kept = append(kept, t)
@@ -133,20 +152,28 @@ func (c *ociClient) tagBySemver(exp, filter string) (name.Reference, error) {
 	}
 	constraint, err := semver.NewConstraint(exp)
 	if err != nil {
-		return nil, fmt.Errorf("semver '%s' parse error: %w", exp, err)
+		return "", fmt.Errorf("semver '%s' parse error: %w", exp, err)
 	}
+	helmTags := mediaType == registry.ChartLayerMediaType
 	var matching []*semver.Version
 	for _, t := range tags {
-		v, err := semver.NewVersion(t)
+		if helmTags {
+			t = strings.ReplaceAll(t, "_", "+")
+		}
+		v, err := oci.ParseVersion(t)
 		if err == nil && constraint.Check(v) {
 			matching = append(matching, v)
 		}
 	}
 	if len(matching) == 0 {
-		return nil, fmt.Errorf("no match found for semver: %s", exp)
+		return "", fmt.Errorf("no match found for semver: %s", exp)
 	}
 	sort.Sort(sort.Reverse(semver.Collection(matching)))
-	return c.repo.Tag(matching[0].Original()), nil
+	tag := matching[0].Original()
+	if helmTags {
+		tag = strings.ReplaceAll(tag, "+", "_")
+	}
+	return tag, nil
 }
 
 // revision returns the revision ref names now: `sha256:<hex>` for a digest

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	"helm.sh/helm/v3/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -67,5 +68,43 @@ func TestParseOCIRepository(t *testing.T) {
 		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 			t.Errorf("%s: %v, want %q", url, err, want)
 		}
+	}
+}
+
+// TestParseOCIRepositoryHidesCredentials: a URL with credentials in it is
+// refused without quoting them (the message reaches status and events).
+func TestParseOCIRepositoryHidesCredentials(t *testing.T) {
+	for _, url := range []string{"oci://user:s3cr3tpass@ghcr.io/org/app", "oci://s3cr3tpass@ghcr.io/org/app",
+		"oci://user:s3cr3tpass@localhost:5000/app", "oci://user:s3cr3tpass@ghcr.io/org/app:v1"} {
+		_, err := parseOCIRepository(url, false)
+		if err == nil || strings.Contains(err.Error(), "s3cr3tpass") {
+			t.Errorf("%s: %v, want an error without the password", url, err)
+		}
+	}
+}
+
+// TestPickSemverTag: Flux's tag rules for spec.ref.semver: a tag is a
+// version only with three dot-separated parts (floating tags such as `8`
+// or `7.1` are not), a `v` prefix allowed; for the Helm chart layer a `_`
+// in a tag stands for `+` (Helm's OCI tags).
+func TestPickSemverTag(t *testing.T) {
+	tags := []string{"7.0.0", "v7.1.0", "7.1", "8", "latest", "7.2.0-rc.1", "7.1.1_build.2"}
+	for _, c := range []struct{ exp, filter, mediaType, want string }{
+		{exp: ">=7.0.0", want: "v7.1.0"},
+		{exp: ">=7.0.0-0", want: "7.2.0-rc.1"},
+		{exp: "7.0.x", want: "7.0.0"},
+		{exp: ">=7.0.0", filter: "^7", want: "7.0.0"},
+		{exp: ">=7.0.0", mediaType: registry.ChartLayerMediaType, want: "7.1.1_build.2"},
+	} {
+		got, err := pickSemverTag(tags, c.exp, c.filter, c.mediaType)
+		if err != nil || got != c.want {
+			t.Errorf("%s filter %q media type %q: %q, %v; want %q", c.exp, c.filter, c.mediaType, got, err, c.want)
+		}
+	}
+	if _, err := pickSemverTag(tags, ">=9.0.0", "", ""); err == nil || err.Error() != "no match found for semver: >=9.0.0" {
+		t.Errorf("no match: %v", err)
+	}
+	if _, err := pickSemverTag(tags, ">=7.0.0", "(", ""); err == nil {
+		t.Error("an invalid semverFilter was accepted")
 	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/redact"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -134,7 +136,7 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	}
 	repo, err := parseOCIRepository(obj.Spec.URL, obj.Spec.Insecure)
 	if err != nil {
-		return fetchFailed(sourcev1.URLInvalidReason, "URL validation failed for '%s': %s", obj.Spec.URL,
+		return fetchFailed(sourcev1.URLInvalidReason, "URL validation failed for '%s': %s", redact.URL(obj.Spec.URL),
 			strings.TrimPrefix(err.Error(), errInvalidOCIURL.Error()+": ")).Stall()
 	}
 
@@ -153,7 +155,11 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	if err != nil {
 		return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to generate transport for '%s': %s", obj.Spec.URL, err)
 	}
-	ref, err := c.ref(obj.Spec.Reference)
+	mediaType := ""
+	if ls := obj.Spec.LayerSelector; ls != nil {
+		mediaType = ls.MediaType
+	}
+	ref, err := c.ref(obj.Spec.Reference, mediaType)
 	if err != nil {
 		return fetchFailed(sourcev1.ReadOperationFailedReason, "failed to determine the artifact tag for '%s': %s", obj.Spec.URL, err)
 	}
@@ -184,13 +190,9 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	if err != nil {
 		return fetchFailed(sourcev1.OCIPullFailedReason, "failed to pull artifact from '%s': %s", obj.Spec.URL, err)
 	}
-	var mediaType string
 	op := sourcev1.OCILayerExtract
-	if ls := obj.Spec.LayerSelector; ls != nil {
-		mediaType = ls.MediaType
-		if ls.Operation != "" {
-			op = ls.Operation
-		}
+	if ls := obj.Spec.LayerSelector; ls != nil && ls.Operation != "" {
+		op = ls.Operation
 	}
 	layer, err := selectLayer(img, mediaType, lim.MaxBytes)
 	if err != nil {
@@ -208,7 +210,13 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 				Message: "failed to create temporary working directory"}
 		}
 		defer removeWorkDir(dir)
-		if err := artifact.Extract(layer.Content, dir, lim); err != nil {
+		err = artifact.Extract(layer.Content, dir, lim)
+		if err == nil {
+			// The tar stream ends before the gzip trailer and the padding;
+			// the layer's digest is checked only at EOF, so read to it.
+			_, err = io.Copy(io.Discard, layer.Content)
+		}
+		if err != nil {
 			return fetchFailed(sourcev1.OCILayerOperationFailedReason, "failed to extract layer contents from artifact: %s",
 				strings.ReplaceAll(err.Error(), dir, "."))
 		}

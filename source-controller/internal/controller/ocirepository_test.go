@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -189,6 +190,9 @@ func TestOCIRepository(t *testing.T) {
 	t.Run("tls", func(t *testing.T) { t.Parallel(); testOCITLS(t) })
 	t.Run("proxy", func(t *testing.T) { t.Parallel(); testOCIProxy(t) })
 	t.Run("suspend and delete", func(t *testing.T) { t.Parallel(); testOCISuspendDelete(t) })
+	t.Run("layer digest lies", func(t *testing.T) { t.Parallel(); testOCILyingLayer(t) })
+	t.Run("registry stalls", func(t *testing.T) { t.Parallel(); testOCIStalledRegistry(t) })
+	t.Run("huge registry error", func(t *testing.T) { t.Parallel(); testOCIHugeRegistryError(t) })
 }
 
 // testOCITag: the default tag latest; the artifact, its metadata, link and
@@ -525,8 +529,11 @@ func testOCIRefused(t *testing.T) {
 	verify := newOCIRepository(t, ns, "verify", url, func(o *sourcev1.OCIRepository) {
 		o.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: "cosign"}
 	})
-	for obj, reason := range map[*sourcev1.OCIRepository]string{aws: sourcev1.InvalidProviderConfigReason, verify: sourcev1.VerificationErrorReason} {
+	creds := newOCIRepository(t, ns, "creds", "oci://user:s3cr3tpass@"+reg.Host()+"/app", nil)
+	for obj, reason := range map[*sourcev1.OCIRepository]string{aws: sourcev1.InvalidProviderConfigReason, verify: sourcev1.VerificationErrorReason,
+		creds: sourcev1.URLInvalidReason} {
 		got := waitOCIFailed(t, obj, reason)
+		checkFailureMessage(t, got, "", "s3cr3tpass")
 		if !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.StalledCondition) {
 			t.Errorf("%s: not Stalled: %+v", obj.Name, got.Status.Conditions)
 		}
@@ -703,5 +710,106 @@ func testOCISuspendDelete(t *testing.T) {
 	testenv.WaitGone(t, env.Client, got, "deleted OCIRepository")
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("storage directory still there after deletion: %v", err)
+	}
+}
+
+// testOCILyingLayer: a registry (or a man in the middle of spec.insecure)
+// that answers the content layer's digest with other bytes is caught, even
+// though the tar stream it sends ends before its gzip trailer and padding
+// are read: the artifact is not stored and the last good one stays.
+func testOCILyingLayer(t *testing.T) {
+	reg := testenv.NewRegistry(t)
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	pushFiles(t, reg, "app", "latest", "good", map[string]string{"good.yaml": "good\n"})
+	evil := artifacttest.Files(t, map[string]string{"evil.yaml": "evil\n"})
+	var lie atomic.Bool
+	var lied atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if lie.Load() && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
+			lied.Add(1)
+			_, _ = w.Write(evil)
+			return
+		}
+		(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(&url.URL{Scheme: "http", Host: reg.Host()})
+		}}).ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	host := strings.TrimPrefix(front.URL, "http://")
+	obj := newOCIRepository(t, ns, "app", "oci://"+host+"/app", nil)
+	good := waitOCIReady(t, obj).Status.Artifact
+
+	pushFiles(t, reg, "app", "latest", "new", map[string]string{"new.yaml": "new\n"})
+	lie.Store(true)
+	requestOCIReconcile(t, obj)
+	got := waitOCIFailed(t, obj, sourcev1.OCILayerOperationFailedReason)
+	checkFailureMessage(t, got, "failed to extract layer contents from artifact")
+	if lied.Load() == 0 {
+		t.Fatal("the lying blob was never asked for")
+	}
+	if a := got.Status.Artifact; a == nil || a.Digest != good.Digest {
+		t.Fatalf("status.artifact %+v, want the last good one", a)
+	}
+	if files := untar(t, download(t, got.Status.Artifact)); string(files["good.yaml"]) != "good\n" || files["evil.yaml"] != nil {
+		t.Errorf("the served artifact holds %v", keys(files))
+	}
+}
+
+// testOCIStalledRegistry: a registry that sends the layer's headers and
+// then nothing is given up at spec.timeout (the reconcile returns and the
+// object says why); the last good artifact stays.
+func testOCIStalledRegistry(t *testing.T) {
+	reg := testenv.NewRegistry(t)
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	pushFiles(t, reg, "app", "latest", "good", map[string]string{"good.yaml": "good\n"})
+	var stall atomic.Bool
+	release := make(chan struct{})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if stall.Load() && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/blobs/") {
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			select { // until the client gives up (or the test ends)
+			case <-req.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(&url.URL{Scheme: "http", Host: reg.Host()})
+		}}).ServeHTTP(w, req)
+	}))
+	t.Cleanup(front.Close)
+	t.Cleanup(func() { close(release) })
+	obj := newOCIRepository(t, ns, "app", "oci://"+strings.TrimPrefix(front.URL, "http://")+"/app", func(o *sourcev1.OCIRepository) {
+		o.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Second}
+	})
+	good := waitOCIReady(t, obj).Status.Artifact
+	pushFiles(t, reg, "app", "latest", "new", map[string]string{"new.yaml": "new\n"})
+	stall.Store(true)
+	requestOCIReconcile(t, obj)
+	got := waitOCIFailed(t, obj, sourcev1.OCILayerOperationFailedReason)
+	checkFailureMessage(t, got, "context deadline exceeded")
+	if a := got.Status.Artifact; a == nil || a.Digest != good.Digest {
+		t.Fatalf("status.artifact %+v, want the last good one", a)
+	}
+}
+
+// testOCIHugeRegistryError: a registry answering with a 64 KiB error body
+// (go-containerregistry quotes it whole) still leaves the object
+// Ready=False with a message the API accepts (conditions hold 32768).
+func testOCIHugeRegistryError(t *testing.T) {
+	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
+	body := strings.Repeat("x", 64<<10)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/v2/" {
+			return
+		}
+		http.Error(w, body, http.StatusBadGateway)
+	}))
+	t.Cleanup(front.Close)
+	obj := newOCIRepository(t, ns, "app", "oci://"+strings.TrimPrefix(front.URL, "http://")+"/app", nil)
+	got := waitOCIFailed(t, obj, sourcev1.OCIPullFailedReason)
+	if n := len(readyMessage(got)); n == 0 || n > 32768 {
+		t.Errorf("Ready message of %d bytes", n)
 	}
 }
