@@ -109,8 +109,8 @@ current-context: c
 			}
 		}
 		var crds apiextensionsv1.CustomResourceDefinitionList
-		if err := c.List(ctx, &crds, client.MatchingLabels{install.PartOfLabel: "flux"}); err != nil || len(crds.Items) != 8 {
-			t.Fatalf("%d CRDs labelled part-of=flux, %v; want 8", len(crds.Items), err)
+		if err := c.List(ctx, &crds, client.MatchingLabels{install.PartOfLabel: "flux"}); err != nil || len(crds.Items) != 9 {
+			t.Fatalf("%d CRDs labelled part-of=flux, %v; want 9", len(crds.Items), err)
 		}
 		for _, crd := range crds.Items {
 			established := false

@@ -115,6 +115,7 @@ func TestLabels(t *testing.T) {
 		"gitrepositories.source.toolkit.fluxcd.io":   "source-controller",
 		"helmrepositories.source.toolkit.fluxcd.io":  "source-controller",
 		"helmcharts.source.toolkit.fluxcd.io":        "source-controller",
+		"ocirepositories.source.toolkit.fluxcd.io":   "source-controller",
 		"kustomizations.kustomize.toolkit.fluxcd.io": "kustomize-controller",
 		"helmreleases.helm.toolkit.fluxcd.io":        "helm-controller",
 		"alerts.notification.toolkit.fluxcd.io":      "notification-controller",
@@ -222,8 +223,8 @@ func TestComponentsSubset(t *testing.T) {
 			crds = append(crds, u.GetName())
 		}
 	}
-	if len(crds) != 4 {
-		t.Errorf("CRDs %v, want the 3 of source-controller and Kustomization", crds)
+	if len(crds) != 5 {
+		t.Errorf("CRDs %v, want the 4 of source-controller and Kustomization", crds)
 	}
 	for _, tc := range []struct {
 		extra, components []string
@@ -290,8 +291,8 @@ func TestRenderDeterministic(t *testing.T) {
 		}
 		objs = append(objs, u)
 	}
-	if len(objs) != 29 {
-		t.Errorf("%d documents, want 29 (8 CRDs, Namespace, quota, 5 RBAC, 4 each of ServiceAccounts and Deployments, 3 Services, 3 NetworkPolicies)", len(objs))
+	if len(objs) != 30 {
+		t.Errorf("%d documents, want 30 (9 CRDs, Namespace, quota, 5 RBAC, 4 each of ServiceAccounts and Deployments, 3 Services, 3 NetworkPolicies)", len(objs))
 	}
 	// kustomize's legacy order: Namespace, then CRDs before any Deployment.
 	lastCRD, firstDeploy := -1, len(objs)
