@@ -1,0 +1,130 @@
+// Package cel evaluates the CEL expressions of Flux's APIs with
+// github.com/google/cel-go: the health of custom resources
+// (spec.healthCheckExprs, see HealthChecks) and the readiness of a
+// dependency (dependsOn[].readyExpr, see NewReadyExpr).
+//
+// Flux compatible (fluxcd/pkg runtime/cel): the same CEL environment
+// (optional types, the strings, sets and encoders extensions, cross-type
+// numeric comparisons, UTC as the default time zone), the same evaluation
+// rules and the same error messages, so that an expression that works with
+// Flux works here and fails with the same words.
+package cel
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	celgo "github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/ext"
+)
+
+// Expression is a parsed CEL expression, ready to evaluate.
+type Expression struct {
+	src  string
+	prog celgo.Program
+}
+
+// envOptions are the declarations and libraries every expression sees.
+func envOptions() []celgo.EnvOption {
+	return []celgo.EnvOption{
+		celgo.HomogeneousAggregateLiterals(),
+		celgo.EagerlyValidateDeclarations(true),
+		celgo.DefaultUTCTimeZone(true),
+		celgo.CrossTypeNumericComparisons(true),
+		celgo.OptionalTypes(),
+		ext.Strings(),
+		ext.Sets(),
+		ext.Encoders(),
+	}
+}
+
+// The environments are built once: building one costs far more than
+// parsing an expression, and a cel.Env is safe for concurrent use.
+var (
+	// plainEnv parses without declarations: the evaluation data's keys are
+	// the variables (an object's apiVersion, kind, metadata, spec, status
+	// and whatever else a custom resource has at its top level).
+	plainEnv = sync.OnceValues(func() (*celgo.Env, error) { return celgo.NewEnv(envOptions()...) })
+	// readyEnv type-checks with `self` and `dep` declared as objects.
+	readyEnv = sync.OnceValues(func() (*celgo.Env, error) {
+		return celgo.NewEnv(append(envOptions(),
+			celgo.Variable(SelfVar, celgo.ObjectType("google.protobuf.Struct")),
+			celgo.Variable(DepVar, celgo.ObjectType("google.protobuf.Struct")))...)
+	})
+)
+
+// Parse parses expr without type checking, for evaluation over an object's
+// fields (health checks). Flux compatible message:
+// `failed to parse the CEL expression '<expr>': <cel-go's issues>`.
+func Parse(expr string) (*Expression, error) {
+	env, err := plainEnv()
+	if err != nil {
+		return nil, fmt.Errorf("failed to create CEL environment: %w", err)
+	}
+	ast, issues := env.Parse(expr)
+	if issues != nil && issues.Err() != nil {
+		return nil, fmt.Errorf("failed to parse the CEL expression '%s': %s", expr, issues.String())
+	}
+	return program(env, expr, ast)
+}
+
+// Variables of a readyExpr: the Kustomization (or HelmRelease) that
+// depends, and the dependency. Flux compatible.
+const (
+	SelfVar = "self"
+	DepVar  = "dep"
+)
+
+// NewReadyExpr compiles a dependsOn readyExpr: type-checked, with the
+// variables self and dep, and a bool result. Flux compatible messages:
+// `failed to parse the CEL expression '<expr>': <issues>` (a syntax error
+// or an undeclared variable) and `CEL expression output type mismatch:
+// expected bool, got <type>`.
+func NewReadyExpr(expr string) (*Expression, error) {
+	env, err := readyEnv()
+	if err != nil {
+		return nil, fmt.Errorf("failed to create CEL environment: %w", err)
+	}
+	ast, issues := env.Compile(expr)
+	if issues != nil && issues.Err() != nil {
+		return nil, fmt.Errorf("failed to parse the CEL expression '%s': %s", expr, issues.String())
+	}
+	if got := ast.OutputType(); got != celgo.BoolType {
+		return nil, fmt.Errorf("CEL expression output type mismatch: expected %s, got %s", celgo.BoolType, got)
+	}
+	return program(env, expr, ast)
+}
+
+func program(env *celgo.Env, expr string, ast *celgo.Ast) (*Expression, error) {
+	prog, err := env.Program(ast,
+		celgo.EvalOptions(celgo.OptOptimize),
+		// Comprehensions look at the context every 100 iterations, as
+		// Kubernetes' own CEL does.
+		celgo.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, fmt.Errorf("failed to create CEL program: %w", err)
+	}
+	return &Expression{src: expr, prog: prog}, nil
+}
+
+// String is the expression as written.
+func (e *Expression) String() string { return e.src }
+
+// Bool evaluates e over data (variable name ⇒ value; a Kubernetes object's
+// unstructured content for a health check) and requires a bool. Flux
+// compatible messages: `failed to evaluate the CEL expression '<expr>':
+// <error>` (e.g. `no such key: status`) and `failed to evaluate CEL
+// expression as boolean: '<expr>'`.
+func (e *Expression) Bool(ctx context.Context, data map[string]any) (bool, error) {
+	val, _, err := e.prog.ContextEval(ctx, data)
+	if err != nil {
+		return false, fmt.Errorf("failed to evaluate the CEL expression '%s': %w", e.src, err)
+	}
+	b, ok := val.(types.Bool)
+	if !ok {
+		return false, fmt.Errorf("failed to evaluate CEL expression as boolean: '%s'", e.src)
+	}
+	return bool(b), nil
+}
