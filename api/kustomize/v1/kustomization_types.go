@@ -26,7 +26,8 @@ type KustomizationSpec struct {
 	// +optional
 	CommonMetadata *CommonMetadata `json:"commonMetadata,omitempty"`
 
-	// DependsOn lists Kustomizations that must be Ready before this one is applied.
+	// DependsOn lists Kustomizations that must be Ready before this one is
+	// applied; a readyExpr (CEL over self and dep) replaces the Ready check.
 	// +optional
 	DependsOn []meta.DependencyReference `json:"dependsOn,omitempty"`
 
@@ -145,8 +146,9 @@ type KustomizationSpec struct {
 	// +optional
 	IgnoreMissingComponents bool `json:"ignoreMissingComponents,omitempty"`
 
-	// HealthCheckExprs are CEL expressions deciding the health of custom kinds.
-	// Eddy: refused (Stalled) until implemented.
+	// HealthCheckExprs are CEL expressions deciding the health of the objects
+	// of a kind (or of every kind of an API group) in the health checks of
+	// spec.wait and spec.healthChecks, in place of kstatus.
 	// +optional
 	HealthCheckExprs []CustomHealthCheck `json:"healthCheckExprs,omitempty"`
 

@@ -62,15 +62,17 @@ type Patch struct {
 }
 
 // CustomHealthCheck decides the health of one kind with CEL expressions
-// evaluated against the object.
+// evaluated against the object: its top-level fields are the variables
+// (status, metadata, spec, ...). inProgress, failed and current are tried in
+// this order; none true means in progress.
 type CustomHealthCheck struct {
 	// APIVersion of the kind, e.g. cert-manager.io/v1.
 	// +required
 	APIVersion string `json:"apiVersion"`
 
-	// Kind checked.
-	// +required
-	Kind string `json:"kind"`
+	// Kind checked; empty for every kind of the API group.
+	// +optional
+	Kind string `json:"kind,omitempty"`
 
 	// Current is true when the object is healthy.
 	// +required
