@@ -37,6 +37,10 @@ const (
 	// chart re-pushed under the same version is not upgraded. helm-controller;
 	// default false (opt-in since helm-controller v1.3.0).
 	DisableChartDigestTracking = "DisableChartDigestTracking"
+	// AdditiveCELDependencyCheck makes a dependsOn readyExpr an extra
+	// condition on top of the usual readiness check of the dependency
+	// instead of its replacement. kustomize-controller; default false.
+	AdditiveCELDependencyCheck = "AdditiveCELDependencyCheck"
 )
 
 // gateDefaults are the defaults of the gates above: Flux's, except
@@ -47,6 +51,7 @@ var gateDefaults = map[string]bool{
 	CancelHealthCheckOnNewRevision: true,
 	DisableCommitStatusEvent:       false,
 	DisableChartDigestTracking:     false,
+	AdditiveCELDependencyCheck:     false,
 }
 
 // FeatureGates is Flux's `--feature-gates` flag: a comma-separated list of

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/health"
 	"github.com/eddyops/eddy/pkg/reconcile"
 	"github.com/eddyops/eddy/pkg/ssa"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/polling/clusterreader"
@@ -157,6 +159,48 @@ type healthOutcome struct {
 	err     error
 }
 
+// terminalErrorMessage prefixes the message of a spec that cannot work
+// until it is changed. Flux compatible (kustomize-controller's
+// TerminalErrorMessage).
+const terminalErrorMessage = "Reconciliation failed terminally due to configuration error"
+
+// healthCheckExprs compiles spec.healthCheckExprs (nil when there are
+// none). A malformed expression, an entry without current, or two entries
+// for one kind is Stalled with Ready=False InvalidCELExpression, the
+// message naming the entry and the expression. Flux compatible, e.g.
+// "Reconciliation failed terminally due to configuration error: failed to
+// create custom status evaluator for healthchecks[0]: failed to parse the
+// expression Current: failed to parse the CEL expression '<expr>': ERROR: ...".
+func healthCheckExprs(obj *kustomizev1.Kustomization) (*cel.HealthChecks, *failure) {
+	if len(obj.Spec.HealthCheckExprs) == 0 {
+		return nil, nil
+	}
+	exprs, err := cel.NewHealthChecks(obj.Spec.HealthCheckExprs)
+	if err != nil {
+		f := fail(meta.InvalidCELExpressionReason, "%s: %s", terminalErrorMessage, err)
+		f.Stalled = true
+		return nil, f
+	}
+	return exprs, nil
+}
+
+// statusFunc is the status of an object in a health check: by the
+// Kustomization's healthCheckExprs when one is for its kind (or its API
+// group), else pkg/health's kstatus rules. A batch Job keeps Flux's Job
+// rule even with an expression for it, as Flux's Job status reader comes
+// before its CEL reader. Flux compatible.
+func statusFunc(ctx context.Context, exprs *cel.HealthChecks) func(*unstructured.Unstructured) (*status.Result, error) {
+	if exprs.Len() == 0 {
+		return health.Compute
+	}
+	return func(u *unstructured.Unstructured) (*status.Result, error) {
+		if h := exprs.For(u.GroupVersionKind().GroupKind()); h != nil && !health.IsJob(u) {
+			return h.Status(ctx, u)
+		}
+		return health.Compute(u)
+	}
+}
+
 // healthTargets are the objects checked: all applied objects but skipped
 // ones with spec.wait, else spec.healthChecks (namespace defaulting to the
 // Kustomization's, none for a kind clusterScoped reports), never the
@@ -209,14 +253,15 @@ func (r *KustomizationReconciler) clusterScoped(gk schema.GroupKind, version str
 
 // startHealthCheck checks the health of what reconcile applied (see
 // healthTargets): the objects must be Current in kstatus's terms with
-// pkg/health's rules (Flux's Job rule), and a Failed one fails at once; an
+// pkg/health's rules (Flux's Job rule), or by exprs (healthCheckExprs) for
+// the kinds they name, and a Failed one fails at once; an
 // object that is gone is pending ('NotFound') unless its ID is in
 // deletedWhenFinished (a Job with a TTL). It returns nil when healthy,
 // HealthCheckFailed when decided unhealthy within the poller's first round,
 // and healthPending when the wait goes on in the background until the
 // deadline of ctx (the Kustomization's timeout). Flux compatible.
 func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change,
-	deletedWhenFinished map[string]bool, src client.Object, art *meta.Artifact) *failure {
+	deletedWhenFinished map[string]bool, exprs *cel.HealthChecks, src client.Object, art *meta.Artifact) *failure {
 	targets, ok := healthTargets(obj, changes, r.clusterScoped)
 	if !ok {
 		apimeta.RemoveStatusCondition(&obj.Status.Conditions, kustomizev1.HealthyCondition)
@@ -258,7 +303,7 @@ func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kus
 	// object and round as the applying account: no LIST permission needed.
 	poller := &engine.PollerEngine{
 		Reader: c, Mapper: r.RESTMapper(),
-		DefaultStatusReader:  statusreaders.NewGenericStatusReader(r.RESTMapper(), health.Compute),
+		DefaultStatusReader:  statusreaders.NewGenericStatusReader(r.RESTMapper(), statusFunc(waitCtx, exprs)),
 		ClusterReaderFactory: engine.ClusterReaderFactoryFunc(clusterreader.NewDirectClusterReader),
 	}
 	go func() {
@@ -366,9 +411,14 @@ func (w *healthWait) verdict(ids object.ObjMetadataSet, latest map[object.ObjMet
 }
 
 // pending lists the targets not healthy in latest, as
-// `Kind/namespace/name status: '<status>'` (or `...: <error>`), and the
-// first Failed one as `Kind/namespace/name status: 'Failed': <message>`.
+// `Kind/namespace/name status: '<status>'` (`...: <error>` when the status
+// could not be read or computed, e.g. a CEL evaluation error), and the
+// Failed ones as `failed early due to stalled resources: [Kind/namespace/name
+// status: 'Failed', ...]`. Flux compatible (fluxcd/pkg ssa WaitForSet);
+// beyond Flux, kstatus's message of a Failed object (a Job's "Job Failed.
+// failed: 1/1") follows its status; CEL statuses have none.
 func (w *healthWait) pending(ids object.ObjMetadataSet, latest map[object.ObjMetadata]*pollevent.ResourceStatus) (failed string, pending []string) {
+	var failures []string
 	for i, t := range w.targets {
 		rs := latest[ids[i]]
 		switch {
@@ -380,14 +430,19 @@ func (w *healthWait) pending(ids object.ObjMetadataSet, latest map[object.ObjMet
 				pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, status.NotFoundStatus))
 			}
 		case rs.Status == status.FailedStatus:
-			if failed == "" {
-				failed = fmt.Sprintf("%s status: 'Failed': %s", t.Meta, rs.Message)
+			msg := fmt.Sprintf("%s status: 'Failed'", t.Meta)
+			if rs.Message != "" {
+				msg += ": " + rs.Message
 			}
+			failures = append(failures, msg)
 		case rs.Error != nil:
-			pending = append(pending, t.Meta.String()+": "+rs.Error.Error())
+			pending = append(pending, fmt.Sprintf("%s status: '%s': %s", t.Meta, rs.Status, rs.Error))
 		default:
 			pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, rs.Status))
 		}
+	}
+	if len(failures) > 0 {
+		failed = "failed early due to stalled resources: [" + strings.Join(failures, ", ") + "]"
 	}
 	return failed, pending
 }

@@ -11,6 +11,7 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/health"
 	"github.com/eddyops/eddy/pkg/kustomize"
@@ -22,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -87,6 +89,10 @@ type KustomizationReconciler struct {
 	// DisableCommitStatusEvent skips the "Reconciliation finished…" event
 	// of a success (--feature-gates=DisableCommitStatusEvent=true).
 	DisableCommitStatusEvent bool
+	// AdditiveCELDependencyCheck checks a dependency's readiness as usual
+	// besides its readyExpr, instead of the readyExpr alone
+	// (--feature-gates=AdditiveCELDependencyCheck=true). Flux compatible.
+	AdditiveCELDependencyCheck bool
 
 	artifacts    *artifactCache
 	healthChecks *healthChecks
@@ -222,9 +228,11 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		f := fail(meta.BuildFailedReason, "spec.decryption (SOPS) is not supported by Eddy yet")
 		f.Stalled = true
 		return f
-	case len(obj.Spec.HealthCheckExprs) > 0:
-		f := fail(meta.HealthCheckFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy yet")
-		f.Stalled = true
+	}
+	// Flux compatible: the health check expressions are compiled first, so
+	// that a malformed one stalls the Kustomization with nothing applied.
+	exprs, f := healthCheckExprs(obj)
+	if f != nil {
 		return f
 	}
 	src, art, f := r.source(ctx, obj)
@@ -360,7 +368,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 			}
 		}
 	}
-	if f := r.startHealthCheck(ctx, obj, c, changes, deletedWhenFinished, src, art); f != nil {
+	if f := r.startHealthCheck(ctx, obj, c, changes, deletedWhenFinished, exprs, src, art); f != nil {
 		return f
 	}
 	obj.Status.LastAppliedRevision = art.Revision
@@ -427,8 +435,14 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 }
 
 // checkDependencies requires each dependsOn Kustomization to be Ready at its
-// generation and, when it shares the source, at the same revision.
+// generation and, when it shares the source, at the same revision. A
+// dependency with a readyExpr must make it true instead (both with the
+// feature gate AdditiveCELDependencyCheck), evaluated with `self` (this
+// Kustomization) and `dep` (the dependency) as objects; a readyExpr that does
+// not compile stalls with InvalidCELExpression. Flux compatible: order,
+// messages and gate.
 func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *kustomizev1.Kustomization, revision string) *failure {
+	var self map[string]any // obj as CEL sees it, converted once
 	for _, d := range obj.Spec.DependsOn {
 		ns := d.Namespace
 		if ns == "" {
@@ -446,6 +460,24 @@ func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *ku
 			f.Retry = r.RequeueDependency
 			return f
 		}
+		if d.ReadyExpr != "" {
+			if self == nil {
+				var err error
+				if self, err = k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
+					return fail(meta.DependencyNotReadyReason, "failed to convert Kustomization to unstructured: %s", err)
+				}
+			}
+			ready, f := r.readyExpr(ctx, d.ReadyExpr, self, dep)
+			if f != nil {
+				return f
+			}
+			if !ready {
+				return notReady("is not ready according to readyExpr eval")
+			}
+			if !r.AdditiveCELDependencyCheck {
+				continue
+			}
+		}
 		if dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition) {
 			return notReady("is not ready")
 		}
@@ -456,6 +488,30 @@ func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *ku
 		}
 	}
 	return nil
+}
+
+// readyExpr evaluates a dependsOn readyExpr over self and dep. Flux
+// compatible: a compile error is terminal ("Reconciliation failed terminally
+// due to configuration error: failed to evaluate dependency <name>: ...",
+// InvalidCELExpression, Stalled); an evaluation error (a field dep does not
+// have) is DependencyNotReady and retried.
+func (r *KustomizationReconciler) readyExpr(ctx context.Context, expr string, self map[string]any, dep *kustomizev1.Kustomization) (bool, *failure) {
+	e, err := cel.NewReadyExpr(expr)
+	if err != nil {
+		f := fail(meta.InvalidCELExpressionReason, "%s: failed to evaluate dependency %s: %s", terminalErrorMessage, dep.Name, err)
+		f.Stalled = true
+		return false, f
+	}
+	depMap, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(dep)
+	if err == nil {
+		var ready bool
+		if ready, err = e.Bool(ctx, map[string]any{cel.SelfVar: self, cel.DepVar: depMap}); err == nil {
+			return ready, nil
+		}
+	}
+	f := fail(meta.DependencyNotReadyReason, "%s", err)
+	f.Retry = r.RequeueDependency
+	return false, f
 }
 
 func nsOr(ns, def string) string {

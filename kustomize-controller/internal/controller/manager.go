@@ -41,7 +41,8 @@ type Config struct {
 
 // BindFlags registers the flags on fs.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	c.Options.BindFlags(fs, 4, runtime.StrictPostBuildSubstitutions, runtime.CancelHealthCheckOnNewRevision, runtime.DisableCommitStatusEvent)
+	c.Options.BindFlags(fs, 4, runtime.StrictPostBuildSubstitutions, runtime.CancelHealthCheckOnNewRevision, runtime.DisableCommitStatusEvent,
+		runtime.AdditiveCELDependencyCheck)
 	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 	fs.DurationVar(&c.RequeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a Kustomization whose source or dependencies are not ready.")
 	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "The service account impersonated when a Kustomization names none.")
@@ -91,6 +92,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 	r.NonStrictSubstitutions = !c.FeatureGates.Enabled(runtime.StrictPostBuildSubstitutions)
 	r.KeepHealthCheckOnNewRevision = !c.FeatureGates.Enabled(runtime.CancelHealthCheckOnNewRevision)
 	r.DisableCommitStatusEvent = c.FeatureGates.Enabled(runtime.DisableCommitStatusEvent)
+	r.AdditiveCELDependencyCheck = c.FeatureGates.Enabled(runtime.AdditiveCELDependencyCheck)
 	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, err
 	}
