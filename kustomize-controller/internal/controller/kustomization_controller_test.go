@@ -395,9 +395,6 @@ func TestUnsupportedFieldsStall(t *testing.T) {
 		{"sops", meta.BuildFailedReason, "spec.decryption (SOPS) is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
 			k.Spec.Decryption = &kustomizev1.Decryption{Provider: "sops", SecretRef: &meta.LocalObjectReference{Name: "sops-keys"}}
 		}},
-		{"cel", meta.HealthCheckFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
-			k.Spec.HealthCheckExprs = []kustomizev1.CustomHealthCheck{{APIVersion: "v1", Kind: "ConfigMap", Current: "true"}}
-		}},
 		{"bucket", meta.ArtifactFailedReason, "source kind 'Bucket' is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
 			k.Spec.SourceRef.Kind = "Bucket"
 		}},
