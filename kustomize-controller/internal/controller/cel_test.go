@@ -11,6 +11,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -219,7 +221,12 @@ func TestBinaryHealthCheckExprs(t *testing.T) {
 		if k.Status.Inventory != nil || k.Status.LastAttemptedRevision != "" {
 			t.Errorf("inventory %v, last attempted revision %q: want nothing attempted", k.Status.Inventory, k.Status.LastAttemptedRevision)
 		}
-		if evs := kubeEvents(t, binaryNS, k.Name, meta.InvalidCELExpressionReason); len(evs) == 0 || !strings.HasPrefix(evs[0], prefix) {
+		// The event is recorded asynchronously: wait for it.
+		var evs []string
+		if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, testenv.WaitTimeout, true, func(context.Context) (bool, error) {
+			evs = kubeEvents(t, binaryNS, k.Name, meta.InvalidCELExpressionReason)
+			return len(evs) > 0, nil
+		}); err != nil || !strings.HasPrefix(evs[0], prefix) {
 			t.Errorf("events %q, want a Warning naming the expression", evs)
 		}
 	})
