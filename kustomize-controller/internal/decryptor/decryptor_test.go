@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 	corev1 "k8s.io/api/core/v1"
