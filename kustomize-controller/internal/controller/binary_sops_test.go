@@ -115,6 +115,22 @@ generatorOptions: {disableNameSuffixHash: true}
 		}
 	}
 
+	// A decrypted Secret is drift-corrected as any other (the drift
+	// report masks Secret values).
+	drifted := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "age-secret"}, drifted); err != nil {
+		t.Fatal(err)
+	}
+	drifted.Data["password"] = []byte("drifted-in-cluster")
+	if err := env.Client.Update(ctx, drifted); err != nil {
+		t.Fatal(err)
+	}
+	requestReconcile(t, k, func() string { return k.Status.LastHandledReconcileAt })
+	waitApplied(t, k, rev1)
+	if got := value("age-secret", "password"); got != plaintexts[0] {
+		t.Errorf("age-secret not corrected: %q", got)
+	}
+
 	// Revision 2: the age Secret changes, a ConfigMap is added, and a
 	// Secret whose MAC does not match (a label changed after encryption).
 	bad := enc(secret("bad-secret", "stringData", "password", plaintexts[4]), formats.Yaml, ageOpts)
