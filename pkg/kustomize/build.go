@@ -54,6 +54,27 @@ type Options struct {
 	// "" instead of failing: Flux's feature gate
 	// StrictPostBuildSubstitutions=false (the gate is on by default).
 	NonStrict bool
+	// Decryptor, when set, decrypts the build's SOPS-encrypted inputs, in
+	// memory: spec.decryption.
+	Decryptor Decryptor
+}
+
+// Decryptor decrypts the SOPS-encrypted inputs of a build; nothing it
+// decrypts is written to disk. Flux compatible (contract §4.2): generator
+// and patch sources are decrypted before kustomize runs, built objects
+// after, before postBuild substitution. Every error it returns names the
+// object (or file) and is returned by Build as it is.
+type Decryptor interface {
+	// DecryptSources decrypts, before the build, the files that the
+	// kustomization at dir (and those it reaches) feed to generators and
+	// patches, replacing them in fs with their plaintext.
+	DecryptSources(fs filesys.FileSystem, dir string) error
+	// DecryptFile is given each artifact file kustomize reads, the first
+	// time; it returns the plaintext of a SOPS-encrypted resource file, or
+	// nil to leave the file as it is.
+	DecryptFile(path string, data []byte) ([]byte, error)
+	// DecryptObject decrypts a built object in place.
+	DecryptObject(u *unstructured.Unstructured) error
 }
 
 // Result is the outcome of a build.
@@ -147,7 +168,21 @@ func Build(t *Tree, opts Options) (*Result, error) {
 	if err := refuseRemote(fs, dir); err != nil {
 		return nil, err
 	}
+	if opts.Decryptor != nil {
+		if err := opts.Decryptor.DecryptSources(fs, dir); err != nil {
+			return nil, err
+		}
+		fs.mu.Lock()
+		fs.onRead = opts.Decryptor.DecryptFile
+		fs.mu.Unlock()
+	}
 	resMap, err := Run(fs, dir)
+	fs.mu.Lock()
+	readErr := fs.readErr
+	fs.mu.Unlock()
+	if readErr != nil {
+		return nil, readErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build failed: %s", err)
 	}
@@ -159,6 +194,11 @@ func Build(t *Tree, opts Options) (*Result, error) {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(js); err != nil {
 			return nil, fmt.Errorf("decoding built object %s: %w", r.CurId(), err)
+		}
+		if opts.Decryptor != nil {
+			if err := opts.Decryptor.DecryptObject(u); err != nil {
+				return nil, err
+			}
 		}
 		res.Objects = append(res.Objects, u)
 	}

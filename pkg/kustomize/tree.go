@@ -147,6 +147,14 @@ type layerFS struct {
 	mu    sync.Mutex
 	files map[string][]byte
 	dirs  map[string]bool
+	// onRead, when set, sees each artifact file the first time it is read
+	// and may replace its content (in this layer, in memory): the build's
+	// SOPS decryption of the resource files kustomize reads. Its first
+	// error is kept in readErr, for Build to report rather than
+	// kustomize's wrapping of it.
+	onRead  func(p string, data []byte) ([]byte, error)
+	seen    map[string]bool
+	readErr error
 }
 
 var _ filesys.FileSystem = (*layerFS)(nil)
@@ -172,6 +180,38 @@ func (l *layerFS) file(p string) ([]byte, bool) {
 	}
 	d, ok := l.base.files[p]
 	return d, ok
+}
+
+// read is file for a read by kustomize: the first read of an artifact
+// file passes it through onRead.
+func (l *layerFS) read(p string) ([]byte, bool, error) {
+	if d, ok := l.files[p]; ok || l.onRead == nil || l.seen[p] {
+		if ok {
+			return d, true, nil
+		}
+		d, ok := l.base.files[p]
+		return d, ok, nil
+	}
+	d, ok := l.base.files[p]
+	if !ok {
+		return nil, false, nil
+	}
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	l.seen[p] = true
+	out, err := l.onRead(p, d)
+	if err != nil {
+		if l.readErr == nil {
+			l.readErr = err
+		}
+		return nil, true, err
+	}
+	if out != nil {
+		l.files[p] = out
+		return out, true, nil
+	}
+	return d, true, nil
 }
 
 func (l *layerFS) children(p string) []string {
@@ -261,7 +301,11 @@ func (l *layerFS) Open(p string) (filesys.File, error) {
 	p = clean(p)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if d, ok := l.file(p); ok {
+	d, ok, err := l.read(p)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		return &memFile{name: p, r: bytes.NewReader(d), size: int64(len(d))}, nil
 	}
 	if l.isDir(p) {
@@ -349,7 +393,11 @@ func (l *layerFS) ReadFile(p string) ([]byte, error) {
 	p = clean(p)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if d, ok := l.file(p); ok {
+	d, ok, err := l.read(p)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
 		return append([]byte(nil), d...), nil
 	}
 	if l.isDir(p) {

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/events"
@@ -23,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -217,15 +220,10 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 // health checks, recording observations in obj.Status.
 func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization, progress func(string), snap *snapshot) *failure {
 	// Refuse rather than ignore what Eddy does not do yet: applying to this
-	// cluster instead of a remote one, or applying SOPS-encrypted Secrets
-	// undecrypted, would be worse than not applying.
+	// cluster instead of a remote one would be worse than not applying.
 	switch {
 	case obj.Spec.KubeConfig != nil:
 		f := fail(meta.ReconciliationFailedReason, "spec.kubeConfig (remote clusters) is not supported by Eddy yet")
-		f.Stalled = true
-		return f
-	case obj.Spec.Decryption != nil:
-		f := fail(meta.BuildFailedReason, "spec.decryption (SOPS) is not supported by Eddy yet")
 		f.Stalled = true
 		return f
 	}
@@ -276,12 +274,31 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if f != nil {
 		return f
 	}
+	var dec *decryptor.Decryptor
+	if obj.Spec.Decryption != nil {
+		// Flux compatible: the decryption Secret's keys are read for each
+		// build; a failure to read them is a build failure.
+		if dec, err = decryptor.New(ctx, r, obj); err != nil {
+			return fail(meta.BuildFailedReason, "%s", err)
+		}
+		opts.Decryptor = dec
+	}
 	res, err := kustomize.Build(tree, opts)
+	if dec != nil {
+		// Decrypted values are masked in apply errors as substituted
+		// Secret values are.
+		secretValues = append(dec.Values(), secretValues...)
+	}
 	if err != nil {
 		if errors.Is(err, kustomize.ErrPathNotFound) {
 			return fail(meta.ArtifactFailedReason, "%s", err) // Flux compatible reason
 		}
-		return fail(meta.BuildFailedReason, "%s", err)
+		return fail(meta.BuildFailedReason, "%s", kustomize.MaskValues(err.Error(), secretValues))
+	}
+	if dec == nil {
+		if f := refuseEncrypted(res.Objects); f != nil {
+			return f
+		}
 	}
 	// Flux compatible: the history digest is the sha256 of the built YAML.
 	snap.digest = digest.FromBytes(res.YAML).String()
@@ -530,6 +547,23 @@ func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomi
 		return kustomize.SpecOptions(obj, nil, r.NonStrictSubstitutions), nil, fail(meta.BuildFailedReason, "%s", err)
 	}
 	return kustomize.SpecOptions(obj, vars, r.NonStrictSubstitutions), secrets, nil
+}
+
+// refuseEncrypted fails a set holding a SOPS-encrypted Secret when
+// spec.decryption is not set, unless the Secret is annotated
+// kustomize.toolkit.fluxcd.io/decrypt: disabled. Flux compatible message
+// and reason (the apply fails, nothing is applied).
+func refuseEncrypted(objs []*unstructured.Unstructured) *failure {
+	for _, u := range objs {
+		if u.GetKind() != "Secret" || u.GetAPIVersion() != "v1" {
+			continue
+		}
+		if _, ok := u.Object["sops"]; !ok || strings.EqualFold(u.GetAnnotations()[decryptor.DisabledAnnotation], kustomizev1.DisabledValue) {
+			continue
+		}
+		return fail(meta.ReconciliationFailedReason, "%s is SOPS encrypted, configuring decryption is required for this secret to be reconciled", ssa.MetaOf(u))
+	}
+	return nil
 }
 
 // serviceAccount is the account impersonated for obj: spec.serviceAccountName,

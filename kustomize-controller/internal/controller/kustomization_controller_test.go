@@ -392,9 +392,6 @@ func TestUnsupportedFieldsStall(t *testing.T) {
 		{"remote", meta.ReconciliationFailedReason, "spec.kubeConfig (remote clusters) is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
 			k.Spec.KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "kubeconfig"}}
 		}},
-		{"sops", meta.BuildFailedReason, "spec.decryption (SOPS) is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
-			k.Spec.Decryption = &kustomizev1.Decryption{Provider: "sops", SecretRef: &meta.LocalObjectReference{Name: "sops-keys"}}
-		}},
 		{"bucket", meta.ArtifactFailedReason, "source kind 'Bucket' is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
 			k.Spec.SourceRef.Kind = "Bucket"
 		}},

@@ -1,0 +1,197 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
+	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/getsops/sops/v3/cmd/sops/formats"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// TestBinarySOPSDecryption runs the built kustomize-controller on a
+// repository with an age-encrypted Secret (YAML), a PGP-encrypted Secret
+// (JSON) and an encrypted dotenv read by a secretGenerator, all encrypted
+// here with the sops library and fresh keys (issue #15): the cluster holds
+// the plaintext. A revision adding a Secret whose MAC does not match fails
+// the whole set (Ready=False BuildFailed naming the object; the revision's
+// other changes are not applied). No plaintext value is found in the
+// controller's log, its events (Kubernetes and posted) or the
+// Kustomization's status.
+func TestBinarySOPSDecryption(t *testing.T) {
+	const shard = "sops"
+	ctx := context.Background()
+	p := testenv.RunController(t, env, ControllerName, "--watch-label-selector="+shardKey+"="+shard,
+		"--events-addr="+eventSink.url, "--min-retry-delay=200ms", "--max-retry-delay=2s", "--log-level=debug")
+	ns := newNamespace(t)
+
+	ageKey, err := sopstest.NewAgeKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgpKey, err := sopstest.NewPGPKey("eddy-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "sops-keys", Namespace: ns},
+		Data:       map[string][]byte{"age.agekey": []byte(ageKey.Identity), "pgp.asc": []byte(pgpKey.Armored)},
+	}
+	if err := env.Client.Create(ctx, keys); err != nil {
+		t.Fatal(err)
+	}
+
+	plaintexts := []string{"age-plaintext-3f9a1c", "pgp-plaintext-7b2e4d", "dotenv-plaintext-c81f02", "age-plaintext-rev2-55aa01", "bad-plaintext-9d3e77"}
+	ageOpts := sopstest.Options{Age: []sopstest.AgeKey{ageKey}, EncryptedRegex: "^(data|stringData)$"}
+	enc := func(plain string, f formats.Format, o sopstest.Options) string {
+		t.Helper()
+		out, err := sopstest.Encrypt([]byte(plain), f, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range plaintexts {
+			if strings.Contains(string(out), v) {
+				t.Fatalf("%q left in the encrypted file", v)
+			}
+		}
+		return string(out)
+	}
+	secret := func(name, field, key, value string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\n  labels:\n    app: sops\n%s:\n  %s: %s\n", name, ns, field, key, value)
+	}
+	pgpJSON, err := yaml.YAMLToJSON([]byte(secret("pgp-secret", "stringData", "token", plaintexts[1])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [age-secret.yaml, pgp-secret.json]
+secretGenerator:
+- name: env-secret
+  namespace: ` + ns + `
+  envs: [app.env]
+generatorOptions: {disableNameSuffixHash: true}
+`,
+		"age-secret.yaml": enc(secret("age-secret", "stringData", "password", plaintexts[0]), formats.Yaml, ageOpts),
+		"pgp-secret.json": enc(string(pgpJSON), formats.Json, sopstest.Options{PGP: []sopstest.PGPKey{pgpKey}, EncryptedRegex: "^(data|stringData)$"}),
+		"app.env":         enc("API_KEY="+plaintexts[2]+"\n", formats.Dotenv, sopstest.Options{Age: []sopstest.AgeKey{ageKey}}),
+	}
+	r := newRepo(t, files)
+	src := newSource(t, ns, "sops", r)
+	rev1 := src.Status.Artifact.Revision
+	k := newKustomization(t, ns, "sops", src.Name, func(k *kustomizev1.Kustomization) {
+		k.Labels = map[string]string{shardKey: shard}
+		k.Spec.Decryption = &kustomizev1.Decryption{Provider: "sops", SecretRef: &meta.LocalObjectReference{Name: "sops-keys"}}
+	})
+	waitApplied(t, k, rev1)
+
+	value := func(name, key string) string {
+		t.Helper()
+		s := &corev1.Secret{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+			t.Fatal(err)
+		}
+		return string(s.Data[key])
+	}
+	for _, c := range []struct{ name, key, want string }{
+		{"age-secret", "password", plaintexts[0]},
+		{"pgp-secret", "token", plaintexts[1]},
+		{"env-secret", "API_KEY", plaintexts[2]},
+	} {
+		if got := value(c.name, c.key); got != c.want {
+			t.Errorf("Secret %s key %s = %q, want the plaintext %q", c.name, c.key, got, c.want)
+		}
+	}
+
+	// A decrypted Secret is drift-corrected as any other (the drift
+	// report masks Secret values).
+	drifted := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "age-secret"}, drifted); err != nil {
+		t.Fatal(err)
+	}
+	drifted.Data["password"] = []byte("drifted-in-cluster")
+	if err := env.Client.Update(ctx, drifted); err != nil {
+		t.Fatal(err)
+	}
+	requestReconcile(t, k, func() string { return k.Status.LastHandledReconcileAt })
+	waitApplied(t, k, rev1)
+	if got := value("age-secret", "password"); got != plaintexts[0] {
+		t.Errorf("age-secret not corrected: %q", got)
+	}
+
+	// Revision 2: the age Secret changes, a ConfigMap is added, and a
+	// Secret whose MAC does not match (a label changed after encryption).
+	bad := enc(secret("bad-secret", "stringData", "password", plaintexts[4]), formats.Yaml, ageOpts)
+	bad = strings.Replace(bad, "app: sops", "app: tampered", 1)
+	rev2 := push(t, r, src, map[string]string{
+		"age-secret.yaml": enc(secret("age-secret", "stringData", "password", plaintexts[3]), formats.Yaml, ageOpts),
+		"bad-secret.yaml": bad,
+		"cm.yaml":         fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new-cm, namespace: %s}\n", ns),
+		"kustomization.yaml": strings.Replace(files["kustomization.yaml"], "resources: [age-secret.yaml, pgp-secret.json]",
+			"resources: [age-secret.yaml, pgp-secret.json, bad-secret.yaml, cm.yaml]", 1),
+	}, "a Secret with a wrong MAC")
+	waitFor(t, k, "Ready=False BuildFailed at "+rev2, func() bool {
+		c := readyCond(k)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == meta.BuildFailedReason && k.Status.LastAttemptedRevision == rev2
+	})
+	want := fmt.Sprintf("decryption failed for 'Secret/%s/bad-secret': failed to verify sops data integrity: MAC mismatch", ns)
+	if c := readyCond(k); c.Message != want {
+		t.Errorf("Ready message %q, want %q", c.Message, want)
+	}
+	if k.Status.LastAppliedRevision != rev1 {
+		t.Errorf("lastAppliedRevision %s, want %s", k.Status.LastAppliedRevision, rev1)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "new-cm"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the failed revision's ConfigMap was applied (%v)", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bad-secret"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Secret with a wrong MAC was applied (%v)", err)
+	}
+	if got := value("age-secret", "password"); got != plaintexts[0] {
+		t.Errorf("age-secret changed by the failed revision: %q", got)
+	}
+	waitEvent(t, kustomizev1.KustomizationKind, ns, k.Name, meta.BuildFailedReason)
+
+	// No plaintext in the log, the events or the status.
+	haystacks := map[string]string{}
+	log, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	haystacks["controller log"] = string(log)
+	evs := &corev1.EventList{}
+	if err := env.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(evs)
+	haystacks["Kubernetes events"] = string(b)
+	b, _ = json.Marshal(eventSink.of(kustomizev1.KustomizationKind, ns, k.Name))
+	haystacks["posted events"] = string(b)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(k), k); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(k)
+	haystacks["Kustomization"] = string(b)
+	if !strings.Contains(haystacks["controller log"], k.Name) || !strings.Contains(haystacks["posted events"], "decryption failed") {
+		t.Fatalf("the log or the events are not the ones searched")
+	}
+	for what, h := range haystacks {
+		for _, v := range plaintexts {
+			if strings.Contains(h, v) {
+				t.Errorf("%s holds the plaintext %q", what, v)
+			}
+		}
+	}
+}
