@@ -240,6 +240,7 @@ func TestBinaryKubeConfigHubSpoke(t *testing.T) {
 		if !strings.Contains(c.Message, "x509") || !strings.HasSuffix(c.Message, "(insecure-skip-tls-verify is ignored without the controller flag --insecure-kubeconfig-tls)") {
 			t.Errorf("message %q: want a certificate verification error and the flag's hint", c.Message)
 		}
+		t.Logf("without --insecure-kubeconfig-tls: %s", c.Message)
 		// The same Secret with a controller started with the flag.
 		testenv.RunController(t, env, "kustomize-controller", "--watch-label-selector="+shardKey+"=insecure-tls",
 			"--insecure-kubeconfig-tls", "--min-retry-delay=200ms", "--max-retry-delay=2s")
@@ -281,6 +282,7 @@ func TestBinaryKubeConfigHubSpoke(t *testing.T) {
 		if !strings.Contains(c.Message, `User "`+user+`"`) {
 			t.Errorf("message %q does not name the impersonated account", c.Message)
 		}
+		t.Logf("not granted on the spoke: %s", c.Message)
 		// Granted on the spoke: applied and health-checked as the account.
 		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "deployer"},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}}}
@@ -453,6 +455,7 @@ func TestBinaryKubeConfigHubSpoke(t *testing.T) {
 	if !strings.HasPrefix(c.Message, want) || !strings.Contains(c.Message, "connection refused") {
 		t.Errorf("message %q, want %q… connection refused", c.Message, want)
 	}
+	t.Logf("spoke stopped: %s", c.Message)
 	requestReconcile(t, local, func() string { return local.Status.LastHandledReconcileAt })
 	waitApplied(t, local, rev2)
 }
