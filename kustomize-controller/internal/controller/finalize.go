@@ -47,7 +47,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 				return ctrl.Result{}, nil
 			}
 		}
-		c, err := r.clientFor(obj)
+		c, err := r.clientFor(ctx, obj)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -244,11 +244,14 @@ func healthTargets(obj *kustomizev1.Kustomization, changes []ssa.Change, cluster
 }
 
 // clusterScoped reports whether the REST mapping of gk (version preferred)
+// by mapper, the applying cluster's (a remote one's for spec.kubeConfig),
 // is cluster-scoped; false when it cannot be mapped, so that such a target
 // keeps its namespace and stays pending with the mapping error.
-func (r *KustomizationReconciler) clusterScoped(gk schema.GroupKind, version string) bool {
-	m, err := r.RESTMapper().RESTMapping(gk, version)
-	return err == nil && m.Scope.Name() == apimeta.RESTScopeNameRoot
+func clusterScoped(mapper apimeta.RESTMapper) func(gk schema.GroupKind, version string) bool {
+	return func(gk schema.GroupKind, version string) bool {
+		m, err := mapper.RESTMapping(gk, version)
+		return err == nil && m.Scope.Name() == apimeta.RESTScopeNameRoot
+	}
 }
 
 // startHealthCheck checks the health of what reconcile applied (see
@@ -262,7 +265,7 @@ func (r *KustomizationReconciler) clusterScoped(gk schema.GroupKind, version str
 // deadline of ctx (the Kustomization's timeout). Flux compatible.
 func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, changes []ssa.Change,
 	deletedWhenFinished map[string]bool, exprs *cel.HealthChecks, src client.Object, art *meta.Artifact) *failure {
-	targets, ok := healthTargets(obj, changes, r.clusterScoped)
+	targets, ok := healthTargets(obj, changes, clusterScoped(c.RESTMapper()))
 	if !ok {
 		apimeta.RemoveStatusCondition(&obj.Status.Conditions, kustomizev1.HealthyCondition)
 		return nil
@@ -302,8 +305,8 @@ func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kus
 	// also pull in k8s.io/kubectl). The direct reader makes one GET per
 	// object and round as the applying account: no LIST permission needed.
 	poller := &engine.PollerEngine{
-		Reader: c, Mapper: r.RESTMapper(),
-		DefaultStatusReader:  statusreaders.NewGenericStatusReader(r.RESTMapper(), statusFunc(waitCtx, exprs)),
+		Reader: c, Mapper: c.RESTMapper(),
+		DefaultStatusReader:  statusreaders.NewGenericStatusReader(c.RESTMapper(), statusFunc(waitCtx, exprs)),
 		ClusterReaderFactory: engine.ClusterReaderFactoryFunc(clusterreader.NewDirectClusterReader),
 	}
 	go func() {

@@ -97,8 +97,13 @@ type KustomizationReconciler struct {
 	// (--feature-gates=AdditiveCELDependencyCheck=true). Flux compatible.
 	AdditiveCELDependencyCheck bool
 
+	// KubeConfig are the switches for spec.kubeConfig's kubeconfigs
+	// (--insecure-kubeconfig-tls, --insecure-kubeconfig-exec).
+	KubeConfig KubeConfigOptions
+
 	artifacts    *artifactCache
 	healthChecks *healthChecks
+	remotes      remoteClients
 }
 
 // failure is the skeleton's failed reconcile; Retry 0 means
@@ -222,8 +227,8 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	// Refuse rather than ignore what Eddy does not do yet: applying to this
 	// cluster instead of a remote one would be worse than not applying.
 	switch {
-	case obj.Spec.KubeConfig != nil:
-		f := fail(meta.ReconciliationFailedReason, "spec.kubeConfig (remote clusters) is not supported by Eddy yet")
+	case obj.Spec.KubeConfig != nil && obj.Spec.KubeConfig.SecretRef == nil:
+		f := fail(meta.ReconciliationFailedReason, "spec.kubeConfig.configMapRef (workload identity) is not supported by Eddy yet; use spec.kubeConfig.secretRef")
 		f.Stalled = true
 		return f
 	}
@@ -308,7 +313,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	}
 	kustomize.SetOwnerLabels(res.Objects, obj.Name, obj.Namespace)
 
-	c, err := r.clientFor(obj)
+	c, err := r.clientFor(ctx, obj)
 	if err != nil {
 		return fail(meta.ReconciliationFailedReason, "%s", err)
 	}
@@ -575,14 +580,38 @@ func (r *KustomizationReconciler) serviceAccount(obj *kustomizev1.Kustomization)
 	return r.DefaultServiceAccount
 }
 
-// clientFor returns the client that applies: impersonating
-// spec.serviceAccountName (or the default) when set. Flux compatible.
-func (r *KustomizationReconciler) clientFor(obj *kustomizev1.Kustomization) (client.Client, error) {
-	sa := r.serviceAccount(obj)
-	if sa == "" || r.Config == nil {
+// clientFor returns the client that applies, prunes, corrects drift and
+// checks health: the remote cluster's of spec.kubeConfig.secretRef (cached,
+// see remoteClients) when set, else this cluster's; impersonating
+// spec.serviceAccountName (or the default) when set, on the remote cluster
+// when there is one. A remote cluster must answer first. Flux compatible
+// (pkg/runtime/client Impersonator).
+func (r *KustomizationReconciler) clientFor(ctx context.Context, obj *kustomizev1.Kustomization) (client.Client, error) {
+	impersonate := ""
+	if sa := r.serviceAccount(obj); sa != "" {
+		impersonate = fmt.Sprintf("system:serviceaccount:%s:%s", obj.Namespace, sa)
+	}
+	if kc := obj.Spec.KubeConfig; kc != nil {
+		if kc.SecretRef == nil {
+			return nil, errors.New("spec.kubeConfig.configMapRef (workload identity) is not supported by Eddy yet; use spec.kubeConfig.secretRef")
+		}
+		data, err := kubeConfigData(ctx, r.Client, obj.Namespace, kc)
+		if err != nil {
+			return nil, err
+		}
+		rc, err := r.remotes.get(r, obj.Namespace, kc, data, impersonate)
+		if err != nil {
+			return nil, err
+		}
+		if err := rc.probe(ctx, obj.Namespace+"/"+kc.SecretRef.Name); err != nil {
+			return nil, err
+		}
+		return rc.client, nil
+	}
+	if impersonate == "" || r.Config == nil {
 		return r.Client, nil
 	}
 	cfg := rest.CopyConfig(r.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", obj.Namespace, sa)}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: impersonate}
 	return client.New(cfg, client.Options{Scheme: r.Scheme(), Mapper: r.RESTMapper()})
 }

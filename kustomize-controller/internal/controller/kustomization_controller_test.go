@@ -389,8 +389,8 @@ func TestUnsupportedFieldsStall(t *testing.T) {
 		name, reason, message string
 		mutate                func(*kustomizev1.Kustomization)
 	}{
-		{"remote", meta.ReconciliationFailedReason, "spec.kubeConfig (remote clusters) is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
-			k.Spec.KubeConfig = &meta.KubeConfigReference{SecretRef: &meta.SecretKeyReference{Name: "kubeconfig"}}
+		{"workload-identity", meta.ReconciliationFailedReason, "spec.kubeConfig.configMapRef (workload identity) is not supported by Eddy yet; use spec.kubeConfig.secretRef", func(k *kustomizev1.Kustomization) {
+			k.Spec.KubeConfig = &meta.KubeConfigReference{ConfigMapRef: &meta.LocalObjectReference{Name: "cluster"}}
 		}},
 		{"bucket", meta.ArtifactFailedReason, "source kind 'Bucket' is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
 			k.Spec.SourceRef.Kind = "Bucket"

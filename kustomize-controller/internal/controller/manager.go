@@ -31,6 +31,7 @@ type Config struct {
 	HTTPRetry             int
 	ArtifactCacheMiB      int64
 	ConcurrentSSA         int
+	KubeConfig            KubeConfigOptions
 
 	// Not flags; zero in the binary. RESTConfig nil means --kubeconfig,
 	// $KUBECONFIG or the in-cluster account; the tests shorten the waits.
@@ -48,6 +49,11 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "The service account impersonated when a Kustomization names none.")
 	fs.IntVar(&c.HTTPRetry, "http-retry", 9, "The number of retries of an artifact download.")
 	fs.IntVar(&c.ConcurrentSSA, "concurrent-ssa", 4, "The number of server-side apply dry-runs in flight per reconcile.")
+	// Flux compatible names and defaults (pkg/runtime/client KubeConfigOptions).
+	fs.BoolVar(&c.KubeConfig.InsecureExec, "insecure-kubeconfig-exec", false,
+		"Allow use of the user.exec section in kubeconfigs provided for remote apply.")
+	fs.BoolVar(&c.KubeConfig.InsecureTLS, "insecure-kubeconfig-tls", false,
+		"Allow that kubeconfigs provided for remote apply can disable TLS verification.")
 	fs.Int64Var(&c.ArtifactCacheMiB, "artifact-cache-mib", DefaultArtifactCacheBytes>>20,
 		"The most file content, in MiB, of the source artifacts kept in memory between reconciles (beyond Flux: each revision is downloaded once).")
 }
@@ -88,6 +94,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		JitterPercent:         c.IntervalJitter,
 		ArtifactCacheBytes:    c.ArtifactCacheMiB << 20,
 		ConcurrentSSA:         c.ConcurrentSSA,
+		KubeConfig:            c.KubeConfig,
 	}
 	r.NonStrictSubstitutions = !c.FeatureGates.Enabled(runtime.StrictPostBuildSubstitutions)
 	r.KeepHealthCheckOnNewRevision = !c.FeatureGates.Enabled(runtime.CancelHealthCheckOnNewRevision)
