@@ -115,6 +115,19 @@ generatorOptions: {disableNameSuffixHash: true}
 		}
 	}
 
+	// Without spec.decryption an encrypted Secret is refused, nothing
+	// applied (Flux compatible message).
+	plain := newKustomization(t, ns, "no-decryption", src.Name, func(k *kustomizev1.Kustomization) {
+		k.Labels = map[string]string{shardKey: shard}
+		k.Spec.Prune = false
+	})
+	if c := waitFailed(t, plain, meta.ReconciliationFailedReason); c.Message != fmt.Sprintf("Secret/%s/age-secret is SOPS encrypted, configuring decryption is required for this secret to be reconciled", ns) {
+		t.Errorf("without decryption: %q", c.Message)
+	}
+	if plain.Status.Inventory != nil && len(plain.Status.Inventory.Entries) > 0 {
+		t.Errorf("without decryption, applied %v", plain.Status.Inventory.Entries)
+	}
+
 	// A decrypted Secret is drift-corrected as any other (the drift
 	// report masks Secret values).
 	drifted := &corev1.Secret{}
