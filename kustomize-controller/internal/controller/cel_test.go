@@ -53,14 +53,21 @@ func installClusterIssuerCRD(t *testing.T) {
 	if err := env.Client.Create(context.Background(), crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	waitFor(t, crd, "Established", func() bool {
+	// Polled directly: testenv.WaitFor would also hold the CRD to the Flux
+	// status protocol (a Ready condition) at the end of the test.
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, testenv.WaitTimeout, true, func(ctx context.Context) (bool, error) {
+		if env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd) != nil {
+			return false, nil
+		}
 		for _, c := range crd.Status.Conditions {
 			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true
+				return true, nil
 			}
 		}
-		return false
-	})
+		return false, nil
+	}); err != nil {
+		t.Fatalf("CRD %s not Established: %v", crd.Name, err)
+	}
 }
 
 // homeOpsCertManager reads home-ops' cert-manager Kustomization
