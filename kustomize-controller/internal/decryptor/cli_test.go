@@ -22,11 +22,12 @@ func readCLI(t *testing.T, name string) []byte {
 
 // TestDecryptSOPSCLIFiles decrypts files written by the real sops CLI
 // (testdata/sopscli/README.md): a YAML Secret encrypted with
-// --encrypted-regex, one from a .sops.yaml with mac_only_encrypted, and
-// dotenv, JSON and binary generator files.
+// --encrypted-regex, one from a .sops.yaml with mac_only_encrypted, one
+// encrypted whole (kind and metadata too), and dotenv, JSON, binary and
+// INI generator files.
 func TestDecryptSOPSCLIFiles(t *testing.T) {
 	d := newDecryptor(t, map[string]string{"age.agekey": string(readCLI(t, "age.agekey"))})
-	for _, name := range []string{"secret.enc.yaml", "macsecret.enc.yaml"} {
+	for _, name := range []string{"secret.enc.yaml", "macsecret.enc.yaml", "full.enc.yaml"} {
 		out, err := d.DecryptFile(name, readCLI(t, name))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -44,7 +45,7 @@ func TestDecryptSOPSCLIFiles(t *testing.T) {
 	}
 
 	fs := filesys.MakeFsInMemory()
-	for _, name := range []string{"app.enc.env", "app.enc.json", "blob.enc.bin"} {
+	for _, name := range []string{"app.enc.env", "app.enc.json", "blob.enc.bin", "app.enc.ini"} {
 		if err := fs.WriteFile("/app/"+name, readCLI(t, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -52,12 +53,12 @@ func TestDecryptSOPSCLIFiles(t *testing.T) {
 	_ = fs.WriteFile("/app/kustomization.yaml", []byte(`secretGenerator:
 - name: s
   envs: [app.enc.env]
-  files: [app.json=app.enc.json, blob.bin=blob.enc.bin]
+  files: [app.json=app.enc.json, blob.bin=blob.enc.bin, app.ini=app.enc.ini]
 `))
 	if err := d.DecryptSources(fs, "/app"); err != nil {
 		t.Fatal(err)
 	}
-	for p, want := range map[string]string{"/app/app.enc.env": "PASSWORD=cli-dotenv-pass", "/app/app.enc.json": `"cli-json-pass"`} {
+	for p, want := range map[string]string{"/app/app.enc.env": "PASSWORD=cli-dotenv-pass", "/app/app.enc.json": `"cli-json-pass"`, "/app/app.enc.ini": "password = ini-cli-pass"} {
 		got, _ := fs.ReadFile(p)
 		if !strings.Contains(string(got), want) || strings.Contains(string(got), "sops") {
 			t.Errorf("%s = %q", p, got)
