@@ -81,3 +81,23 @@ func unstructuredString(obj map[string]any, fields ...string) (string, bool, err
 	s, ok := cur.(string)
 	return s, ok, nil
 }
+
+// A hand-edited encrypted dotenv or INI file with a line the parser cannot
+// read fails without the line (maybe a plaintext secret) in the message.
+func TestDecryptMalformedLineNotEchoed(t *testing.T) {
+	d := newDecryptor(t, map[string]string{"age.agekey": string(readCLI(t, "age.agekey"))})
+	for _, tc := range []struct{ file, key, added, want string }{
+		{"app.enc.env", "envs: [app.enc.env]", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC-plain-secret\n",
+			"decryption failed for 'Secret/s': failed to decrypt 'app/app.enc.env': failed to load encrypted dotenv data: malformed dotenv input (the line is not shown: it may hold a secret)"},
+		{"app.enc.ini", "files: [app.ini=app.enc.ini]", "\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC-plain-secret\n",
+			"decryption failed for 'Secret/s': failed to decrypt 'app/app.enc.ini': failed to load encrypted INI data: malformed INI input (the line is not shown: it may hold a secret)"},
+	} {
+		fs := filesys.MakeFsInMemory()
+		_ = fs.WriteFile("/app/"+tc.file, append(readCLI(t, tc.file), tc.added...))
+		_ = fs.WriteFile("/app/kustomization.yaml", []byte("secretGenerator:\n- name: s\n  "+tc.key+"\n"))
+		err := d.DecryptSources(fs, "/app")
+		if err == nil || strings.Contains(err.Error(), "plain-secret") || err.Error() != tc.want {
+			t.Errorf("%s: err = %v", tc.file, err)
+		}
+	}
+}
