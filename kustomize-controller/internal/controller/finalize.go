@@ -53,7 +53,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 		}
 		mgr := &ssa.Manager{Client: c, Owner: FieldManager}
 		deleted, _, err := mgr.DeleteStale(ctx, stale, ssa.PruneOptions{OwnerLabels: map[string]string{NameLabel: obj.Name, NamespaceLabel: obj.Namespace}})
-		r.reportChanges(r.Events, obj, deleted)
+		r.reportChanges(r.Events, obj, deleted, nil)
 		if err != nil {
 			r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
 			return ctrl.Result{}, err

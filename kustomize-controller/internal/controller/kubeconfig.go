@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -240,11 +241,29 @@ func (rc *remoteClient) probe(ctx context.Context, secretName string) error {
 		}
 	}
 	if err != nil {
-		msg := fmt.Sprintf("remote cluster '%s' of KubeConfig secret '%s' is unreachable: %s", rc.host, secretName, err)
+		// The server URL may carry credentials (user:password@, a token in
+		// the query): neither the URL of the request error nor the host
+		// shown hold them.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		msg := fmt.Sprintf("remote cluster '%s' of KubeConfig secret '%s' is unreachable: %s", displayHost(rc.host), secretName, err)
 		if rc.insecureIgnored {
 			msg += " (insecure-skip-tls-verify is ignored without the controller flag --insecure-kubeconfig-tls)"
 		}
 		return errors.New(msg)
 	}
 	return nil
+}
+
+// displayHost is a server URL for messages: without user information,
+// query or fragment, which may hold credentials.
+func displayHost(host string) string {
+	u, err := url.Parse(host)
+	if err != nil {
+		return "<unparsable server URL>"
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }

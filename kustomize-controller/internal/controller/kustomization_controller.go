@@ -327,7 +327,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second, Concurrency: r.ConcurrentSSA}
 	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})
 	rec := r.Events.WithRelated(src)
-	r.reportChanges(rec, obj, changes)
+	r.reportChanges(rec, obj, changes, secretValues)
 	if err != nil {
 		// Flux compatible: a partial apply lists what it changed; values
 		// substituted from Secrets are masked (v1.9.6).
@@ -366,7 +366,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		}
 		if len(stale) > 0 {
 			deleted, failed, err := mgr.DeleteStale(ctx, stale, ssa.PruneOptions{OwnerLabels: map[string]string{NameLabel: obj.Name, NamespaceLabel: obj.Namespace}})
-			r.reportChanges(rec, obj, deleted)
+			r.reportChanges(rec, obj, deleted, nil)
 			for _, fc := range failed {
 				inventory[fc.Meta.ID()] = kustomizev1.ResourceRef{ID: fc.Meta.ID(), Version: fc.Version}
 			}

@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/eddyops/eddy/pkg/ssa"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -23,7 +25,17 @@ func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[
 // reportChanges emits the change set as Flux does, and, beyond Flux, one
 // event per corrected drift naming the fields, values and field managers,
 // and one per object whose fields the apply deleted (`FieldsRemoved`).
-func (r *KustomizationReconciler) reportChanges(rec *events.Recorder, obj *kustomizev1.Kustomization, changes []ssa.Change) {
+// secretValues (decrypted values, values substituted from Secrets) are
+// masked in the drift events, which quote the fields' values.
+func (r *KustomizationReconciler) reportChanges(rec *events.Recorder, obj *kustomizev1.Kustomization, changes []ssa.Change, secretValues []string) {
+	// Drift values are JSON: a value with a newline or a quote is there
+	// escaped.
+	masked := append([]string(nil), secretValues...)
+	for _, v := range secretValues {
+		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v {
+			masked = append(masked, string(b[1:len(b)-1]))
+		}
+	}
 	var lines []string
 	for _, c := range changes {
 		if c.Action == ssa.Unchanged || c.Action == ssa.Skipped {
@@ -36,7 +48,7 @@ func (r *KustomizationReconciler) reportChanges(rec *events.Recorder, obj *kusto
 				fields = append(fields, d.String())
 			}
 			rec.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
-				fmt.Sprintf("%s drifted: %s; corrected", c.Meta, strings.Join(fields, ", ")), r.eventMeta(obj))
+				kustomize.MaskValues(fmt.Sprintf("%s drifted: %s; corrected", c.Meta, strings.Join(fields, ", ")), masked), r.eventMeta(obj))
 		}
 		if len(c.Removed) > 0 {
 			rec.Event(obj, corev1.EventTypeNormal, "FieldsRemoved",

@@ -263,6 +263,12 @@ func (d *Decryptor) decrypt(data []byte, in, out formats.Format, checkMAC bool) 
 	}()
 	tree, err := storeFor(in).LoadEncryptedFile(data)
 	if err != nil {
+		if in == formats.Dotenv || in == formats.Ini {
+			// The dotenv and INI parsers quote the line they cannot
+			// read, which may be a plaintext value (a line added by
+			// hand, a continuation line of a pasted key).
+			err = fmt.Errorf("malformed %s input (the line is not shown: it may hold a secret)", formatNames[in])
+		}
 		return nil, userErr(fmt.Sprintf("failed to load encrypted %s data", formatNames[in]), err)
 	}
 	key, err := tree.Metadata.GetDataKeyWithKeyServices(d.services, sops.DefaultDecryptionOrder)
