@@ -52,7 +52,7 @@ func TestBinarySOPSDecryption(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	plaintexts := []string{"age-plaintext-3f9a1c", "pgp-plaintext-7b2e4d", "dotenv-plaintext-c81f02", "age-plaintext-rev2-55aa01", "bad-plaintext-9d3e77"}
+	plaintexts := []string{"age-plaintext-3f9a1c", "pgp-plaintext-7b2e4d", "dotenv-plaintext-c81f02", "age-plaintext-rev2-55aa01", "bad-plaintext-9d3e77", "cm-plaintext-e4b7a2"}
 	ageOpts := sopstest.Options{Age: []sopstest.AgeKey{ageKey}, EncryptedRegex: "^(data|stringData)$"}
 	enc := func(plain string, f formats.Format, o sopstest.Options) string {
 		t.Helper()
@@ -77,7 +77,7 @@ func TestBinarySOPSDecryption(t *testing.T) {
 	files := map[string]string{
 		"kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
-resources: [age-secret.yaml, pgp-secret.json]
+resources: [age-secret.yaml, pgp-secret.json, enc-cm.yaml]
 secretGenerator:
 - name: env-secret
   namespace: ` + ns + `
@@ -87,6 +87,9 @@ generatorOptions: {disableNameSuffixHash: true}
 		"age-secret.yaml": enc(secret("age-secret", "stringData", "password", plaintexts[0]), formats.Yaml, ageOpts),
 		"pgp-secret.json": enc(string(pgpJSON), formats.Json, sopstest.Options{PGP: []sopstest.PGPKey{pgpKey}, EncryptedRegex: "^(data|stringData)$"}),
 		"app.env":         enc("API_KEY="+plaintexts[2]+"\n", formats.Dotenv, sopstest.Options{Age: []sopstest.AgeKey{ageKey}}),
+		// Not a Secret: its drift event must still mask the decrypted value.
+		"enc-cm.yaml": enc(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: enc-cm, namespace: %s}\ndata:\n  token: %s\n", ns, plaintexts[5]),
+			formats.Yaml, sopstest.Options{Age: []sopstest.AgeKey{ageKey}, EncryptedRegex: "^data$"}),
 	}
 	r := newRepo(t, files)
 	src := newSource(t, ns, "sops", r)
@@ -138,11 +141,26 @@ generatorOptions: {disableNameSuffixHash: true}
 	if err := env.Client.Update(ctx, drifted); err != nil {
 		t.Fatal(err)
 	}
+	cm := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "enc-cm"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["token"] != plaintexts[5] {
+		t.Errorf("enc-cm token = %q, want the plaintext", cm.Data["token"])
+	}
+	cm.Data["token"] = "drifted-in-cluster"
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
 	requestReconcile(t, k, func() string { return k.Status.LastHandledReconcileAt })
 	waitApplied(t, k, rev1)
 	if got := value("age-secret", "password"); got != plaintexts[0] {
 		t.Errorf("age-secret not corrected: %q", got)
 	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "enc-cm"}, cm); err != nil || cm.Data["token"] != plaintexts[5] {
+		t.Errorf("enc-cm not corrected: %q (%v)", cm.Data["token"], err)
+	}
+	waitEvent(t, kustomizev1.KustomizationKind, ns, k.Name, "DriftCorrected")
 
 	// Revision 2: the age Secret changes, a ConfigMap is added, and a
 	// Secret whose MAC does not match (a label changed after encryption).
@@ -152,8 +170,8 @@ generatorOptions: {disableNameSuffixHash: true}
 		"age-secret.yaml": enc(secret("age-secret", "stringData", "password", plaintexts[3]), formats.Yaml, ageOpts),
 		"bad-secret.yaml": bad,
 		"cm.yaml":         fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: new-cm, namespace: %s}\n", ns),
-		"kustomization.yaml": strings.Replace(files["kustomization.yaml"], "resources: [age-secret.yaml, pgp-secret.json]",
-			"resources: [age-secret.yaml, pgp-secret.json, bad-secret.yaml, cm.yaml]", 1),
+		"kustomization.yaml": strings.Replace(files["kustomization.yaml"], "resources: [age-secret.yaml, pgp-secret.json, enc-cm.yaml]",
+			"resources: [age-secret.yaml, pgp-secret.json, enc-cm.yaml, bad-secret.yaml, cm.yaml]", 1),
 	}, "a Secret with a wrong MAC")
 	waitFor(t, k, "Ready=False BuildFailed at "+rev2, func() bool {
 		c := readyCond(k)
