@@ -10,6 +10,7 @@ import (
 	"github.com/eddyops/eddy/helm-controller/internal/drift"
 	"github.com/eddyops/eddy/helm-controller/internal/values"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/reconcile"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,6 +57,9 @@ type HelmReleaseReconciler struct {
 	// DisableChartDigestTracking leaves a chart from an OCIRepository at its
 	// own version (--feature-gates=DisableChartDigestTracking=true).
 	DisableChartDigestTracking bool
+	// AdditiveCELDependencyCheck requires a dependency with a readyExpr to
+	// be Ready too (--feature-gates=AdditiveCELDependencyCheck=true).
+	AdditiveCELDependencyCheck bool
 
 	waits waits
 }
@@ -192,6 +197,11 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 			}
 		}
 	}
+	// Refused rather than ignored: a release reported healthy without the
+	// checks its author asked for would be worse than no release.
+	if len(obj.Spec.HealthCheckExprs) > 0 {
+		return nil, fail(meta.ReconciliationFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy's helm-controller yet").Stall()
+	}
 	applied, f := r.reconcileChartTemplate(ctx, obj)
 	if f != nil {
 		return nil, f
@@ -251,9 +261,15 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 }
 
 // checkDependencies requires each spec.dependsOn HelmRelease Ready at its
-// generation. Flux compatible: reason DependencyNotReady, message
-// "dependency '<ns>/<name>' is not ready", retried after --requeue-dependency.
+// generation, or, for a dependency with a readyExpr, the expression true
+// over `self` (this HelmRelease) and `dep` (the dependency); both with the
+// feature gate AdditiveCELDependencyCheck. Flux compatible: reason
+// DependencyNotReady, messages "dependency '<ns>/<name>' is not ready" and
+// "... is not ready according to readyExpr eval", retried after
+// --requeue-dependency; a readyExpr that does not compile stalls with
+// InvalidCELExpression.
 func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helmv2.HelmRelease) *failure {
+	var self map[string]any // obj as CEL sees it, converted once
 	for _, d := range obj.Spec.DependsOn {
 		ns := d.Namespace
 		if ns == "" {
@@ -263,7 +279,17 @@ func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helm
 		var f *failure
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.Name}, dep); err != nil {
 			f = fail(helmv2.DependencyNotReadyReason, "unable to get '%s/%s' dependency: %s", ns, d.Name, err)
-		} else if dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition) {
+		} else if d.ReadyExpr != "" {
+			var ready bool
+			if ready, f = r.readyExpr(ctx, d.ReadyExpr, obj, &self, dep); f == nil && !ready {
+				f = fail(helmv2.DependencyNotReadyReason, "dependency '%s/%s' is not ready according to readyExpr eval", ns, d.Name)
+			}
+			if f != nil && f.Stalled {
+				return f
+			}
+		}
+		if f == nil && (d.ReadyExpr == "" || r.AdditiveCELDependencyCheck) &&
+			(dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition)) {
 			f = fail(helmv2.DependencyNotReadyReason, "dependency '%s/%s' is not ready", ns, d.Name)
 		}
 		if f != nil {
@@ -272,6 +298,30 @@ func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helm
 		}
 	}
 	return nil
+}
+
+// readyExpr evaluates a dependsOn readyExpr; *self caches obj's conversion.
+// A compile error is terminal (Stalled, InvalidCELExpression); an
+// evaluation error is DependencyNotReady. Flux compatible messages.
+func (r *HelmReleaseReconciler) readyExpr(ctx context.Context, expr string, obj *helmv2.HelmRelease, self *map[string]any, dep *helmv2.HelmRelease) (bool, *failure) {
+	e, err := cel.NewReadyExpr(expr)
+	if err != nil {
+		return false, fail(meta.InvalidCELExpressionReason,
+			"Reconciliation failed terminally due to configuration error: failed to evaluate dependency %s: %s", dep.Name, err).Stall()
+	}
+	if *self == nil {
+		if *self, err = k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
+			return false, fail(helmv2.DependencyNotReadyReason, "failed to convert HelmRelease to unstructured: %s", err)
+		}
+	}
+	depMap, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(dep)
+	if err == nil {
+		var ready bool
+		if ready, err = e.Bool(ctx, map[string]any{cel.SelfVar: *self, cel.DepVar: depMap}); err == nil {
+			return ready, nil
+		}
+	}
+	return false, fail(helmv2.DependencyNotReadyReason, "%s", err)
 }
 
 // serviceAccount is spec.serviceAccountName, else --default-service-account.

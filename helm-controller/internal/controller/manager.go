@@ -43,7 +43,7 @@ type Config struct {
 
 // BindFlags registers the flags on fs.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	c.Options.BindFlags(fs, 4, runtime.DisableChartDigestTracking)
+	c.Options.BindFlags(fs, 4, runtime.DisableChartDigestTracking, runtime.AdditiveCELDependencyCheck)
 	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 	fs.DurationVar(&c.RequeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a HelmRelease whose source or dependencies are not ready.")
 	fs.IntVar(&c.HTTPRetry, "http-retry", 9, "The number of retries of a chart artifact download.")
@@ -90,6 +90,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		HealthPoll:                 c.HealthPoll,
 		JitterPercent:              c.IntervalJitter,
 		DisableChartDigestTracking: c.FeatureGates.Enabled(runtime.DisableChartDigestTracking),
+		AdditiveCELDependencyCheck: c.FeatureGates.Enabled(runtime.AdditiveCELDependencyCheck),
 	}
 	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, err
