@@ -102,7 +102,14 @@ func downUnreadable(ctx context.Context, u *ui.UI, dir string, readErr error) er
 		stopOwner(ctx, u, pid, "")
 		stopped++
 	}
-	lock, err := Lock(dir)
+	// An owner that has left IsOwner (its memory released at exit) may
+	// still hold its files for a moment: wait for the lock to come free.
+	var lock *os.File
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		l, err := Lock(dir)
+		lock = l
+		return err == nil, nil
+	})
 	if err != nil {
 		left, _ := LockHolders(dir)
 		return fmt.Errorf("processes %v still hold %s: stop them, then run `eddy dev down` again", left, filepath.Join(dir, "lock"))
