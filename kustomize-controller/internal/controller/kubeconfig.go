@@ -220,6 +220,11 @@ func (rc *remoteClients) get(r *KustomizationReconciler, ns string, ref *meta.Ku
 		return nil, err
 	}
 	entry := &remoteClient{hash: hash, client: c, http: hc, host: cfg.Host, insecureIgnored: insecureIgnored}
+	// The replaced client's connections would otherwise stay open to the
+	// old server or with the old credentials.
+	if old := rc.m[key]; old != nil {
+		old.http.CloseIdleConnections()
+	}
 	rc.m[key] = entry
 	return entry, nil
 }
