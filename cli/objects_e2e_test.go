@@ -25,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -357,12 +358,20 @@ func TestObjectsE2E(t *testing.T) {
 		}
 		sum := fmt.Sprintf("sha256:%x", sha256.Sum256(archive))
 		rev := "1.0.0@" + sum
-		repo.Status = sourcev1.OCIRepositoryStatus{ObservedGeneration: repo.Generation, URL: srv.URL + "/latest.tar.gz",
+		status := sourcev1.OCIRepositoryStatus{ObservedGeneration: repo.Generation, URL: srv.URL + "/latest.tar.gz",
 			Artifact: &meta.Artifact{Path: "ocirepository/flux-system/manifests/x.tar.gz", URL: srv.URL + "/x.tar.gz", Revision: rev,
 				Digest: sum, LastUpdateTime: metav1.Now()},
 			Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.SucceededReason,
 				Message: "stored artifact for digest '" + rev + "'", ObservedGeneration: repo.Generation, LastTransitionTime: metav1.Now()}}}
-		if err := c.Status().Update(ctx, repo); err != nil {
+		// source-controller adds its finalizer to the suspended object
+		// meanwhile: write the status on the latest version.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(repo), repo); err != nil {
+				return err
+			}
+			repo.Status = status
+			return c.Status().Update(ctx, repo)
+		}); err != nil {
 			t.Fatal(err)
 		}
 
