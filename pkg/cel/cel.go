@@ -18,6 +18,7 @@ import (
 	celgo "github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Expression is a parsed CEL expression, ready to evaluate.
@@ -127,4 +128,25 @@ func (e *Expression) Bool(ctx context.Context, data map[string]any) (bool, error
 		return false, fmt.Errorf("failed to evaluate CEL expression as boolean: '%s'", e.src)
 	}
 	return bool(b), nil
+}
+
+// DependencyReady evaluates the dependsOn readyExpr expr with self (the
+// object that depends) and dep (the dependency) in their unstructured
+// form. compileErr is set when expr does not compile (a configuration
+// error: Flux stalls); err when the evaluation fails (Flux retries).
+func DependencyReady(ctx context.Context, expr string, self, dep any) (ready bool, compileErr, err error) {
+	e, compileErr := NewReadyExpr(expr)
+	if compileErr != nil {
+		return false, compileErr, nil
+	}
+	vars := map[string]any{}
+	for name, obj := range map[string]any{SelfVar: self, DepVar: dep} {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return false, nil, err
+		}
+		vars[name] = u
+	}
+	ready, err = e.Bool(ctx, vars)
+	return ready, nil, err
 }

@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -269,7 +268,6 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 // --requeue-dependency; a readyExpr that does not compile stalls with
 // InvalidCELExpression.
 func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helmv2.HelmRelease) *failure {
-	var self map[string]any // obj as CEL sees it, converted once
 	for _, d := range obj.Spec.DependsOn {
 		ns := d.Namespace
 		if ns == "" {
@@ -280,12 +278,15 @@ func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helm
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.Name}, dep); err != nil {
 			f = fail(helmv2.DependencyNotReadyReason, "unable to get '%s/%s' dependency: %s", ns, d.Name, err)
 		} else if d.ReadyExpr != "" {
-			var ready bool
-			if ready, f = r.readyExpr(ctx, d.ReadyExpr, obj, &self, dep); f == nil && !ready {
+			ready, compileErr, err := cel.DependencyReady(ctx, d.ReadyExpr, obj, dep)
+			switch {
+			case compileErr != nil:
+				return fail(meta.InvalidCELExpressionReason,
+					"Reconciliation failed terminally due to configuration error: failed to evaluate dependency %s: %s", dep.Name, compileErr).Stall()
+			case err != nil:
+				f = fail(helmv2.DependencyNotReadyReason, "%s", err)
+			case !ready:
 				f = fail(helmv2.DependencyNotReadyReason, "dependency '%s/%s' is not ready according to readyExpr eval", ns, d.Name)
-			}
-			if f != nil && f.Stalled {
-				return f
 			}
 		}
 		if f == nil && (d.ReadyExpr == "" || r.AdditiveCELDependencyCheck) &&
@@ -298,30 +299,6 @@ func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helm
 		}
 	}
 	return nil
-}
-
-// readyExpr evaluates a dependsOn readyExpr; *self caches obj's conversion.
-// A compile error is terminal (Stalled, InvalidCELExpression); an
-// evaluation error is DependencyNotReady. Flux compatible messages.
-func (r *HelmReleaseReconciler) readyExpr(ctx context.Context, expr string, obj *helmv2.HelmRelease, self *map[string]any, dep *helmv2.HelmRelease) (bool, *failure) {
-	e, err := cel.NewReadyExpr(expr)
-	if err != nil {
-		return false, fail(meta.InvalidCELExpressionReason,
-			"Reconciliation failed terminally due to configuration error: failed to evaluate dependency %s: %s", dep.Name, err).Stall()
-	}
-	if *self == nil {
-		if *self, err = k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
-			return false, fail(helmv2.DependencyNotReadyReason, "failed to convert HelmRelease to unstructured: %s", err)
-		}
-	}
-	depMap, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(dep)
-	if err == nil {
-		var ready bool
-		if ready, err = e.Bool(ctx, map[string]any{cel.SelfVar: *self, cel.DepVar: depMap}); err == nil {
-			return ready, nil
-		}
-	}
-	return false, fail(helmv2.DependencyNotReadyReason, "%s", err)
 }
 
 // serviceAccount is spec.serviceAccountName, else --default-service-account.

@@ -26,7 +26,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -464,7 +463,6 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 // not compile stalls with InvalidCELExpression. Flux compatible: order,
 // messages and gate.
 func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *kustomizev1.Kustomization, revision string) *failure {
-	var self map[string]any // obj as CEL sees it, converted once
 	for _, d := range obj.Spec.DependsOn {
 		ns := d.Namespace
 		if ns == "" {
@@ -483,14 +481,15 @@ func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *ku
 			return f
 		}
 		if d.ReadyExpr != "" {
-			if self == nil {
-				var err error
-				if self, err = k8sruntime.DefaultUnstructuredConverter.ToUnstructured(obj); err != nil {
-					return fail(meta.DependencyNotReadyReason, "failed to convert Kustomization to unstructured: %s", err)
-				}
+			ready, compileErr, err := cel.DependencyReady(ctx, d.ReadyExpr, obj, dep)
+			if compileErr != nil {
+				f := fail(meta.InvalidCELExpressionReason, "%s: failed to evaluate dependency %s: %s", terminalErrorMessage, dep.Name, compileErr)
+				f.Stalled = true
+				return f
 			}
-			ready, f := r.readyExpr(ctx, d.ReadyExpr, self, dep)
-			if f != nil {
+			if err != nil {
+				f := fail(meta.DependencyNotReadyReason, "%s", err)
+				f.Retry = r.RequeueDependency
 				return f
 			}
 			if !ready {
@@ -510,30 +509,6 @@ func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *ku
 		}
 	}
 	return nil
-}
-
-// readyExpr evaluates a dependsOn readyExpr over self and dep. Flux
-// compatible: a compile error is terminal ("Reconciliation failed terminally
-// due to configuration error: failed to evaluate dependency <name>: ...",
-// InvalidCELExpression, Stalled); an evaluation error (a field dep does not
-// have) is DependencyNotReady and retried.
-func (r *KustomizationReconciler) readyExpr(ctx context.Context, expr string, self map[string]any, dep *kustomizev1.Kustomization) (bool, *failure) {
-	e, err := cel.NewReadyExpr(expr)
-	if err != nil {
-		f := fail(meta.InvalidCELExpressionReason, "%s: failed to evaluate dependency %s: %s", terminalErrorMessage, dep.Name, err)
-		f.Stalled = true
-		return false, f
-	}
-	depMap, err := k8sruntime.DefaultUnstructuredConverter.ToUnstructured(dep)
-	if err == nil {
-		var ready bool
-		if ready, err = e.Bool(ctx, map[string]any{cel.SelfVar: self, cel.DepVar: depMap}); err == nil {
-			return ready, nil
-		}
-	}
-	f := fail(meta.DependencyNotReadyReason, "%s", err)
-	f.Retry = r.RequeueDependency
-	return false, f
 }
 
 func nsOr(ns, def string) string {
