@@ -4,9 +4,13 @@
 package runtime
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -30,6 +34,9 @@ type Options struct {
 	MetricsAddr          string
 	HealthAddr           string
 	EnableLeaderElection bool
+	// ReleaseOnCancel steps down from leadership when the manager stops, so
+	// a standby replica takes over at once instead of after LeaseDuration.
+	ReleaseOnCancel      bool
 	LeaseDuration        time.Duration
 	RenewDeadline        time.Duration
 	RetryPeriod          time.Duration
@@ -71,6 +78,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, concurrent int, gates ...string) {
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", ":8080", "The address the Prometheus metrics endpoint binds to.")
 	fs.StringVar(&o.HealthAddr, "health-addr", ":9440", "The address the health endpoints (/healthz, /readyz) bind to.")
 	fs.BoolVar(&o.EnableLeaderElection, "enable-leader-election", false, "Enable leader election, so only one replica reconciles at a time.")
+	fs.BoolVar(&o.ReleaseOnCancel, "leader-election-release-on-cancel", true, "Step down from leadership when the controller stops, so a standby replica takes over at once.")
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", 35*time.Second, "How long non-leaders wait before trying to acquire leadership.")
 	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", 30*time.Second, "How long the leader retries renewing leadership before giving up.")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", 5*time.Second, "How long clients wait between leader election attempts.")
@@ -130,9 +138,10 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 // the tests exercise the types the binary knows. watched are the
 // controller's own kinds; --watch-label-selector filters those (Flux's
 // sharding), the sources they refer to are watched whatever their labels.
-// The leader-election lease is `<name>-leader-election` in
+// The leader-election lease is LeaderElectionID(name, selector) in
 // $RUNTIME_NAMESPACE (Flux's variable), else the pod's own namespace;
-// outside a cluster leader election needs RUNTIME_NAMESPACE. The logger is
+// outside a cluster leader election needs RUNTIME_NAMESPACE. The metrics
+// address also serves Go's profiles under /debug/pprof/ (as Flux). The logger is
 // the caller's (SetupLogger in a binary).
 func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, watched ...client.Object) (ctrl.Manager, error) {
 	if cfg == nil {
@@ -161,12 +170,12 @@ func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Sche
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr, ExtraHandlers: pprofHandlers()},
 		HealthProbeBindAddress:        o.HealthAddr,
 		LeaderElection:                o.EnableLeaderElection,
-		LeaderElectionID:              name + "-leader-election",
+		LeaderElectionID:              LeaderElectionID(name, o.WatchLabelSelector),
 		LeaderElectionNamespace:       os.Getenv("RUNTIME_NAMESPACE"), // Flux's variable; empty means the pod's namespace
-		LeaderElectionReleaseOnCancel: true,
+		LeaderElectionReleaseOnCancel: o.ReleaseOnCancel,
 		LeaseDuration:                 &o.LeaseDuration,
 		RenewDeadline:                 &o.RenewDeadline,
 		RetryPeriod:                   &o.RetryPeriod,
@@ -184,6 +193,35 @@ func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Sche
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// LeaderElectionID is the name of the leader-election lease of the
+// controller name reconciling the objects that selector (its
+// --watch-label-selector) matches: `<name>-leader-election`, and for a
+// shard `<name>-leader-election-<first 8 hex digits of the SHA-256 of the
+// selector>`, so that the replicas of one shard share a lease and two
+// shards never do. Flux compatible: fluxcd/pkg/runtime/leaderelection's
+// GenerateID, so an Eddy and a Flux replica of one shard take turns.
+func LeaderElectionID(name, selector string) string {
+	id := name + "-leader-election"
+	if selector == "" {
+		return id
+	}
+	sum := sha256.Sum256([]byte(selector))
+	return id + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// pprofHandlers are Go's profiling endpoints, served on the metrics address
+// (not the health one, which kubelets reach): `go tool pprof
+// http://<metrics-addr>/debug/pprof/heap`.
+func pprofHandlers() map[string]http.Handler {
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }
 
 // NewScheme returns a scheme with the Kubernetes built-in kinds and the

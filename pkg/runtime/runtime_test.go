@@ -24,6 +24,7 @@ func TestFluxDefaults(t *testing.T) {
 		{"metrics-addr", o.MetricsAddr, ":8080"},
 		{"health-addr", o.HealthAddr, ":9440"},
 		{"enable-leader-election", o.EnableLeaderElection, false},
+		{"leader-election-release-on-cancel", o.ReleaseOnCancel, true},
 		{"leader-election-lease-duration", o.LeaseDuration, 35 * time.Second},
 		{"leader-election-renew-deadline", o.RenewDeadline, 30 * time.Second},
 		{"leader-election-retry-period", o.RetryPeriod, 5 * time.Second},
@@ -43,6 +44,28 @@ func TestFluxDefaults(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("--%s default %v, want %v", c.name, c.got, c.want)
 		}
+	}
+}
+
+// TestLeaderElectionID: one lease per shard, named as Flux names it
+// (fluxcd/pkg/runtime/leaderelection.GenerateID: the first 8 hex digits of
+// the selector's SHA-256, here computed with `printf %s … | sha256sum`).
+func TestLeaderElectionID(t *testing.T) {
+	for _, c := range []struct{ selector, want string }{
+		{"", "kustomize-controller-leader-election"},
+		{"sharding.fluxcd.io/key in (shard1)", "kustomize-controller-leader-election-7ee98f29"},
+	} {
+		if got := LeaderElectionID("kustomize-controller", c.selector); got != c.want {
+			t.Errorf("LeaderElectionID(%q) = %q, want %q", c.selector, got, c.want)
+		}
+	}
+	seen := map[string]string{}
+	for _, sel := range []string{"", "!sharding.fluxcd.io/key", "sharding.fluxcd.io/key in (shard1)", "sharding.fluxcd.io/key in (shard2)", "sharding.fluxcd.io/key=shard1"} {
+		id := LeaderElectionID("source-controller", sel)
+		if other, ok := seen[id]; ok {
+			t.Errorf("selectors %q and %q share the lease %q", other, sel, id)
+		}
+		seen[id] = sel
 	}
 }
 

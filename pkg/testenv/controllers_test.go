@@ -108,6 +108,10 @@ func TestControllerBinariesServeProbes(t *testing.T) {
 		if code := get(metrics, "/metrics"); code != http.StatusOK {
 			t.Errorf("/metrics answered %d", code)
 		}
+		// Go's profiles on the metrics address, as Flux serves them.
+		if code := get(metrics, "/debug/pprof/heap"); code != http.StatusOK {
+			t.Errorf("/debug/pprof/heap answered %d", code)
+		}
 		lease := &coordinationv1.Lease{}
 		key := client.ObjectKey{Namespace: "default", Name: name + "-leader-election"}
 		for !exited() && (env.Client.Get(context.Background(), key, lease) != nil || lease.Spec.HolderIdentity == nil) {
