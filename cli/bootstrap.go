@@ -30,6 +30,7 @@ type bootstrapFlags struct {
 	logLevel                       string
 	clusterDomain                  string
 	tolerationKeys                 []string
+	shards                         []string
 	secretName                     string
 	sshHostname                    string
 	caFile                         string
@@ -60,6 +61,7 @@ func newBootstrapCommand(g *globalFlags) *cobra.Command {
 	fs.StringVar(&b.logLevel, "log-level", "info", "log level, available options are: (debug, info, error)")
 	fs.StringVar(&b.clusterDomain, "cluster-domain", def.ClusterDomain, "internal cluster domain")
 	fs.StringSliceVar(&b.tolerationKeys, "toleration-keys", nil, "list of toleration keys used to schedule the controller pods onto nodes with matching taints")
+	fs.StringSliceVar(&b.shards, "shards", nil, "shard names, comma-separated: a source-, kustomize- and helm-controller Deployment per shard, as eddy install --shards")
 	fs.StringVar(&b.secretName, "secret-name", "flux-system", "name of the secret the sync credentials can be found in or stored to")
 	fs.StringVar(&b.sshKeyAlgorithm, "ssh-key-algorithm", "ecdsa", "SSH public key algorithm (ecdsa)")
 	fs.StringVar(&b.sshECDSACurve, "ssh-ecdsa-curve", "p384", "SSH ECDSA public key curve (p384)")
@@ -108,6 +110,7 @@ func (b *bootstrapFlags) installOptions(namespace string) install.Options {
 	o.Registry = b.registry
 	o.WatchAllNamespaces, o.NetworkPolicy = b.watchAllNamespaces, b.networkPolicy
 	o.LogLevel, o.ClusterDomain, o.TolerationKeys = b.logLevel, b.clusterDomain, b.tolerationKeys
+	o.Shards = b.shards
 	return o
 }
 

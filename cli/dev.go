@@ -12,6 +12,8 @@ func bindDevFlags(cmd *cobra.Command, f *dev.Flags) {
 	cmd.Flags().StringVar(&f.Branch, "branch", "", "the branch to follow (default: the local repository's current branch, else main)")
 	cmd.Flags().StringVar(&f.TargetNamespace, "target-namespace", "", "the namespace of objects that set none (the flux-system Kustomization's spec.targetNamespace)")
 	cmd.Flags().IntVar(&f.Nodes, "nodes", 1, "the number of fake (kwok) nodes")
+	cmd.Flags().IntVar(&f.Shards, "shards", 0, "run this many more processes of source-, kustomize- and helm-controller, <controller>-shard<i> (i = 1..N), "+
+		"each reconciling the objects labelled sharding.fluxcd.io/key=shard<i>; the main ones then skip labelled objects")
 	cmd.Flags().BoolVar(&f.AlertsSink, "alerts-sink", false, "start a local sink for alerts and point the Secret "+dev.AlertsSinkSecret+
 		" (key address) at it: each alert a generic Provider sends there is printed as one line")
 }

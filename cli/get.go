@@ -26,11 +26,11 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 		Short: "Show the status of sources, Kustomizations and HelmReleases",
 	}
 	get.PersistentFlags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the objects of all namespaces")
-	get.PersistentFlags().StringVarP(&output, "output", "o", "table", "output format: table, yaml or json")
+	get.PersistentFlags().StringVarP(&output, "output", "o", "table", "output format: table, wide (the table with a SHARD column: each object's sharding.fluxcd.io/key label), yaml or json")
 
 	list := func(cmd *cobra.Command, args []string, obj client.ObjectList, rows func() []status.Row, table tablePrinter) error {
-		if output != "table" && output != "yaml" && output != "json" {
-			return fmt.Errorf("--output %q: use table, yaml or json", output)
+		if output != "table" && output != "wide" && output != "yaml" && output != "json" {
+			return fmt.Errorf("--output %q: use table, wide, yaml or json", output)
 		}
 		c, ctx, cancel, opts, err := g.listing(cmd, allNamespaces)
 		if err != nil {
@@ -48,7 +48,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 			gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
 			return fmt.Errorf("%s %q not found in namespace %s", strings.TrimSuffix(gvk.Kind, "List"), args[0], g.namespace)
 		}
-		if output != "table" {
+		if output != "table" && output != "wide" {
 			return printObjects(cmd.OutOrStdout(), c.Scheme(), obj, output, len(args) == 1)
 		}
 		if len(rs) == 0 {
@@ -60,7 +60,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 			fmt.Fprintf(cmd.ErrOrStderr(), "no %s objects found in %s\n", strings.TrimSuffix(gvk.Kind, "List"), where)
 			return nil
 		}
-		table(cmd.OutOrStdout(), rs, allNamespaces)
+		table(cmd.OutOrStdout(), rs, allNamespaces, output == "wide")
 		return nil
 	}
 
@@ -90,7 +90,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 			Use: "all", Short: "Show the status of all sources", Args: cobra.NoArgs,
 			Example: "  eddy get sources all\n  eddy get sources all -A",
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return g.getAll(cmd, allNamespaces, getAllKinds[:4])
+				return g.getAll(cmd, allNamespaces, output == "wide", getAllKinds[:4])
 			},
 		})
 	get.AddCommand(sources)
@@ -113,7 +113,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 				"kinds without objects, or whose CRD is not installed, are left out.",
 			Example: "  eddy get all\n  eddy get all -A",
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				return g.getAll(cmd, allNamespaces, getAllKinds)
+				return g.getAll(cmd, allNamespaces, output == "wide", getAllKinds)
 			},
 		})
 	return get
@@ -136,7 +136,8 @@ func (g *globalFlags) listing(cmd *cobra.Command, allNamespaces bool) (client.Cl
 }
 
 // tablePrinter prints rows as one of flux's `get` tables.
-type tablePrinter func(w io.Writer, rs []status.Row, withNamespace bool)
+// withShard (-o wide) adds the SHARD column.
+type tablePrinter func(w io.Writer, rs []status.Row, withNamespace, withShard bool)
 
 // listRows returns a new list of one kind and the rows of what it holds
 // once listed.
@@ -187,20 +188,20 @@ type getKind struct {
 }
 
 // getAll lists kinds as `flux get all` does (see printAll).
-func (g *globalFlags) getAll(cmd *cobra.Command, allNamespaces bool, kinds []getKind) error {
+func (g *globalFlags) getAll(cmd *cobra.Command, allNamespaces, withShard bool, kinds []getKind) error {
 	c, ctx, cancel, opts, err := g.listing(cmd, allNamespaces)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	return printAll(ctx, c, cmd.OutOrStdout(), ui.New(cmd.ErrOrStderr()), kinds, allNamespaces, opts...)
+	return printAll(ctx, c, cmd.OutOrStdout(), ui.New(cmd.ErrOrStderr()), kinds, allNamespaces, withShard, opts...)
 }
 
 // printAll prints, as `flux get all`, a table per kind with objects (each
 // followed by an empty line) to out, names prefixed with the kind in lower
 // case. A kind whose CRD is missing is skipped; another list error is a
 // failure line on u, and the next kind is listed.
-func printAll(ctx context.Context, c client.Client, out io.Writer, u *ui.UI, kinds []getKind, allNamespaces bool, opts ...client.ListOption) error {
+func printAll(ctx context.Context, c client.Client, out io.Writer, u *ui.UI, kinds []getKind, allNamespaces, withShard bool, opts ...client.ListOption) error {
 	for _, k := range kinds {
 		l, rows := k.rows()
 		if err := c.List(ctx, l, opts...); err != nil {
@@ -221,7 +222,7 @@ func printAll(ctx context.Context, c client.Client, out io.Writer, u *ui.UI, kin
 		for i := range rs {
 			rs[i].Name = prefix + rs[i].Name
 		}
-		k.table(out, rs, allNamespaces)
+		k.table(out, rs, allNamespaces, withShard)
 		fmt.Fprintln(out)
 	}
 	return nil

@@ -35,6 +35,9 @@ version changed.`,
   eddy install --export > eddy-components.yaml
   eddy install --export | kubectl apply -f -
 
+  # Three shards besides the main controllers (objects opt in with the label sharding.fluxcd.io/key=a, b or c)
+  eddy install --shards=a,b,c
+
   # Only the sources and Kustomizations, from a mirror registry
   eddy install --components=source-controller,kustomize-controller --registry=registry.example.com/eddyops`,
 		Args: cobra.NoArgs,
@@ -69,6 +72,7 @@ version changed.`,
 	fs.BoolVar(&o.NetworkPolicy, "network-policy", def.NetworkPolicy, "deny ingress access to the controllers from other namespaces using network policies")
 	fs.StringVar(&o.ClusterDomain, "cluster-domain", def.ClusterDomain, "internal cluster domain")
 	fs.StringSliceVar(&o.TolerationKeys, "toleration-keys", nil, "list of toleration keys used to schedule the controllers' pods onto nodes with matching taints")
+	fs.StringSliceVar(&o.Shards, "shards", nil, "shard names, comma-separated: adds a source-, kustomize- and helm-controller Deployment per shard reconciling the objects labelled "+install.ShardLabel+"=<shard>; the main controllers then skip labelled objects")
 	return cmd
 }
 

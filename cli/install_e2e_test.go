@@ -222,6 +222,69 @@ current-context: c
 		}
 	})
 
+	// --shards: the bundle applies, every shard Deployment becomes
+	// Available with its selector, the main ones skip labelled objects,
+	// source-controller's shard Services select their pods. The uninstall
+	// below then has to remove the shards too.
+	t.Run("Shards", func(t *testing.T) {
+		u := &user{t: t, eddy: u.eddy, state: u.state}
+		o := install.DefaultOptions(version)
+		o.Shards = []string{"a", "b"}
+		sharded, err := install.Objects(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := u.must(kc, "install", "--shards=a,b")
+		for _, want := range []string{"Deployment/flux-system/kustomize-controller-a created", "Service/flux-system/source-controller-b created",
+			"✔ helm-controller-b: deployment ready", "✔ install finished"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("eddy install --shards=a,b does not print %q", want)
+			}
+		}
+		bundle = sharded
+		for _, comp := range install.ShardedComponents {
+			for _, shard := range []string{"", "a", "b"} {
+				name, want := comp, "--watch-label-selector=!sharding.fluxcd.io/key"
+				if shard != "" {
+					name, want = comp+"-"+shard, "--watch-label-selector=sharding.fluxcd.io/key in ("+shard+")"
+				}
+				var d appsv1.Deployment
+				if err := c.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: name}, &d); err != nil {
+					t.Fatal(err)
+				}
+				args := d.Spec.Template.Spec.Containers[0].Args
+				available := false
+				for _, cond := range d.Status.Conditions {
+					available = available || cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue
+				}
+				if !available || args[len(args)-1] != want || d.Spec.Template.Labels["app"] != name {
+					t.Errorf("Deployment %s: Available %v, last arg %q (want %q), pod labels %v", name, available, args[len(args)-1], want, d.Spec.Template.Labels)
+				}
+				if comp == "source-controller" && shard != "" && !strings.Contains(strings.Join(args, " "), "--storage-adv-addr=source-controller-"+shard+".$(RUNTIME_NAMESPACE).svc.cluster.local.") {
+					t.Errorf("Deployment %s args %q: no storage address of its Service", name, args)
+				}
+			}
+		}
+		for _, shard := range []string{"a", "b"} {
+			var pods corev1.PodList
+			var svc corev1.Service
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: "source-controller-" + shard}, &svc); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.List(ctx, &pods, client.InNamespace("flux-system"), client.MatchingLabels(svc.Spec.Selector)); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods.Items {
+				if p.Labels["app"] != "source-controller-"+shard {
+					t.Errorf("Service source-controller-%s selects pod %s (labels %v)", shard, p.Name, p.Labels)
+				}
+			}
+			if len(pods.Items) == 0 {
+				t.Errorf("Service source-controller-%s selects no pod", shard)
+			}
+		}
+	})
+
 	t.Run("Uninstall", func(t *testing.T) {
 		u := &user{t: t, eddy: u.eddy, state: u.state}
 		// A workload a Kustomization applied, and the Kustomization with its

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eddyops/eddy/cli/internal/install"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -43,4 +44,33 @@ func TestFlagUsageHasNoBackQuotes(t *testing.T) {
 		}
 	}
 	walk(newRootCommand())
+}
+
+// TestBootstrapShards: bootstrap has --shards, and the shards reach the
+// install options, so the pushed and applied bundle has the shard
+// Deployments.
+func TestBootstrapShards(t *testing.T) {
+	if f := newBootstrapCommand(&globalFlags{}).PersistentFlags().Lookup("shards"); f == nil || f.Value.Type() != "stringSlice" {
+		t.Fatalf("eddy bootstrap --shards: %v", f)
+	}
+	def := install.DefaultOptions("v1")
+	b := &bootstrapFlags{version: "v1", components: def.Components, registry: def.Registry, logLevel: "info",
+		clusterDomain: def.ClusterDomain, shards: []string{"a", "b"}}
+	o := b.installOptions("flux-system")
+	if strings.Join(o.Shards, ",") != "a,b" {
+		t.Fatalf("install options' shards %q", o.Shards)
+	}
+	objs, err := install.Objects(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, u := range objs {
+		if u.GetKind() == "Deployment" && strings.HasSuffix(u.GetName(), "-controller-b") {
+			found++
+		}
+	}
+	if found != 3 {
+		t.Errorf("%d Deployments of shard b, want 3", found)
+	}
 }

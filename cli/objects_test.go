@@ -112,7 +112,7 @@ func TestPrintAll(t *testing.T) {
 		},
 	}).Build()
 	var out, errOut bytes.Buffer
-	if err := printAll(context.Background(), c, &out, ui.New(&errOut), getAllKinds, false, client.InNamespace("flux-system")); err != nil {
+	if err := printAll(context.Background(), c, &out, ui.New(&errOut), getAllKinds, false, false, client.InNamespace("flux-system")); err != nil {
 		t.Fatal(err)
 	}
 	want := "NAME                 REVISION   SUSPENDED   READY   MESSAGE\n" +
@@ -124,5 +124,28 @@ func TestPrintAll(t *testing.T) {
 	}
 	if got := errOut.String(); got != "✗ receivers are forbidden\n" {
 		t.Errorf("get all's errors: %q; want only the Receivers' one", got)
+	}
+}
+
+// TestPrintAllWide: -o wide adds SHARD before MESSAGE, the value of each
+// object's sharding.fluxcd.io/key label, empty without one.
+func TestPrintAllWide(t *testing.T) {
+	objs := []client.Object{
+		&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "apps", Labels: map[string]string{"sharding.fluxcd.io/key": "shard2"}}},
+		&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "infra"}},
+		&notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "slack", Labels: map[string]string{"sharding.fluxcd.io/key": "a"}}},
+	}
+	c := fake.NewClientBuilder().WithScheme(dev.NewScheme()).WithObjects(objs...).Build()
+	var out, errOut bytes.Buffer
+	if err := printAll(context.Background(), c, &out, ui.New(&errOut), getAllKinds, true, true); err != nil {
+		t.Fatal(err)
+	}
+	want := "NAMESPACE     NAME                  REVISION   SUSPENDED   READY   SHARD    MESSAGE\n" +
+		"flux-system   kustomization/apps               False       False   shard2   waiting to be reconciled\n" +
+		"flux-system   kustomization/infra              False       False            waiting to be reconciled\n\n" +
+		"NAMESPACE     NAME             READY   SHARD   MESSAGE\n" +
+		"flux-system   provider/slack   True    a       Provider is Ready\n\n"
+	if out.String() != want || errOut.Len() > 0 {
+		t.Errorf("get all -o wide printed:\n%s\n%q\nwant:\n%q\n(errors %q)", out.String(), out.String(), want, errOut.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/eddyops/eddy/cli/internal/dev"
+	"github.com/eddyops/eddy/pkg/process"
 	"github.com/hinshun/vt10x"
 )
 
@@ -252,7 +254,8 @@ func TestTerminalDevUp(t *testing.T) {
 	}
 	checkAllGone(t, state, u.dir())
 
-	up := u.startTTY(80, false, "dev", "up", "--detach")
+	// With a shard, so that its processes are stopped by down as well.
+	up := u.startTTY(80, false, "dev", "up", "--detach", "--shards=1")
 	screen = strings.Join(up.checkTerminal(4*time.Minute, false), "\n")
 	for _, want := range []string{"environment running", "kustomization/apps", "Run `eddy dev down` to stop it."} {
 		if !strings.Contains(screen, want) {
@@ -262,6 +265,9 @@ func TestTerminalDevUp(t *testing.T) {
 	state, err := dev.ReadState(u.dir())
 	if err != nil {
 		t.Fatalf("after eddy dev up --detach: %v", err)
+	}
+	if !slices.ContainsFunc(state.Controllers, func(p process.Status) bool { return p.Name == "kustomize-controller-shard1" }) {
+		t.Errorf("eddy dev up --detach --shards=1 runs no kustomize-controller-shard1: %+v", state.Controllers)
 	}
 	down := u.startTTY(80, false, "dev", "down")
 	if screen = strings.Join(down.checkTerminal(2*time.Minute, false), "\n"); !strings.Contains(screen, "✔ stopped:") {

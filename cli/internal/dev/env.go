@@ -11,7 +11,7 @@
 //	sync.json    the work tree the environment syncs (see SetWorkTree)
 //	cluster/     the local cluster: certificates, etcd data, kubeconfig, component logs
 //	git/         the Git server's root: symlinks to served repositories, snapshots of plain directories
-//	storage/     source-controller's artifacts
+//	storage/     source-controller's artifacts (storage/shard<i>/ those of its shard i)
 //	logs/        controller logs, events.log (events posted to --events-addr), alerts.log
 //	             (alerts received by the sink), supervise.log
 //	webhook-token the Receivers' token (kept across restarts; never printed)
@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,7 +82,20 @@ type Options struct {
 	// Lock is the state directory's lock, taken with Lock (by the caller,
 	// or inherited from `eddy dev up --detach`); nil: Start takes it.
 	Lock *os.File
+	// Shards, when above 0, runs that many more processes of each of
+	// ShardedControllers, <controller>-shard<i> (i = 1..Shards), each
+	// reconciling the objects labelled sharding.fluxcd.io/key=shard<i>;
+	// the main processes then skip labelled objects.
+	Shards int
 }
+
+// ShardedControllers are the controllers `eddy dev up --shards` runs shard
+// processes of, as install shards them.
+var ShardedControllers = install.ShardedComponents
+
+// ShardName is the name of shard i (1-based): the value objects carry in
+// their sharding.fluxcd.io/key label to be reconciled by it.
+func ShardName(i int) string { return fmt.Sprintf("shard%d", i) }
 
 // Env is a running dev environment.
 type Env struct {
@@ -177,7 +191,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
 	_ = os.Remove(syncPath(opts.StateDir))
 	e := &Env{Opts: opts, Sup: &process.Supervisor{}, Scheme: NewScheme(), lock: lock}
-	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now()}
+	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Shards: opts.Shards}
 	defer func() {
 		if err != nil {
 			e.Stop()
@@ -287,18 +301,24 @@ func (e *Env) startServers(ctx context.Context) (err error) {
 // until all are ready.
 func (e *Env) startControllers(ctx context.Context) error {
 	for _, name := range Controllers {
-		spec, ports, err := e.controllerSpec(name)
-		if err != nil {
-			return err
+		shards := 0
+		if slices.Contains(ShardedControllers, name) {
+			shards = e.Opts.Shards
 		}
-		e.mu.Lock()
-		e.state.Ports = append(e.state.Ports, ports...)
-		e.mu.Unlock()
-		if err := e.Sup.Start(spec); err != nil {
-			return err
+		for shard := 0; shard <= shards; shard++ {
+			spec, ports, err := e.controllerSpec(name, shard)
+			if err != nil {
+				return err
+			}
+			e.mu.Lock()
+			e.state.Ports = append(e.state.Ports, ports...)
+			e.mu.Unlock()
+			if err := e.Sup.Start(spec); err != nil {
+				return err
+			}
+			st := e.Sup.Status()
+			e.progress("started %s (pid %d, log %s)", spec.Name, st[len(st)-1].PID, spec.LogPath)
 		}
-		st := e.Sup.Status()
-		e.progress("started %s (pid %d, log %s)", name, st[len(st)-1].PID, spec.LogPath)
 	}
 	return e.waitControllersReady(ctx, 60*time.Second)
 }
@@ -326,7 +346,10 @@ func (e *Env) State() State {
 // in a cluster (contract §9) and loopback ports picked free.
 // notification-controller serves events and webhooks on the ports Start
 // picked; the others POST their events to the recorder, which forwards them.
-func (e *Env) controllerSpec(name string) (process.Spec, []int, error) {
+// A shard above 0 is the process <name>-shard<shard>, reconciling only that
+// shard's objects (its own storage for source-controller); with shards, the
+// main process (shard 0) skips every labelled object.
+func (e *Env) controllerSpec(name string, shard int) (process.Spec, []int, error) {
 	ports, err := localcluster.FreePorts(3)
 	if err != nil {
 		return process.Spec{}, nil, err
@@ -356,18 +379,27 @@ func (e *Env) controllerSpec(name string) (process.Spec, []int, error) {
 		args = append(args, "--leader-election-lease-duration=15s", "--leader-election-renew-deadline=10s",
 			"--leader-election-retry-period=2s")
 	}
+	procName, storageDir := name, filepath.Join(e.Opts.StateDir, "storage")
+	switch {
+	case shard > 0:
+		procName = name + "-" + ShardName(shard)
+		storageDir = filepath.Join(storageDir, ShardName(shard))
+		args = append(args, "--watch-label-selector="+install.ShardSelector(ShardName(shard)))
+	case e.Opts.Shards > 0 && slices.Contains(ShardedControllers, name):
+		args = append(args, "--watch-label-selector="+install.UnshardedSelector)
+	}
 	used := []int{health, metrics}
 	if name == "source-controller" {
 		storage := ports[2]
-		args = append(args, "--storage-path="+filepath.Join(e.Opts.StateDir, "storage"),
+		args = append(args, "--storage-path="+storageDir,
 			fmt.Sprintf("--storage-addr=127.0.0.1:%d", storage),
 			fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storage))
 		used = append(used, storage)
 	}
 	return process.Spec{
-		Name: name, Bin: filepath.Join(e.Opts.Root, "bin", name), Args: args,
+		Name: procName, Bin: filepath.Join(e.Opts.Root, "bin", name), Args: args,
 		Env:       []string{"RUNTIME_NAMESPACE=" + Namespace},
-		LogPath:   filepath.Join(e.Opts.StateDir, "logs", name+".log"),
+		LogPath:   filepath.Join(e.Opts.StateDir, "logs", procName+".log"),
 		HealthURL: fmt.Sprintf("http://127.0.0.1:%d/readyz", health),
 	}, used, nil
 }

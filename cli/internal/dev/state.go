@@ -46,6 +46,9 @@ type State struct {
 	// the snapshot of a plain directory). ReadState takes it from sync.json,
 	// which SetWorkTree writes whenever the sync is pointed at a repository.
 	WorkTree string `json:"workTree,omitempty"`
+	// Shards is the number of shard processes per sharded controller
+	// (`eddy dev up --shards`).
+	Shards int `json:"shards,omitempty"`
 	// Ports are every loopback port the environment listens on.
 	Ports []int `json:"ports,omitempty"`
 	// Cluster are the local cluster's processes; Controllers the supervised ones.

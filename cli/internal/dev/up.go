@@ -39,6 +39,7 @@ type Flags struct {
 	AlertsSink         bool   // --alerts-sink
 	InstallHook        bool   // --install-hook
 	LockFD             int    // supervise --lock-fd: the inherited lock's file descriptor
+	Shards             int    // --shards: shard processes of each sharded controller
 	Version            string // the eddy version (Options.Version)
 }
 
@@ -119,6 +120,9 @@ func installHook(u *ui.UI, workTree, dir string) error {
 // timeout bounds each wait for the sync.
 func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Flags) error {
 	u := ui.New(out)
+	if f.Shards < 0 {
+		return fmt.Errorf("--shards=%d: want 0 (no sharding) or the number of shard processes per controller", f.Shards)
+	}
 	dir, err := DefaultStateDir()
 	if err != nil {
 		return err
@@ -182,7 +186,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 func optionsFor(root, dir string, f *Flags, u *ui.UI) Options {
 	return Options{Root: root, K8sBinDir: K8sBinDir(root), StateDir: dir, Nodes: f.Nodes, Version: f.Version,
 		Progress: func(s string) { u.Action("%s", s) }, AlertsSink: f.AlertsSink,
-		OnAlert: func(line string) { u.Alert("%s", line) }}
+		OnAlert: func(line string) { u.Alert("%s", line) }, Shards: f.Shards}
 }
 
 // startSync starts an environment with opts, points it at src and records
@@ -339,6 +343,9 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 	if f.AlertsSink && s.AlertsSink == "" {
 		return errors.New("--alerts-sink: the running environment was started without it: run `eddy dev down`, then `eddy dev up --alerts-sink`")
 	}
+	if f.Shards > 0 && f.Shards != s.Shards {
+		return fmt.Errorf("--shards=%d: the running environment runs %d shard(s): run `eddy dev down`, then `eddy dev up --shards=%d`", f.Shards, s.Shards, f.Shards)
+	}
 	c, err := ClientFor(s.Kubeconfig)
 	if err != nil {
 		return err
@@ -414,7 +421,7 @@ func upDetached(ctx context.Context, out io.Writer, timeout time.Duration, u *ui
 	}
 	args := []string{"dev", "supervise", "--repo=" + repo, "--path=" + f.Path, "--branch=" + f.Branch,
 		"--target-namespace=" + f.TargetNamespace, "--nodes=" + strconv.Itoa(f.Nodes), "--alerts-sink=" + strconv.FormatBool(f.AlertsSink),
-		"--lock-fd=3"}
+		"--shards=" + strconv.Itoa(f.Shards), "--lock-fd=3"}
 	child := exec.Command(exe, args...)
 	child.Stdout, child.Stderr = logFile, logFile
 	child.ExtraFiles = []*os.File{lock} // fd 3: the supervisor holds the lock from here on

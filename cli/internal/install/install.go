@@ -68,6 +68,12 @@ type Options struct {
 	NetworkPolicy               bool
 	// TolerationKeys become tolerations {key, operator: Exists} on every Deployment.
 	TolerationKeys []string
+	// Shards, when set, add for source-, kustomize- and helm-controller one
+	// Deployment per shard (<controller>-<shard>) reconciling only the
+	// objects labelled sharding.fluxcd.io/key=<shard>, a Service per
+	// source-controller shard for its artifacts, and make the main
+	// Deployments skip every labelled object (see Shards in shard.go).
+	Shards []string
 	// ImageDigests maps a component to its image digest ("sha256:<64 hex>"),
 	// when known; the image is then <registry>/<component>:<version>@<digest>.
 	ImageDigests map[string]string
@@ -178,7 +184,7 @@ func (o Options) Validate() error {
 			return fmt.Errorf("image digest %s=%s: want <component>=sha256:<64 hex digits>", c, d)
 		}
 	}
-	return nil
+	return ValidateShards(o.Shards)
 }
 
 // Header is the comment the rendered bundle starts with (flux's
@@ -259,7 +265,7 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 		}
 		out = append(out, u)
 	}
-	return out, nil
+	return addShards(out, o)
 }
 
 // finish sets what kustomize cannot: ServiceAccount subjects of bindings in

@@ -37,7 +37,12 @@ type Row struct {
 	Namespace, Name, Revision string
 	Suspended                 bool
 	Ready, Message            string
+	// Shard is the object's sharding.fluxcd.io/key label, "" without one.
+	Shard string
 }
+
+// ShardLabel is the label that assigns an object to a controller shard.
+const ShardLabel = "sharding.fluxcd.io/key"
 
 // ReadyOf returns the Ready status and message as flux prints them: "False"
 // and "waiting to be reconciled" while there is no Ready condition.
@@ -52,7 +57,7 @@ func ReadyOf(conds []metav1.Condition) (string, string) {
 // row is the row of one object named prefix+name: its revision, spec.suspend
 // and Ready condition.
 func row(prefix string, o metav1.Object, suspended bool, revision string, conds []metav1.Condition) Row {
-	r := Row{Namespace: o.GetNamespace(), Name: prefix + o.GetName(), Suspended: suspended, Revision: revision}
+	r := Row{Namespace: o.GetNamespace(), Name: prefix + o.GetName(), Suspended: suspended, Revision: revision, Shard: o.GetLabels()[ShardLabel]}
 	r.Ready, r.Message = ReadyOf(conds)
 	return r
 }
@@ -165,7 +170,7 @@ func ReceiverRows(l *notificationv1.ReceiverList, prefix string) []Row {
 // Ready with msg.
 func staticRow(prefix string, o metav1.Object, suspended bool, msg string) Row {
 	return Row{Namespace: o.GetNamespace(), Name: prefix + o.GetName(), Suspended: suspended,
-		Ready: string(metav1.ConditionTrue), Message: msg}
+		Ready: string(metav1.ConditionTrue), Message: msg, Shard: o.GetLabels()[ShardLabel]}
 }
 
 // AlertRows are the rows of l's items, each named prefix+name. An Alert
@@ -218,41 +223,53 @@ func (t *Table) Row(namespace, format string, args ...any) {
 func (t *Table) Flush() error { return t.tw.Flush() }
 
 // PrintTable prints rs as `flux get` does (SUSPENDED as "True"/"False",
-// flux's capitalised booleans).
-func PrintTable(w io.Writer, rs []Row, withNamespace bool) {
-	t := NewTable(w, withNamespace, "NAME\tREVISION\tSUSPENDED\tREADY\tMESSAGE")
-	for _, r := range rs {
-		suspended := string(metav1.ConditionFalse)
-		if r.Suspended {
-			suspended = string(metav1.ConditionTrue)
-		}
-		t.Row(r.Namespace, "%s\t%s\t%s\t%s\t%s", r.Name, r.Revision, suspended, r.Ready, ui.OneLine(r.Message))
-	}
-	_ = t.Flush()
+// flux's capitalised booleans); withShard (`get -o wide`) adds a SHARD
+// column before MESSAGE.
+func PrintTable(w io.Writer, rs []Row, withNamespace, withShard bool) {
+	printRows(w, rs, withNamespace, withShard, "NAME\tREVISION\tSUSPENDED\tREADY", func(r Row) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s", r.Name, r.Revision, suspendedOf(r), r.Ready)
+	})
 }
 
 // PrintSuspendedTable prints rs as `flux get receivers` and `flux get
-// alerts` do: NAME, SUSPENDED, READY, MESSAGE (no revision).
-func PrintSuspendedTable(w io.Writer, rs []Row, withNamespace bool) {
-	t := NewTable(w, withNamespace, "NAME\tSUSPENDED\tREADY\tMESSAGE")
+// alerts` do: NAME, SUSPENDED, READY, MESSAGE (no revision), SHARD before
+// MESSAGE when withShard.
+func PrintSuspendedTable(w io.Writer, rs []Row, withNamespace, withShard bool) {
+	printRows(w, rs, withNamespace, withShard, "NAME\tSUSPENDED\tREADY", func(r Row) string {
+		return fmt.Sprintf("%s\t%s\t%s", r.Name, suspendedOf(r), r.Ready)
+	})
+}
+
+// PrintReadyTable prints rs as `flux get alert-providers` does: NAME,
+// READY, MESSAGE, SHARD before MESSAGE when withShard.
+func PrintReadyTable(w io.Writer, rs []Row, withNamespace, withShard bool) {
+	printRows(w, rs, withNamespace, withShard, "NAME\tREADY", func(r Row) string {
+		return fmt.Sprintf("%s\t%s", r.Name, r.Ready)
+	})
+}
+
+// printRows prints a table of header's columns, then SHARD when withShard,
+// then MESSAGE; cells gives a row's cells of header's columns.
+func printRows(w io.Writer, rs []Row, withNamespace, withShard bool, header string, cells func(Row) string) {
+	if withShard {
+		header += "\tSHARD"
+	}
+	t := NewTable(w, withNamespace, header+"\tMESSAGE")
 	for _, r := range rs {
-		suspended := string(metav1.ConditionFalse)
-		if r.Suspended {
-			suspended = string(metav1.ConditionTrue)
+		line := cells(r)
+		if withShard {
+			line += "\t" + r.Shard
 		}
-		t.Row(r.Namespace, "%s\t%s\t%s\t%s", r.Name, suspended, r.Ready, ui.OneLine(r.Message))
+		t.Row(r.Namespace, "%s\t%s", line, ui.OneLine(r.Message))
 	}
 	_ = t.Flush()
 }
 
-// PrintReadyTable prints rs as `flux get alert-providers` does: NAME,
-// READY, MESSAGE.
-func PrintReadyTable(w io.Writer, rs []Row, withNamespace bool) {
-	t := NewTable(w, withNamespace, "NAME\tREADY\tMESSAGE")
-	for _, r := range rs {
-		t.Row(r.Namespace, "%s\t%s\t%s", r.Name, r.Ready, ui.OneLine(r.Message))
+func suspendedOf(r Row) string {
+	if r.Suspended {
+		return string(metav1.ConditionTrue)
 	}
-	_ = t.Flush()
+	return string(metav1.ConditionFalse)
 }
 
 // PrintSyncTable prints every source, Kustomization and HelmRelease as
@@ -285,7 +302,7 @@ func PrintSyncTable(ctx context.Context, w io.Writer, c client.Client) {
 		rs = append(rs, HelmReleaseRows(hrs, "helmrelease/")...)
 	}
 	if len(rs) > 0 {
-		PrintTable(w, rs, true)
+		PrintTable(w, rs, true, false)
 	}
 }
 
