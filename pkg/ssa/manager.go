@@ -90,6 +90,12 @@ type Manager struct {
 	// Concurrency is the number of dry-runs in flight (Flux's
 	// --concurrent-ssa, 4); 0 means 4. Writes stay sequential.
 	Concurrency int
+	// Memo, when set, skips the dry-run of an object planned Unchanged
+	// before against the same live version (see UnchangedMemo); MemoScope
+	// names what else the outcome depends on and keys the entries, e.g.
+	// the Kustomization and the identity it applies as.
+	Memo      *UnchangedMemo
+	MemoScope string
 }
 
 // ApplyOptions modify ApplyAll.
@@ -327,6 +333,19 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 		}
 		u = p.obj
 	}
+	memoKey := m.MemoScope + "\x00" + id
+	digest, digestOK := desiredDigest(u, m.MemoScope, ignored)
+	if digestOK && m.Memo.unchanged(memoKey, live, digest) {
+		p.action = Unchanged
+		return p, nil
+	}
+	defer func() {
+		if p.action == Unchanged && p.cleanup == nil && !p.recreate && digestOK {
+			m.Memo.record(memoKey, live, digest)
+		} else {
+			m.Memo.forget(memoKey)
+		}
+	}()
 	dry := u.DeepCopy()
 	err := m.Client.Patch(ctx, dry, client.Apply, client.DryRunAll, client.FieldOwner(m.Owner), client.ForceOwnership)
 	if err != nil {

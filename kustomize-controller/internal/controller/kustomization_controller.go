@@ -104,6 +104,7 @@ type KustomizationReconciler struct {
 	artifacts    *artifactCache
 	healthChecks *healthChecks
 	remotes      remoteClients
+	unchanged    *ssa.UnchangedMemo // objects planned Unchanged, on this cluster
 }
 
 // failure is the skeleton's failed reconcile; Retry 0 means
@@ -348,6 +349,12 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return f
 	}
 	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second, Concurrency: r.ConcurrentSSA}
+	if obj.Spec.KubeConfig == nil {
+		// Objects found unchanged before are not dry-run again while
+		// neither they nor Git changed (ssa.UnchangedMemo); the scope keeps
+		// each Kustomization and the identity it applies as apart.
+		mgr.Memo, mgr.MemoScope = r.unchanged, obj.Namespace+"/"+obj.Name+"\x00"+r.serviceAccount(obj)
+	}
 	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})
 	rec := r.Events.WithRelated(src)
 	r.reportChanges(rec, obj, changes, secretValues)

@@ -6,6 +6,7 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/ssa"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ import (
 // ended (health.go).
 func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.artifacts = newArtifactCache(r.Fetcher, r.ArtifactCacheBytes)
+	r.unchanged = ssa.NewUnchangedMemo(0)
 	r.healthChecks = newHealthChecks()
 	if err := mgr.Add(r.healthChecks); err != nil {
 		return err

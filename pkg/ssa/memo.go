@@ -1,0 +1,122 @@
+package ssa
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// DefaultUnchangedMemoEntries bounds an UnchangedMemo made with 0 entries:
+// 32,768 objects (5,000 Kustomizations of 5 objects and more), about 5 MiB.
+const DefaultUnchangedMemoEntries = 1 << 15
+
+// UnchangedMemo remembers, per object, the desired object and the live
+// object's uid and resourceVersion of its last plan that found it
+// Unchanged (the dry-run equalled the live object). A later plan of the
+// same desired object against the same live version would give the same
+// answer, so it skips the dry-run: an unchanged reconcile costs one read
+// per object instead of a read and a dry-run. Any write to the live object
+// (drift, another manager, a status update) changes its resourceVersion,
+// and any change to the desired object its digest, and the object is
+// dry-run again. Beyond Flux, which dry-runs every object every time. The
+// memo is in memory only (a restarted controller dry-runs everything
+// once) and least-recently-used entries go beyond its bound. Safe for
+// concurrent use; a nil *UnchangedMemo remembers nothing.
+type UnchangedMemo struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string]*list.Element
+	lru     *list.List // of *memoEntry, most recently used first
+}
+
+type memoEntry struct {
+	key, uid, resourceVersion string
+	desired                   [sha256.Size]byte
+}
+
+// NewUnchangedMemo returns a memo of at most entries objects (0:
+// DefaultUnchangedMemoEntries).
+func NewUnchangedMemo(entries int) *UnchangedMemo {
+	if entries <= 0 {
+		entries = DefaultUnchangedMemoEntries
+	}
+	return &UnchangedMemo{max: entries, entries: map[string]*list.Element{}, lru: list.New()}
+}
+
+// desiredDigest is the SHA-256 of the desired object as it would be
+// dry-run and of what else decides the plan's outcome (scope: e.g. the
+// identity the apply runs as; the ignore rules' paths).
+func desiredDigest(u *unstructured.Unstructured, scope string, ignored [][]string) ([sha256.Size]byte, bool) {
+	b, err := json.Marshal([]any{u.Object, scope, ignored})
+	if err != nil {
+		return [sha256.Size]byte{}, false
+	}
+	return sha256.Sum256(b), true
+}
+
+// unchanged tells whether key was last planned Unchanged with this desired
+// digest against this live version.
+func (m *UnchangedMemo) unchanged(key string, live *unstructured.Unstructured, desired [sha256.Size]byte) bool {
+	if m == nil || live == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, ok := m.entries[key]
+	if !ok {
+		return false
+	}
+	e := el.Value.(*memoEntry)
+	if e.desired != desired || e.uid != string(live.GetUID()) || e.resourceVersion != live.GetResourceVersion() {
+		return false
+	}
+	m.lru.MoveToFront(el)
+	return true
+}
+
+// record remembers key as Unchanged for desired against live.
+func (m *UnchangedMemo) record(key string, live *unstructured.Unstructured, desired [sha256.Size]byte) {
+	if m == nil || live == nil || live.GetResourceVersion() == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := &memoEntry{key: key, uid: string(live.GetUID()), resourceVersion: live.GetResourceVersion(), desired: desired}
+	if el, ok := m.entries[key]; ok {
+		el.Value = e
+		m.lru.MoveToFront(el)
+		return
+	}
+	m.entries[key] = m.lru.PushFront(e)
+	for m.lru.Len() > m.max {
+		last := m.lru.Back()
+		m.lru.Remove(last)
+		delete(m.entries, last.Value.(*memoEntry).key)
+	}
+}
+
+// forget drops key: its last plan was not Unchanged.
+func (m *UnchangedMemo) forget(key string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el, ok := m.entries[key]; ok {
+		m.lru.Remove(el)
+		delete(m.entries, key)
+	}
+}
+
+// Len is the number of objects remembered.
+func (m *UnchangedMemo) Len() int {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lru.Len()
+}
