@@ -119,7 +119,7 @@ demo: tools build
 bench: tools
 	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/
 	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/
-	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./kustomize-controller/internal/controller/
+	go test -run '^$$' -bench . -benchtime 1x -timeout 3h ./kustomize-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./helm-controller/internal/bench/
 	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/
 
