@@ -297,8 +297,13 @@ type Skeleton[T Object] struct {
 func (s *Skeleton[T]) Reconcile(ctx context.Context, req ctrl.Request, obj T,
 	run func(ctx context.Context, obj T, p *StatusPatcher) (ctrl.Result, error)) (result ctrl.Result, err error) {
 	if err := s.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) && s.Gone != nil {
-			s.Gone(req.NamespacedName)
+		if apierrors.IsNotFound(err) {
+			if s.Kind != "" {
+				eddyruntime.DeleteDuration(s.Kind, req.Namespace, req.Name)
+			}
+			if s.Gone != nil {
+				s.Gone(req.NamespacedName)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -321,10 +326,17 @@ func (s *Skeleton[T]) Reconcile(ctx context.Context, req ctrl.Request, obj T,
 				return res, err
 			}
 		}
-		if s.Finalizer == "" {
-			return ctrl.Result{}, nil
+		if s.Finalizer != "" {
+			if err := RemoveFinalizers(ctx, s.Client, obj, s.FieldOwner, s.Finalizer); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
-		return ctrl.Result{}, RemoveFinalizers(ctx, s.Client, obj, s.FieldOwner, s.Finalizer)
+		// The object goes: so does its duration series.
+		if s.Kind != "" {
+			recorded = true
+			eddyruntime.DeleteDuration(s.Kind, obj.GetNamespace(), obj.GetName())
+		}
+		return ctrl.Result{}, nil
 	}
 	if s.Finalizer != "" {
 		// A patch, not an update: re-encoding the spec would rewrite

@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -517,30 +518,46 @@ func init() {
 }
 
 // TestReconcileDurationMetric checks the Flux reconcile histogram is
-// recorded per object.
+// recorded per object, and its series dropped once the object is gone.
 func TestReconcileDurationMetric(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "a: 1\n"})
-	waitReady(t, newGitRepository(t, ns, "measured", r.URL(), nil))
-	families, err := metrics.Registry.Gather()
-	if err != nil {
+	repo := newGitRepository(t, ns, "measured", r.URL(), nil)
+	waitReady(t, repo)
+	samples := func() uint64 {
+		t.Helper()
+		families, err := metrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() != "gotk_reconcile_duration_seconds" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["kind"] == "GitRepository" && labels["namespace"] == ns && labels["name"] == "measured" {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+		return 0
+	}
+	if samples() == 0 {
+		t.Fatal("no gotk_reconcile_duration_seconds sample for the GitRepository")
+	}
+	if err := env.Client.Delete(context.Background(), repo); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range families {
-		if f.GetName() != "gotk_reconcile_duration_seconds" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["kind"] == "GitRepository" && labels["namespace"] == ns && labels["name"] == "measured" && m.GetHistogram().GetSampleCount() > 0 {
-				return
-			}
-		}
+	testenv.WaitGone(t, env.Client, repo, "deleted GitRepository")
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return samples() == 0, nil })
+	if err != nil {
+		t.Error("the deleted GitRepository's gotk_reconcile_duration_seconds series is still served")
 	}
-	t.Error("no gotk_reconcile_duration_seconds sample for the GitRepository")
 }
 
 // TestArtifactOutdatedOnFailedBuild marks the served artifact outdated when
