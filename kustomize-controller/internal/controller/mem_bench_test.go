@@ -117,6 +117,7 @@ func memRun(b *testing.B, name, exe string, flux bool, n int) memResult {
 	args := []string{"--watch-label-selector=" + shardKey + "=" + shard, "--metrics-addr=" + metrics}
 	if flux {
 		args = append(args, "--enable-leader-election=false")
+		exe = memKubeconfigFromEnv(b, exe)
 	}
 	p, err := testenv.StartController(env, exe, filepath.Join(b.TempDir(), name+".log"), args...)
 	if err != nil {
@@ -180,6 +181,19 @@ func memRun(b *testing.B, name, exe string, flux bool, n int) memResult {
 		}
 	}
 	return res
+}
+
+// memKubeconfigFromEnv returns a script that runs exe (exec: same process)
+// with --kubeconfig=<path> turned into $KUBECONFIG, for Flux's binary,
+// which reads the variable and has no such flag.
+func memKubeconfigFromEnv(b *testing.B, exe string) string {
+	script := filepath.Join(b.TempDir(), filepath.Base(exe))
+	body := "#!/bin/sh\nfor a; do shift; case \"$a\" in --kubeconfig=*) export KUBECONFIG=\"${a#--kubeconfig=}\";; *) set -- \"$@\" \"$a\";; esac; done\nexec " +
+		strconv.Quote(exe) + " \"$@\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return script
 }
 
 // memStatus returns the field (a "kB" value) of /proc/<pid>/status in MiB.
