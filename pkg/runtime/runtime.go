@@ -150,7 +150,10 @@ func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Sche
 			return nil, fmt.Errorf("loading the cluster configuration: %w", err)
 		}
 	}
-	cacheOpts := cache.Options{}
+	// No controller reads the managedFields of the objects it caches (the
+	// applied objects are read uncached, as unstructured), so the caches
+	// drop them: they are often the larger part of a small object.
+	cacheOpts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if !o.WatchAllNamespaces {
 		ns := os.Getenv("RUNTIME_NAMESPACE")
 		if ns == "" {

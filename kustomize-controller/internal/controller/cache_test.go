@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"context"
+	"flag"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestCacheDropsManagedFields: the manager's informer cache (pkg/runtime's
+// NewManager, as the binary builds it) keeps the Kustomizations without their
+// managedFields, which the API server has; the reconciler reads them from
+// that cache. A Kustomization of a shard of its own, suspended.
+func TestCacheDropsManagedFields(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const shard = "cache-test"
+	var c Config
+	fs := flag.NewFlagSet(ControllerName, flag.ContinueOnError)
+	c.BindFlags(fs)
+	if err := fs.Parse([]string{"--metrics-addr=0", "--health-addr=0", "--watch-label-selector=" + shardKey + "=" + shard}); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The binary's manager without the reconciler (one per process: its
+	// controller name is taken by the suite's).
+	mgr, err := c.Options.NewManager(ControllerName, env.Config, scheme, &kustomizev1.Kustomization{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+
+	ns := newNamespace(t)
+	k := newKustomization(t, ns, "cached", "none", func(k *kustomizev1.Kustomization) {
+		k.Labels = map[string]string{shardKey: shard}
+		k.Spec.Suspend = true
+	})
+	if len(k.ManagedFields) == 0 {
+		t.Fatal("the API server returned no managedFields: nothing to check")
+	}
+	cached := &kustomizev1.Kustomization{}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(k), cached) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("Kustomization not in the cache after 30s: %v", err)
+	}
+	if len(cached.ManagedFields) != 0 {
+		t.Errorf("cached Kustomization has %d managedFields entries, want none", len(cached.ManagedFields))
+	}
+	if cached.Spec.Suspend != true || cached.Labels[shardKey] != shard {
+		t.Errorf("cached Kustomization lost its spec or labels: %+v", cached.ObjectMeta)
+	}
+}
