@@ -335,6 +335,7 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 	}
 	memoKey := m.MemoScope + "\x00" + id
 	digest, digestOK := desiredDigest(u, m.MemoScope, ignored)
+	digestOK = digestOK && memoizable(u.GroupVersionKind())
 	if digestOK && m.Memo.unchanged(memoKey, live, digest) {
 		p.action = Unchanged
 		return p, nil

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // DefaultUnchangedMemoEntries bounds an UnchangedMemo made with 0 entries:
@@ -44,6 +46,16 @@ func NewUnchangedMemo(entries int) *UnchangedMemo {
 		entries = DefaultUnchangedMemoEntries
 	}
 	return &UnchangedMemo{max: entries, entries: map[string]*list.Element{}, lru: list.New()}
+}
+
+// memoizable tells whether objects of gvk may skip their dry-run: only the
+// API server's built-in kinds, whose schema is fixed by its build. A custom
+// resource's schema is its CRD's, which can change while the object and its
+// desired state stay the same (a field dropped from the schema fails the
+// dry-run of an object that still sets it), so custom resources, and any
+// kind an aggregated API serves, are dry-run every time.
+func memoizable(gvk schema.GroupVersionKind) bool {
+	return clientgoscheme.Scheme.Recognizes(gvk)
 }
 
 // desiredDigest is the SHA-256 of the desired object as it would be

@@ -2,11 +2,14 @@ package ssa_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/eddyops/eddy/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
@@ -90,5 +93,56 @@ func TestUnchangedMemo(t *testing.T) {
 	run(set2)
 	if small.Len() != 1 {
 		t.Errorf("a memo of 1 entry holds %d", small.Len())
+	}
+}
+
+// TestUnchangedMemoCRDDropsField: a custom resource planned Unchanged sets
+// spec.color; its CRD (applied by another Kustomization, say) then no
+// longer declares the field. The custom resource itself was not written
+// (same resourceVersion, same desired object), but its dry-run now fails
+// (field not declared in schema), and so must the next apply, as Flux's.
+func TestUnchangedMemoCRDDropsField(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	const group = "memo.example.com"
+	schema := func(props string) []*unstructured.Unstructured {
+		return objects(t, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"+
+			"metadata: {name: gadgets."+group+"}\n"+
+			"spec: {group: "+group+", names: {kind: Gadget, plural: gadgets}, scope: Namespaced, versions: [{name: v1, served: true, storage: true, "+
+			"schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {"+props+"}}}}}}]}\n")
+	}
+	plain := manager() // the other Kustomization's: no memo
+	if _, err := plain.ApplyAll(ctx, schema("size: {type: integer}, color: {type: string}"), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Client.Delete(ctx, schema("")[0]) }()
+	gadget := objects(t, "apiVersion: "+group+"/v1\nkind: Gadget\nmetadata: {name: g, namespace: "+ns+"}\nspec: {size: 1, color: red}\n")
+	id := "Gadget/" + ns + "/g"
+	m := manager()
+	m.Memo, m.MemoScope = ssa.NewUnchangedMemo(0), "ns/apps"
+	for i, want := range []ssa.Action{ssa.Created, ssa.Unchanged, ssa.Unchanged} {
+		cs, err := m.ApplyAll(ctx, gadget, ssa.ApplyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := actions(cs)[id]; a != want {
+			t.Fatalf("apply %d: %s, want %s", i+1, a, want)
+		}
+	}
+
+	// The CRD drops spec.color; wait until a plain dry-run fails.
+	if _, err := plain.ApplyAll(ctx, schema("size: {type: integer}"), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, _, err := plain.DryRun(ctx, gadget[0], ssa.ApplyOptions{})
+		return err != nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the dry-run without memo still passes after the CRD dropped spec.color: %v", err)
+	}
+	cs, err := m.ApplyAll(ctx, gadget, ssa.ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), id+" dry-run failed") {
+		t.Errorf("after the CRD dropped spec.color: %v, error %v; want %s dry-run failed", actions(cs), err, id)
 	}
 }
