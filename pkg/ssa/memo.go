@@ -5,11 +5,18 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
+
+// DefaultUnchangedMemoTTL is how long an entry stands: an object is
+// dry-run at least once an hour however often it is reconciled, so what
+// its resourceVersion does not show (the applier's RBAC, a new admission
+// policy or webhook) is found within the hour.
+const DefaultUnchangedMemoTTL = time.Hour
 
 // DefaultUnchangedMemoEntries bounds an UnchangedMemo made with 0 entries:
 // 32,768 objects (5,000 Kustomizations of 5 objects and more), about 5 MiB.
@@ -23,13 +30,16 @@ const DefaultUnchangedMemoEntries = 1 << 15
 // per object instead of a read and a dry-run. Any write to the live object
 // (drift, another manager, a status update) changes its resourceVersion,
 // and any change to the desired object its digest, and the object is
-// dry-run again. Beyond Flux, which dry-runs every object every time. The
-// memo is in memory only (a restarted controller dry-runs everything
+// dry-run again; and so is every object at least once per TTL (see
+// DefaultUnchangedMemoTTL), for what the resourceVersion does not show.
+// Only built-in kinds are remembered (see memoizable). Beyond Flux, which
+// dry-runs every object every time. The memo is in memory only (a restarted controller dry-runs everything
 // once) and least-recently-used entries go beyond its bound. Safe for
 // concurrent use; a nil *UnchangedMemo remembers nothing.
 type UnchangedMemo struct {
 	mu      sync.Mutex
 	max     int
+	ttl     time.Duration
 	entries map[string]*list.Element
 	lru     *list.List // of *memoEntry, most recently used first
 }
@@ -37,15 +47,24 @@ type UnchangedMemo struct {
 type memoEntry struct {
 	key, uid, resourceVersion string
 	desired                   [sha256.Size]byte
+	at                        time.Time // of the dry-run that found it unchanged
 }
 
 // NewUnchangedMemo returns a memo of at most entries objects (0:
-// DefaultUnchangedMemoEntries).
-func NewUnchangedMemo(entries int) *UnchangedMemo {
+// DefaultUnchangedMemoEntries), each standing for ttl after the dry-run
+// that found it unchanged (0: DefaultUnchangedMemoTTL). A negative ttl
+// turns the memo off: every object is dry-run every time, as Flux does.
+func NewUnchangedMemo(entries int, ttl time.Duration) *UnchangedMemo {
+	if ttl < 0 {
+		return nil
+	}
 	if entries <= 0 {
 		entries = DefaultUnchangedMemoEntries
 	}
-	return &UnchangedMemo{max: entries, entries: map[string]*list.Element{}, lru: list.New()}
+	if ttl == 0 {
+		ttl = DefaultUnchangedMemoTTL
+	}
+	return &UnchangedMemo{max: entries, ttl: ttl, entries: map[string]*list.Element{}, lru: list.New()}
 }
 
 // memoizable tells whether objects of gvk may skip their dry-run: only the
@@ -82,7 +101,7 @@ func (m *UnchangedMemo) unchanged(key string, live *unstructured.Unstructured, d
 		return false
 	}
 	e := el.Value.(*memoEntry)
-	if e.desired != desired || e.uid != string(live.GetUID()) || e.resourceVersion != live.GetResourceVersion() {
+	if e.desired != desired || e.uid != string(live.GetUID()) || e.resourceVersion != live.GetResourceVersion() || time.Since(e.at) >= m.ttl {
 		return false
 	}
 	m.lru.MoveToFront(el)
@@ -96,7 +115,7 @@ func (m *UnchangedMemo) record(key string, live *unstructured.Unstructured, desi
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := &memoEntry{key: key, uid: string(live.GetUID()), resourceVersion: live.GetResourceVersion(), desired: desired}
+	e := &memoEntry{key: key, uid: string(live.GetUID()), resourceVersion: live.GetResourceVersion(), desired: desired, at: time.Now()}
 	if el, ok := m.entries[key]; ok {
 		el.Value = e
 		m.lru.MoveToFront(el)

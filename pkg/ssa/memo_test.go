@@ -36,7 +36,7 @@ func TestUnchangedMemo(t *testing.T) {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
-	memo := ssa.NewUnchangedMemo(0)
+	memo := ssa.NewUnchangedMemo(0, 0)
 	m := manager()
 	m.Client, m.Memo, m.MemoScope = counting, memo, "ns/ks"
 	run := func(set []*unstructured.Unstructured) (map[string]ssa.Action, int64) {
@@ -87,8 +87,19 @@ func TestUnchangedMemo(t *testing.T) {
 		t.Fatalf("another scope: %v with %d dry-runs, want 2", acts, n)
 	}
 
+	// An entry stands for the TTL only: past it, the object is dry-run.
+	m.Memo = ssa.NewUnchangedMemo(0, time.Millisecond)
+	run(set2)
+	time.Sleep(2 * time.Millisecond) // past the 1 ms TTL (no "nothing happened" check follows)
+	if acts, n := run(set2); acts[a] != ssa.Unchanged || n != 2 {
+		t.Fatalf("past the TTL: %v with %d dry-runs, want 2", acts, n)
+	}
+	if ssa.NewUnchangedMemo(0, -1) != nil {
+		t.Error("a negative TTL should turn the memo off")
+	}
+
 	// Bounded: the least recently used entries go.
-	small := ssa.NewUnchangedMemo(1)
+	small := ssa.NewUnchangedMemo(1, 0)
 	m.Memo = small
 	run(set2)
 	if small.Len() != 1 {
@@ -119,7 +130,7 @@ func TestUnchangedMemoCRDDropsField(t *testing.T) {
 	gadget := objects(t, "apiVersion: "+group+"/v1\nkind: Gadget\nmetadata: {name: g, namespace: "+ns+"}\nspec: {size: 1, color: red}\n")
 	id := "Gadget/" + ns + "/g"
 	m := manager()
-	m.Memo, m.MemoScope = ssa.NewUnchangedMemo(0), "ns/apps"
+	m.Memo, m.MemoScope = ssa.NewUnchangedMemo(0, 0), "ns/apps"
 	for i, want := range []ssa.Action{ssa.Created, ssa.Unchanged, ssa.Unchanged} {
 		cs, err := m.ApplyAll(ctx, gadget, ssa.ApplyOptions{})
 		if err != nil {

@@ -100,6 +100,10 @@ type KustomizationReconciler struct {
 	// KubeConfig are the switches for spec.kubeConfig's kubeconfigs
 	// (--insecure-kubeconfig-tls, --insecure-kubeconfig-exec).
 	KubeConfig KubeConfigOptions
+	// UnchangedRecheck is --unchanged-recheck-interval: how long an object
+	// found unchanged by a dry-run is not dry-run again while neither it
+	// nor Git changes (ssa.UnchangedMemo); 0: every reconcile, as Flux.
+	UnchangedRecheck time.Duration
 
 	artifacts    *artifactCache
 	healthChecks *healthChecks
@@ -222,13 +226,20 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
+// requestPending returns the reconcile.fluxcd.io/requestedAt value when
+// the request is not handled yet.
+func requestPending(obj *kustomizev1.Kustomization) (string, bool) {
+	req, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations())
+	return req, ok && req != obj.Status.LastHandledReconcileAt
+}
+
 // unchangedAndReady tells whether a reconcile of revision would only check
 // what the last one applied: the revision was applied, the spec's
 // generation observed, Ready is True, and no reconcile was asked for
 // (reconcile.fluxcd.io/requestedAt not yet handled: `flux reconcile` shows
 // its progress).
 func unchangedAndReady(obj *kustomizev1.Kustomization, revision string) bool {
-	if req, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok && req != obj.Status.LastHandledReconcileAt {
+	if _, requested := requestPending(obj); requested {
 		return false
 	}
 	ready := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition)
@@ -349,10 +360,11 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return f
 	}
 	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second, Concurrency: r.ConcurrentSSA}
-	if obj.Spec.KubeConfig == nil {
+	if _, requested := requestPending(obj); obj.Spec.KubeConfig == nil && !requested {
 		// Objects found unchanged before are not dry-run again while
 		// neither they nor Git changed (ssa.UnchangedMemo); the scope keeps
-		// each Kustomization and the identity it applies as apart.
+		// each Kustomization and the identity it applies as apart. A
+		// requested reconcile (`flux reconcile`) dry-runs everything.
 		mgr.Memo, mgr.MemoScope = r.unchanged, obj.Namespace+"/"+obj.Name+"\x00"+r.serviceAccount(obj)
 	}
 	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})

@@ -11,6 +11,7 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/ssa"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,8 +31,10 @@ type Config struct {
 	DefaultServiceAccount string
 	HTTPRetry             int
 	ArtifactCacheMiB      int64
-	ConcurrentSSA         int
-	KubeConfig            KubeConfigOptions
+	// UnchangedRecheck is --unchanged-recheck-interval.
+	UnchangedRecheck time.Duration
+	ConcurrentSSA    int
+	KubeConfig       KubeConfigOptions
 
 	// Not flags; zero in the binary. RESTConfig nil means --kubeconfig,
 	// $KUBECONFIG or the in-cluster account; the tests shorten the waits.
@@ -54,6 +57,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 		"Allow use of the user.exec section in kubeconfigs provided for remote apply.")
 	fs.BoolVar(&c.KubeConfig.InsecureTLS, "insecure-kubeconfig-tls", false,
 		"Allow that kubeconfigs provided for remote apply can disable TLS verification.")
+	fs.DurationVar(&c.UnchangedRecheck, "unchanged-recheck-interval", ssa.DefaultUnchangedMemoTTL,
+		"How long an applied object found unchanged by a server-side dry-run is not dry-run again while neither it nor its source changes (beyond Flux; 0: dry-run every object at every reconcile, as Flux).")
 	fs.Int64Var(&c.ArtifactCacheMiB, "artifact-cache-mib", DefaultArtifactCacheBytes>>20,
 		"The most file content, in MiB, of the source artifacts kept in memory between reconciles (beyond Flux: each revision is downloaded once).")
 }
@@ -95,6 +100,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		ArtifactCacheBytes:    c.ArtifactCacheMiB << 20,
 		ConcurrentSSA:         c.ConcurrentSSA,
 		KubeConfig:            c.KubeConfig,
+		UnchangedRecheck:      c.UnchangedRecheck,
 	}
 	r.NonStrictSubstitutions = !c.FeatureGates.Enabled(runtime.StrictPostBuildSubstitutions)
 	r.KeepHealthCheckOnNewRevision = !c.FeatureGates.Enabled(runtime.CancelHealthCheckOnNewRevision)

@@ -22,7 +22,11 @@ import (
 // ended (health.go).
 func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.artifacts = newArtifactCache(r.Fetcher, r.ArtifactCacheBytes)
-	r.unchanged = ssa.NewUnchangedMemo(0)
+	ttl := r.UnchangedRecheck
+	if ttl == 0 {
+		ttl = -1 // off: every object dry-run at every reconcile, as Flux
+	}
+	r.unchanged = ssa.NewUnchangedMemo(0, ttl)
 	r.healthChecks = newHealthChecks()
 	if err := mgr.Add(r.healthChecks); err != nil {
 		return err
