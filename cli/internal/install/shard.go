@@ -5,13 +5,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/eddyops/eddy/cli/internal/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ShardLabel is the label an object carries to be reconciled by one shard
 // (Flux's sharding key); the value is the shard's name.
-const ShardLabel = "sharding.fluxcd.io/key"
+const ShardLabel = status.ShardLabel
 
 // ShardedComponents are the controllers that get a Deployment per shard;
 // notification-controller is not sharded.

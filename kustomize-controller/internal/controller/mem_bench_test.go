@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -163,7 +161,7 @@ func memRun(b *testing.B, name, exe string, flux bool, n int) memResult {
 	res.peak = memStatus(b, p.PID(), "VmHWM")
 	b.Logf("%s: resident mappings of the executable:\n%s", name, memExeMappings(b, p.PID()))
 	if dir := os.Getenv("EDDY_MEM_BENCH_PROFILES"); dir != "" && !flux {
-		memSaveHeap(b, metrics, filepath.Join(dir, name+".heap"))
+		saveProfile(b, metrics, "heap", filepath.Join(dir, name+".heap"))
 	}
 	b.Logf("%s: %d Ready in %s, VmHWM %.1f MiB, max anonymous %.1f MiB, max file-backed %.1f MiB",
 		name, n, res.ready.Round(time.Millisecond), res.peak, res.anon, res.file)
@@ -273,25 +271,6 @@ func memProcFields(b *testing.B, path string) map[string]float64 {
 		b.Fatal(err)
 	}
 	return out
-}
-
-func memSaveHeap(b *testing.B, addr, path string) {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b.Fatalf("heap profile: %s", resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // memInstallCRDs creates the CustomResourceDefinitions of the YAML files in

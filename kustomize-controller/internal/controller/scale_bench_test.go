@@ -396,17 +396,9 @@ func procUsage(b *testing.B, procs []shardProc) (cpu time.Duration, rssMaxMiB, r
 		utime, _ := strconv.ParseInt(f[11], 10, 64)
 		stime, _ := strconv.ParseInt(f[12], 10, 64)
 		cpu += time.Duration(utime+stime) * time.Second / 100 // USER_HZ is 100 on Linux
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.p.PID()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		for line := range strings.SplitSeq(string(status), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-				rssSumMiB += kb / 1024
-				rssMaxMiB = max(rssMaxMiB, kb/1024)
-			}
-		}
+		hwm := memStatus(b, p.p.PID(), "VmHWM")
+		rssSumMiB += hwm
+		rssMaxMiB = max(rssMaxMiB, hwm)
 	}
 	return cpu, rssMaxMiB, rssSumMiB
 }
