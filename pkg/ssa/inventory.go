@@ -42,8 +42,22 @@ func MetaOf(u *unstructured.Unstructured) ObjMeta {
 // from both ends instead: namespace the first field, group and kind the last
 // two, name the raw middle ("__" in it is ':' for RBAC kinds only, as
 // String writes it). It fails with `invalid inventory id "<id>"` on an id
-// with fewer than four fields.
+// with fewer than four fields, and with `ambiguous inventory id "<id>"` on
+// one whose object's own id reads back as another object (an RBAC name
+// holding both '_' and ':', such as "_:", which the format cannot tell from
+// ":_"): such an entry is never pruned, rather than pruning the wrong object.
 func ParseID(id string) (ObjMeta, error) {
+	m, err := parseID(id)
+	if err != nil {
+		return m, err
+	}
+	if again, err := parseID(m.ID()); err != nil || again != m {
+		return ObjMeta{}, fmt.Errorf("ambiguous inventory id %q", id)
+	}
+	return m, nil
+}
+
+func parseID(id string) (ObjMeta, error) {
 	if o, err := object.ParseObjMetadata(id); err == nil {
 		return ObjMeta{Namespace: o.Namespace, Name: o.Name, GroupKind: o.GroupKind}, nil
 	}

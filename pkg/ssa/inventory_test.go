@@ -23,6 +23,10 @@ func TestInventoryIDs(t *testing.T) {
 	if m, err := ssa.ParseID("apps_my_web_example.com_Widget"); err != nil || m.Name != "my_web" || m.ID() != "apps_my_web_example.com_Widget" {
 		t.Errorf("ParseID of a name with '_': %v, %v", m, err)
 	}
+	// A Role named "_:" is written "_____..." by ID, which reads back as ":_".
+	if _, err := ssa.ParseID("__:_rbac.authorization.k8s.io_Role"); err == nil || err.Error() != `ambiguous inventory id "__:_rbac.authorization.k8s.io_Role"` {
+		t.Errorf("ParseID of an ambiguous RBAC name: %v", err)
+	}
 	if _, err := ssa.ParseID("apps_web_Deployment"); err == nil || err.Error() != `invalid inventory id "apps_web_Deployment"` {
 		t.Errorf("ParseID of three fields: %v", err)
 	}
@@ -34,7 +38,8 @@ func TestInventoryIDs(t *testing.T) {
 func FuzzParseID(f *testing.F) {
 	for _, s := range []string{"default_svc__Service", "_system__controller__kube-dns_rbac.authorization.k8s.io_ClusterRole",
 		"apps_web_apps_Deployment", "", "_", "___", "a_b_c_d_e", "ns_a___g_K",
-		"ns_my_widget_example.com_Widget", "ns_a:b_c_rbac.authorization.k8s.io_Role"} {
+		"ns_my_widget_example.com_Widget", "ns_a:b_c_rbac.authorization.k8s.io_Role",
+		"__:_rbac.authorization.k8s.io_Role"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
