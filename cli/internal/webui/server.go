@@ -1,0 +1,234 @@
+// Package webui serves `eddy ui`: a web UI of the GitOps state of a
+// cluster, acting with the user's own credentials. The page is static
+// (assets, embedded); it reads JSON from /api/ and is told of changes over
+// server-sent events (/api/stream).
+package webui
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// DefaultListen is where `eddy ui` listens unless told otherwise.
+const DefaultListen = "127.0.0.1:9080"
+
+// Options configure a Server.
+type Options struct {
+	// Config is the user's client configuration: every read and action is
+	// done with it, so the page shows what the user's RBAC allows.
+	Config *rest.Config
+	// Context and Server name the cluster on the page (display only).
+	Context string
+	// Listen is host:port; DefaultListen when empty. A host that is not
+	// loopback needs AuthToken or TLS.
+	Listen string
+	// ReadOnly leaves the actions (reconcile, suspend, resume) out.
+	ReadOnly bool
+	// AuthToken, when set, is required of every request: once as ?token=
+	// (the server then sets a cookie) or as `Authorization: Bearer`.
+	AuthToken string
+	// TLSCertFile and TLSKeyFile serve HTTPS.
+	TLSCertFile, TLSKeyFile string
+	// Log receives one line per failed request and per connection change;
+	// io.Discard when nil.
+	Log io.Writer
+}
+
+// Server is a listening UI server.
+type Server struct {
+	opts   Options
+	ln     net.Listener
+	csrf   string
+	cookie string // name of the auth cookie
+	mux    *http.ServeMux
+	log    io.Writer
+}
+
+// errNeedsAuth is returned for a non-loopback listen address without
+// AuthToken or TLS.
+var errNeedsAuth = errors.New("--listen on a non-loopback address needs --auth-token or --tls-cert-file/--tls-key-file: anyone who reaches it would act with your credentials")
+
+// Listen checks opts and binds the listen address (port 0 picks a free
+// port; URL tells which).
+func Listen(opts Options) (*Server, error) {
+	if opts.Config == nil {
+		return nil, errors.New("webui: no client configuration")
+	}
+	if opts.Listen == "" {
+		opts.Listen = DefaultListen
+	}
+	if (opts.TLSCertFile == "") != (opts.TLSKeyFile == "") {
+		return nil, errors.New("--tls-cert-file and --tls-key-file go together")
+	}
+	host, _, err := net.SplitHostPort(opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: want host:port", opts.Listen)
+	}
+	if !isLoopback(host) && opts.AuthToken == "" && opts.TLSCertFile == "" {
+		return nil, errNeedsAuth
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", opts.Listen, err)
+	}
+	s := &Server{opts: opts, ln: ln, csrf: randomHex(32), cookie: "eddy-ui-token", log: opts.Log}
+	if s.log == nil {
+		s.log = io.Discard
+	}
+	return s, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// URL is the address to open: http(s)://host:port/.
+func (s *Server) URL() string {
+	scheme := "http"
+	if s.opts.TLSCertFile != "" {
+		scheme = "https"
+	}
+	return scheme + "://" + s.ln.Addr().String() + "/"
+}
+
+// Serve serves until ctx is done, then closes the listener.
+func (s *Server) Serve(ctx context.Context) error {
+	h, err := s.handler(ctx)
+	if err != nil {
+		s.ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if s.opts.TLSCertFile != "" {
+		err = srv.ServeTLS(s.ln, s.opts.TLSCertFile, s.opts.TLSKeyFile)
+	} else {
+		err = srv.Serve(s.ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// contentSecurityPolicy: only the page's own scripts, styles and
+// connections; nothing inline, no frames.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// secure wraps every response: security headers, the auth token, and a
+// Host check (a page of another site that rebinds its name to loopback
+// must not reach the API).
+func (s *Server) secure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cache-Control", "no-store")
+		if !s.hostAllowed(r.Host) {
+			http.Error(w, "unexpected Host header", http.StatusMisdirectedRequest)
+			return
+		}
+		if s.opts.AuthToken != "" && !s.authorized(w, r) {
+			http.Error(w, "unauthorized: open the address with ?token=<the --auth-token>", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed accepts the listen address, and loopback names on its port.
+func (s *Server) hostAllowed(host string) bool {
+	_, port, _ := net.SplitHostPort(s.ln.Addr().String())
+	h, p, err := net.SplitHostPort(host)
+	if err != nil {
+		h, p = host, ""
+	}
+	if p != port && !(p == "" && (port == "80" || port == "443")) {
+		return false
+	}
+	lh, _, _ := net.SplitHostPort(s.opts.Listen)
+	if isLoopback(strings.Trim(h, "[]")) || h == lh {
+		return true
+	}
+	// A non-loopback listen address has a token or TLS: any name then.
+	return !isLoopback(lh)
+}
+
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	want := []byte(s.opts.AuthToken)
+	if t := r.URL.Query().Get("token"); t != "" && subtle.ConstantTimeCompare([]byte(t), want) == 1 {
+		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.opts.TLSCertFile != ""})
+		return true
+	}
+	if c, err := r.Cookie(s.cookie); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), want) == 1 {
+		return true
+	}
+	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && subtle.ConstantTimeCompare([]byte(a), want) == 1 {
+		return true
+	}
+	return false
+}
+
+// checkCSRF refuses a mutating request without the session's token.
+func (s *Server) checkCSRF(r *http.Request) bool {
+	return r.Method == http.MethodPost && subtle.ConstantTimeCompare([]byte(r.Header.Get("X-CSRF-Token")), []byte(s.csrf)) == 1
+}
+
+// staticFiles serves the embedded assets; every other path that is not
+// /api/ gets index.html, so each page's URL is stable (the page routes).
+func staticFiles() (http.Handler, error) {
+	sub, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, err
+	}
+	index, err := fs.ReadFile(sub, "index.html")
+	if err != nil {
+		return nil, err
+	}
+	files := http.FileServerFS(sub)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := strings.TrimPrefix(r.URL.Path, "/"); p != "" && p != "index.html" {
+			if _, err := fs.Stat(sub, p); err == nil {
+				files.ServeHTTP(w, r)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(index)
+	}), nil
+}
