@@ -483,3 +483,56 @@ func TestAuthToken(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestNamespacedUser: a user who may read Kustomizations in one namespace
+// only sees them there, found on their own when they may list namespaces,
+// or in the namespaces they name.
+func TestNamespacedUser(t *testing.T) {
+	ns := fixture(t, "ok")
+	other := fixture(t, "ok")
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ui-team"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"get", "list", "watch"}}}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ui-team"},
+		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "ui-team"},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "ui-team"},
+			{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "ui-team-nolist"}}}
+	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{GenerateName: "ui-ns-lister-"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list"}}}}
+	for _, o := range []client.Object{role, rb, cr} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{GenerateName: "ui-ns-lister-"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: cr.Name},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "ui-team"}}}
+	if err := env.Client.Create(ctx, crb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, crb); _ = env.Client.Delete(ctx, cr) })
+	seen := func(base string) map[string]bool {
+		var objs Objects
+		getJSON(t, base+"api/objects", &objs)
+		m := map[string]bool{}
+		for _, o := range objs.Objects {
+			m[o.Kind+"/"+o.Namespace+"/"+o.Name] = true
+		}
+		return m
+	}
+	as := func(user string) *rest.Config {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		return cfg
+	}
+	want := "Kustomization/" + ns + "/apps"
+	if m := seen(serve(t, Options{Config: as("ui-team")})); !m[want] || m["Kustomization/"+other+"/apps"] || len(m) != 1 {
+		t.Fatalf("ui-team (may list namespaces) sees %v", m)
+	}
+	if m := seen(serve(t, Options{Config: as("ui-team-nolist")})); len(m) != 0 {
+		t.Fatalf("ui-team-nolist without --namespace sees %v", m)
+	}
+	if m := seen(serve(t, Options{Config: as("ui-team-nolist"), Namespaces: []string{ns, other}})); !m[want] || len(m) != 1 {
+		t.Fatalf("ui-team-nolist with --namespace sees %v", m)
+	}
+}
