@@ -36,6 +36,10 @@ const (
 // dry-runs apply.
 const FieldManager = "kustomize-controller"
 
+// artifactLimits bound an artifact read into memory: kustomize-controller's
+// (100 MiB of file content).
+var artifactLimits = artifact.Limits{MaxBytes: 100 << 20, MaxFiles: artifact.DefaultLimits.MaxFiles}
+
 // ObjectDiff is what applying one object of a Kustomization would do.
 type ObjectDiff struct {
 	APIVersion string `json:"apiVersion"`
@@ -215,7 +219,8 @@ func sourceArtifact(ctx context.Context, c client.Client, ks *kustomizev1.Kustom
 // API server's service proxy with cfg's credentials
 // (/api/v1/namespaces/<ns>/services/<svc>:<port>/proxy/<path>). Errors
 // name the artifact URL (without query), never a local path: a digest
-// mismatch is artifact.ErrDigestMismatch, a 404 artifact.ErrNotFound.
+// mismatch is artifact.ErrDigestMismatch, a 404 artifact.ErrNotFound; an
+// archive of more than 100 MiB of files is refused, as the controller does.
 func FetchArtifact(ctx context.Context, cfg *rest.Config, art *meta.Artifact) (*kustomize.Tree, error) {
 	u, err := url.Parse(art.URL)
 	if err != nil {
@@ -234,7 +239,7 @@ func FetchArtifact(ctx context.Context, cfg *rest.Config, art *meta.Artifact) (*
 	var direct error
 	if resolves(ctx, u.Hostname()) {
 		used := false
-		f := &artifact.Fetcher{Client: &http.Client{Timeout: 30 * time.Second}, RetryWait: time.Second}
+		f := &artifact.Fetcher{Client: &http.Client{Timeout: 30 * time.Second}, RetryWait: time.Second, Limits: artifactLimits}
 		direct = f.FetchWith(ctx, art.URL, art.Digest, read(&used))
 		// Verified bytes (used), a wrong digest or a 404 are the answer.
 		if direct == nil || used || !isSvc || errors.Is(direct, artifact.ErrDigestMismatch) || errors.Is(direct, artifact.ErrNotFound) {
@@ -261,7 +266,8 @@ func FetchArtifact(ctx context.Context, cfg *rest.Config, art *meta.Artifact) (*
 		}
 	}
 	api.Path = strings.TrimSuffix(api.Path, "/") + fmt.Sprintf("/api/v1/namespaces/%s/services/%s:%s/proxy", svcNS, serviceScheme(u.Scheme)+svc, port)
-	f := &artifact.Fetcher{Client: &http.Client{Timeout: 30 * time.Second, Transport: &proxyTransport{base: rt, prefix: api}}, RetryWait: time.Second}
+	f := &artifact.Fetcher{Client: &http.Client{Timeout: 30 * time.Second, Transport: &proxyTransport{base: rt, prefix: api}},
+		RetryWait: time.Second, Limits: artifactLimits}
 	used := false
 	if err := f.FetchWith(ctx, art.URL, art.Digest, read(&used)); err != nil {
 		if direct != nil && !used && !errors.Is(err, artifact.ErrDigestMismatch) && !errors.Is(err, artifact.ErrNotFound) {
