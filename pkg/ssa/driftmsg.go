@@ -2,6 +2,7 @@ package ssa
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -160,4 +161,72 @@ func readValue(s string, desired bool) (value, rest string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// ObjectDrift is one object of helm-controller's drift message.
+type ObjectDrift struct {
+	// Object is `Kind/namespace/name`, or `Kind/name`.
+	Object string
+	// State is "changed", "removed" (missing from the cluster) or "excluded".
+	State string
+	// Fields of a changed object, when the message lists them.
+	Fields []FieldDrift
+}
+
+// releaseDriftPrefix and releaseDriftInfix frame helm-controller's
+// DriftDetected message (atomic.go).
+const (
+	releaseDriftPrefix = "Cluster state of release "
+	releaseDriftInfix  = " has drifted from the desired state:\n"
+)
+
+// ParseReleaseDriftMessage reads helm-controller's DriftDetected event
+// message, "Cluster state of release <ns>/<name>.v<version> has drifted
+// from the desired state:\n" and one line per object (`<object> removed`,
+// `<object> excluded`, `<object> changed (A additions, C changes, R
+// removals)[: <fields>]`, the fields as ParseDriftFields reads them). ok is
+// false when msg is not such a message. Its DriftCorrected message names
+// objects only (`<object> created|configured`) and is not read here.
+func ParseReleaseDriftMessage(msg string) (release string, objects []ObjectDrift, ok bool) {
+	rest, found := strings.CutPrefix(msg, releaseDriftPrefix)
+	if !found {
+		return "", nil, false
+	}
+	release, rest, found = strings.Cut(rest, releaseDriftInfix)
+	if !found || release == "" || rest == "" {
+		return "", nil, false
+	}
+	for _, line := range strings.Split(rest, "\n") {
+		object, tail, found := strings.Cut(line, " ")
+		if !found || object == "" {
+			return "", nil, false
+		}
+		o := ObjectDrift{Object: object}
+		switch {
+		case tail == "removed" || tail == "excluded":
+			o.State = tail
+		case strings.HasPrefix(tail, "changed ("):
+			o.State = "changed"
+			counts, fields, hasFields := strings.Cut(tail[len("changed ("):], "): ")
+			if !hasFields {
+				counts, found = strings.CutSuffix(counts, ")")
+				if !found {
+					return "", nil, false
+				}
+			}
+			var a, c, r int
+			if n, err := fmt.Sscanf(counts, "%d additions, %d changes, %d removals", &a, &c, &r); err != nil || n != 3 {
+				return "", nil, false
+			}
+			if hasFields {
+				if o.Fields, ok = ParseDriftFields(fields); !ok {
+					return "", nil, false
+				}
+			}
+		default:
+			return "", nil, false
+		}
+		objects = append(objects, o)
+	}
+	return release, objects, true
 }

@@ -121,21 +121,6 @@ func TestParseDriftMessageRefuses(t *testing.T) {
 	}
 }
 
-// TestParseDriftFieldsHelm reads the fields of helm-controller's drift
-// summary line (internal/drift Report.Summary) after its "): ".
-func TestParseDriftFieldsHelm(t *testing.T) {
-	line := `ConfigMap/apps/app changed (0 additions, 1 changes, 0 removals): .data.a "x" → "y" (by kubectl-edit)`
-	_, list, found := strings.Cut(line, "): ")
-	if !found {
-		t.Fatal("no fields in line")
-	}
-	got, ok := ssa.ParseDriftFields(list)
-	if !ok {
-		t.Fatalf("ParseDriftFields(%q) not ok", list)
-	}
-	checkFields(t, got, []wantField{{".data.a", `"x"`, `"y"`, "kubectl-edit", false, false}})
-}
-
 // FuzzDriftMessage: no input makes the parser panic, and a message written
 // by DriftMessage reads back as its fields (in the documented domain).
 func FuzzDriftMessage(f *testing.F) {
@@ -181,4 +166,39 @@ func FuzzDriftMessage(f *testing.F) {
 		}
 		checkFields(t, got, want)
 	})
+}
+
+// TestParseReleaseDriftMessage reads helm-controller's DriftDetected
+// message as its drift.Report.Summary writes it.
+func TestParseReleaseDriftMessage(t *testing.T) {
+	msg := "Cluster state of release apps/web.v3 has drifted from the desired state:\n" +
+		`Deployment/apps/web changed (1 additions, 1 changes, 0 removals): .spec.replicas 1 → 3 (by kubectl-scale), .spec.paused false → <absent>` + "\n" +
+		"ConfigMap/apps/web removed\n" +
+		"Secret/apps/web changed (0 additions, 1 changes, 0 removals)\n" +
+		"Service/apps/web excluded"
+	rel, objs, ok := ssa.ParseReleaseDriftMessage(msg)
+	if !ok || rel != "apps/web.v3" || len(objs) != 4 {
+		t.Fatalf("ParseReleaseDriftMessage = %q %+v %v", rel, objs, ok)
+	}
+	for i, want := range []string{"Deployment/apps/web changed", "ConfigMap/apps/web removed", "Secret/apps/web changed", "Service/apps/web excluded"} {
+		if got := objs[i].Object + " " + objs[i].State; got != want {
+			t.Errorf("object %d = %q, want %q", i, got, want)
+		}
+	}
+	checkFields(t, objs[0].Fields, []wantField{
+		{".spec.replicas", "1", "3", "kubectl-scale", false, false},
+		{".spec.paused", "false", "<absent>", "", false, true},
+	})
+	if len(objs[2].Fields) != 0 {
+		t.Errorf("fields of a line without any: %v", objs[2].Fields)
+	}
+	for _, bad := range []string{
+		"Cluster state of release apps/web.v3 has been corrected:\nConfigMap/apps/web created",
+		"Cluster state of release apps/web.v3 has drifted from the desired state:\nConfigMap/apps/web moved",
+		"Cluster state of release apps/web.v3 has drifted from the desired state:\nConfigMap/apps/web changed (x)",
+	} {
+		if _, _, ok := ssa.ParseReleaseDriftMessage(bad); ok {
+			t.Errorf("ParseReleaseDriftMessage(%q) ok", bad)
+		}
+	}
 }
