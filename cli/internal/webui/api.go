@@ -130,6 +130,7 @@ type Drift struct {
 	Time    time.Time    `json:"time"` // when it was corrected (last time)
 	Count   int32        `json:"count"`
 	Message string       `json:"message"` // the event's message, as sent
+	Reason  string       `json:"reason"`  // DriftCorrected (Kustomization) or DriftDetected (HelmRelease)
 }
 
 // DriftList is GET /api/drift[?owner=Kind/namespace/name].
@@ -167,7 +168,8 @@ type YAML struct {
 }
 
 // ObjectDiff is one object of GET /api/diff/{namespace}/{name} (a
-// Kustomization): Action "created", "configured", "deleted", "unchanged".
+// Kustomization): Action "created", "configured", "deleted", "unchanged",
+// "skipped" (kustomize.toolkit.fluxcd.io/reconcile: disabled).
 type ObjectDiff struct {
 	Object Ref          `json:"object"`
 	Action string       `json:"action"`

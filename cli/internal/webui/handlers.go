@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -27,6 +28,7 @@ type api struct {
 	st     *store
 	hub    *hub
 	mapper meta.RESTMapper
+	client client.Client // typed reads with the user's credentials (tree, diff)
 }
 
 // handler starts the store and builds the routes.
@@ -41,6 +43,9 @@ func (s *Server) handler(ctx context.Context) (http.Handler, error) {
 		return nil, err
 	}
 	a := &api{s: s, st: st, hub: h, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(st.kube.Discovery()))}
+	if a.client, err = client.New(s.opts.Config, client.Options{Scheme: scheme(), Mapper: a.mapper}); err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/", static)
 	mux.HandleFunc("GET /api/session", a.session)
@@ -414,5 +419,3 @@ func apiMessage(err error) string {
 	}
 	return err.Error()
 }
-
-// tree, drift and diff are in tree.go.
