@@ -139,7 +139,9 @@ type DriftList struct {
 }
 
 // Graph is GET /api/graph: nodes are Flux objects (id "Kind/namespace/name"),
-// edges "source" (source → user) and "dependsOn" (dependency → dependent).
+// edges "source" (source → user; GitRepository → HelmChart → HelmRelease),
+// "dependsOn" (dependency → dependent) and "applies" (a Kustomization → the
+// Kustomizations and HelmReleases in its inventory).
 type Graph struct {
 	Nodes []GraphNode `json:"nodes"`
 	Edges []GraphEdge `json:"edges"`
@@ -156,7 +158,7 @@ type GraphNode struct {
 type GraphEdge struct {
 	From string `json:"from"`
 	To   string `json:"to"`
-	Type string `json:"type"` // "source" or "dependsOn"
+	Type string `json:"type"` // "source", "dependsOn" or "applies"
 }
 
 // YAML is GET /api/yaml?apiVersion=&kind=&namespace=&name=: the live object
