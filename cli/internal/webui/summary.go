@@ -49,9 +49,10 @@ func parseTime(s string) *time.Time {
 var staticKinds = map[string]bool{"Alert": true, "Provider": true}
 
 // summarize derives the overview row of an object. State, in order:
-// suspended; Stalled=True: stalled; Reconciling=True: reconciling;
-// Ready True: ready, False: failed, Unknown: reconciling; no Ready:
-// unknown (ready for the static kinds).
+// suspended; Stalled=True: stalled; Ready=False (of this generation):
+// failed, also while it retries; Reconciling=True: reconciling; no Ready:
+// unknown (ready for the static kinds); Ready of an older generation or
+// Unknown: reconciling; Ready=True: ready.
 func summarize(u *unstructured.Unstructured) Summary {
 	s := Summary{Ref: refOf(u)}
 	s.Suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "suspend")
@@ -78,6 +79,8 @@ func summarize(u *unstructured.Unstructured) Summary {
 		s.State = "suspended"
 	case stalled != nil && stalled.Status == "True":
 		s.State, s.Reason, s.Message = "stalled", stalled.Reason, stalled.Message
+	case ready != nil && !stale && ready.Status == "False":
+		s.State = "failed" // also while it retries (Reconciling ProgressingWithRetry)
 	case reconciling != nil && reconciling.Status == "True":
 		s.State = "reconciling"
 	case ready == nil && staticKinds[u.GetKind()]:
@@ -88,8 +91,6 @@ func summarize(u *unstructured.Unstructured) Summary {
 		s.State = "reconciling"
 	case ready.Status == "True":
 		s.State = "ready"
-	case ready.Status == "False":
-		s.State = "failed"
 	default:
 		s.State = "reconciling"
 	}
