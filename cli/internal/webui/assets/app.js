@@ -408,7 +408,7 @@ function pageObject(main, kind, namespace, name) {
     busy = true;
     for (const b of buttons.querySelectorAll('button')) b.disabled = true;
     result.className = 'action-result';
-    result.textContent = `${verb}: sending…`;
+    result.textContent = "Sending…";
     try {
       const s = await sessionReady;
       const body = { kind: ref.kind, namespace: ref.namespace, name: ref.name };
