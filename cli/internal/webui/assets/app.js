@@ -5,7 +5,6 @@
 const STATES = ['ready', 'failed', 'reconciling', 'stalled', 'suspended', 'unknown'];
 const SOURCE_KINDS = new Set(['GitRepository', 'OCIRepository', 'HelmRepository', 'Bucket', 'HelmChart', 'ExternalArtifact']);
 const TREE_KINDS = new Set(['Kustomization', 'HelmRelease']);
-const NOT_FOUND = 'not found or not readable with your permissions';
 
 // ---------- DOM helpers ----------
 
@@ -137,7 +136,6 @@ async function api(path, init) {
   if (!res.ok) {
     let msg = `${res.status} ${res.statusText}`;
     try { const j = await res.json(); if (j && j.error) msg = j.error; } catch { /* not JSON */ }
-    if (res.status === 404) msg = `${NOT_FOUND} (${msg})`;
     throw new APIError(res.status, msg);
   }
   return res.json();
@@ -145,8 +143,10 @@ async function api(path, init) {
 
 function errorBox(err) {
   const notFound = err && err.status === 404;
-  return h('p', { class: 'error', role: 'alert', testid: 'error' },
-    notFound ? `Not found or not readable with your permissions. ${err.message}` : `Error: ${err && err.message ? err.message : err}`);
+  const msg = err && err.message ? err.message : String(err);
+  let text = `Error: ${msg}`;
+  if (notFound) text = /not readable/.test(msg) ? msg.charAt(0).toUpperCase() + msg.slice(1) : `Not found or not readable with your permissions (${msg})`;
+  return h('p', { class: 'error', role: 'alert', testid: 'error' }, text);
 }
 
 // ---------- session, header, theme ----------
@@ -402,6 +402,7 @@ function pageObject(main, kind, namespace, name) {
   put(main, head, actions, body);
   let detail = null;
   let busy = false;
+  renderHead();
 
   async function act(verb) {
     if (busy) return;
@@ -596,8 +597,8 @@ function pageObject(main, kind, namespace, name) {
       if (!busy) renderButtons();
       const showRevs = hasTree || d.lastAppliedRevision || d.lastAttemptedRevision;
       swap(body, [
-        h('div', { class: 'grid' },
-          conditionsPanel(d),
+        conditionsPanel(d),
+        h('div', { class: 'cols' },
           showRevs ? revisionsPanel(d) : null,
           sourcePanel(d)),
         hasTree ? historyPanel(d) : (d.history && d.history.length ? historyPanel(d) : null),
