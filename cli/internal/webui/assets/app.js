@@ -249,9 +249,12 @@ function swap(container, nodes) {
 
 // ---------- shared renderers ----------
 
+// table: a scrollable table; each cell carries its column's name
+// (data-label) so that a phone-width screen shows rows as cards.
 function table(testid, head, rows, empty, key) {
+  for (const tr of rows) [...tr.children].forEach((td, i) => { if (head[i]) td.dataset.label = head[i]; });
   return h('div', { class: 'scroll', data: { key: key || testid } },
-    h('table', { testid },
+    h('table', { testid, class: 'cards' },
       h('thead', null, h('tr', null, head.map((c) => h('th', null, c)))),
       h('tbody', null, rows.length ? rows : h('tr', { class: 'empty' }, h('td', { colspan: head.length, class: 'muted' }, empty)))));
 }
