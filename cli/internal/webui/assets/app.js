@@ -481,7 +481,9 @@ function pageObject(main, kind, namespace, name) {
     return section('Revisions', h('dl', { class: `kv revisions${differ ? ' differ' : ''}` },
       h('dt', null, 'Last applied'), h('dd', { class: 'mono', testid: 'revision-applied' }, d.lastAppliedRevision || ''),
       h('dt', null, 'Last attempted'), h('dd', { class: 'mono', testid: 'revision-attempted' }, d.lastAttemptedRevision || ''),
-      differ ? h('dd', { class: 'warn' }, 'The last attempted revision differs from the last applied one.') : null));
+      differ ? h('dd', { class: 'warn' }, d.lastAppliedRevision
+        ? 'The last attempted revision differs from the last applied one.'
+        : 'No revision applied yet.') : null));
   }
 
   function artifactDL(a, testid) {
@@ -643,7 +645,7 @@ function pageYAML(main) {
   const flux = ref.apiVersion && /\.toolkit\.fluxcd\.io\//.test(ref.apiVersion);
   put(main,
     h('h1', null, h('span', { class: 'muted' }, `${ref.kind} `), ref.name),
-    h('p', { class: 'links' }, ref.namespace ? `namespace ${ref.namespace} · ` : '', ref.apiVersion || '',
+    h('p', { class: 'muted' }, [ref.apiVersion, ref.namespace ? `namespace ${ref.namespace}` : ''].filter(Boolean).join(' · '),
       flux ? [' · ', h('a', { href: objectHref(ref) }, 'object page')] : null),
     body);
   let ok = false;
@@ -849,6 +851,11 @@ document.addEventListener('click', (e) => {
   route();
 });
 window.addEventListener('popstate', route);
+
+// Relative times ("3m ago") move on without a refetch.
+setInterval(() => {
+  for (const t of document.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime'));
+}, 15000);
 
 initTheme();
 route();
