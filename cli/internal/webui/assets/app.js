@@ -3,6 +3,7 @@
 // (textContent, attributes): never parsed as HTML.
 
 const STATES = ['ready', 'failed', 'reconciling', 'stalled', 'suspended', 'unknown'];
+const SEVERITY = ['failed', 'stalled', 'reconciling', 'unknown', 'suspended', 'ready'];
 const SOURCE_KINDS = new Set(['GitRepository', 'OCIRepository', 'HelmRepository', 'Bucket', 'HelmChart', 'ExternalArtifact']);
 const TREE_KINDS = new Set(['Kustomization', 'HelmRelease']);
 
@@ -220,10 +221,24 @@ function openStream() {
   es.addEventListener('change', () => scheduleRefresh());
 }
 
-let refreshTimer = 0;
+// scheduleRefresh refetches the current page's data 200 ms after the first
+// change it is told of (a burst of changes costs one refetch; a steady
+// stream one every 200 ms at most, never none); refetches do not overlap.
+let refreshTimer = 0, refreshing = false, refreshAgain = false;
 function scheduleRefresh() {
-  clearTimeout(refreshTimer);
-  refreshTimer = setTimeout(() => { if (current) current.update(true); }, 200);
+  if (refreshTimer) return;
+  refreshTimer = setTimeout(runRefresh, 200);
+}
+async function runRefresh() {
+  refreshTimer = 0;
+  if (refreshing) { refreshAgain = true; return; }
+  refreshing = true;
+  try {
+    if (current) await current.update(true);
+  } finally {
+    refreshing = false;
+    if (refreshAgain) { refreshAgain = false; scheduleRefresh(); }
+  }
 }
 
 // ---------- keeping view state across refreshes ----------
@@ -232,6 +247,7 @@ function scheduleRefresh() {
 // <details data-key>, horizontal scroll of .scroll[data-key] and the
 // window's scroll position.
 function swap(container, nodes) {
+  if (!document.getElementById('main').contains(container)) return; // page left meanwhile
   const open = new Map(), scroll = new Map();
   for (const d of container.querySelectorAll('details[data-key]')) open.set(d.dataset.key, d.open);
   for (const e of container.querySelectorAll('.scroll[data-key]')) scroll.set(e.dataset.key, [e.scrollLeft, e.scrollTop]);
@@ -252,7 +268,8 @@ function swap(container, nodes) {
 // table: a scrollable table; each cell carries its column's name
 // (data-label) so that a phone-width screen shows rows as cards.
 function table(testid, head, rows, empty, key) {
-  for (const tr of rows) [...tr.children].forEach((td, i) => { if (head[i]) td.dataset.label = head[i]; });
+  const labels = head.map((c) => (typeof c === 'string' ? c : c.textContent));
+  for (const tr of rows) [...tr.children].forEach((td, i) => { if (labels[i]) td.dataset.label = labels[i]; });
   return h('div', { class: 'scroll', data: { key: key || testid } },
     h('table', { testid, class: 'cards' },
       h('thead', null, h('tr', null, head.map((c) => h('th', null, c)))),
@@ -310,6 +327,18 @@ function pageOverview(main) {
     h('div', { class: 'filters' }, selKind, selNs, selState, text), note, body);
 
   let data = null;
+  // Sorting is the page's own (not in the URL, which holds the filters).
+  let sort = { key: 'kind', dir: 1 };
+  const COLUMNS = [
+    ['Kind', 'kind', (o) => o.kind],
+    ['Namespace', 'namespace', (o) => o.namespace || ''],
+    ['Name', 'name', (o) => o.name],
+    // By severity: failed and stalled first.
+    ['State', 'state', (o) => { const i = SEVERITY.indexOf(o.state); return i < 0 ? 3 : i; }],
+    ['Revision', 'revision', (o) => o.revision || ''],
+    ['Message', 'message', (o) => o.message || ''],
+    ['Ready since', 'updated', (o) => o.updated || ''],
+  ];
 
   function fill(sel, label, values, value) {
     const vs = [...new Set(values.filter(Boolean))].sort();
@@ -352,8 +381,17 @@ function pageOverview(main) {
     fill(selKind, 'kinds', objs.map((o) => o.kind), f.kind);
     fill(selNs, 'namespaces', objs.map((o) => o.namespace), f.namespace);
     fill(selState, 'states', STATES, f.state);
-    const shown = objs.filter(matches).sort((a, b) =>
-      a.kind.localeCompare(b.kind) || (a.namespace || '').localeCompare(b.namespace || '') || a.name.localeCompare(b.name));
+    const byName = (a, b) => a.kind.localeCompare(b.kind) || (a.namespace || '').localeCompare(b.namespace || '') || a.name.localeCompare(b.name);
+    const key = COLUMNS.find((c) => c[1] === sort.key)[2];
+    const shown = objs.filter(matches).sort((a, b) => {
+      const ka = key(a), kb = key(b);
+      return sort.dir * (ka < kb ? -1 : ka > kb ? 1 : 0) || byName(a, b);
+    });
+    const head = COLUMNS.map(([label, k]) => h('button', {
+      type: 'button', class: 'sort' + (sort.key === k ? ' on' : ''), title: `Sort by ${label.toLowerCase()}`,
+      'aria-sort': sort.key === k ? (sort.dir > 0 ? 'ascending' : 'descending') : null,
+      onclick: () => { sort = { key: k, dir: sort.key === k ? -sort.dir : 1 }; render(); },
+    }, label, sort.key === k ? (sort.dir > 0 ? ' ▲' : ' ▼') : ''));
     const rows = shown.map((o) => h('tr', { data: { object: idOf(o) } },
       h('td', { class: 'kind' }, o.kind),
       h('td', null, o.namespace || ''),
@@ -366,7 +404,7 @@ function pageOverview(main) {
     put(note,
       data.hidden && data.hidden.length ? h('p', { class: 'muted' }, `Not listed (your permissions do not allow listing): ${data.hidden.join(', ')}`) : null,
       h('p', { class: 'muted small' }, `${shown.length} of ${objs.length} objects`));
-    swap(body, table('objects', ['Kind', 'Namespace', 'Name', 'State', 'Revision', 'Message', 'Ready since'], rows,
+    swap(body, table('objects', head, rows,
       objs.length ? 'No object matches the filters.' : 'No Flux objects found.'));
   }
 
@@ -581,7 +619,7 @@ function pageObject(main, kind, namespace, name) {
       h('pre', { class: 'yaml' }, JSON.stringify(d.spec, null, 2)));
   }
 
-  return {
+  const self = {
     async update(refresh) {
       const base = `${encodeURIComponent(ref.kind)}/${encodeURIComponent(ref.namespace)}/${encodeURIComponent(ref.name)}`;
       const hasTree = TREE_KINDS.has(ref.kind);
@@ -591,7 +629,7 @@ function pageObject(main, kind, namespace, name) {
         hasTree ? soft(api(`/api/tree/${base}`)) : null,
         hasTree ? soft(api(`/api/drift?owner=${encodeURIComponent(id)}`)) : null,
       ]);
-      if (current !== page) return;
+      if (current !== self) return;
       if (d instanceof Error) {
         if (!refresh || !detail) { detail = null; renderHead(); renderButtons(); swap(body, errorBox(d)); }
         return;
@@ -615,6 +653,7 @@ function pageObject(main, kind, namespace, name) {
       ]);
     },
   };
+  return self;
 }
 
 function pageDrift(main) {
@@ -819,6 +858,7 @@ function route() {
   const main = document.getElementById('main');
   let nav = '';
   clearTimeout(refreshTimer);
+  refreshTimer = 0;
   if (parts.length === 0) { nav = 'overview'; page = pageOverview(main); }
   else if (parts[0] === 'object' && parts.length === 4) page = pageObject(main, parts[1], parts[2], parts[3]);
   else if (parts[0] === 'drift' && parts.length === 1) { nav = 'drift'; page = pageDrift(main); }
