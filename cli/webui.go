@@ -19,7 +19,8 @@ func newUICommand(g *globalFlags) *cobra.Command {
 		Long: `Serve a web UI of the cluster's Flux objects: overview, object pages with conditions,
 history, events and the inventory tree, drift, the dependency graph, live YAML and the diff of a
 Kustomization. It reads and acts with your kubeconfig's credentials, so it shows what your RBAC
-allows. It listens on loopback unless told otherwise; a non-loopback --listen needs --auth-token
+allows: every namespace you may read each kind in, or only --namespace when given (for a
+user who may not list namespaces). It listens on loopback unless told otherwise; a non-loopback --listen needs --auth-token
 or TLS.`,
 		Example: "  eddy ui\n  eddy ui --read-only --listen 127.0.0.1:9090",
 		Args:    cobra.NoArgs,
@@ -29,6 +30,9 @@ or TLS.`,
 				return err
 			}
 			opts.Config, opts.Context, opts.Log = cfg, g.currentContext(), cmd.ErrOrStderr()
+			if cmd.Flags().Changed("namespace") { // else every namespace the user may read
+				opts.Namespaces = []string{g.namespace}
+			}
 			srv, err := webui.Listen(opts)
 			if err != nil {
 				return err

@@ -36,7 +36,7 @@ func (s *Server) handler(ctx context.Context) (http.Handler, error) {
 		return nil, err
 	}
 	h := newHub()
-	st, err := newStore(ctx, s.opts.Config, h)
+	st, err := newStore(ctx, s.opts.Config, h, s.opts.Namespaces)
 	if err != nil {
 		return nil, err
 	}

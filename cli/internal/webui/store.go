@@ -3,11 +3,13 @@ package webui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,8 +60,8 @@ type store struct {
 	dyn     dynamic.Interface
 	kube    kubernetes.Interface
 	hub     *hub
-	objects map[string]cache.GenericLister // by Kind
-	events  map[string]cache.Store         // core/v1 Events, by the involved object's Kind
+	objects map[string][]cache.GenericLister // by Kind; one per watched namespace ("" all)
+	events  map[string][]cache.Store         // core/v1 Events, by the involved object's Kind
 	hidden  []string
 
 	mu        sync.Mutex
@@ -71,8 +73,9 @@ type store struct {
 var eventsGVR = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 
 // newStore starts the informers and waits (at most 30 s) for their first
-// list. The informers run until ctx is done.
-func newStore(ctx context.Context, cfg *rest.Config, h *hub) (*store, error) {
+// list. The informers run until ctx is done. namespaces limits what is
+// watched; empty: every namespace the user may list each kind in.
+func newStore(ctx context.Context, cfg *rest.Config, h *hub, namespaces []string) (*store, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 50, 100
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -83,7 +86,7 @@ func newStore(ctx context.Context, cfg *rest.Config, h *hub) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &store{dyn: dyn, kube: kube, hub: h, objects: map[string]cache.GenericLister{}, events: map[string]cache.Store{}, connected: true}
+	s := &store{dyn: dyn, kube: kube, hub: h, objects: map[string][]cache.GenericLister{}, events: map[string][]cache.Store{}, connected: true}
 	if r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
 		s.user = r.Status.UserInfo.Username
 	}
@@ -107,36 +110,40 @@ func newStore(ctx context.Context, cfg *rest.Config, h *hub) (*store, error) {
 			f(o)
 		}}
 	}
+	scopes, err := s.scopes(ctx, namespaces)
+	if err != nil {
+		return nil, err
+	}
 	for _, k := range fluxKinds {
-		if _, err := dyn.Resource(k.GVR).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err) {
-				s.hidden = append(s.hidden, k.Kind)
-				continue
-			}
-			return nil, fmt.Errorf("listing %s: %w", k.GVR.Resource, err)
+		nss := scopes[k.Kind]
+		if len(nss) == 0 {
+			s.hidden = append(s.hidden, k.Kind)
+			continue
 		}
-		f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-		inf := f.ForResource(k.GVR)
-		_ = inf.Informer().SetTransform(dropManagedFields)
-		_, _ = inf.Informer().AddEventHandler(handlers(notify))
-		_ = inf.Informer().SetWatchErrorHandlerWithContext(s.watchError)
-		s.objects[k.Kind] = inf.Lister()
-		synced = append(synced, inf.Informer().HasSynced)
-		f.Start(ctx.Done())
+		for _, ns := range nss {
+			f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
+			inf := f.ForResource(k.GVR)
+			_ = inf.Informer().SetTransform(dropManagedFields)
+			_, _ = inf.Informer().AddEventHandler(handlers(notify))
+			_ = inf.Informer().SetWatchErrorHandlerWithContext(s.watchError)
+			s.objects[k.Kind] = append(s.objects[k.Kind], inf.Lister())
+			synced = append(synced, inf.Informer().HasSynced)
+			f.Start(ctx.Done())
 
-		// Events of this kind only: an informer per kind with a field
-		// selector keeps other objects' events (pods, nodes) out of memory.
-		sel := "involvedObject.kind=" + k.Kind
-		if _, err := dyn.Resource(eventsGVR).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: sel}); err != nil {
-			continue // events not readable: the pages show none
+			// Events of this kind only: an informer per kind with a field
+			// selector keeps other objects' events (pods, nodes) out of memory.
+			sel := "involvedObject.kind=" + k.Kind
+			if _, err := dyn.Resource(eventsGVR).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: sel}); err != nil {
+				continue // events not readable: the pages show none
+			}
+			ef := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, func(o *metav1.ListOptions) { o.FieldSelector = sel })
+			einf := ef.ForResource(eventsGVR).Informer()
+			_ = einf.SetTransform(dropManagedFields)
+			_, _ = einf.AddEventHandler(handlers(notifyEvent))
+			s.events[k.Kind] = append(s.events[k.Kind], einf.GetStore())
+			synced = append(synced, einf.HasSynced)
+			ef.Start(ctx.Done())
 		}
-		ef := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) { o.FieldSelector = sel })
-		einf := ef.ForResource(eventsGVR).Informer()
-		_ = einf.SetTransform(dropManagedFields)
-		_, _ = einf.AddEventHandler(handlers(notifyEvent))
-		s.events[k.Kind] = einf.GetStore()
-		synced = append(synced, einf.HasSynced)
-		ef.Start(ctx.Done())
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -207,15 +214,13 @@ func (s *store) status() Status {
 func (s *store) list() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, k := range fluxKinds {
-		l, ok := s.objects[k.Kind]
-		if !ok {
-			continue
-		}
-		objs, _ := l.List(labels.Everything())
 		var us []*unstructured.Unstructured
-		for _, o := range objs {
-			if u, ok := o.(*unstructured.Unstructured); ok {
-				us = append(us, u)
+		for _, l := range s.objects[k.Kind] {
+			objs, _ := l.List(labels.Everything())
+			for _, o := range objs {
+				if u, ok := o.(*unstructured.Unstructured); ok {
+					us = append(us, u)
+				}
 			}
 		}
 		sort.Slice(us, func(i, j int) bool {
@@ -232,32 +237,26 @@ func (s *store) list() []*unstructured.Unstructured {
 // get returns one object, or nil when it does not exist or its kind is
 // hidden.
 func (s *store) get(kind, namespace, name string) *unstructured.Unstructured {
-	l, ok := s.objects[kind]
-	if !ok {
-		return nil
+	for _, l := range s.objects[kind] {
+		var o runtime.Object
+		var err error
+		if namespace == "" {
+			o, err = l.Get(name)
+		} else {
+			o, err = l.ByNamespace(namespace).Get(name)
+		}
+		if err == nil {
+			u, _ := o.(*unstructured.Unstructured)
+			return u
+		}
 	}
-	var o runtime.Object
-	var err error
-	if namespace == "" {
-		o, err = l.Get(name)
-	} else {
-		o, err = l.ByNamespace(namespace).Get(name)
-	}
-	if err != nil {
-		return nil
-	}
-	u, _ := o.(*unstructured.Unstructured)
-	return u
+	return nil
 }
 
 // eventsOf returns the events of one object, newest first.
 func (s *store) eventsOf(kind, namespace, name string) []corev1.Event {
-	st, ok := s.events[kind]
-	if !ok {
-		return nil
-	}
 	var out []corev1.Event
-	for _, o := range st.List() {
+	for _, o := range s.eventObjects(kind) {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok || u.GetNamespace() != namespace {
 			continue
@@ -276,12 +275,8 @@ func (s *store) eventsOf(kind, namespace, name string) []corev1.Event {
 
 // allEvents returns the events of every object of a kind, newest first.
 func (s *store) allEvents(kind string) []corev1.Event {
-	st, ok := s.events[kind]
-	if !ok {
-		return nil
-	}
 	var out []corev1.Event
-	for _, o := range st.List() {
+	for _, o := range s.eventObjects(kind) {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
 			continue
@@ -309,4 +304,100 @@ func eventTime(ev corev1.Event) time.Time {
 		return ev.FirstTimestamp.Time
 	}
 	return ev.CreationTimestamp.Time
+}
+
+func (s *store) eventObjects(kind string) []any {
+	var out []any
+	for _, st := range s.events[kind] {
+		out = append(out, st.List()...)
+	}
+	return out
+}
+
+// scopes finds, per kind, the namespaces to watch: "" (all) when the user
+// may list and watch the kind cluster-wide, else each namespace where they
+// may (from SelfSubjectRulesReview, over the namespaces they may list or
+// were given). A kind with none is hidden.
+func (s *store) scopes(ctx context.Context, namespaces []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	may := func(ns string, k fluxKind) (bool, error) {
+		for _, verb := range []string{"list", "watch"} {
+			r, err := s.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: k.GVR.Group, Resource: k.GVR.Resource}}}, metav1.CreateOptions{})
+			if err != nil || !r.Status.Allowed {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	installed := map[string]bool{}
+	for _, k := range fluxKinds {
+		// A kind whose CRD is not installed is hidden too.
+		if _, err := s.dyn.Resource(k.GVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1}); err != nil && apierrors.IsNotFound(err) {
+			continue
+		}
+		installed[k.Kind] = true
+	}
+	if len(namespaces) == 0 {
+		var rest []fluxKind
+		for _, k := range fluxKinds {
+			if !installed[k.Kind] {
+				continue
+			}
+			ok, err := may("", k)
+			if err != nil {
+				return nil, fmt.Errorf("asking the API server what you may read: %w", err)
+			}
+			if ok {
+				out[k.Kind] = []string{metav1.NamespaceAll}
+			} else {
+				rest = append(rest, k)
+			}
+		}
+		if len(rest) == 0 {
+			return out, nil
+		}
+		nsl, err := s.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return out, nil // cannot tell where else to look: pass --namespace
+		}
+		for _, n := range nsl.Items {
+			namespaces = append(namespaces, n.Name)
+		}
+		return out, s.rules(ctx, out, rest, namespaces)
+	}
+	var kinds []fluxKind
+	for _, k := range fluxKinds {
+		if installed[k.Kind] {
+			kinds = append(kinds, k)
+		}
+	}
+	return out, s.rules(ctx, out, kinds, namespaces)
+}
+
+// rules adds to out each namespace in which the user may list and watch
+// each kind, from one SelfSubjectRulesReview per namespace.
+func (s *store) rules(ctx context.Context, out map[string][]string, kinds []fluxKind, namespaces []string) error {
+	for _, ns := range namespaces {
+		r, err := s.kube.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authzv1.SelfSubjectRulesReview{Spec: authzv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("asking the API server what you may read in %s: %w", ns, err)
+		}
+		for _, k := range kinds {
+			if allows(r.Status.ResourceRules, k.GVR, "list") && allows(r.Status.ResourceRules, k.GVR, "watch") {
+				out[k.Kind] = append(out[k.Kind], ns)
+			}
+		}
+	}
+	return nil
+}
+
+func allows(rules []authzv1.ResourceRule, gvr schema.GroupVersionResource, verb string) bool {
+	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
+	for _, r := range rules {
+		if has(r.Verbs, verb) && has(r.APIGroups, gvr.Group) && has(r.Resources, gvr.Resource) && len(r.ResourceNames) == 0 {
+			return true
+		}
+	}
+	return false
 }
