@@ -207,15 +207,21 @@ function updateBanner() {
 
 function openStream() {
   const es = new EventSource('/api/stream');
-  es.addEventListener('open', () => { conn.stream = true; updateBanner(); });
+  es.addEventListener('open', () => {
+    // Back after a break: what changed meanwhile was not told, so refetch.
+    if (!conn.stream) scheduleRefresh();
+    conn.stream = true;
+    updateBanner();
+  });
   es.addEventListener('error', () => { conn.stream = false; updateBanner(); });
   es.addEventListener('status', (e) => {
     try {
       const st = JSON.parse(e.data);
+      const was = conn.cluster;
       conn.cluster = !!st.connected;
       conn.message = st.message || '';
       updateBanner();
-      if (st.connected) scheduleRefresh();
+      if (st.connected && !was) scheduleRefresh(); // the cluster is back
     } catch { /* ignore bad event */ }
   });
   es.addEventListener('change', () => scheduleRefresh());
@@ -422,7 +428,7 @@ function pageOverview(main) {
     async update(refresh) {
       try {
         data = await api('/api/objects');
-        if (data.connected === false) { conn.cluster = false; updateBanner(); }
+        if (typeof data.connected === 'boolean' && data.connected !== conn.cluster) { conn.cluster = data.connected; updateBanner(); }
         render();
       } catch (e) {
         if (!refresh || !data) swap(body, errorBox(e));
@@ -492,7 +498,7 @@ function pageObject(main, kind, namespace, name) {
       h('p', { class: 'crumbs' }, h('a', { href: '/?kind=' + encodeURIComponent(ref.kind) }, ref.kind), ' / ',
         h('a', { href: '/?namespace=' + encodeURIComponent(ref.namespace) }, ref.namespace || '(cluster)')),
       h('h1', null, h('span', { class: 'muted' }, `${ref.kind} `), ref.name,
-        detail ? [' ', badge(sm.state)] : null,
+        detail ? [' ', h('span', { testid: 'object-state' }, badge(sm.state))] : null,
         detail && sm.suspended && sm.state !== 'suspended' ? [' ', badge('suspended')] : null),
       detail ? h('p', { class: 'links' },
         h('a', { href: yamlHref({ ...ref, apiVersion: sm.apiVersion }), testid: 'link-yaml' }, 'YAML'),
@@ -550,7 +556,8 @@ function pageObject(main, kind, namespace, name) {
   function historyPanel(d) {
     const hist = [...(d.history || [])].sort((a, b) =>
       new Date(b.lastReconciled || 0) - new Date(a.lastReconciled || 0));
-    const rows = hist.map((sn) => h('tr', { data: { revision: sn.revision } },
+    const rows = hist.map((sn) => h('tr', { data: { revision: sn.revision },
+      title: Object.entries(sn.metadata || {}).map(([k, v]) => `${k}: ${v}`).join('\n') || null },
       h('td', { class: 'mono', title: sn.revision }, shortRev(sn.revision)),
       h('td', { class: 'mono', title: sn.digest || '' }, shortDigest(sn.digest)),
       h('td', null, when(sn.firstReconciled)),
