@@ -99,6 +99,7 @@ function ago(t) {
 function when(t) {
   if (!t) return h('span', { class: 'muted' }, '—');
   const d = new Date(t);
+  if (Number.isNaN(d.getTime())) return h('span', null, String(t));
   return h('time', { datetime: d.toISOString(), title: d.toLocaleString() }, ago(t));
 }
 
@@ -106,7 +107,7 @@ function duration(sec) {
   if (sec === undefined || sec === null) return '';
   if (sec < 1) return `${Math.round(sec * 1000)}ms`;
   if (sec < 60) return `${sec.toFixed(1)}s`;
-  if (sec < 3600) return `${Math.floor(sec / 60)}m${Math.round(sec % 60)}s`;
+  if (sec < 3600) return `${Math.floor(sec / 60)}m${Math.floor(sec % 60)}s`;
   return `${Math.floor(sec / 3600)}h${Math.floor((sec % 3600) / 60)}m`;
 }
 
@@ -349,7 +350,12 @@ function pageOverview(main) {
   function fill(sel, label, values, value) {
     const vs = [...new Set(values.filter(Boolean))].sort();
     if (value && !vs.includes(value)) vs.push(value);
-    put(sel, h('option', { value: '' }, `All ${label}`), vs.map((v) => h('option', { value: v }, v)));
+    // Rebuilt only when the choices change: an open dropdown stays open.
+    const sig = JSON.stringify(vs);
+    if (sel.dataset.sig !== sig) {
+      put(sel, h('option', { value: '' }, `All ${label}`), vs.map((v) => h('option', { value: v }, v)));
+      sel.dataset.sig = sig;
+    }
     sel.value = value;
   }
 
@@ -456,16 +462,16 @@ function pageObject(main, kind, namespace, name) {
     busy = true;
     for (const b of buttons.querySelectorAll('button')) b.disabled = true;
     result.className = 'action-result';
-    result.textContent = "Sending…";
+    result.textContent = 'Sending…';
     try {
       const s = await sessionReady;
-      const body = { kind: ref.kind, namespace: ref.namespace, name: ref.name };
-      if (detail && detail.summary.apiVersion) body.apiVersion = detail.summary.apiVersion;
-      if (verb === 'reconcile' && TREE_KINDS.has(ref.kind)) body.withSource = true;
+      const payload = { kind: ref.kind, namespace: ref.namespace, name: ref.name };
+      if (detail && detail.summary.apiVersion) payload.apiVersion = detail.summary.apiVersion;
+      if (verb === 'reconcile' && TREE_KINDS.has(ref.kind)) payload.withSource = true;
       const r = await api(`/api/action/${verb}`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': s.csrfToken || '' },
-        body: JSON.stringify(body),
+        body: JSON.stringify(payload),
       });
       result.classList.add('ok');
       result.textContent = r.message || `${verb}: done`;
