@@ -893,7 +893,7 @@ function route() {
 document.addEventListener('click', (e) => {
   if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   const a = e.target.closest && e.target.closest('a');
-  if (!a || a.target || a.hasAttribute('download')) return;
+  if (!a || a.getAttribute('target') || a.hasAttribute('download')) return;
   const href = a.getAttribute('href');
   if (!href || !href.startsWith('/') || href.startsWith('//') || href.startsWith('/api/')) return;
   e.preventDefault();
