@@ -114,6 +114,19 @@ function duration(sec) {
 const badge = (state, text) => h('span', { class: `badge st-${state || 'unknown'}` }, text ?? state ?? 'unknown');
 const healthBadge = (health) => h('span', { class: `badge hl-${(health || 'Unknown').toLowerCase()}` }, health || 'Unknown');
 
+// Conditions whose True is abnormal (Flux's "negative polarity"), with the
+// state their True means.
+const ABNORMAL_TRUE = {
+  Reconciling: 'reconciling', Stalled: 'stalled', Drifted: 'stalled', ArtifactOutdated: 'reconciling',
+  FetchFailed: 'failed', BuildFailed: 'failed', StorageOperationFailed: 'failed', IncludeUnavailable: 'failed',
+};
+
+function conditionState(c) {
+  if (c.status !== 'True' && c.status !== 'False') return 'unknown';
+  if (c.type in ABNORMAL_TRUE) return c.status === 'True' ? ABNORMAL_TRUE[c.type] : 'unknown';
+  return c.status === 'True' ? 'ready' : 'failed';
+}
+
 function statusClass(status) {
   const s = (status || '').toLowerCase();
   if (/(succeed|success|deployed|applied|true|ready)/.test(s)) return 'ready';
@@ -518,7 +531,7 @@ function pageObject(main, kind, namespace, name) {
   function conditionsPanel(d) {
     const rows = (d.conditions || []).map((c) => h('tr', { data: { condition: c.type } },
       h('td', { class: 'name' }, c.type),
-      h('td', null, h('span', { class: `badge st-${c.status === 'True' ? (c.type === 'Ready' || c.type === 'Healthy' || c.type === 'ArtifactInStorage' || c.type === 'SourceVerified' ? 'ready' : 'reconciling') : c.status === 'False' ? (c.type === 'Ready' || c.type === 'Healthy' ? 'failed' : 'unknown') : 'unknown'}` }, c.status)),
+      h('td', null, badge(conditionState(c), c.status)),
       h('td', { class: 'reason' }, c.reason || ''),
       h('td', { class: 'msg-wrap' }, c.message || ''),
       h('td', null, when(c.lastTransitionTime)),
@@ -527,11 +540,18 @@ function pageObject(main, kind, namespace, name) {
   }
 
   function revisionsPanel(d) {
-    const differ = (d.lastAppliedRevision || '') !== (d.lastAttemptedRevision || '');
+    let applied = d.lastAppliedRevision || '', appliedNote = null;
+    if (!applied && ref.kind === 'HelmRelease') {
+      // A HelmRelease records no lastAppliedRevision: its newest deployed
+      // release (status.history) is what is applied.
+      const deployed = (d.history || []).find((sn) => sn.status === 'deployed');
+      if (deployed) { applied = deployed.revision; appliedNote = 'the chart version of the deployed release (status.history)'; }
+    }
+    const differ = applied !== (d.lastAttemptedRevision || '');
     return section('Revisions', h('dl', { class: `kv revisions${differ ? ' differ' : ''}` },
-      h('dt', null, 'Last applied'), h('dd', { class: 'mono', testid: 'revision-applied' }, d.lastAppliedRevision || ''),
+      h('dt', null, 'Last applied'), h('dd', { class: 'mono', testid: 'revision-applied', title: appliedNote }, applied),
       h('dt', null, 'Last attempted'), h('dd', { class: 'mono', testid: 'revision-attempted' }, d.lastAttemptedRevision || ''),
-      differ ? h('dd', { class: 'warn' }, d.lastAppliedRevision
+      differ ? h('dd', { class: 'warn' }, applied
         ? 'The last attempted revision differs from the last applied one.'
         : 'No revision applied yet.') : null));
   }
