@@ -296,6 +296,8 @@ function table(testid, head, rows, empty, key) {
       h('tbody', null, rows.length ? rows : h('tr', { class: 'empty' }, h('td', { colspan: head.length, class: 'muted' }, empty)))));
 }
 
+const loading = () => h('p', { class: 'muted loading' }, 'Loading…');
+
 function section(title, ...body) {
   return h('section', { class: 'panel' }, h('h2', null, title), body);
 }
@@ -342,7 +344,7 @@ function pageOverview(main) {
   const text = h('input', { type: 'search', testid: 'filter-text', placeholder: 'Filter: name, message, revision…', 'aria-label': 'Filter text' });
   text.value = f.q;
   const note = h('div', { class: 'note' });
-  const body = h('div');
+  const body = h('div', null, loading());
   put(main, h('h1', null, 'Overview'), counts,
     h('div', { class: 'filters' }, selKind, selNs, selState, text), note, body);
 
@@ -464,7 +466,7 @@ function pageObject(main, kind, namespace, name) {
   const result = h('span', { class: 'action-result', testid: 'action-result', 'aria-live': 'polite' });
   const buttons = h('span', { class: 'buttons' });
   const actions = h('div', { class: 'actions' }, buttons, result);
-  const body = h('div');
+  const body = h('div', null, loading());
   put(main, head, actions, body);
   let detail = null;
   let busy = false;
@@ -691,7 +693,7 @@ function pageObject(main, kind, namespace, name) {
 
 function pageDrift(main) {
   document.title = 'Eddy · Drift';
-  const body = h('div');
+  const body = h('div', null, loading());
   put(main, h('h1', null, 'Drift'),
     h('p', { class: 'muted' }, 'Fields another manager changed on applied objects, and that Eddy put back (from DriftCorrected events), newest first.'),
     body);
@@ -713,7 +715,7 @@ function pageYAML(main) {
   const q = new URLSearchParams(location.search);
   const ref = { apiVersion: q.get('apiVersion') || '', kind: q.get('kind') || '', namespace: q.get('namespace') || '', name: q.get('name') || '' };
   document.title = `Eddy · YAML ${ref.kind} ${ref.namespace}/${ref.name}`;
-  const body = h('div');
+  const body = h('div', null, loading());
   const flux = ref.apiVersion && /\.toolkit\.fluxcd\.io\//.test(ref.apiVersion);
   put(main,
     h('h1', null, h('span', { class: 'muted' }, `${ref.kind} `), ref.name),
@@ -744,7 +746,7 @@ function pageDiff(main, namespace, name) {
   const ref = { kind: 'Kustomization', namespace, name };
   document.title = `Eddy · Diff ${namespace}/${name}`;
   const info = h('p', { class: 'muted' }, 'Building the desired state and dry-running it on the server…');
-  const body = h('div');
+  const body = h('div', null, loading());
   put(main, h('h1', null, h('span', { class: 'muted' }, 'Diff '), refLink(ref)), info, body);
   let ok = false;
   const order = { created: 0, configured: 1, deleted: 2, unchanged: 3 };
@@ -780,7 +782,7 @@ function pageDiff(main, namespace, name) {
 
 function pageGraph(main) {
   document.title = 'Eddy · Graph';
-  const body = h('div');
+  const body = h('div', null, loading());
   put(main, h('h1', null, 'Dependency graph'),
     h('p', { class: 'muted legend' }, 'Sources on the left, then Kustomizations and HelmReleases by dependsOn depth. ',
       h('span', { class: 'edge-key source' }, '── source'), ' ', h('span', { class: 'edge-key depends' }, '- - dependsOn')),
