@@ -68,10 +68,12 @@ $(CONTROLLER_GEN): Makefile
 	@touch $@
 
 ## tools: the local cluster's binaries into bin/k8s and the real flux CLI into bin/flux (for the
-## compatibility e2e test), built from upstream source (idempotent)
+## compatibility e2e test), built from upstream source, and Debian's chromium package (for the
+## web UI's browser tests; apt-get, when /usr/bin/chromium is missing) (idempotent)
 tools:
 	bash tools/build.sh
 	bash tools/flux.sh
+	bash tools/chromium.sh
 
 ## test: unit, integration and e2e tests under the race detector (needs `make tools`; starts
 ## local clusters; e2e tests drive bin/eddy), then a short fuzz run. Without the companion
