@@ -80,9 +80,11 @@ tools:
 ## shared/ folder (../shared, or EDDY_SHARED_DIR) the tests of its real repositories are
 ## skipped, and the last line names them.
 SKIP_LOG := $(CURDIR)/bin/skipped-without-shared.txt
+## Files tests write with t.ArtifactDir() (the web UI's screenshots) are kept under bin/test-artifacts/_artifacts.
+ARTIFACTS := $(CURDIR)/bin/test-artifacts
 test: tools build $(CONTROLLER_GEN)
-	@rm -f $(SKIP_LOG)
-	EDDY_SKIP_LOG=$(SKIP_LOG) EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test $(GO_TEST_FLAGS) -v $(PACKAGES) || { $(MAKE) -s skipped-summary; exit 1; }
+	@rm -f $(SKIP_LOG); rm -rf $(ARTIFACTS); mkdir -p $(ARTIFACTS)
+	EDDY_SKIP_LOG=$(SKIP_LOG) EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test $(GO_TEST_FLAGS) -artifacts -outputdir $(ARTIFACTS) -v $(PACKAGES) || { $(MAKE) -s skipped-summary; exit 1; }
 	$(MAKE) fuzz
 	@$(MAKE) -s skipped-summary
 
