@@ -32,6 +32,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newVersionCommand(g), newCheckCommand(g))
 	root.AddCommand(newBootstrapCommand(g))
 	root.AddCommand(newPushCommand(g), newPullCommand(g), newTagCommand(g), newListCommand(g))
+	root.AddCommand(newUICommand(g))
 	return root
 }
 

@@ -2,16 +2,417 @@ package webui
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
 )
 
-// handler builds the routes. The store starts watching here.
+// api serves /api/ with the store.
+type api struct {
+	s      *Server
+	st     *store
+	hub    *hub
+	mapper meta.RESTMapper
+}
+
+// handler starts the store and builds the routes.
 func (s *Server) handler(ctx context.Context) (http.Handler, error) {
 	static, err := staticFiles()
 	if err != nil {
 		return nil, err
 	}
+	h := newHub()
+	st, err := newStore(ctx, s.opts.Config, h, s.opts.Namespaces)
+	if err != nil {
+		return nil, err
+	}
+	a := &api{s: s, st: st, hub: h, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(st.kube.Discovery()))}
 	mux := http.NewServeMux()
 	mux.Handle("/", static)
+	mux.HandleFunc("GET /api/session", a.session)
+	mux.HandleFunc("GET /api/objects", a.objects)
+	mux.HandleFunc("GET /api/object/{kind}/{namespace}/{name}", a.object)
+	mux.HandleFunc("GET /api/tree/{kind}/{namespace}/{name}", a.tree)
+	mux.HandleFunc("GET /api/drift", a.drift)
+	mux.HandleFunc("GET /api/graph", a.graph)
+	mux.HandleFunc("GET /api/yaml", a.yaml)
+	mux.HandleFunc("GET /api/diff/{namespace}/{name}", a.diff)
+	mux.HandleFunc("GET /api/stream", a.stream)
+	if !s.opts.ReadOnly {
+		mux.HandleFunc("POST /api/action/{verb}", a.action)
+	}
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such API: "+r.Method+" "+r.URL.Path)
+	})
 	return s.secure(mux), nil
 }
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// notReadable is the one answer for an object that does not exist and one
+// the user may not read: the page cannot tell them apart, nor should it.
+const notReadable = "not found, or not readable with your permissions"
+
+func (a *api) session(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, Session{CSRFToken: a.s.csrf, User: a.st.user, ReadOnly: a.s.opts.ReadOnly, Context: a.s.opts.Context, Server: a.s.opts.Config.Host})
+}
+
+func (a *api) objects(w http.ResponseWriter, _ *http.Request) {
+	objs := a.st.list()
+	out := Objects{Objects: make([]Summary, 0, len(objs)), Connected: a.st.status().Connected, Hidden: a.st.hidden}
+	for _, u := range objs {
+		out.Objects = append(out.Objects, summarize(u))
+	}
+	writeJSON(w, out)
+}
+
+func nsParam(r *http.Request) string {
+	ns := r.PathValue("namespace")
+	if ns == "_" { // cluster-scoped; no Flux kind is, but the route allows it
+		return ""
+	}
+	return ns
+}
+
+func (a *api) object(w http.ResponseWriter, r *http.Request) {
+	kind, ns, name := r.PathValue("kind"), nsParam(r), r.PathValue("name")
+	u := a.st.get(kind, ns, name)
+	if u == nil {
+		writeError(w, http.StatusNotFound, notReadable)
+		return
+	}
+	d := Detail{Summary: summarize(u), Conditions: conditions(u), History: history(u), Annotations: u.GetAnnotations()}
+	d.Artifact = artifactOf(u)
+	d.LastAppliedRevision, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+	d.LastAttemptedRevision, _, _ = unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
+	d.Spec, _, _ = unstructured.NestedMap(u.Object, "spec")
+	d.Events = []Event{}
+	for _, ev := range a.st.eventsOf(kind, ns, name) {
+		d.Events = append(d.Events, eventOf(ev, false))
+	}
+	if ref := d.Summary.SourceRef; ref != nil {
+		if src := a.st.get(ref.Kind, ref.Namespace, ref.Name); src != nil {
+			sum := summarize(src)
+			d.Source, d.SourceArtifact = &sum, artifactOf(src)
+			for _, ev := range a.st.eventsOf(ref.Kind, ref.Namespace, ref.Name) {
+				d.Events = append(d.Events, eventOf(ev, true))
+			}
+		}
+	}
+	sortEvents(d.Events)
+	writeJSON(w, d)
+}
+
+func artifactOf(u *unstructured.Unstructured) *Artifact {
+	m, ok, _ := unstructured.NestedMap(u.Object, "status", "artifact")
+	if !ok {
+		return nil
+	}
+	a := &Artifact{Revision: str(m, "revision"), Digest: str(m, "digest"), URL: str(m, "url"), LastUpdateTime: parseTime(str(m, "lastUpdateTime"))}
+	if n, ok := m["size"].(int64); ok {
+		a.Size = n
+	}
+	return a
+}
+
+func eventOf(ev corev1.Event, source bool) Event {
+	io := ev.InvolvedObject
+	return Event{Object: Ref{APIVersion: io.APIVersion, Kind: io.Kind, Namespace: io.Namespace, Name: io.Name},
+		Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Time: eventTime(ev), Count: max(ev.Count, 1), Source: source}
+}
+
+func sortEvents(evs []Event) {
+	for i := 1; i < len(evs); i++ { // insertion sort: stable, lists are short
+		for j := i; j > 0 && evs[j].Time.After(evs[j-1].Time); j-- {
+			evs[j], evs[j-1] = evs[j-1], evs[j]
+		}
+	}
+}
+
+func (a *api) graph(w http.ResponseWriter, _ *http.Request) {
+	g := Graph{Nodes: []GraphNode{}, Edges: []GraphEdge{}}
+	ids := map[string]bool{}
+	id := func(r Ref) string { return r.Kind + "/" + r.Namespace + "/" + r.Name }
+	var sums []Summary
+	for _, u := range a.st.list() {
+		s := summarize(u)
+		if staticKinds[s.Kind] || s.Kind == "Receiver" {
+			continue // notification objects are not in the delivery graph
+		}
+		sums = append(sums, s)
+		ids[id(s.Ref)] = true
+		g.Nodes = append(g.Nodes, GraphNode{ID: id(s.Ref), Ref: s.Ref, State: s.State})
+	}
+	for _, s := range sums {
+		if s.SourceRef != nil && ids[id(*s.SourceRef)] {
+			g.Edges = append(g.Edges, GraphEdge{From: id(*s.SourceRef), To: id(s.Ref), Type: "source"})
+		}
+		for _, d := range s.DependsOn {
+			if ids[id(d)] {
+				g.Edges = append(g.Edges, GraphEdge{From: id(d), To: id(s.Ref), Type: "dependsOn"})
+			}
+		}
+	}
+	writeJSON(w, g)
+}
+
+// yaml reads any object live (not from the cache: inventory objects are
+// not watched), with the user's credentials.
+func (a *api) yaml(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	gv, err := schema.ParseGroupVersion(q.Get("apiVersion"))
+	if err != nil || q.Get("kind") == "" || q.Get("name") == "" {
+		writeError(w, http.StatusBadRequest, "want apiVersion, kind, name and (for namespaced kinds) namespace")
+		return
+	}
+	u, err := a.getLive(r.Context(), gv.WithKind(q.Get("kind")), q.Get("namespace"), q.Get("name"))
+	if err != nil {
+		a.liveError(w, err)
+		return
+	}
+	out := YAML{Ref: refOf(u)}
+	if mf := u.GetManagedFields(); len(mf) > 0 {
+		b, _ := yaml.Marshal(map[string]any{"managedFields": mf})
+		out.ManagedFields = string(b)
+		u.SetManagedFields(nil)
+	}
+	b, err := yaml.Marshal(u.Object)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "rendering YAML: "+err.Error())
+		return
+	}
+	out.YAML = string(b)
+	writeJSON(w, out)
+}
+
+func (a *api) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	ri := a.st.dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return ri.Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	return ri.Get(ctx, name, metav1.GetOptions{})
+}
+
+func (a *api) liveError(w http.ResponseWriter, err error) {
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), meta.IsNoMatchError(err):
+		writeError(w, http.StatusNotFound, notReadable)
+	default:
+		writeError(w, http.StatusBadGateway, "the API server: "+err.Error())
+	}
+}
+
+// stream sends server-sent events: the connection status first, then every
+// change, and a comment every 15 s so proxies keep the connection open.
+func (a *api) stream(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	c := a.hub.subscribe()
+	defer a.hub.unsubscribe(c)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("X-Accel-Buffering", "no")
+	st, _ := json.Marshal(a.st.status())
+	fmt.Fprintf(w, "retry: 2000\nevent: status\ndata: %s\n\n", st)
+	fl.Flush()
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case msg := <-c:
+			_, err := w.Write(msg)
+			for more := true; more && err == nil; { // coalesce a burst into one flush
+				select {
+				case m := <-c:
+					_, err = w.Write(m)
+				default:
+					more = false
+				}
+			}
+			if err != nil {
+				return
+			}
+			fl.Flush()
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
+		}
+	}
+}
+
+// Annotations and values a Flux user knows: `flux reconcile` sets
+// requestedAt; suspend and resume patch spec.suspend.
+const requestedAtAnnotation = "reconcile.fluxcd.io/requestedAt"
+
+func (a *api) action(w http.ResponseWriter, r *http.Request) {
+	if !a.s.checkCSRF(r) {
+		writeError(w, http.StatusForbidden, "missing or wrong CSRF token: reload the page")
+		return
+	}
+	var act Action
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&act); err != nil {
+		writeError(w, http.StatusBadRequest, "want a JSON body {kind, namespace, name}")
+		return
+	}
+	k, ok := kindOf(act.Kind)
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a Flux kind", act.Kind))
+		return
+	}
+	if a.st.get(act.Kind, act.Namespace, act.Name) == nil {
+		writeError(w, http.StatusNotFound, notReadable)
+		return
+	}
+	ctx := r.Context()
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	var msg, reason string
+	var err error
+	switch verb := r.PathValue("verb"); verb {
+	case "reconcile":
+		if act.WithSource {
+			if src := a.withSource(act.Ref); src != nil {
+				if err = a.annotate(ctx, *src, now); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil {
+			err = a.annotate(ctx, act.Ref, now)
+		}
+		reason, msg = "ReconcileRequested", "reconcile requested"
+		if act.WithSource {
+			msg = "reconcile with source requested"
+		}
+	case "suspend", "resume":
+		suspend := verb == "suspend"
+		patch := map[string]any{"spec": map[string]any{"suspend": suspend}}
+		if !suspend { // as `flux resume`: reconcile at once
+			patch["metadata"] = map[string]any{"annotations": map[string]string{requestedAtAnnotation: now}}
+		}
+		err = a.patch(ctx, k, act.Ref, patch)
+		reason, msg = "Suspended", "suspended"
+		if !suspend {
+			reason, msg = "Resumed", "resumed"
+		}
+	default:
+		writeError(w, http.StatusNotFound, "no such action: "+verb)
+		return
+	}
+	if err != nil {
+		code := http.StatusBadGateway
+		if apierrors.IsForbidden(err) {
+			code = http.StatusForbidden
+		}
+		writeError(w, code, fmt.Sprintf("%s %s/%s/%s: %v", r.PathValue("verb"), act.Kind, act.Namespace, act.Name, apiMessage(err)))
+		return
+	}
+	by := a.st.user
+	if by == "" {
+		by = "an unknown user"
+	}
+	msg = fmt.Sprintf("%s by %s in eddy ui", msg, by)
+	if err := a.recordEvent(ctx, act.Ref, reason, msg); err != nil {
+		msg += " (not recorded as an event: " + apiMessage(err) + ")"
+	}
+	writeJSON(w, ActionResult{Message: msg})
+}
+
+// withSource is what `flux reconcile --with-source` reconciles first: a
+// Kustomization's source, a HelmRelease's HelmChart (status.helmChart) or
+// chartRef.
+func (a *api) withSource(r Ref) *Ref {
+	u := a.st.get(r.Kind, r.Namespace, r.Name)
+	if u == nil {
+		return nil
+	}
+	if r.Kind == "HelmRelease" {
+		if hc, _, _ := unstructured.NestedString(u.Object, "status", "helmChart"); hc != "" {
+			if ns, name, ok := strings.Cut(hc, "/"); ok && !strings.Contains(name, "/") {
+				return &Ref{Kind: "HelmChart", Namespace: ns, Name: name}
+			}
+		}
+	}
+	return sourceRefOf(u)
+}
+
+func (a *api) annotate(ctx context.Context, r Ref, at string) error {
+	k, ok := kindOf(r.Kind)
+	if !ok {
+		return fmt.Errorf("%q is not a Flux kind", r.Kind)
+	}
+	return a.patch(ctx, k, r, map[string]any{"metadata": map[string]any{"annotations": map[string]string{requestedAtAnnotation: at}}})
+}
+
+func (a *api) patch(ctx context.Context, k fluxKind, r Ref, patch map[string]any) error {
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = a.st.dyn.Resource(k.GVR).Namespace(r.Namespace).Patch(ctx, r.Name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "eddy-ui"})
+	return err
+}
+
+// recordEvent records an action on the object as a core/v1 Event naming
+// the user, created with the user's credentials.
+func (a *api) recordEvent(ctx context.Context, r Ref, reason, msg string) error {
+	k, _ := kindOf(r.Kind)
+	u, err := a.st.dyn.Resource(k.GVR).Namespace(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: r.Name + ".", Namespace: r.Namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(),
+			Name: u.GetName(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()},
+		Reason: reason, Message: msg, Type: corev1.EventTypeNormal,
+		Source: corev1.EventSource{Component: "eddy-ui"}, ReportingController: "eddy.dev/ui",
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	_, err = a.st.kube.CoreV1().Events(r.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	return err
+}
+
+// apiMessage is the API server's message without client-go's wrapping.
+func apiMessage(err error) string {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return se.Status().Message
+	}
+	return err.Error()
+}
+
+// tree, drift and diff are in tree.go.

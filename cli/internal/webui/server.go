@@ -38,6 +38,9 @@ type Options struct {
 	// Listen is host:port; DefaultListen when empty. A host that is not
 	// loopback needs AuthToken or TLS.
 	Listen string
+	// Namespaces limits the UI to these namespaces; empty: every namespace
+	// the user may read each kind in.
+	Namespaces []string
 	// ReadOnly leaves the actions (reconcile, suspend, resume) out.
 	ReadOnly bool
 	// AuthToken, when set, is required of every request: once as ?token=

@@ -1,0 +1,538 @@
+package webui
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/testenv"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var env *testenv.Environment
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+// serve starts a server for cfg on a free loopback port and returns its URL.
+func serve(t *testing.T, opts Options) string {
+	t.Helper()
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	srv, err := Listen(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	// Serve lists before it answers; wait for the first answer.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(srv.URL() + "api/session")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
+				return srv.URL()
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not answer in 30s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func getJSON(t *testing.T, u string, v any) int {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if v != nil {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func post(t *testing.T, u, token string, body any) (int, map[string]string) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(string(b)))
+	if token != "" {
+		req.Header.Set("X-CSRF-Token", token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]string{}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// fixture creates a namespace with a GitRepository and a Kustomization that
+// uses it, the Kustomization's Ready False with message msg.
+func fixture(t *testing.T, msg string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ui-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ns) })
+	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "repo"},
+		Spec: sourcev1.GitRepositorySpec{URL: "https://example.com/repo.git", Interval: metav1.Duration{Duration: time.Minute}}}
+	if err := env.Client.Create(ctx, repo); err != nil {
+		t.Fatal(err)
+	}
+	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "apps"},
+		Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Minute}, Path: "./apps", Prune: true,
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: "GitRepository", Name: "repo"}}}
+	if err := env.Client.Create(ctx, ks); err != nil {
+		t.Fatal(err)
+	}
+	apimeta.SetStatusCondition(&ks.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "BuildFailed", Message: msg, ObservedGeneration: ks.Generation})
+	if err := env.Client.Status().Update(ctx, ks); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func TestListenNeedsAuthOffLoopback(t *testing.T) {
+	_, err := Listen(Options{Config: env.Config, Listen: "0.0.0.0:0"})
+	if err == nil || err != errNeedsAuth {
+		t.Fatalf("non-loopback without token: %v", err)
+	}
+	srv, err := Listen(Options{Config: env.Config, Listen: "0.0.0.0:0", AuthToken: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.ln.Close()
+}
+
+func TestServer(t *testing.T) {
+	ns := fixture(t, `kustomization path not found: "./<script>alert(1)</script>"`)
+	base := serve(t, Options{Config: env.Config, Context: "test"})
+
+	var sess Session
+	getJSON(t, base+"api/session", &sess)
+	if sess.CSRFToken == "" || sess.ReadOnly || sess.Context != "test" {
+		t.Fatalf("session: %+v", sess)
+	}
+	if sess.User == "" {
+		t.Errorf("session names no user (SelfSubjectReview)")
+	}
+
+	t.Run("overview", func(t *testing.T) {
+		var objs Objects
+		getJSON(t, base+"api/objects", &objs)
+		states := map[string]string{}
+		for _, o := range objs.Objects {
+			if o.Namespace == ns {
+				states[o.Kind+"/"+o.Name] = o.State
+			}
+		}
+		if states["Kustomization/apps"] != "failed" || states["GitRepository/repo"] != "unknown" || !objs.Connected {
+			t.Fatalf("states %v, connected %v", states, objs.Connected)
+		}
+	})
+
+	t.Run("detail", func(t *testing.T) {
+		var d Detail
+		if code := getJSON(t, base+"api/object/Kustomization/"+ns+"/apps", &d); code != 200 {
+			t.Fatalf("GET detail: %d", code)
+		}
+		if d.Summary.SourceRef == nil || d.Summary.SourceRef.Name != "repo" || d.Source == nil || len(d.Conditions) != 1 ||
+			d.Conditions[0].Message != `kustomization path not found: "./<script>alert(1)</script>"` {
+			t.Fatalf("detail: %+v", d)
+		}
+		if code := getJSON(t, base+"api/object/Kustomization/"+ns+"/nope", nil); code != http.StatusNotFound {
+			t.Fatalf("missing object: %d", code)
+		}
+	})
+
+	t.Run("headers and host", func(t *testing.T) {
+		resp, err := http.Get(base + "object/Kustomization/" + ns + "/apps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		csp := resp.Header.Get("Content-Security-Policy")
+		if resp.StatusCode != 200 || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") ||
+			resp.Header.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Fatalf("page route: %d %v", resp.StatusCode, resp.Header)
+		}
+		// DNS rebinding: another site's name resolving to loopback.
+		req, _ := http.NewRequest(http.MethodGet, base+"api/objects", nil)
+		req.Host = "evil.example.com:" + portOf(base)
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMisdirectedRequest {
+			t.Fatalf("foreign Host: %d", resp.StatusCode)
+		}
+	})
+
+	t.Run("actions", func(t *testing.T) {
+		act := Action{Ref: Ref{Kind: "Kustomization", Namespace: ns, Name: "apps"}, WithSource: true}
+		if code, _ := post(t, base+"api/action/reconcile", "", act); code != http.StatusForbidden {
+			t.Fatalf("reconcile without CSRF token: %d", code)
+		}
+		if code, _ := post(t, base+"api/action/reconcile", "wrong", act); code != http.StatusForbidden {
+			t.Fatalf("reconcile with a wrong CSRF token: %d", code)
+		}
+		code, res := post(t, base+"api/action/reconcile", sess.CSRFToken, act)
+		if code != 200 || res["message"] != "reconcile with source requested by "+sess.User+" in eddy ui" {
+			t.Fatalf("reconcile: %d %v", code, res)
+		}
+		ctx := context.Background()
+		var ks kustomizev1.Kustomization
+		var repo sourcev1.GitRepository
+		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "apps"}, &ks)
+		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "repo"}, &repo)
+		if ks.Annotations[requestedAtAnnotation] == "" || repo.Annotations[requestedAtAnnotation] == "" {
+			t.Fatalf("requestedAt: ks %v, repo %v", ks.Annotations, repo.Annotations)
+		}
+		var evs corev1.EventList
+		_ = env.Client.List(ctx, &evs, client.InNamespace(ns))
+		found := false
+		for _, e := range evs.Items {
+			found = found || (e.InvolvedObject.Name == "apps" && e.Reason == "ReconcileRequested" && strings.Contains(e.Message, sess.User))
+		}
+		if !found {
+			t.Fatalf("no ReconcileRequested event naming %s: %v", sess.User, evs.Items)
+		}
+		if code, res := post(t, base+"api/action/suspend", sess.CSRFToken, act); code != 200 {
+			t.Fatalf("suspend: %d %v", code, res)
+		}
+		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "apps"}, &ks)
+		if !ks.Spec.Suspend {
+			t.Fatal("suspend did not set spec.suspend")
+		}
+		if code, res := post(t, base+"api/action/resume", sess.CSRFToken, act); code != 200 {
+			t.Fatalf("resume: %d %v", code, res)
+		}
+		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "apps"}, &ks)
+		if ks.Spec.Suspend {
+			t.Fatal("resume did not clear spec.suspend")
+		}
+	})
+
+	t.Run("read-only", func(t *testing.T) {
+		ro := serve(t, Options{Config: env.Config, ReadOnly: true})
+		var s Session
+		getJSON(t, ro+"api/session", &s)
+		code, _ := post(t, ro+"api/action/suspend", s.CSRFToken, Action{Ref: Ref{Kind: "Kustomization", Namespace: ns, Name: "apps"}})
+		if !s.ReadOnly || code != http.StatusNotFound {
+			t.Fatalf("read-only: session %v, suspend %d", s.ReadOnly, code)
+		}
+	})
+
+	t.Run("stream", func(t *testing.T) {
+		events := openStream(t, base)
+		if ev := <-events; ev.name != "status" || !strings.Contains(ev.data, `"connected":true`) {
+			t.Fatalf("first event: %+v", ev)
+		}
+		var ks kustomizev1.Kustomization
+		_ = env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "apps"}, &ks)
+		ks.Labels = map[string]string{"touched": "yes"}
+		if err := env.Client.Update(context.Background(), &ks); err != nil {
+			t.Fatal(err)
+		}
+		waitEvent(t, events, "change", `"name":"apps"`, 10*time.Second)
+	})
+}
+
+func portOf(u string) string {
+	p, _ := url.Parse(u)
+	return p.Port()
+}
+
+type sse struct{ name, data string }
+
+func openStream(t *testing.T, base string) <-chan sse {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"api/stream", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("stream Content-Type %q", ct)
+	}
+	out := make(chan sse, 1024)
+	go func() {
+		defer resp.Body.Close()
+		r := bufio.NewReader(resp.Body)
+		var ev sse
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				close(out)
+				return
+			}
+			line = strings.TrimRight(line, "\n")
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev.name = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				ev.data = line[6:]
+			case line == "" && ev.name != "":
+				out <- ev
+				ev = sse{}
+			}
+		}
+	}()
+	return out
+}
+
+func waitEvent(t *testing.T, events <-chan sse, name, contains string, within time.Duration) {
+	t.Helper()
+	timeout := time.After(within)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatalf("the stream closed before an event %s with %s", name, contains)
+			}
+			if ev.name == name && strings.Contains(ev.data, contains) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no event %s with %s within %s", name, contains, within)
+		}
+	}
+}
+
+// TestRBAC: a user who may list Kustomizations only sees them; other kinds
+// are absent (hidden), not errors, and their objects are 404.
+func TestRBAC(t *testing.T) {
+	ns := fixture(t, "ok")
+	ctx := context.Background()
+	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{GenerateName: "ui-viewer-"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"get", "list", "watch"}}}}
+	if err := env.Client.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{GenerateName: "ui-viewer-"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: cr.Name},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "ui-viewer"}}}
+	if err := env.Client.Create(ctx, crb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, crb); _ = env.Client.Delete(ctx, cr) })
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "ui-viewer"}
+	base := serve(t, Options{Config: cfg})
+	var objs Objects
+	getJSON(t, base+"api/objects", &objs)
+	for _, o := range objs.Objects {
+		if o.Kind != "Kustomization" {
+			t.Fatalf("ui-viewer sees a %s", o.Kind)
+		}
+	}
+	if !strings.Contains(fmt.Sprint(objs.Hidden), "GitRepository") {
+		t.Fatalf("hidden kinds: %v", objs.Hidden)
+	}
+	if code := getJSON(t, base+"api/object/GitRepository/"+ns+"/repo", nil); code != http.StatusNotFound {
+		t.Fatalf("a GitRepository for ui-viewer: %d", code)
+	}
+	var d Detail
+	if code := getJSON(t, base+"api/object/Kustomization/"+ns+"/apps", &d); code != 200 || d.Source != nil {
+		t.Fatalf("Kustomization for ui-viewer: %d, source %v", code, d.Source)
+	}
+	var sess Session
+	getJSON(t, base+"api/session", &sess)
+	if code, _ := post(t, base+"api/action/suspend", sess.CSRFToken, Action{Ref: Ref{Kind: "Kustomization", Namespace: ns, Name: "apps"}}); code != http.StatusForbidden {
+		t.Fatalf("suspend by a viewer: %d", code)
+	}
+	if code := getJSON(t, base+"api/yaml?apiVersion=v1&kind=Namespace&name="+ns, nil); code != http.StatusNotFound {
+		t.Fatalf("a Namespace's YAML for ui-viewer: %d", code)
+	}
+}
+
+// TestClusterGoesAway: the page is told when the API server cannot be
+// reached and when it can again (through a proxy the test cuts).
+func TestClusterGoesAway(t *testing.T) {
+	target, _ := url.Parse(env.Config.Host)
+	p := startProxy(t, "127.0.0.1:0", target.Host)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Host = "https://" + p.addr
+	base := serve(t, Options{Config: cfg})
+	events := openStream(t, base)
+	waitEvent(t, events, "status", `"connected":true`, 10*time.Second)
+	p.stop()
+	waitEvent(t, events, "status", `"connected":false`, 15*time.Second)
+	startProxy(t, p.addr, target.Host)
+	waitEvent(t, events, "status", `"connected":true`, 15*time.Second)
+}
+
+type proxy struct {
+	addr  string
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func startProxy(t *testing.T, addr, target string) *proxy {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	for i := 0; i < 50; i++ { // the port of a proxy just closed may linger
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{addr: ln.Addr().String(), ln: ln}
+	t.Cleanup(p.stop)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			go func() { _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) stop() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestAuthToken: with --auth-token every request needs it, once in the URL
+// (then as a cookie) or as a bearer token.
+func TestAuthToken(t *testing.T) {
+	base := serve(t, Options{Config: env.Config, AuthToken: "s3cret"})
+	if code := getJSON(t, base+"api/objects", nil); code != http.StatusUnauthorized {
+		t.Fatalf("without the token: %d", code)
+	}
+	if code := getJSON(t, base+"?token=wrong", nil); code != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: %d", code)
+	}
+	resp, err := http.Get(base + "?token=s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "eddy-ui-token" {
+			cookie = c
+		}
+	}
+	if resp.StatusCode != 200 || cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("with ?token: %d, cookie %+v", resp.StatusCode, cookie)
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"api/objects", nil)
+	req.AddCookie(cookie)
+	if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("with the cookie: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	req, _ = http.NewRequest(http.MethodGet, base+"api/objects", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("with a bearer token: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// TestNamespacedUser: a user who may read Kustomizations in one namespace
+// only sees them there, found on their own when they may list namespaces,
+// or in the namespaces they name.
+func TestNamespacedUser(t *testing.T) {
+	ns := fixture(t, "ok")
+	other := fixture(t, "ok")
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ui-team"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"get", "list", "watch"}}}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ui-team"},
+		RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "ui-team"},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "ui-team"},
+			{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "ui-team-nolist"}}}
+	cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{GenerateName: "ui-ns-lister-"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list"}}}}
+	for _, o := range []client.Object{role, rb, cr} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{GenerateName: "ui-ns-lister-"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: cr.Name},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "ui-team"}}}
+	if err := env.Client.Create(ctx, crb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, crb); _ = env.Client.Delete(ctx, cr) })
+	seen := func(base string) map[string]bool {
+		var objs Objects
+		getJSON(t, base+"api/objects", &objs)
+		m := map[string]bool{}
+		for _, o := range objs.Objects {
+			m[o.Kind+"/"+o.Namespace+"/"+o.Name] = true
+		}
+		return m
+	}
+	as := func(user string) *rest.Config {
+		cfg := rest.CopyConfig(env.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		return cfg
+	}
+	want := "Kustomization/" + ns + "/apps"
+	if m := seen(serve(t, Options{Config: as("ui-team")})); !m[want] || m["Kustomization/"+other+"/apps"] || len(m) != 1 {
+		t.Fatalf("ui-team (may list namespaces) sees %v", m)
+	}
+	if m := seen(serve(t, Options{Config: as("ui-team-nolist")})); len(m) != 0 {
+		t.Fatalf("ui-team-nolist without --namespace sees %v", m)
+	}
+	if m := seen(serve(t, Options{Config: as("ui-team-nolist"), Namespaces: []string{ns, other}})); !m[want] || len(m) != 1 {
+		t.Fatalf("ui-team-nolist with --namespace sees %v", m)
+	}
+}

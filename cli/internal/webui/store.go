@@ -1,0 +1,403 @@
+package webui
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// fluxKind is one kind the UI watches.
+type fluxKind struct {
+	Kind string
+	GVR  schema.GroupVersionResource
+}
+
+// fluxKinds are the kinds shown, in the overview's order: sources, then
+// appliers, then notification. Versions are the storage versions.
+var fluxKinds = []fluxKind{
+	{"GitRepository", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}},
+	{"OCIRepository", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "ocirepositories"}},
+	{"HelmRepository", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "helmrepositories"}},
+	{"HelmChart", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "helmcharts"}},
+	{"Kustomization", schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}},
+	{"HelmRelease", schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}},
+	{"Alert", schema.GroupVersionResource{Group: "notification.toolkit.fluxcd.io", Version: "v1", Resource: "alerts"}},
+	{"Provider", schema.GroupVersionResource{Group: "notification.toolkit.fluxcd.io", Version: "v1", Resource: "providers"}},
+	{"Receiver", schema.GroupVersionResource{Group: "notification.toolkit.fluxcd.io", Version: "v1", Resource: "receivers"}},
+}
+
+func kindOf(kind string) (fluxKind, bool) {
+	for _, k := range fluxKinds {
+		if k.Kind == kind {
+			return k, true
+		}
+	}
+	return fluxKind{}, false
+}
+
+// store holds informers over the Flux kinds and their events, with the
+// user's credentials. A kind the user may not list (or whose CRD is not
+// installed) is hidden: absent, not an error.
+type store struct {
+	dyn     dynamic.Interface
+	kube    kubernetes.Interface
+	hub     *hub
+	objects map[string][]cache.GenericLister // by Kind; one per watched namespace ("" all)
+	events  map[string][]cache.Store         // core/v1 Events, by the involved object's Kind
+	hidden  []string
+
+	mu        sync.Mutex
+	connected bool
+	connMsg   string
+	user      string
+}
+
+var eventsGVR = schema.GroupVersionResource{Version: "v1", Resource: "events"}
+
+// newStore starts the informers and waits (at most 30 s) for their first
+// list. The informers run until ctx is done. namespaces limits what is
+// watched; empty: every namespace the user may list each kind in.
+func newStore(ctx context.Context, cfg *rest.Config, h *hub, namespaces []string) (*store, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 50, 100
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &store{dyn: dyn, kube: kube, hub: h, objects: map[string][]cache.GenericLister{}, events: map[string][]cache.Store{}, connected: true}
+	if r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
+		s.user = r.Status.UserInfo.Username
+	}
+	var synced []cache.InformerSynced
+	notify := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			h.publish("change", Change{Ref: Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}})
+		}
+	}
+	notifyEvent := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			io, _, _ := unstructured.NestedStringMap(u.Object, "involvedObject")
+			h.publish("change", Change{Ref: Ref{APIVersion: io["apiVersion"], Kind: io["kind"], Namespace: io["namespace"], Name: io["name"]}})
+		}
+	}
+	handlers := func(f func(any)) cache.ResourceEventHandlerFuncs {
+		return cache.ResourceEventHandlerFuncs{AddFunc: f, UpdateFunc: func(_, n any) { f(n) }, DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			f(o)
+		}}
+	}
+	scopes, err := s.scopes(ctx, namespaces)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range fluxKinds {
+		nss := scopes[k.Kind]
+		if len(nss) == 0 {
+			s.hidden = append(s.hidden, k.Kind)
+			continue
+		}
+		for _, ns := range nss {
+			f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil)
+			inf := f.ForResource(k.GVR)
+			_ = inf.Informer().SetTransform(dropManagedFields)
+			_, _ = inf.Informer().AddEventHandler(handlers(notify))
+			_ = inf.Informer().SetWatchErrorHandlerWithContext(s.watchError)
+			s.objects[k.Kind] = append(s.objects[k.Kind], inf.Lister())
+			synced = append(synced, inf.Informer().HasSynced)
+			f.Start(ctx.Done())
+
+			// Events of this kind only: an informer per kind with a field
+			// selector keeps other objects' events (pods, nodes) out of memory.
+			sel := "involvedObject.kind=" + k.Kind
+			if _, err := dyn.Resource(eventsGVR).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: sel}); err != nil {
+				continue // events not readable: the pages show none
+			}
+			ef := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, func(o *metav1.ListOptions) { o.FieldSelector = sel })
+			einf := ef.ForResource(eventsGVR).Informer()
+			_ = einf.SetTransform(dropManagedFields)
+			_, _ = einf.AddEventHandler(handlers(notifyEvent))
+			s.events[k.Kind] = append(s.events[k.Kind], einf.GetStore())
+			synced = append(synced, einf.HasSynced)
+			ef.Start(ctx.Done())
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
+		return nil, fmt.Errorf("the API server did not answer the first list within 30s")
+	}
+	go s.probe(ctx)
+	return s, nil
+}
+
+func dropManagedFields(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// watchError marks the cluster unreachable; probe marks it back.
+func (s *store) watchError(_ context.Context, _ *cache.Reflector, err error) {
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return // a normal relist
+	}
+	s.setConnected(false, "the API server is not reachable; reconnecting")
+}
+
+// probe asks the API server for its version every 3 s, so the page learns
+// within seconds that the cluster went away and came back.
+func (s *store) probe(ctx context.Context) {
+	t := time.NewTicker(3 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := s.kube.Discovery().RESTClient().Get().AbsPath("/version").Do(pctx).Error()
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.setConnected(false, "the API server is not reachable; reconnecting")
+		} else {
+			s.setConnected(true, "")
+		}
+	}
+}
+
+func (s *store) setConnected(ok bool, msg string) {
+	s.mu.Lock()
+	changed := s.connected != ok
+	s.connected, s.connMsg = ok, msg
+	s.mu.Unlock()
+	if changed {
+		s.hub.publish("status", Status{Connected: ok, Message: msg})
+	}
+}
+
+func (s *store) status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Status{Connected: s.connected, Message: s.connMsg}
+}
+
+// list returns every watched object, in kind order then namespace/name.
+func (s *store) list() []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, k := range fluxKinds {
+		var us []*unstructured.Unstructured
+		for _, l := range s.objects[k.Kind] {
+			objs, _ := l.List(labels.Everything())
+			for _, o := range objs {
+				if u, ok := o.(*unstructured.Unstructured); ok {
+					us = append(us, u)
+				}
+			}
+		}
+		sort.Slice(us, func(i, j int) bool {
+			if us[i].GetNamespace() != us[j].GetNamespace() {
+				return us[i].GetNamespace() < us[j].GetNamespace()
+			}
+			return us[i].GetName() < us[j].GetName()
+		})
+		out = append(out, us...)
+	}
+	return out
+}
+
+// get returns one object, or nil when it does not exist or its kind is
+// hidden.
+func (s *store) get(kind, namespace, name string) *unstructured.Unstructured {
+	for _, l := range s.objects[kind] {
+		var o runtime.Object
+		var err error
+		if namespace == "" {
+			o, err = l.Get(name)
+		} else {
+			o, err = l.ByNamespace(namespace).Get(name)
+		}
+		if err == nil {
+			u, _ := o.(*unstructured.Unstructured)
+			return u
+		}
+	}
+	return nil
+}
+
+// eventsOf returns the events of one object, newest first.
+func (s *store) eventsOf(kind, namespace, name string) []corev1.Event {
+	var out []corev1.Event
+	for _, o := range s.eventObjects(kind) {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok || u.GetNamespace() != namespace {
+			continue
+		}
+		var ev corev1.Event
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ev) != nil {
+			continue
+		}
+		if ev.InvolvedObject.Name == name && ev.InvolvedObject.Kind == kind {
+			out = append(out, ev)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return eventTime(out[i]).After(eventTime(out[j])) })
+	return out
+}
+
+// allEvents returns the events of every object of a kind, newest first.
+func (s *store) allEvents(kind string) []corev1.Event {
+	var out []corev1.Event
+	for _, o := range s.eventObjects(kind) {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		var ev corev1.Event
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ev) == nil {
+			out = append(out, ev)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return eventTime(out[i]).After(eventTime(out[j])) })
+	return out
+}
+
+// eventTime is when an event last happened, whichever field its writer
+// filled.
+func eventTime(ev corev1.Event) time.Time {
+	switch {
+	case ev.Series != nil && !ev.Series.LastObservedTime.IsZero():
+		return ev.Series.LastObservedTime.Time
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	case !ev.FirstTimestamp.IsZero():
+		return ev.FirstTimestamp.Time
+	}
+	return ev.CreationTimestamp.Time
+}
+
+func (s *store) eventObjects(kind string) []any {
+	var out []any
+	for _, st := range s.events[kind] {
+		out = append(out, st.List()...)
+	}
+	return out
+}
+
+// scopes finds, per kind, the namespaces to watch: "" (all) when the user
+// may list and watch the kind cluster-wide, else each namespace where they
+// may (from SelfSubjectRulesReview, over the namespaces they may list or
+// were given). A kind with none is hidden.
+func (s *store) scopes(ctx context.Context, namespaces []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	may := func(ns string, k fluxKind) (bool, error) {
+		for _, verb := range []string{"list", "watch"} {
+			r, err := s.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: k.GVR.Group, Resource: k.GVR.Resource}}}, metav1.CreateOptions{})
+			if err != nil || !r.Status.Allowed {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	installed := map[string]bool{}
+	for _, k := range fluxKinds {
+		// A kind whose CRD is not installed is hidden too.
+		if _, err := s.dyn.Resource(k.GVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1}); err != nil && apierrors.IsNotFound(err) {
+			continue
+		}
+		installed[k.Kind] = true
+	}
+	if len(namespaces) == 0 {
+		var rest []fluxKind
+		for _, k := range fluxKinds {
+			if !installed[k.Kind] {
+				continue
+			}
+			ok, err := may("", k)
+			if err != nil {
+				return nil, fmt.Errorf("asking the API server what you may read: %w", err)
+			}
+			if ok {
+				out[k.Kind] = []string{metav1.NamespaceAll}
+			} else {
+				rest = append(rest, k)
+			}
+		}
+		if len(rest) == 0 {
+			return out, nil
+		}
+		nsl, err := s.kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return out, nil // cannot tell where else to look: pass --namespace
+		}
+		for _, n := range nsl.Items {
+			namespaces = append(namespaces, n.Name)
+		}
+		return out, s.rules(ctx, out, rest, namespaces)
+	}
+	var kinds []fluxKind
+	for _, k := range fluxKinds {
+		if installed[k.Kind] {
+			kinds = append(kinds, k)
+		}
+	}
+	return out, s.rules(ctx, out, kinds, namespaces)
+}
+
+// rules adds to out each namespace in which the user may list and watch
+// each kind, from one SelfSubjectRulesReview per namespace.
+func (s *store) rules(ctx context.Context, out map[string][]string, kinds []fluxKind, namespaces []string) error {
+	for _, ns := range namespaces {
+		r, err := s.kube.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authzv1.SelfSubjectRulesReview{Spec: authzv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("asking the API server what you may read in %s: %w", ns, err)
+		}
+		for _, k := range kinds {
+			if allows(r.Status.ResourceRules, k.GVR, "list") && allows(r.Status.ResourceRules, k.GVR, "watch") {
+				out[k.Kind] = append(out[k.Kind], ns)
+			}
+		}
+	}
+	return nil
+}
+
+func allows(rules []authzv1.ResourceRule, gvr schema.GroupVersionResource, verb string) bool {
+	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
+	for _, r := range rules {
+		if has(r.Verbs, verb) && has(r.APIGroups, gvr.Group) && has(r.Resources, gvr.Resource) && len(r.ResourceNames) == 0 {
+			return true
+		}
+	}
+	return false
+}
