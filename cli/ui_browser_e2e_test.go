@@ -560,8 +560,8 @@ func checkCommit(t *testing.T, b *browser, u *user, repo string) {
 	}
 	// The commit message, in source-controller's event, renders as text.
 	b.open("/object/GitRepository/flux-system/flux-system", `[data-testid=events] tr[data-reason]`)
-	b.waitFor("the GitRepository's events show the commit message literally", 20*time.Second, fmt.Sprintf(`[document.querySelector("[data-testid=events]").textContent.includes(%q),
-		document.querySelector("[data-testid=events]").textContent.slice(0, 400)]`, xssScript))
+	b.waitFor("the GitRepository's events show the commit message literally", 20*time.Second, fmt.Sprintf(`[document.querySelector("[data-testid=events]").innerText.includes(%q),
+		document.querySelector("[data-testid=events]").innerText.slice(0, 400)]`, xssScript))
 	b.checkNoXSS("GitRepository page with the commit message probe")
 }
 
@@ -630,7 +630,8 @@ func checkActions(t *testing.T, b *browser, c client.Client) {
 }
 
 // checkXSS opens the probe Kustomization: its Ready message (quoting the
-// path) and its annotation show literally, and nothing ran.
+// path) and its annotation show literally (in the rendered text, innerText),
+// and nothing ran.
 func checkXSS(t *testing.T, b *browser, c client.Client) {
 	key := types.NamespacedName{Namespace: "flux-system", Name: "xss-probe"}
 	waitUntil(t, "xss-probe's Ready message quotes its path", 60*time.Second, func() (bool, string) {
@@ -646,8 +647,8 @@ func checkXSS(t *testing.T, b *browser, c client.Client) {
 	})
 	b.open("/object/Kustomization/flux-system/xss-probe", `[data-testid=conditions] tr[data-condition=Ready]`)
 	b.waitFor("the Ready message and the annotation show the probes as text", 15*time.Second, fmt.Sprintf(`(() => {
-		const c = document.querySelector("[data-testid=conditions] tr[data-condition=Ready]").textContent;
-		const a = (document.querySelector("[data-testid=annotations]") || {textContent: "no [data-testid=annotations]"}).textContent;
+		const c = document.querySelector("[data-testid=conditions] tr[data-condition=Ready]").innerText;
+		const a = (document.querySelector("[data-testid=annotations]") || {innerText: "no [data-testid=annotations]"}).innerText;
 		return [c.includes(%q) && a.includes(%q), "Ready: " + c.slice(0, 300) + " | annotations: " + a.slice(0, 300)];
 	})()`, xssScript, xssImg))
 	b.checkNoXSS("xss-probe page")
