@@ -8,6 +8,7 @@ if [ -x /usr/bin/chromium ]; then
 	echo "chromium is installed ($(/usr/bin/chromium --version 2>/dev/null || echo /usr/bin/chromium))"
 	exit 0
 fi
+command -v apt-get >/dev/null || { echo "/usr/bin/chromium is missing and there is no apt-get: install Debian's chromium package (the UI browser tests run /usr/bin/chromium)" >&2; exit 1; }
 sudo=
 if [ "$(id -u)" != 0 ]; then
 	command -v sudo >/dev/null || { echo "chromium is missing: install Debian's chromium package as root (apt-get install chromium)" >&2; exit 1; }
