@@ -97,7 +97,7 @@ skipped-summary:
 ## fuzz: each fuzz test for FUZZTIME (default 10s: replaying the corpus takes a few seconds)
 FUZZTIME ?= 10s
 FUZZ_TARGETS := FuzzEventHandler:./notification-controller/internal/server/ FuzzReceiverHandler:./notification-controller/internal/server/ \
-	FuzzExtract:./pkg/artifact/ FuzzLoadIgnore:./pkg/artifact/ FuzzParseID:./pkg/ssa/ \
+	FuzzExtract:./pkg/artifact/ FuzzLoadIgnore:./pkg/artifact/ FuzzParseID:./pkg/ssa/ FuzzDriftMessage:./pkg/ssa/ \
 	FuzzSubstitute:./pkg/kustomize/
 ## A run that ends in the fuzzing engine's own "context deadline exceeded" with no failing
 ## input written (a worker slow to stop on a loaded machine) is run once more; a finding fails.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/cli/internal/inspect"
 	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -115,28 +116,19 @@ func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespac
 	} else if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, k); err != nil {
 		return nil, nil, err
 	}
-	vars := map[string]string{}
-	if c != nil {
-		if vars, err = kustomize.Variables(ctx, c, k); err != nil {
-			return nil, nil, err
-		}
-	} else if k.Spec.PostBuild != nil {
-		for key, v := range k.Spec.PostBuild.Substitute {
-			vars[key] = v
-		}
-	}
 	tree, err := kustomize.ReadDirTree(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := kustomize.SpecOptions(k, vars, !lb.strictSubst)
-	opts.Path = "." // the local directory is spec.path
-	res, err := kustomize.Build(tree, opts)
+	var r client.Reader
+	if c != nil {
+		r = c
+	}
+	objs, err := inspect.Build(ctx, r, k, tree, ".", lb.strictSubst) // the local directory is spec.path
 	if err != nil {
 		return nil, nil, err
 	}
-	kustomize.SetOwnerLabels(res.Objects, k.Name, k.Namespace)
-	return k, res.Objects, nil
+	return k, objs, nil
 }
 
 // objectsYAML is each object as a YAML document behind "---".

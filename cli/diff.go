@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 
+	"github.com/eddyops/eddy/cli/internal/inspect"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/spf13/cobra"
 )
@@ -19,10 +19,6 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
-
-// fieldManager is kustomize-controller's field manager, under which the
-// diff dry-runs.
-const fieldManager = "kustomize-controller"
 
 func newDiffCommand(g *globalFlags) *cobra.Command {
 	diff := &cobra.Command{Use: "diff", Short: "Diff a local build against the cluster"}
@@ -69,49 +65,24 @@ func runDiff(cmd *cobra.Command, g *globalFlags, lb *localBuild, name string) (b
 	if err != nil {
 		return false, err
 	}
-	ignore, err := ssa.SpecIgnoreRules(k.Spec.Ignore)
+	diff, err := inspect.Diff(ctx, c, k, objs)
 	if err != nil {
 		return false, err
 	}
-	ssa.SortObjects(objs)
-	mgr := &ssa.Manager{Client: c, Owner: fieldManager}
 	w := cmd.OutOrStdout()
 	changed := false
-	var built []ssa.ObjMeta
-	for _, u := range objs {
-		action, fields, err := mgr.DryRun(ctx, u, ssa.ApplyOptions{Force: k.Spec.Force, Ignore: ignore})
-		if err != nil {
-			return changed, err
-		}
-		m := ssa.MetaOf(u)
-		built = append(built, m)
-		switch action {
-		case ssa.Created:
+	for _, d := range diff {
+		switch d.Action {
+		case inspect.ActionCreated:
 			changed = true
-			fmt.Fprintf(w, "► %s created\n", m)
-		case ssa.Configured, ssa.Replaced:
-			if len(fields) == 0 {
-				continue // only managed fields would change
-			}
+			fmt.Fprintf(w, "► %s created\n", d)
+		case inspect.ActionConfigured:
 			changed = true
-			fmt.Fprintf(w, "► %s drifted\n", m)
-			printFields(w, fields)
-		}
-	}
-	if k.Status.Inventory != nil && k.Spec.Prune {
-		var ids []string
-		for _, e := range k.Status.Inventory.Entries {
-			ids = append(ids, e.ID)
-		}
-		stale, _ := ssa.Stale(ids, built)
-		var names []string
-		for _, m := range stale {
-			names = append(names, m.String())
-		}
-		sort.Strings(names)
-		for _, n := range names {
+			fmt.Fprintf(w, "► %s drifted\n", d)
+			printFields(w, d.Fields)
+		case inspect.ActionDeleted:
 			changed = true
-			fmt.Fprintf(w, "► %s deleted\n", n)
+			fmt.Fprintf(w, "► %s deleted\n", d)
 		}
 	}
 	return changed, nil

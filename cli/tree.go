@@ -1,21 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
-	helmv2 "github.com/eddyops/eddy/api/helm/v2"
-	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	"github.com/eddyops/eddy/pkg/helmstorage"
+	"github.com/eddyops/eddy/cli/internal/inspect"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -46,15 +39,11 @@ func newTreeCommand(g *globalFlags) *cobra.Command {
 			}
 			ctx, cancel := g.ctx(cmd)
 			defer cancel()
-			k := &kustomizev1.Kustomization{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: g.namespace, Name: args[0]}, k); err != nil {
+			t, err := inspect.TreeWithOptions(ctx, c, "Kustomization", g.namespace, args[0], inspect.TreeOptions{NoHealth: true})
+			if err != nil {
 				return err
 			}
-			root := &treeNode{Resource: ssa.ObjMeta{Namespace: k.Namespace, Name: k.Name,
-				GroupKind: schema.GroupKind{Group: kustomizev1.GroupVersion.Group, Kind: "Kustomization"}}}
-			if err := treeKustomization(ctx, c, root, k, compact); err != nil {
-				return err
-			}
+			root := fromInspect(t, compact)
 			var out []byte
 			switch output {
 			case "json":
@@ -114,85 +103,15 @@ func (t *treeNode) printChildren(b *strings.Builder, indent string) {
 // compactGroup is flux's --compact filter: objects of the toolkit's groups.
 const compactGroup = "toolkit.fluxcd.io"
 
-// treeKustomization adds k's inventory under node: nested Kustomizations
-// (not of a remote cluster) are walked, HelmReleases expanded from their
-// Helm storage. Flux compatible (flux tree kustomization).
-func treeKustomization(ctx context.Context, c client.Client, node *treeNode, k *kustomizev1.Kustomization, compact bool) error {
-	if k.Status.Inventory == nil {
-		return nil
-	}
-	for _, e := range k.Status.Inventory.Entries {
-		m, err := ssa.ParseID(e.ID)
-		if err != nil {
-			return err
-		}
-		if compact && !strings.Contains(m.GroupKind.Group, compactGroup) {
+// fromInspect is n as flux's tree, less (compact) the objects outside the
+// toolkit's groups. Flux compatible (flux tree kustomization).
+func fromInspect(n *inspect.Node, compact bool) *treeNode {
+	t := &treeNode{Resource: n.Meta()}
+	for _, c := range n.Children {
+		if compact && !strings.Contains(c.Meta().GroupKind.Group, compactGroup) {
 			continue
 		}
-		isKs := m.GroupKind == schema.GroupKind{Group: kustomizev1.GroupVersion.Group, Kind: "Kustomization"}
-		if isKs && m.Namespace == k.Namespace && m.Name == k.Name {
-			continue // a Kustomization that manages itself
-		}
-		child := node.add(m)
-		switch {
-		case m.GroupKind == schema.GroupKind{Group: helmv2.GroupVersion.Group, Kind: "HelmRelease"}:
-			objs, err := helmReleaseObjects(ctx, c, client.ObjectKey{Namespace: m.Namespace, Name: m.Name})
-			if err != nil {
-				return err
-			}
-			for _, o := range objs {
-				if !compact || strings.Contains(o.GroupKind.Group, compactGroup) {
-					child.add(o)
-				}
-			}
-		case isKs && k.Spec.KubeConfig == nil:
-			nested := &kustomizev1.Kustomization{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Name}, nested); err != nil {
-				return fmt.Errorf("failed to find object: %w", err)
-			}
-			if err := treeKustomization(ctx, c, child, nested, compact); err != nil {
-				return err
-			}
-		}
+		t.Resources = append(t.Resources, fromInspect(c, compact))
 	}
-	return nil
-}
-
-// helmReleaseObjects lists the objects of a HelmRelease's latest release,
-// read from its Helm storage Secret sh.helm.release.v1.<name>.v<version>
-// in status.storageNamespace. None for a release of a remote cluster, one
-// not installed yet, or whose Secret is gone. Objects without a namespace
-// that are namespaced get the release's.
-func helmReleaseObjects(ctx context.Context, c client.Client, key client.ObjectKey) ([]ssa.ObjMeta, error) {
-	hr := &helmv2.HelmRelease{}
-	if err := c.Get(ctx, key, hr); err != nil {
-		return nil, err
-	}
-	if hr.Spec.KubeConfig != nil || hr.Status.StorageNamespace == "" || len(hr.Status.History) == 0 {
-		return nil, nil
-	}
-	latest := hr.Status.History[0]
-	secret := &corev1.Secret{}
-	name := helmstorage.SecretName(latest.Name, latest.Version)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: hr.Status.StorageNamespace, Name: name}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("failed to find the Helm storage object for HelmRelease '%s': %w", key, err)
-	}
-	objs, err := helmstorage.Objects(secret.Data["release"])
-	if err != nil {
-		return nil, fmt.Errorf("failed to decode the Helm storage object for HelmRelease '%s': %w", key, err)
-	}
-	var out []ssa.ObjMeta
-	for _, u := range objs {
-		if u.GetNamespace() == "" {
-			gvk := u.GroupVersionKind()
-			if mapping, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil && mapping.Scope.Name() == "namespace" {
-				u.SetNamespace(latest.Namespace)
-			}
-		}
-		out = append(out, ssa.MetaOf(u))
-	}
-	return out, nil
+	return t
 }

@@ -130,6 +130,7 @@ type Drift struct {
 	Time    time.Time    `json:"time"` // when it was corrected (last time)
 	Count   int32        `json:"count"`
 	Message string       `json:"message"` // the event's message, as sent
+	Reason  string       `json:"reason"`  // DriftCorrected (Kustomization) or DriftDetected (HelmRelease)
 }
 
 // DriftList is GET /api/drift[?owner=Kind/namespace/name].
@@ -138,7 +139,9 @@ type DriftList struct {
 }
 
 // Graph is GET /api/graph: nodes are Flux objects (id "Kind/namespace/name"),
-// edges "source" (source → user) and "dependsOn" (dependency → dependent).
+// edges "source" (source → user; GitRepository → HelmChart → HelmRelease),
+// "dependsOn" (dependency → dependent) and "applies" (a Kustomization → the
+// Kustomizations and HelmReleases in its inventory).
 type Graph struct {
 	Nodes []GraphNode `json:"nodes"`
 	Edges []GraphEdge `json:"edges"`
@@ -155,7 +158,7 @@ type GraphNode struct {
 type GraphEdge struct {
 	From string `json:"from"`
 	To   string `json:"to"`
-	Type string `json:"type"` // "source" or "dependsOn"
+	Type string `json:"type"` // "source", "dependsOn" or "applies"
 }
 
 // YAML is GET /api/yaml?apiVersion=&kind=&namespace=&name=: the live object
@@ -167,7 +170,8 @@ type YAML struct {
 }
 
 // ObjectDiff is one object of GET /api/diff/{namespace}/{name} (a
-// Kustomization): Action "created", "configured", "deleted", "unchanged".
+// Kustomization): Action "created", "configured", "deleted", "unchanged",
+// "skipped" (kustomize.toolkit.fluxcd.io/reconcile: disabled).
 type ObjectDiff struct {
 	Object Ref          `json:"object"`
 	Action string       `json:"action"`

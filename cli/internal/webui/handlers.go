@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/ssa"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -27,6 +29,7 @@ type api struct {
 	st     *store
 	hub    *hub
 	mapper meta.RESTMapper
+	client client.Client // typed reads with the user's credentials (tree, diff)
 }
 
 // handler starts the store and builds the routes.
@@ -41,6 +44,9 @@ func (s *Server) handler(ctx context.Context) (http.Handler, error) {
 		return nil, err
 	}
 	a := &api{s: s, st: st, hub: h, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(st.kube.Discovery()))}
+	if a.client, err = client.New(s.opts.Config, client.Options{Scheme: scheme(), Mapper: a.mapper}); err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/", static)
 	mux.HandleFunc("GET /api/session", a.session)
@@ -167,12 +173,24 @@ func (a *api) graph(w http.ResponseWriter, _ *http.Request) {
 		g.Nodes = append(g.Nodes, GraphNode{ID: id(s.Ref), Ref: s.Ref, State: s.State})
 	}
 	for _, s := range sums {
-		if s.SourceRef != nil && ids[id(*s.SourceRef)] {
-			g.Edges = append(g.Edges, GraphEdge{From: id(*s.SourceRef), To: id(s.Ref), Type: "source"})
+		u := a.st.get(s.Kind, s.Namespace, s.Name)
+		src := s.SourceRef
+		if hc := helmChartOf(u); hc != nil && ids[id(*hc)] {
+			src = hc // GitRepository → HelmChart → HelmRelease
+		}
+		if src != nil && ids[id(*src)] {
+			g.Edges = append(g.Edges, GraphEdge{From: id(*src), To: id(s.Ref), Type: "source"})
 		}
 		for _, d := range s.DependsOn {
 			if ids[id(d)] {
 				g.Edges = append(g.Edges, GraphEdge{From: id(d), To: id(s.Ref), Type: "dependsOn"})
+			}
+		}
+		if s.Kind == "Kustomization" {
+			for _, child := range appliedFluxObjects(u) {
+				if ids[id(child)] {
+					g.Edges = append(g.Edges, GraphEdge{From: id(s.Ref), To: id(child), Type: "applies"})
+				}
 			}
 		}
 	}
@@ -415,4 +433,41 @@ func apiMessage(err error) string {
 	return err.Error()
 }
 
-// tree, drift and diff are in tree.go.
+// helmChartOf is the HelmChart a HelmRelease's chart is built in
+// (status.helmChart `<namespace>/<name>`), nil for other kinds.
+func helmChartOf(u *unstructured.Unstructured) *Ref {
+	if u == nil || u.GetKind() != "HelmRelease" {
+		return nil
+	}
+	hc, _, _ := unstructured.NestedString(u.Object, "status", "helmChart")
+	ns, name, ok := strings.Cut(hc, "/")
+	if !ok || strings.Contains(name, "/") {
+		return nil
+	}
+	return &Ref{Kind: "HelmChart", Namespace: ns, Name: name}
+}
+
+// appliedFluxObjects are the Kustomizations and HelmReleases in a
+// Kustomization's inventory.
+func appliedFluxObjects(u *unstructured.Unstructured) []Ref {
+	if u == nil {
+		return nil
+	}
+	entries, _, _ := unstructured.NestedSlice(u.Object, "status", "inventory", "entries")
+	var out []Ref
+	for _, e := range entries {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		o, err := ssa.ParseID(str(m, "id"))
+		if err != nil {
+			continue
+		}
+		if (o.GroupKind.Group == "kustomize.toolkit.fluxcd.io" && o.GroupKind.Kind == "Kustomization") ||
+			(o.GroupKind.Group == "helm.toolkit.fluxcd.io" && o.GroupKind.Kind == "HelmRelease") {
+			out = append(out, Ref{Kind: o.GroupKind.Kind, Namespace: o.Namespace, Name: o.Name})
+		}
+	}
+	return out
+}

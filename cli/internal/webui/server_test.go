@@ -536,3 +536,39 @@ func TestNamespacedUser(t *testing.T) {
 		t.Fatalf("ui-team-nolist with --namespace sees %v", m)
 	}
 }
+
+// TestDrift: a DriftCorrected event of a Kustomization is listed with its
+// fields (values as the user wrote them), the object's apiVersion from the
+// inventory, and filtered by owner.
+func TestDrift(t *testing.T) {
+	ns := fixture(t, "ok")
+	ctx := context.Background()
+	var ks kustomizev1.Kustomization
+	_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "apps"}, &ks)
+	ks.Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{{ID: ns + "_web_apps_Deployment", Version: "v1"}}}
+	if err := env.Client.Status().Update(ctx, &ks); err != nil {
+		t.Fatal(err)
+	}
+	msg := "Deployment/" + ns + `/web drifted: .spec.replicas 2 → 5 (by kubectl-edit), .metadata.annotations.note "<b>a, b</b>" → <absent>; corrected`
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: "apps.", Namespace: ns}, Reason: "DriftCorrected", Message: msg, Type: "Normal",
+		InvolvedObject: corev1.ObjectReference{APIVersion: kustomizev1.GroupVersion.String(), Kind: "Kustomization", Namespace: ns, Name: "apps", UID: ks.UID},
+		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1}
+	if err := env.Client.Create(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	base := serve(t, Options{Config: env.Config})
+	var dl DriftList
+	getJSON(t, base+"api/drift?owner=Kustomization/"+ns+"/apps", &dl)
+	if len(dl.Drift) != 1 {
+		t.Fatalf("drift: %+v", dl)
+	}
+	d := dl.Drift[0]
+	want := []FieldDrift{{Path: ".spec.replicas", Old: "2", New: "5", Manager: "kubectl-edit"}, {Path: ".metadata.annotations.note", Old: `"<b>a, b</b>"`, New: ""}}
+	if d.Object != (Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web"}) || fmt.Sprint(d.Fields) != fmt.Sprint(want) {
+		t.Fatalf("drift %+v, want fields %+v", d, want)
+	}
+	getJSON(t, base+"api/drift?owner=Kustomization/"+ns+"/other", &dl)
+	if len(dl.Drift) != 0 {
+		t.Fatalf("drift of another owner: %+v", dl)
+	}
+}

@@ -43,12 +43,8 @@ func (r *KustomizationReconciler) reportChanges(rec *events.Recorder, obj *kusto
 		}
 		lines = append(lines, c.String())
 		if len(c.Drift) > 0 {
-			var fields []string
-			for _, d := range c.Drift {
-				fields = append(fields, d.String())
-			}
 			rec.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
-				kustomize.MaskValues(fmt.Sprintf("%s drifted: %s; corrected", c.Meta, strings.Join(fields, ", ")), masked), r.eventMeta(obj))
+				kustomize.MaskValues(ssa.DriftMessage(c.Meta, c.Drift), masked), r.eventMeta(obj))
 		}
 		if len(c.Removed) > 0 {
 			rec.Event(obj, corev1.EventTypeNormal, "FieldsRemoved",
