@@ -68,19 +68,23 @@ $(CONTROLLER_GEN): Makefile
 	@touch $@
 
 ## tools: the local cluster's binaries into bin/k8s and the real flux CLI into bin/flux (for the
-## compatibility e2e test), built from upstream source (idempotent)
+## compatibility e2e test), built from upstream source, and Debian's chromium package (for the
+## web UI's browser tests; apt-get, when /usr/bin/chromium is missing) (idempotent)
 tools:
 	bash tools/build.sh
 	bash tools/flux.sh
+	bash tools/chromium.sh
 
 ## test: unit, integration and e2e tests under the race detector (needs `make tools`; starts
 ## local clusters; e2e tests drive bin/eddy), then a short fuzz run. Without the companion
 ## shared/ folder (../shared, or EDDY_SHARED_DIR) the tests of its real repositories are
 ## skipped, and the last line names them.
 SKIP_LOG := $(CURDIR)/bin/skipped-without-shared.txt
+## Files tests write with t.ArtifactDir() (the web UI's screenshots) are kept under bin/test-artifacts/_artifacts.
+ARTIFACTS := $(CURDIR)/bin/test-artifacts
 test: tools build $(CONTROLLER_GEN)
-	@rm -f $(SKIP_LOG)
-	EDDY_SKIP_LOG=$(SKIP_LOG) EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test $(GO_TEST_FLAGS) -v $(PACKAGES) || { $(MAKE) -s skipped-summary; exit 1; }
+	@rm -f $(SKIP_LOG); rm -rf $(ARTIFACTS); mkdir -p $(ARTIFACTS)
+	EDDY_SKIP_LOG=$(SKIP_LOG) EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test $(GO_TEST_FLAGS) -artifacts -outputdir $(ARTIFACTS) -v $(PACKAGES) || { $(MAKE) -s skipped-summary; exit 1; }
 	$(MAKE) fuzz
 	@$(MAKE) -s skipped-summary
 

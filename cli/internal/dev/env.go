@@ -42,6 +42,7 @@ import (
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/install"
+	"github.com/eddyops/eddy/cli/internal/webui"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/process"
@@ -87,6 +88,12 @@ type Options struct {
 	// reconciling the objects labelled sharding.fluxcd.io/key=shard<i>;
 	// the main processes then skip labelled objects.
 	Shards int
+	// UI serves the web UI (package webui, as `eddy ui`) with the admin
+	// kubeconfig at UIListen (default webui.DefaultListen; port 0 picks a
+	// free port), logging to logs/ui.log. A taken port fails Start before
+	// the cluster starts.
+	UI       bool
+	UIListen string
 }
 
 // ShardedControllers are the controllers `eddy dev up --shards` runs shard
@@ -116,6 +123,8 @@ type Env struct {
 
 	// notification-controller's event server and webhook receiver ports.
 	ncEvents, ncReceiver int
+
+	stopUI context.CancelFunc // stops the web UI (Options.UI)
 }
 
 // NewScheme returns a scheme with Kubernetes' kinds, CRDs and Eddy's kinds.
@@ -176,6 +185,14 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if s := Running(opts.StateDir); s != nil && s.PID != os.Getpid() {
 		return nil, fmt.Errorf("%w (pid %d): run `eddy dev down` first", ErrRunning, s.PID)
 	}
+	if opts.UI {
+		if opts.UIListen == "" {
+			opts.UIListen = webui.DefaultListen
+		}
+		if err := checkUIListen(opts.UIListen); err != nil {
+			return nil, err
+		}
+	}
 	lock := opts.Lock
 	if lock == nil {
 		if lock, err = Lock(opts.StateDir); err != nil {
@@ -202,7 +219,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	e.Sup.OnChange = func() { _ = e.save() }
 
-	for _, step := range []func(context.Context) error{e.startCluster, e.startServers, e.startControllers} {
+	for _, step := range []func(context.Context) error{e.startCluster, e.startServers, e.startControllers, e.startUI} {
 		if err := step(ctx); err != nil {
 			return nil, err
 		}
@@ -321,6 +338,58 @@ func (e *Env) startControllers(ctx context.Context) error {
 		}
 	}
 	return e.waitControllersReady(ctx, 60*time.Second)
+}
+
+// checkUIListen fails when listen (host:port) cannot be bound, saying how
+// to pick another port: the UI is never moved to another port silently.
+// Port 0 always passes.
+func checkUIListen(listen string) error {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--ui-listen %q: want host:port", listen)
+	}
+	if port == "0" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return fmt.Errorf("--ui-listen %s: the port is taken (%v): free it, or pick another with --ui-listen (127.0.0.1:0 for any free port)", listen, err)
+	}
+	return ln.Close()
+}
+
+// startUI serves the web UI with the admin client configuration when
+// Options.UI is set, and records its URL and port in the state file.
+func (e *Env) startUI(context.Context) error {
+	if !e.Opts.UI {
+		return nil
+	}
+	logFile, err := os.OpenFile(filepath.Join(e.Opts.StateDir, "logs", "ui.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	srv, err := webui.Listen(webui.Options{Config: e.Cluster.Config, Context: "eddy-dev", Listen: e.Opts.UIListen, Log: logFile})
+	if err != nil {
+		logFile.Close()
+		return fmt.Errorf("--ui-listen: %w", err)
+	}
+	// Its own context: Stop ends it, whatever context started the environment.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer logFile.Close()
+		if err := srv.Serve(ctx); err != nil {
+			fmt.Fprintf(logFile, "web UI stopped: %v\n", err)
+		}
+	}()
+	e.stopUI = func() { cancel(); <-done }
+	e.mu.Lock()
+	e.state.UI = srv.URL()
+	e.state.Ports = append(e.state.Ports, portOf(strings.TrimSuffix(srv.URL(), "/")))
+	e.mu.Unlock()
+	e.progress("web UI at %s (log %s)", srv.URL(), logFile.Name())
+	return e.save()
 }
 
 // SetRunning records the phase running, with the served work tree (empty
@@ -460,6 +529,9 @@ func (e *Env) Stop() {
 		e.state.Phase = PhaseStopping
 		e.mu.Unlock()
 		_ = e.save()
+		if e.stopUI != nil {
+			e.stopUI()
+		}
 		e.Sup.Stop(10 * time.Second)
 		for _, srv := range e.servers {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

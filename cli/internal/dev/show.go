@@ -47,6 +47,9 @@ func PrintStatus(ctx context.Context, out io.Writer) error {
 			s.EventsAddr, filepath.Join(dir, "logs", "events.log"), s.NotificationAddr)
 		fmt.Fprintf(out, "receiver:    %s (webhook receivers; a Receiver's URL adds its status.webhookPath)\n", s.ReceiverURL)
 	}
+	if s.UI != "" {
+		fmt.Fprintf(out, "ui:          %s (log %s)\n", s.UI, filepath.Join(dir, "logs", "ui.log"))
+	}
 	if s.AlertsSink != "" {
 		fmt.Fprintf(out, "alerts sink: %s (Secret %s/%s; alerts in %s)\n", s.AlertsSink, Namespace, AlertsSinkSecret,
 			filepath.Join(dir, "logs", "alerts.log"))

@@ -42,6 +42,9 @@ type State struct {
 	NotificationAddr string `json:"notificationAddr,omitempty"`
 	ReceiverURL      string `json:"receiverURL,omitempty"`
 	AlertsSink       string `json:"alertsSink,omitempty"`
+	// UI is the web UI's URL (http://host:port/) when started with --ui;
+	// the owner process serves it, with the admin kubeconfig.
+	UI string `json:"ui,omitempty"`
 	// WorkTree is where commits are picked up from (the user's repository or
 	// the snapshot of a plain directory). ReadState takes it from sync.json,
 	// which SetWorkTree writes whenever the sync is pointed at a repository.

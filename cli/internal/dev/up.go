@@ -41,6 +41,8 @@ type Flags struct {
 	LockFD             int    // supervise --lock-fd: the inherited lock's file descriptor
 	Shards             int    // --shards: shard processes of each sharded controller
 	Version            string // the eddy version (Options.Version)
+	UI                 bool   // --ui: serve the web UI (eddy ui) from the environment's owner
+	UIListen           string // --ui-listen: its host:port (default webui.DefaultListen; port 0: any free port)
 }
 
 // resolveSource applies the defaults of --repo and --path and checks them;
@@ -172,6 +174,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	u.Info("up in %s", time.Since(begin).Round(100*time.Millisecond))
 	st := env.State()
 	printExport(out, env.Cluster.KubeconfigPath, src, hookTree != "")
+	printUI(out, &st)
 	printNotification(ctx, out, env.Client, &st, dir, "here")
 	if werr != nil {
 		u.Warning("%v; the environment keeps running: fix the repository and commit, or press Ctrl-C", werr)
@@ -186,7 +189,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 func optionsFor(root, dir string, f *Flags, u *ui.UI) Options {
 	return Options{Root: root, K8sBinDir: K8sBinDir(root), StateDir: dir, Nodes: f.Nodes, Version: f.Version,
 		Progress: func(s string) { u.Action("%s", s) }, AlertsSink: f.AlertsSink,
-		OnAlert: func(line string) { u.Alert("%s", line) }, Shards: f.Shards}
+		OnAlert: func(line string) { u.Alert("%s", line) }, Shards: f.Shards, UI: f.UI, UIListen: f.UIListen}
 }
 
 // startSync starts an environment with opts, points it at src and records
@@ -292,6 +295,14 @@ func printExport(w io.Writer, kubeconfig string, src *Source, hook bool) {
 	}
 }
 
+// printUI prints the web UI's address (`UI: http://…/`) when the
+// environment serves it (--ui).
+func printUI(w io.Writer, s *State) {
+	if s.UI != "" {
+		fmt.Fprintf(w, "UI: %s\n", s.UI)
+	}
+}
+
 // shellWord returns s as one word for a POSIX shell: as it is when it has
 // no character the shell treats specially, else in single quotes.
 func shellWord(s string) string {
@@ -346,6 +357,9 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 	if f.Shards > 0 && f.Shards != s.Shards {
 		return fmt.Errorf("--shards=%d: the running environment runs %d shard(s): run `eddy dev down`, then `eddy dev up --shards=%d`", f.Shards, s.Shards, f.Shards)
 	}
+	if f.UI && s.UI == "" {
+		return errors.New("--ui: the running environment was started without it: run `eddy dev down`, then `eddy dev up --ui` (or run `eddy ui` beside it)")
+	}
 	c, err := ClientFor(s.Kubeconfig)
 	if err != nil {
 		return err
@@ -362,6 +376,7 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 		}
 		u.Success("an eddy dev environment is already running (pid %d)", s.PID)
 		printExport(out, s.Kubeconfig, nil, false)
+		printUI(out, s)
 		printNotification(ctx, out, c, s, dir, "by the environment (see `eddy dev status`)")
 		return nil
 	}
@@ -380,6 +395,7 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 	}
 	werr := waitSynced(ctx, c, u, timeout)
 	printExport(out, s.Kubeconfig, src, hookTree != "")
+	printUI(out, s)
 	printNotification(ctx, out, c, s, dir, "by the environment (see `eddy dev status`)")
 	return werr
 }
@@ -421,7 +437,7 @@ func upDetached(ctx context.Context, out io.Writer, timeout time.Duration, u *ui
 	}
 	args := []string{"dev", "supervise", "--repo=" + repo, "--path=" + f.Path, "--branch=" + f.Branch,
 		"--target-namespace=" + f.TargetNamespace, "--nodes=" + strconv.Itoa(f.Nodes), "--alerts-sink=" + strconv.FormatBool(f.AlertsSink),
-		"--shards=" + strconv.Itoa(f.Shards), "--lock-fd=3"}
+		"--shards=" + strconv.Itoa(f.Shards), "--ui=" + strconv.FormatBool(f.UI), "--ui-listen=" + f.UIListen, "--lock-fd=3"}
 	child := exec.Command(exe, args...)
 	child.Stdout, child.Stderr = logFile, logFile
 	child.ExtraFiles = []*os.File{lock} // fd 3: the supervisor holds the lock from here on
@@ -470,6 +486,7 @@ func upDetached(ctx context.Context, out io.Writer, timeout time.Duration, u *ui
 	werr := waitSynced(ctx, c, u, timeout)
 	u.Info("up in %s", time.Since(begin).Round(100*time.Millisecond))
 	printExport(out, s.Kubeconfig, src, hookTree != "")
+	printUI(out, s)
 	printNotification(ctx, out, c, s, dir, "in "+logPath)
 	fmt.Fprintln(out, "Run `eddy dev down` to stop it.")
 	if werr != nil {

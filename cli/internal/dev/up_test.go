@@ -2,7 +2,10 @@ package dev
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,5 +90,29 @@ func TestExampleNamedWithRepoSyncsClustersDev(t *testing.T) {
 		if src.Path != c.want {
 			t.Errorf("--repo %q: path %q, want %q", c.repo, src.Path, c.want)
 		}
+	}
+}
+
+// A taken --ui-listen port fails Start before anything starts (no state
+// file, no cluster), with a message naming the flag and how to pick
+// another port; the UI never moves to another port silently.
+func TestStartFailsOnATakenUIPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	_, err = Start(context.Background(), Options{StateDir: dir, UI: true, UIListen: ln.Addr().String()})
+	if err == nil {
+		t.Fatal("Start succeeded on a taken --ui-listen port")
+	}
+	for _, want := range []string{"--ui-listen " + ln.Addr().String(), "taken", "127.0.0.1:0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused start left a state file (%v)", err)
 	}
 }
