@@ -17,8 +17,8 @@ func bindDevFlags(cmd *cobra.Command, f *dev.Flags) {
 		"each reconciling the objects labelled sharding.fluxcd.io/key=shard<i>; the main ones then skip labelled objects")
 	cmd.Flags().BoolVar(&f.AlertsSink, "alerts-sink", false, "start a local sink for alerts and point the Secret "+dev.AlertsSinkSecret+
 		" (key address) at it: each alert a generic Provider sends there is printed as one line")
-	cmd.Flags().BoolVar(&f.UI, "ui", false, "serve the web UI (as `eddy ui`, with the environment's admin kubeconfig) from the process that owns the environment; "+
-		"its address is printed (UI: http://…/) and shown by `eddy dev status`")
+	cmd.Flags().BoolVar(&f.UI, "ui", false, "serve the web UI (as eddy ui, with the environment's admin kubeconfig) from the process that owns the environment; "+
+		"its address is printed (UI: http://…/) and shown by eddy dev status")
 	cmd.Flags().StringVar(&f.UIListen, "ui-listen", webui.DefaultListen, "with --ui: the UI's host:port; a taken port fails (port 0: any free port)")
 }
 
