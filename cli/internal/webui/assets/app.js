@@ -360,7 +360,7 @@ function pageOverview(main) {
     ['State', 'state', (o) => { const i = SEVERITY.indexOf(o.state); return i < 0 ? 3 : i; }],
     ['Revision', 'revision', (o) => o.revision || ''],
     ['Message', 'message', (o) => o.message || ''],
-    ['Ready since', 'updated', (o) => o.updated || ''],
+    ['Ready changed', 'updated', (o) => o.updated || ''],
   ];
 
   function fill(sel, label, values, value) {
@@ -625,8 +625,8 @@ function pageObject(main, kind, namespace, name) {
   }
 
   function driftPanel(drift) {
-    if (drift instanceof Error) return section('Drift corrected', h('div', { testid: 'drift' }, errorBox(drift)));
-    return section('Drift corrected', driftRows(drift.drift, false));
+    if (drift instanceof Error) return section('Drift', h('div', { testid: 'drift' }, errorBox(drift)));
+    return section('Drift', driftRows(drift.drift, false));
   }
 
   function eventsPanel(d) {
