@@ -287,11 +287,11 @@ function swap(container, nodes) {
 
 // table: a scrollable table; each cell carries its column's name
 // (data-label) so that a phone-width screen shows rows as cards.
-function table(testid, head, rows, empty, key) {
+function table(testid, head, rows, empty, key, cls) {
   const labels = head.map((c) => (typeof c === 'string' ? c : c.textContent));
   for (const tr of rows) [...tr.children].forEach((td, i) => { if (labels[i]) td.dataset.label = labels[i]; });
   return h('div', { class: 'scroll', data: { key: key || testid } },
-    h('table', { testid, class: 'cards' },
+    h('table', { testid, class: cls ? `cards ${cls}` : 'cards' },
       h('thead', null, h('tr', null, head.map((c) => h('th', null, c)))),
       h('tbody', null, rows.length ? rows : h('tr', { class: 'empty' }, h('td', { colspan: head.length, class: 'muted' }, empty)))));
 }
@@ -585,7 +585,7 @@ function pageObject(main, kind, namespace, name) {
   function historyPanel(d) {
     const hist = [...(d.history || [])].sort((a, b) =>
       new Date(b.lastReconciled || 0) - new Date(a.lastReconciled || 0));
-    const rows = hist.map((sn) => h('tr', { data: { revision: sn.revision },
+    const rows = hist.map((sn) => h('tr', { data: { revision: sn.revision }, class: `tl-${statusClass(sn.status)}`,
       title: Object.entries(sn.metadata || {}).map(([k, v]) => `${k}: ${v}`).join('\n') || null },
       h('td', { class: 'mono', title: sn.revision }, shortRev(sn.revision)),
       h('td', { class: 'mono', title: sn.digest || '' }, shortDigest(sn.digest)),
@@ -595,7 +595,7 @@ function pageObject(main, kind, namespace, name) {
       h('td', null, badge(statusClass(sn.status), sn.status || 'unknown')),
       h('td', { class: 'num' }, String(sn.totalReconciliations ?? '')),
     ));
-    return section('History', table('history', ['Revision', 'Digest', 'First reconciled', 'Last reconciled', 'Duration', 'Status', 'Total'], rows, 'No history yet.'));
+    return section('History', table('history', ['Revision', 'Digest', 'First reconciled', 'Last reconciled', 'Duration', 'Status', 'Total'], rows, 'No history yet.', 'history', 'timeline'));
   }
 
   function treeNode(n, depth) {
