@@ -288,7 +288,7 @@ function swap(container, nodes) {
 // table: a scrollable table; each cell carries its column's name
 // (data-label) so that a phone-width screen shows rows as cards.
 function table(testid, head, rows, empty, key, cls) {
-  const labels = head.map((c) => (typeof c === 'string' ? c : c.textContent));
+  const labels = head.map((c) => (typeof c === 'string' ? c : c.dataset.label || c.textContent));
   for (const tr of rows) [...tr.children].forEach((td, i) => { if (labels[i]) td.dataset.label = labels[i]; });
   return h('div', { class: 'scroll', data: { key: key || testid } },
     h('table', { testid, class: cls ? `cards ${cls}` : 'cards' },
@@ -416,7 +416,7 @@ function pageOverview(main) {
       return sort.dir * (ka < kb ? -1 : ka > kb ? 1 : 0) || byName(a, b);
     });
     const head = COLUMNS.map(([label, k]) => h('button', {
-      type: 'button', class: 'sort' + (sort.key === k ? ' on' : ''), title: `Sort by ${label.toLowerCase()}`,
+      type: 'button', class: 'sort' + (sort.key === k ? ' on' : ''), title: `Sort by ${label.toLowerCase()}`, data: { label },
       'aria-sort': sort.key === k ? (sort.dir > 0 ? 'ascending' : 'descending') : null,
       onclick: () => { sort = { key: k, dir: sort.key === k ? -sort.dir : 1 }; render(); },
     }, label, sort.key === k ? (sort.dir > 0 ? ' ▲' : ' ▼') : ''));
