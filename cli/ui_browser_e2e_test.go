@@ -603,9 +603,15 @@ func checkActions(t *testing.T, b *browser, c client.Client) {
 		t.Fatalf("session %s: %v (want not read-only)", sessionJSON, err)
 	}
 	b.run("click reconcile", chromedp.Click(chromedp.CSS(`[data-testid=action-reconcile]`)))
+	var requested string
 	waitUntil(t, "the reconcile button set "+meta.ReconcileRequestAnnotation, 15*time.Second, func() (bool, string) {
-		got := get().Annotations[meta.ReconcileRequestAnnotation]
-		return got != "" && got != before, got
+		requested = get().Annotations[meta.ReconcileRequestAnnotation]
+		return requested != "" && requested != before, requested
+	})
+	// The request was handled: kustomize-controller reconciled for it.
+	waitUntil(t, "kustomize-controller handled the reconcile request "+requested, 60*time.Second, func() (bool, string) {
+		got := get().Status.LastHandledReconcileAt
+		return got == requested, "lastHandledReconcileAt " + got
 	})
 	b.waitFor("action-result shows the outcome", 10*time.Second, `[(document.querySelector("[data-testid=action-result]") || {textContent: ""}).textContent.trim() !== "", ""]`)
 	t.Logf("action-result after reconcile: %q", b.text(`[data-testid=action-result]`))

@@ -51,6 +51,11 @@ func ParseID(id string) (ObjMeta, error) {
 	if err != nil {
 		return m, err
 	}
+	// Only "__" and ':' are read or written differently; any other id is
+	// its object's own (the check costs a parse, on every prune).
+	if !strings.Contains(id, "__") && !strings.Contains(m.Name, ":") {
+		return m, nil
+	}
 	if again, err := parseID(m.ID()); err != nil || again != m {
 		return ObjMeta{}, fmt.Errorf("ambiguous inventory id %q", id)
 	}

@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -211,6 +212,7 @@ func (a *api) yaml(w http.ResponseWriter, r *http.Request) {
 		a.liveError(w, err)
 		return
 	}
+	redactSecret(u)
 	out := YAML{Ref: refOf(u)}
 	if mf := u.GetManagedFields(); len(mf) > 0 {
 		b, _ := yaml.Marshal(map[string]any{"managedFields": mf})
@@ -470,4 +472,33 @@ func appliedFluxObjects(u *unstructured.Unstructured) []Ref {
 		}
 	}
 	return out
+}
+
+// redactSecret replaces a Secret's values with their size, as Argo CD's
+// UI does: a page is easily shared, screenshotted or cached, and the values
+// are one `kubectl get` away for whoever may read them. kubectl's
+// last-applied-configuration annotation holds them too.
+func redactSecret(u *unstructured.Unstructured) {
+	if u.GetAPIVersion() != "v1" || u.GetKind() != "Secret" {
+		return
+	}
+	for _, field := range []string{"data", "stringData"} {
+		m, ok, _ := unstructured.NestedMap(u.Object, field)
+		if !ok {
+			continue
+		}
+		for k, v := range m {
+			sv := fmt.Sprint(v)
+			n := len(sv)
+			if b, err := base64.StdEncoding.DecodeString(sv); field == "data" && err == nil {
+				n = len(b)
+			}
+			m[k] = fmt.Sprintf("(redacted: %d bytes)", n)
+		}
+		_ = unstructured.SetNestedMap(u.Object, m, field)
+	}
+	if a := u.GetAnnotations(); a["kubectl.kubernetes.io/last-applied-configuration"] != "" {
+		a["kubectl.kubernetes.io/last-applied-configuration"] = "(redacted: it holds the Secret's values)"
+		u.SetAnnotations(a)
+	}
 }

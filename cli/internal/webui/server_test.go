@@ -572,3 +572,23 @@ func TestDrift(t *testing.T) {
 		t.Fatalf("drift of another owner: %+v", dl)
 	}
 }
+
+// TestSecretYAMLRedacted: the YAML page shows a Secret's keys, not its
+// values (nor kubectl's copy of them in last-applied-configuration).
+func TestSecretYAMLRedacted(t *testing.T) {
+	ns := fixture(t, "ok")
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds", Annotations: map[string]string{
+		"kubectl.kubernetes.io/last-applied-configuration": `{"stringData":{"password":"hunter2-secret"}}`}},
+		StringData: map[string]string{"password": "hunter2-secret"}}
+	if err := env.Client.Create(context.Background(), sec); err != nil {
+		t.Fatal(err)
+	}
+	base := serve(t, Options{Config: env.Config})
+	var y YAML
+	if code := getJSON(t, base+"api/yaml?apiVersion=v1&kind=Secret&namespace="+ns+"&name=creds", &y); code != 200 {
+		t.Fatalf("GET yaml: %d", code)
+	}
+	if strings.Contains(y.YAML, "hunter2") || strings.Contains(y.YAML, "aHVudGVyMi") || !strings.Contains(y.YAML, "password: '(redacted: 14 bytes)'") {
+		t.Fatalf("Secret YAML:\n%s", y.YAML)
+	}
+}
