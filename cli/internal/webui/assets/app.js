@@ -128,10 +128,10 @@ function conditionState(c) {
 }
 
 function statusClass(status) {
-  const s = (status || '').toLowerCase();
-  if (/(succeed|success|deployed|applied|true|ready)/.test(s)) return 'ready';
-  if (/(fail|error|false)/.test(s)) return 'failed';
-  if (/(progress|pending|reconcil)/.test(s)) return 'reconciling';
+  const st = (status || '').toLowerCase();
+  if (/(succeed|success|deployed|applied|true|ready)/.test(st)) return 'ready';
+  if (/(fail|error|false)/.test(st)) return 'failed';
+  if (/(progress|pending|reconcil)/.test(st)) return 'reconciling';
   return 'unknown';
 }
 
@@ -167,7 +167,7 @@ function errorBox(err) {
 // ---------- session, header, theme ----------
 
 let session = { readOnly: true };
-const sessionReady = api('/api/session').then((s) => { session = s; renderSession(); return s; }, (e) => {
+const sessionReady = api('/api/session').then((got) => { session = got; renderSession(); return got; }, (e) => {
   const el = document.querySelector('[data-testid=session]');
   if (el) put(el, h('span', { class: 'error' }, `session: ${e.message}`));
   return session;
@@ -480,13 +480,13 @@ function pageObject(main, kind, namespace, name) {
     result.className = 'action-result';
     result.textContent = 'Sending…';
     try {
-      const s = await sessionReady;
+      const sess = await sessionReady;
       const payload = { kind: ref.kind, namespace: ref.namespace, name: ref.name };
       if (detail && detail.summary.apiVersion) payload.apiVersion = detail.summary.apiVersion;
       if (verb === 'reconcile' && TREE_KINDS.has(ref.kind)) payload.withSource = true;
       const r = await api(`/api/action/${verb}`, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': s.csrfToken || '' },
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': sess.csrfToken || '' },
         body: JSON.stringify(payload),
       });
       result.classList.add('ok');
@@ -916,13 +916,18 @@ function drawGraph(g) {
 
 // ---------- router ----------
 
+// current is the page on screen ({update(refresh)}).
 let current = null;
-let page = null;
 
 function route() {
-  const parts = location.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  let parts;
+  try {
+    parts = location.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    parts = ['?']; // a malformed %-escape: no such page
+  }
   const main = document.getElementById('main');
-  let nav = '';
+  let nav = '', page;
   clearTimeout(refreshTimer);
   refreshTimer = 0;
   if (parts.length === 0) { nav = 'overview'; page = pageOverview(main); }
