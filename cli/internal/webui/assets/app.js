@@ -128,10 +128,10 @@ function conditionState(c) {
 }
 
 function statusClass(status) {
-  const s = (status || '').toLowerCase();
-  if (/(succeed|success|deployed|applied|true|ready)/.test(s)) return 'ready';
-  if (/(fail|error|false)/.test(s)) return 'failed';
-  if (/(progress|pending|reconcil)/.test(s)) return 'reconciling';
+  const st = (status || '').toLowerCase();
+  if (/(succeed|success|deployed|applied|true|ready)/.test(st)) return 'ready';
+  if (/(fail|error|false)/.test(st)) return 'failed';
+  if (/(progress|pending|reconcil)/.test(st)) return 'reconciling';
   return 'unknown';
 }
 
@@ -167,7 +167,7 @@ function errorBox(err) {
 // ---------- session, header, theme ----------
 
 let session = { readOnly: true };
-const sessionReady = api('/api/session').then((s) => { session = s; renderSession(); return s; }, (e) => {
+const sessionReady = api('/api/session').then((got) => { session = got; renderSession(); return got; }, (e) => {
   const el = document.querySelector('[data-testid=session]');
   if (el) put(el, h('span', { class: 'error' }, `session: ${e.message}`));
   return session;
@@ -287,11 +287,11 @@ function swap(container, nodes) {
 
 // table: a scrollable table; each cell carries its column's name
 // (data-label) so that a phone-width screen shows rows as cards.
-function table(testid, head, rows, empty, key) {
-  const labels = head.map((c) => (typeof c === 'string' ? c : c.textContent));
+function table(testid, head, rows, empty, key, cls) {
+  const labels = head.map((c) => (typeof c === 'string' ? c : c.dataset.label || c.textContent));
   for (const tr of rows) [...tr.children].forEach((td, i) => { if (labels[i]) td.dataset.label = labels[i]; });
   return h('div', { class: 'scroll', data: { key: key || testid } },
-    h('table', { testid, class: 'cards' },
+    h('table', { testid, class: cls ? `cards ${cls}` : 'cards' },
       h('thead', null, h('tr', null, head.map((c) => h('th', null, c)))),
       h('tbody', null, rows.length ? rows : h('tr', { class: 'empty' }, h('td', { colspan: head.length, class: 'muted' }, empty)))));
 }
@@ -319,11 +319,12 @@ function driftRows(list, withOwner) {
         h('td', { testid: 'drift-new', class: 'mono val' }, f.new),
         h('td', { testid: 'drift-manager' }, f.manager || ''),
         h('td', { testid: 'drift-time' }, when(d.time)),
+        h('td', { class: 'reason' }, d.reason || ''),
         h('td', { class: 'num' }, d.count > 1 ? `×${d.count}` : ''),
       ));
     }
   }
-  const head = ['Object', withOwner ? 'Owner' : null, 'Field', 'Desired (old)', 'Live (new)', 'Manager', 'Corrected', ''].filter((x) => x !== null);
+  const head = ['Object', withOwner ? 'Owner' : null, 'Field', 'Desired (old)', 'Live (new)', 'Manager', 'When', 'Event', 'Count'].filter((x) => x !== null);
   return table('drift', head, rows, 'No drift recorded.');
 }
 
@@ -359,7 +360,7 @@ function pageOverview(main) {
     ['State', 'state', (o) => { const i = SEVERITY.indexOf(o.state); return i < 0 ? 3 : i; }],
     ['Revision', 'revision', (o) => o.revision || ''],
     ['Message', 'message', (o) => o.message || ''],
-    ['Ready since', 'updated', (o) => o.updated || ''],
+    ['Ready changed', 'updated', (o) => o.updated || ''],
   ];
 
   function fill(sel, label, values, value) {
@@ -415,7 +416,7 @@ function pageOverview(main) {
       return sort.dir * (ka < kb ? -1 : ka > kb ? 1 : 0) || byName(a, b);
     });
     const head = COLUMNS.map(([label, k]) => h('button', {
-      type: 'button', class: 'sort' + (sort.key === k ? ' on' : ''), title: `Sort by ${label.toLowerCase()}`,
+      type: 'button', class: 'sort' + (sort.key === k ? ' on' : ''), title: `Sort by ${label.toLowerCase()}`, data: { label },
       'aria-sort': sort.key === k ? (sort.dir > 0 ? 'ascending' : 'descending') : null,
       onclick: () => { sort = { key: k, dir: sort.key === k ? -sort.dir : 1 }; render(); },
     }, label, sort.key === k ? (sort.dir > 0 ? ' ▲' : ' ▼') : ''));
@@ -479,13 +480,13 @@ function pageObject(main, kind, namespace, name) {
     result.className = 'action-result';
     result.textContent = 'Sending…';
     try {
-      const s = await sessionReady;
+      const sess = await sessionReady;
       const payload = { kind: ref.kind, namespace: ref.namespace, name: ref.name };
       if (detail && detail.summary.apiVersion) payload.apiVersion = detail.summary.apiVersion;
       if (verb === 'reconcile' && TREE_KINDS.has(ref.kind)) payload.withSource = true;
       const r = await api(`/api/action/${verb}`, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': s.csrfToken || '' },
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': sess.csrfToken || '' },
         body: JSON.stringify(payload),
       });
       result.classList.add('ok');
@@ -584,7 +585,7 @@ function pageObject(main, kind, namespace, name) {
   function historyPanel(d) {
     const hist = [...(d.history || [])].sort((a, b) =>
       new Date(b.lastReconciled || 0) - new Date(a.lastReconciled || 0));
-    const rows = hist.map((sn) => h('tr', { data: { revision: sn.revision },
+    const rows = hist.map((sn) => h('tr', { data: { revision: sn.revision }, class: `tl-${statusClass(sn.status)}`,
       title: Object.entries(sn.metadata || {}).map(([k, v]) => `${k}: ${v}`).join('\n') || null },
       h('td', { class: 'mono', title: sn.revision }, shortRev(sn.revision)),
       h('td', { class: 'mono', title: sn.digest || '' }, shortDigest(sn.digest)),
@@ -594,7 +595,7 @@ function pageObject(main, kind, namespace, name) {
       h('td', null, badge(statusClass(sn.status), sn.status || 'unknown')),
       h('td', { class: 'num' }, String(sn.totalReconciliations ?? '')),
     ));
-    return section('History', table('history', ['Revision', 'Digest', 'First reconciled', 'Last reconciled', 'Duration', 'Status', 'Total'], rows, 'No history yet.'));
+    return section('History', table('history', ['Revision', 'Digest', 'First reconciled', 'Last reconciled', 'Duration', 'Status', 'Total'], rows, 'No history yet.', 'history', 'timeline'));
   }
 
   function treeNode(n, depth) {
@@ -624,8 +625,8 @@ function pageObject(main, kind, namespace, name) {
   }
 
   function driftPanel(drift) {
-    if (drift instanceof Error) return section('Drift corrected', h('div', { testid: 'drift' }, errorBox(drift)));
-    return section('Drift corrected', driftRows(drift.drift, false));
+    if (drift instanceof Error) return section('Drift', h('div', { testid: 'drift' }, errorBox(drift)));
+    return section('Drift', driftRows(drift.drift, false));
   }
 
   function eventsPanel(d) {
@@ -695,7 +696,7 @@ function pageDrift(main) {
   document.title = 'Eddy · Drift';
   const body = h('div', null, loading());
   put(main, h('h1', null, 'Drift'),
-    h('p', { class: 'muted' }, 'Fields another manager changed on applied objects, and that Eddy put back (from DriftCorrected events), newest first.'),
+    h('p', { class: 'muted' }, 'Fields another manager changed on applied objects, newest first: put back by kustomize-controller (DriftCorrected events) or found by helm-controller (DriftDetected).'),
     body);
   let ok = false;
   return {
@@ -749,7 +750,7 @@ function pageDiff(main, namespace, name) {
   const body = h('div', null, loading());
   put(main, h('h1', null, h('span', { class: 'muted' }, 'Diff '), refLink(ref)), info, body);
   let ok = false;
-  const order = { created: 0, configured: 1, deleted: 2, unchanged: 3 };
+  const order = { created: 0, configured: 1, deleted: 2, skipped: 3, unchanged: 4 };
   return {
     async update(refresh) {
       try {
@@ -757,9 +758,9 @@ function pageDiff(main, namespace, name) {
         ok = true;
         const objs = [...(d.objects || [])].sort((a, b) => (order[a.action] ?? 9) - (order[b.action] ?? 9) ||
           idOf(a.object).localeCompare(idOf(b.object)));
-        const changed = objs.filter((o) => o.action !== 'unchanged').length;
+        const changed = objs.filter((o) => o.action !== 'unchanged' && o.action !== 'skipped').length;
         info.textContent = `Desired state at ${d.revision || '(unknown revision)'} against the live cluster: ${changed} of ${objs.length} objects would change.`;
-        const act = { created: 'ready', configured: 'reconciling', deleted: 'failed', unchanged: 'unknown' };
+        const act = { created: 'ready', configured: 'reconciling', deleted: 'failed', skipped: 'suspended', unchanged: 'unknown' };
         const rows = objs.map((o) => h('tr', { data: { object: idOf(o.object), action: o.action } },
           h('td', null, badge(act[o.action] || 'unknown', o.action)),
           h('td', null, h('a', { href: yamlHref(o.object) }, `${o.object.kind}/${o.object.namespace ? o.object.namespace + '/' : ''}${o.object.name}`)),
@@ -784,8 +785,9 @@ function pageGraph(main) {
   document.title = 'Eddy · Graph';
   const body = h('div', null, loading());
   put(main, h('h1', null, 'Dependency graph'),
-    h('p', { class: 'muted legend' }, 'Sources on the left, then Kustomizations and HelmReleases by dependsOn depth. ',
-      h('span', { class: 'edge-key source' }, '── source'), ' ', h('span', { class: 'edge-key depends' }, '- - dependsOn')),
+    h('p', { class: 'muted legend' }, 'Sources on the left, then what uses them, by depth. Edges: ',
+      h('span', { class: 'edge-key source' }, '── source'), ' · ', h('span', { class: 'edge-key depends' }, '- - dependsOn'), ' · ',
+      h('span', { class: 'edge-key applies' }, '··· applies (inventory)')),
     body);
   let ok = false;
   return {
@@ -806,13 +808,15 @@ function pageGraph(main) {
   };
 }
 
-// layout places nodes in columns: longest path from a node without
-// incoming edges (sources first), then orders each column by the mean row
-// of its neighbours (a few sweeps), which keeps edges short and mostly
-// uncrossed for Flux-sized graphs.
+// layout places nodes in columns (a small Sugiyama layout): the longest
+// path from a node without incoming edges (sources first); an edge that
+// spans several columns gets a waypoint in each column between, so that it
+// runs in its own lane and not through the boxes; then each column is
+// ordered by the mean row of its neighbours (a few sweeps), which keeps
+// edges short and mostly uncrossed for Flux-sized graphs.
 function layout(g) {
   const nodes = new Map(g.nodes.map((n) => [n.id, { ...n, layer: 0, row: 0, in: [], out: [] }]));
-  const edges = g.edges.filter((e) => nodes.has(e.from) && nodes.has(e.to) && e.from !== e.to);
+  const edges = g.edges.filter((e) => nodes.has(e.from) && nodes.has(e.to) && e.from !== e.to).map((e) => ({ ...e, via: [] }));
   for (const e of edges) { nodes.get(e.from).out.push(e.to); nodes.get(e.to).in.push(e.from); }
   const memo = new Map();
   const depth = (id, seen) => {
@@ -831,11 +835,27 @@ function layout(g) {
   const lone = [...nodes.values()].filter((n) => !n.in.length && !n.out.length && !SOURCE_KINDS.has(n.kind));
   const maxLayer = Math.max(0, ...[...nodes.values()].filter((n) => !lone.includes(n)).map((n) => n.layer));
   for (const n of lone) n.layer = maxLayer + 1;
+  // Waypoints ("~" ids cannot clash with Kind/ns/name ids).
+  let k = 0;
+  for (const e of edges) {
+    const a = nodes.get(e.from), b = nodes.get(e.to);
+    if (b.layer - a.layer < 2) continue;
+    let prev = a;
+    for (let l = a.layer + 1; l < b.layer; l++) {
+      const w = { id: `~${k++}`, waypoint: true, kind: '', layer: l, row: 0, in: [prev.id], out: [] };
+      nodes.set(w.id, w);
+      if (prev === a) a.out[a.out.indexOf(b.id)] = w.id; else prev.out.push(w.id);
+      e.via.push(w.id);
+      prev = w;
+    }
+    prev.out.push(b.id);
+    b.in[b.in.indexOf(a.id)] = prev.id;
+  }
   const layers = [];
   for (const n of nodes.values()) (layers[n.layer] ||= []).push(n);
   for (const l of layers) if (l) l.sort((a, b) => a.kind.localeCompare(b.kind) || a.id.localeCompare(b.id)).forEach((n, i) => { n.row = i; });
-  const mean = (ids) => ids.length ? ids.reduce((s, id) => s + nodes.get(id).row, 0) / ids.length : null;
-  for (let sweep = 0; sweep < 4; sweep++) {
+  const mean = (ids) => ids.length ? ids.reduce((sum, id) => sum + nodes.get(id).row, 0) / ids.length : null;
+  for (let sweep = 0; sweep < 6; sweep++) {
     const seq = sweep % 2 ? [...layers].reverse() : layers;
     for (const l of seq) {
       if (!l) continue;
@@ -849,28 +869,39 @@ function layout(g) {
 function drawGraph(g) {
   if (!g.nodes || !g.nodes.length) return h('p', { class: 'muted', testid: 'graph-empty' }, 'No Flux objects to draw.');
   const { nodes, edges, layers } = layout(g);
-  const W = 230, H = 44, GX = 90, GY = 18, PAD = 16;
-  const tallest = Math.max(...layers.map((l) => l.length));
-  const height = PAD * 2 + tallest * (H + GY) - GY;
+  const W = 230, H = 44, WH = 10, GX = 90, GY = 18, PAD = 16;
+  const size = (n) => (n.waypoint ? WH : H);
+  const colHeight = (l) => l.reduce((sum, n) => sum + size(n) + GY, 0) - GY;
+  const height = PAD * 2 + Math.max(...layers.map(colHeight));
   for (const [li, l] of layers.entries()) {
-    const offset = (height - (l.length * (H + GY) - GY)) / 2;
-    for (const n of l) { n.x = PAD + li * (W + GX); n.y = offset + n.row * (H + GY); }
+    let y = PAD + (height - PAD * 2 - colHeight(l)) / 2;
+    for (const n of l) { n.x = PAD + li * (W + GX); n.y = y; y += size(n) + GY; }
   }
   const width = PAD * 2 + layers.length * (W + GX) - GX;
   const svg = s('svg', { testid: 'graph', class: 'graph', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'Dependency graph' },
     s('defs', null,
       s('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
         s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow' }))));
+  const curve = (x1, y1, x2, y2) => {
+    const dx = x2 <= x1 ? 60 : Math.max(30, (x2 - x1) / 2);
+    return ` C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}`;
+  };
   for (const e of edges) {
     const a = nodes.get(e.from), b = nodes.get(e.to);
-    const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
-    const back = x2 <= x1;
-    const dx = back ? 60 : Math.max(30, (x2 - x1) / 2);
-    const d = `M${x1},${y1} C${x1 + dx},${y1} ${x2 - dx},${y2} ${x2},${y2}`;
-    svg.append(s('path', { d, class: `edge ${e.type === 'dependsOn' ? 'depends' : 'source'}`, 'marker-end': 'url(#arrow)', data: { from: e.from, to: e.to } },
+    let x = a.x + W, y = a.y + H / 2;
+    let d = `M${x},${y}`;
+    for (const id of e.via) {
+      const w = nodes.get(id), wy = w.y + WH / 2;
+      d += curve(x, y, w.x, wy) + ` L${w.x + W},${wy}`;
+      x = w.x + W; y = wy;
+    }
+    d += curve(x, y, b.x, b.y + H / 2);
+    const cls = { dependsOn: 'depends', applies: 'applies' }[e.type] || 'source';
+    svg.append(s('path', { d, class: `edge ${cls}`, 'marker-end': 'url(#arrow)', data: { from: e.from, to: e.to } },
       s('title', null, `${e.from} → ${e.to} (${e.type})`)));
   }
   for (const n of nodes.values()) {
+    if (n.waypoint) continue;
     const label = n.name.length > 26 ? n.name.slice(0, 25) + '…' : n.name;
     svg.append(s('g', { data: { node: n.id, state: n.state || 'unknown' }, class: `node st-${n.state || 'unknown'}`, transform: `translate(${n.x},${n.y})` },
       s('a', { href: objectHref(n) },
@@ -885,13 +916,18 @@ function drawGraph(g) {
 
 // ---------- router ----------
 
+// current is the page on screen ({update(refresh)}).
 let current = null;
-let page = null;
 
 function route() {
-  const parts = location.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  let parts;
+  try {
+    parts = location.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    parts = ['?']; // a malformed %-escape: no such page
+  }
   const main = document.getElementById('main');
-  let nav = '';
+  let nav = '', page;
   clearTimeout(refreshTimer);
   refreshTimer = 0;
   if (parts.length === 0) { nav = 'overview'; page = pageOverview(main); }
