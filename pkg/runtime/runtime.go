@@ -4,6 +4,7 @@
 package runtime
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
@@ -20,11 +22,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -171,7 +175,9 @@ func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Sche
 			cacheOpts.ByObject[obj] = cache.ByObject{Label: sel}
 		}
 	}
+	events := record.NewBroadcasterWithCorrelatorOptions(record.CorrelatorOptions{SpamKeyFunc: eventSpamKey})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		EventBroadcaster:              events, //nolint:staticcheck // the only way to set the correlator's options
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr, ExtraHandlers: pprofHandlers()},
 		HealthProbeBindAddress:        o.HealthAddr,
@@ -189,6 +195,14 @@ func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Sche
 	if err != nil {
 		return nil, err
 	}
+	// A broadcaster passed in is the caller's to stop.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		events.Shutdown()
+		return nil
+	})); err != nil {
+		return nil, err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
 	}
@@ -196,6 +210,16 @@ func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Sche
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// eventSpamKey throttles Kubernetes events per object and reason, where
+// client-go throttles per object (25 events, then one per 5 minutes): a
+// Kustomization reconciled every minute would otherwise, after its first 25
+// events, have its DriftCorrected events dropped, and the drift they report
+// (read by eddy ui and eddy events) lost.
+func eventSpamKey(e *corev1.Event) string {
+	o := e.InvolvedObject
+	return strings.Join([]string{e.Source.Component, e.Source.Host, o.Kind, o.Namespace, o.Name, string(o.UID), o.APIVersion, e.Type, e.Reason}, "\x00")
 }
 
 // LeaderElectionID is the name of the leader-election lease of the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -62,5 +63,57 @@ func TestCacheDropsManagedFields(t *testing.T) {
 	}
 	if cached.Spec.Suspend != true || cached.Labels[shardKey] != shard {
 		t.Errorf("cached Kustomization lost its spec or labels: %+v", cached.ObjectMeta)
+	}
+}
+
+// TestEventsThrottledPerReason: the manager's event recorder (as the binary
+// builds it) throttles each reason of an object on its own: after more
+// events of one reason than client-go lets through per object (25), a
+// DriftCorrected event still reaches the API server.
+func TestEventsThrottledPerReason(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var c Config
+	fs := flag.NewFlagSet(ControllerName, flag.ContinueOnError)
+	c.BindFlags(fs)
+	if err := fs.Parse([]string{"--metrics-addr=0", "--health-addr=0", "--watch-label-selector=" + shardKey + "=events-test"}); err != nil {
+		t.Fatal(err)
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := c.Options.NewManager(ControllerName, env.Config, scheme, &kustomizev1.Kustomization{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mgr.Start(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+
+	ns := newNamespace(t)
+	k := newKustomization(t, ns, "noisy", "none", func(k *kustomizev1.Kustomization) { k.Spec.Suspend = true })
+	rec := mgr.GetEventRecorderFor("events-test")
+	for i := range 40 {
+		rec.Eventf(k, corev1.EventTypeNormal, "Progressing", "step %d", i)
+	}
+	rec.Event(k, corev1.EventTypeNormal, "DriftCorrected", "ConfigMap/"+ns+"/c drifted: .data.a \"1\" → \"2\" (by kubectl-edit); corrected")
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var evs corev1.EventList
+		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "DriftCorrected" && e.InvolvedObject.Name == "noisy" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the DriftCorrected event after 40 Progressing ones did not reach the API server in 30s: %v", err)
 	}
 }
