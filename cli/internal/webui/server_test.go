@@ -556,13 +556,21 @@ func TestDrift(t *testing.T) {
 	if err := env.Client.Create(ctx, ev); err != nil {
 		t.Fatal(err)
 	}
+	// The 11th similar event of 10 minutes, as client-go's aggregator writes it.
+	combined := ev.DeepCopy()
+	combined.ObjectMeta = metav1.ObjectMeta{GenerateName: "apps.", Namespace: ns}
+	combined.Message = "(combined from similar events): " + strings.Replace(msg, "2 → 5", "2 → 7", 1)
+	combined.LastTimestamp = metav1.NewTime(time.Now().Add(time.Second))
+	if err := env.Client.Create(ctx, combined); err != nil {
+		t.Fatal(err)
+	}
 	base := serve(t, Options{Config: env.Config})
 	var dl DriftList
 	getJSON(t, base+"api/drift?owner=Kustomization/"+ns+"/apps", &dl)
-	if len(dl.Drift) != 1 {
-		t.Fatalf("drift: %+v", dl)
+	if len(dl.Drift) != 2 || dl.Drift[0].Fields[0].New != "7" {
+		t.Fatalf("drift (the combined event first): %+v", dl)
 	}
-	d := dl.Drift[0]
+	d := dl.Drift[1]
 	want := []FieldDrift{{Path: ".spec.replicas", Old: "2", New: "5", Manager: "kubectl-edit"}, {Path: ".metadata.annotations.note", Old: `"<b>a, b</b>"`, New: ""}}
 	if d.Object != (Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web"}) || fmt.Sprint(d.Fields) != fmt.Sprint(want) {
 		t.Fatalf("drift %+v, want fields %+v", d, want)

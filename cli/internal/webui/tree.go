@@ -79,7 +79,7 @@ func (a *api) drift(w http.ResponseWriter, r *http.Request) {
 		if owner != "" && owner != o.Kind+"/"+o.Namespace+"/"+o.Name {
 			continue
 		}
-		object, fields, ok := ssa.ParseDriftMessage(ev.Message)
+		object, fields, ok := ssa.ParseDriftMessage(uncombined(ev.Message))
 		if !ok {
 			continue
 		}
@@ -94,7 +94,7 @@ func (a *api) drift(w http.ResponseWriter, r *http.Request) {
 		if owner != "" && owner != o.Kind+"/"+o.Namespace+"/"+o.Name {
 			continue
 		}
-		_, objects, ok := ssa.ParseReleaseDriftMessage(ev.Message)
+		_, objects, ok := ssa.ParseReleaseDriftMessage(uncombined(ev.Message))
 		if !ok {
 			continue
 		}
@@ -216,4 +216,11 @@ func plainJSON(v string) string {
 		return v
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// uncombined is an event message without the prefix client-go's event
+// aggregator puts on the 11th similar event (same object and reason) of
+// 10 minutes.
+func uncombined(msg string) string {
+	return strings.TrimPrefix(msg, "(combined from similar events): ")
 }
