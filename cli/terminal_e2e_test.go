@@ -254,10 +254,11 @@ func TestTerminalDevUp(t *testing.T) {
 	}
 	checkAllGone(t, state, u.dir())
 
-	// With a shard, so that its processes are stopped by down as well.
-	up := u.startTTY(80, false, "dev", "up", "--detach", "--shards=1")
+	// With a shard and the web UI, so that their processes are stopped by
+	// down as well.
+	up := u.startTTY(80, false, "dev", "up", "--detach", "--shards=1", "--ui", "--ui-listen=127.0.0.1:0")
 	screen = strings.Join(up.checkTerminal(4*time.Minute, false), "\n")
-	for _, want := range []string{"environment running", "kustomization/apps", "Run `eddy dev down` to stop it."} {
+	for _, want := range []string{"environment running", "kustomization/apps", "Run `eddy dev down` to stop it.", "UI: http://127.0.0.1:"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("eddy dev up --detach at a terminal does not show %q", want)
 		}
@@ -269,6 +270,13 @@ func TestTerminalDevUp(t *testing.T) {
 	if !slices.ContainsFunc(state.Controllers, func(p process.Status) bool { return p.Name == "kustomize-controller-shard1" }) {
 		t.Errorf("eddy dev up --detach --shards=1 runs no kustomize-controller-shard1: %+v", state.Controllers)
 	}
+	// eddy ui at a terminal against it: the address, then Ctrl-C stops it.
+	ui := u.startTTY(80, false, "ui", "--listen=127.0.0.1:0")
+	ui.waitFor("eddy ui: http://127.0.0.1:", time.Minute)
+	if _, err := ui.pty.Write([]byte{3}); err != nil {
+		t.Fatal(err)
+	}
+	ui.checkTerminal(time.Minute, false)
 	down := u.startTTY(80, false, "dev", "down")
 	if screen = strings.Join(down.checkTerminal(2*time.Minute, false), "\n"); !strings.Contains(screen, "✔ stopped:") {
 		t.Error("eddy dev down at a terminal does not say it stopped")

@@ -1,11 +1,13 @@
 package main
 
 import (
-	"fmt"
+	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/eddyops/eddy/cli/internal/webui"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,11 +41,21 @@ or TLS.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			u := ui.New(cmd.OutOrStdout())
+			done := u.Spin("reading the cluster's Flux objects")
+			err = srv.Start(ctx)
+			done()
+			if errors.Is(err, context.Canceled) {
+				return nil // Ctrl-C while it started
+			}
+			if err != nil {
+				return err
+			}
 			url := srv.URL()
 			if opts.AuthToken != "" {
 				url += "?token=<your --auth-token>"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "eddy ui: %s (Ctrl-C stops it)\n", url)
+			u.Success("eddy ui: %s (Ctrl-C stops it)", url)
 			return srv.Serve(ctx)
 		},
 	}

@@ -375,6 +375,12 @@ func (e *Env) startUI(context.Context) error {
 	}
 	// Its own context: Stop ends it, whatever context started the environment.
 	ctx, cancel := context.WithCancel(context.Background())
+	// The address is announced once the page has data to show.
+	if err := srv.Start(ctx); err != nil {
+		cancel()
+		logFile.Close()
+		return fmt.Errorf("web UI: %w", err)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -58,8 +58,8 @@ type Server struct {
 	opts   Options
 	ln     net.Listener
 	csrf   string
-	cookie string // name of the auth cookie
-	mux    *http.ServeMux
+	cookie string       // name of the auth cookie
+	h      http.Handler // the routes, once Start has run
 	log    io.Writer
 }
 
@@ -122,20 +122,37 @@ func (s *Server) URL() string {
 	return scheme + "://" + s.ln.Addr().String() + "/"
 }
 
-// Serve serves until ctx is done, then closes the listener.
-func (s *Server) Serve(ctx context.Context) error {
+// Start watches the cluster (informers over the Flux kinds and their
+// events) and waits for their first list, so that the page has data once
+// URL is announced; the watches end with ctx. It fails when the API server
+// does not answer within 30 s, or with ctx's error when ctx ends first.
+func (s *Server) Start(ctx context.Context) error {
+	if s.h != nil {
+		return nil
+	}
 	h, err := s.handler(ctx)
 	if err != nil {
+		return err
+	}
+	s.h = h
+	return nil
+}
+
+// Serve serves until ctx is done, then closes the listener. It calls
+// Start first unless the caller did.
+func (s *Server) Serve(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
 		s.ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
+	var err error
 	if s.opts.TLSCertFile != "" {
 		err = srv.ServeTLS(s.ln, s.opts.TLSCertFile, s.opts.TLSKeyFile)
 	} else {

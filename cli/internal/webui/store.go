@@ -148,6 +148,9 @@ func newStore(ctx context.Context, cfg *rest.Config, h *hub, namespaces []string
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("the API server did not answer the first list within 30s")
 	}
 	go s.probe(ctx)
