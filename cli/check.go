@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"time"
 
-	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/eddyops/eddy/pkg/health"
 	"github.com/spf13/cobra"
@@ -96,7 +96,7 @@ func runCheck(parent context.Context, u *ui.UI, cfg *rest.Config, o checkOptions
 		u.Success("prerequisites checks passed")
 		return nil
 	}
-	c, err := client.New(cfg, client.Options{Scheme: dev.NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"net/url"
 	"os"
 	"path"
@@ -16,7 +17,6 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/eddyops/eddy/pkg/helmvalues"
@@ -91,7 +91,7 @@ type creation struct {
 // flux judges it.
 func (g *globalFlags) create(cmd *cobra.Command, f *createFlags, c creation) error {
 	if f.export {
-		doc, err := exported(dev.NewScheme(), c.obj)
+		doc, err := exported(scheme.New(), c.obj)
 		if err != nil {
 			return err
 		}

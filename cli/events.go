@@ -74,14 +74,14 @@ func newEventsCommand(g *globalFlags) *cobra.Command {
 				}
 				evs = append(evs, l.Items...)
 			}
-			sort.SliceStable(evs, func(i, j int) bool { return lastSeen(evs[i]).Before(lastSeen(evs[j])) })
+			sort.SliceStable(evs, func(i, j int) bool { return status.EventTime(evs[i]).Before(status.EventTime(evs[j])) })
 			if len(evs) == 0 {
 				fmt.Fprintln(cmd.ErrOrStderr(), "no events found")
 				return nil
 			}
 			tw := status.NewTable(cmd.OutOrStdout(), allNamespaces, "LAST SEEN\tTYPE\tREASON\tOBJECT\tMESSAGE")
 			for _, e := range evs {
-				age := duration.HumanDuration(time.Since(lastSeen(e)))
+				age := duration.HumanDuration(time.Since(status.EventTime(e)))
 				msg := strings.ReplaceAll(strings.TrimSpace(e.Message), "\n", "\n\t\t\t\t")
 				tw.Row(e.Namespace, "%s\t%s\t%s\t%s/%s\t%s", age, e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, msg)
 			}
@@ -91,17 +91,4 @@ func newEventsCommand(g *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&forObj, "for", "", "show only the events of this object, as Kind/name")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "show the events of all namespaces")
 	return cmd
-}
-
-// lastSeen is when the event last happened, whichever field the reporter set.
-func lastSeen(e corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	case !e.FirstTimestamp.IsZero():
-		return e.FirstTimestamp.Time
-	}
-	return e.CreationTimestamp.Time
 }

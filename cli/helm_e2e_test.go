@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"regexp"
 	"strings"
 	"sync"
@@ -11,7 +12,6 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -297,7 +297,7 @@ func TestHelmCommandsE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(env.Stop)
-	c, err := client.New(env.Config, client.Options{Scheme: dev.NewScheme()})
+	c, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

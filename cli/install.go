@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"strings"
 	"time"
 
-	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/cli/internal/install"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/eddyops/eddy/pkg/ssa"
@@ -130,7 +130,7 @@ func reachableClient(g *globalFlags) (client.Client, error) {
 	if err := install.Reachable(cfg); err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: dev.NewScheme()})
+	return client.New(cfg, client.Options{Scheme: scheme.New()})
 }
 
 // newUninstallCommand is `eddy uninstall`, flux uninstall's steps and flags.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,6 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/cli/internal/install"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/testenv"
@@ -41,7 +41,7 @@ func TestInstallE2E(t *testing.T) {
 	}
 	t.Cleanup(cluster.Stop)
 	t.Logf("local cluster started in %s", cluster.StartupDuration.Round(time.Millisecond))
-	c, err := client.New(cluster.Config, client.Options{Scheme: dev.NewScheme()})
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"os"
 	"time"
 
@@ -65,7 +66,7 @@ func (g *globalFlags) client() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: dev.NewScheme()})
+	return client.New(cfg, client.Options{Scheme: scheme.New()})
 }
 
 // ctx bounds a command by --timeout.

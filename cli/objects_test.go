@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -100,7 +100,7 @@ func TestPrintAll(t *testing.T) {
 		&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "apps"}},
 		&notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "slack"}},
 	}
-	c := fake.NewClientBuilder().WithScheme(dev.NewScheme()).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
 			switch l.(type) {
 			case *notificationv1.AlertList:
@@ -135,7 +135,7 @@ func TestPrintAllWide(t *testing.T) {
 		&kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "infra"}},
 		&notificationv1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "slack", Labels: map[string]string{"sharding.fluxcd.io/key": "a"}}},
 	}
-	c := fake.NewClientBuilder().WithScheme(dev.NewScheme()).WithObjects(objs...).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
 	var out, errOut bytes.Buffer
 	if err := printAll(context.Background(), c, &out, ui.New(&errOut), getAllKinds, true, true); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"io"
 	"net"
 	"net/http"
@@ -36,19 +37,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	helmv2 "github.com/eddyops/eddy/api/helm/v2"
-	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/install"
 	"github.com/eddyops/eddy/cli/internal/webui"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/process"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -127,18 +121,6 @@ type Env struct {
 	stopUI context.CancelFunc // stops the web UI (Options.UI)
 }
 
-// NewScheme returns a scheme with Kubernetes' kinds, CRDs and Eddy's kinds.
-func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
-		sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme, notificationv1.AddToScheme, notificationv1beta3.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	return s
-}
-
 // ErrRunning is returned by Start when the state directory's environment runs.
 var ErrRunning = errors.New("an eddy dev environment is already running")
 
@@ -207,7 +189,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
 	_ = os.Remove(syncPath(opts.StateDir))
-	e := &Env{Opts: opts, Sup: &process.Supervisor{}, Scheme: NewScheme(), lock: lock}
+	e := &Env{Opts: opts, Sup: &process.Supervisor{}, Scheme: scheme.New(), lock: lock}
 	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Shards: opts.Shards}
 	defer func() {
 		if err != nil {

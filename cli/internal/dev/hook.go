@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"io"
 	"net/http"
 	"os"
@@ -201,7 +202,7 @@ func postCommit(ctx context.Context, stateDir, dir string) (string, error) {
 		return "", errors.New("cannot read the environment's kubeconfig")
 	}
 	cfg.Timeout = time.Second
-	c, err := client.New(cfg, client.Options{Scheme: NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return "", fmt.Errorf("cannot reach the cluster: %v", err)
 	}

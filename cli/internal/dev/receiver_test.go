@@ -2,6 +2,7 @@ package dev
 
 import (
 	"bytes"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"net"
 	"os"
 	"os/exec"
@@ -21,7 +22,7 @@ import (
 // post-commit hook sends to, for the synced GitRepository, so the hook works
 // for a repository that defines no Receiver of its own.
 func TestApplySourceCreatesTheHookReceiver(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).Build()
 	src := &Source{URL: "http://127.0.0.1:1/repo", Branch: "main", Path: "./"}
 	for range 2 { // idempotent
 		if err := ApplySource(t.Context(), c, src); err != nil {

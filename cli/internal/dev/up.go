@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"io"
 	"os"
 	"os/exec"
@@ -407,7 +408,7 @@ func ClientFor(kubeconfig string) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: NewScheme()})
+	return client.New(cfg, client.Options{Scheme: scheme.New()})
 }
 
 // upDetached starts `eddy dev supervise` as a daemon (own session, output to

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,7 +21,7 @@ import (
 // fewer on a slow machine), where a loop without the pause makes thousands.
 func TestWaitSyncedPausesAfterAFailedList(t *testing.T) {
 	var lists atomic.Int32
-	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(interceptor.Funcs{
 		List: func(ctx context.Context, _ client.WithWatch, _ client.ObjectList, _ ...client.ListOption) error {
 			if _, waiting := ctx.Deadline(); waiting { // not the final table's List
 				lists.Add(1)

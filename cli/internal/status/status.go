@@ -20,6 +20,7 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -480,4 +481,21 @@ func WaitFor(ctx context.Context, c client.Client, obj client.Object, key types.
 		return fmt.Errorf("timed out waiting for %s%s", what, msg)
 	}
 	return ctx.Err()
+}
+
+// EventTime is when a core/v1 Event last happened, whichever field its
+// reporter set: the series' last observation, lastTimestamp, eventTime,
+// firstTimestamp, else its creation.
+func EventTime(e corev1.Event) time.Time {
+	switch {
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
 }

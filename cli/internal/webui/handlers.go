@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eddyops/eddy/cli/internal/scheme"
+	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/pkg/ssa"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,7 +47,7 @@ func (s *Server) handler(ctx context.Context) (http.Handler, error) {
 		return nil, err
 	}
 	a := &api{s: s, st: st, hub: h, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(st.kube.Discovery()))}
-	if a.client, err = client.New(s.opts.Config, client.Options{Scheme: scheme(), Mapper: a.mapper}); err != nil {
+	if a.client, err = client.New(s.opts.Config, client.Options{Scheme: scheme.New(), Mapper: a.mapper}); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -148,7 +150,7 @@ func artifactOf(u *unstructured.Unstructured) *Artifact {
 func eventOf(ev corev1.Event, source bool) Event {
 	io := ev.InvolvedObject
 	return Event{Object: Ref{APIVersion: io.APIVersion, Kind: io.Kind, Namespace: io.Namespace, Name: io.Name},
-		Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Time: eventTime(ev), Count: max(ev.Count, 1), Source: source}
+		Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Time: status.EventTime(ev), Count: max(ev.Count, 1), Source: source}
 }
 
 func sortEvents(evs []Event) {

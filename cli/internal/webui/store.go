@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eddyops/eddy/cli/internal/status"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -272,7 +273,7 @@ func (s *store) eventsOf(kind, namespace, name string) []corev1.Event {
 			out = append(out, ev)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return eventTime(out[i]).After(eventTime(out[j])) })
+	sort.SliceStable(out, func(i, j int) bool { return status.EventTime(out[i]).After(status.EventTime(out[j])) })
 	return out
 }
 
@@ -289,24 +290,8 @@ func (s *store) allEvents(kind string) []corev1.Event {
 			out = append(out, ev)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return eventTime(out[i]).After(eventTime(out[j])) })
+	sort.SliceStable(out, func(i, j int) bool { return status.EventTime(out[i]).After(status.EventTime(out[j])) })
 	return out
-}
-
-// eventTime is when an event last happened, whichever field its writer
-// filled.
-func eventTime(ev corev1.Event) time.Time {
-	switch {
-	case ev.Series != nil && !ev.Series.LastObservedTime.IsZero():
-		return ev.Series.LastObservedTime.Time
-	case !ev.LastTimestamp.IsZero():
-		return ev.LastTimestamp.Time
-	case !ev.EventTime.IsZero():
-		return ev.EventTime.Time
-	case !ev.FirstTimestamp.IsZero():
-		return ev.FirstTimestamp.Time
-	}
-	return ev.CreationTimestamp.Time
 }
 
 func (s *store) eventObjects(kind string) []any {

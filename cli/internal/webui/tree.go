@@ -7,30 +7,14 @@ import (
 	"sort"
 	"strings"
 
-	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/inspect"
+	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
-
-// scheme is what the tree and the diff read typed: the built-in kinds and
-// Eddy's API groups.
-func scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(sourcev1.AddToScheme(s))
-	utilruntime.Must(kustomizev1.AddToScheme(s))
-	utilruntime.Must(helmv2.AddToScheme(s))
-	utilruntime.Must(notificationv1.AddToScheme(s))
-	return s
-}
 
 // tree answers the resource tree of a Kustomization or HelmRelease, read
 // live with the user's credentials (inventory objects are not watched).
@@ -84,7 +68,7 @@ func (a *api) drift(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		out.Drift = append(out.Drift, Drift{Owner: o, Object: a.inventoryRef(o, object), Fields: driftFields(fields),
-			Time: eventTime(ev), Count: max(ev.Count, 1), Message: ev.Message, Reason: ev.Reason})
+			Time: status.EventTime(ev), Count: max(ev.Count, 1), Message: ev.Message, Reason: ev.Reason})
 	}
 	for _, ev := range a.st.allEvents("HelmRelease") {
 		if ev.Reason != "DriftDetected" {
@@ -103,7 +87,7 @@ func (a *api) drift(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			out.Drift = append(out.Drift, Drift{Owner: o, Object: refFromString(od.Object), Fields: driftFields(od.Fields),
-				Time: eventTime(ev), Count: max(ev.Count, 1), Message: ev.Message, Reason: ev.Reason})
+				Time: status.EventTime(ev), Count: max(ev.Count, 1), Message: ev.Message, Reason: ev.Reason})
 		}
 	}
 	sort.SliceStable(out.Drift, func(i, j int) bool { return out.Drift[i].Time.After(out.Drift[j].Time) })
