@@ -3,12 +3,22 @@ package webui
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -130,6 +140,81 @@ func TestListenNeedsAuthOffLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.ln.Close()
+}
+
+// TestTLSWithoutTokenOffLoopback: TLS encrypts but tells nothing of who
+// connects, so a non-loopback listener with TLS and no --auth-token still
+// requires a token: a generated one, carried by URL.
+func TestTLSWithoutTokenOffLoopback(t *testing.T) {
+	cert, key := selfSignedCert(t)
+	srv, err := Listen(Options{Config: env.Config, Listen: "0.0.0.0:0", TLSCertFile: cert, TLSKeyFile: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	u, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := u.Query().Get("token")
+	if token == "" {
+		t.Fatalf("URL %s carries no token", srv.URL())
+	}
+	_, port, _ := net.SplitHostPort(u.Host)
+	base := "https://127.0.0.1:" + port + "/"
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	get := func(u string) int {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			resp, err := c.Get(u)
+			if err == nil {
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET %s: %v", u, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if code := get(base + "api/session"); code != http.StatusUnauthorized {
+		t.Fatalf("without the token: %d", code)
+	}
+	if code := get(base + "api/session?token=" + token); code != http.StatusOK {
+		t.Fatalf("with the URL's token: %d", code)
+	}
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key (PEM).
+func selfSignedCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "eddy-ui-test"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }
 
 func TestServer(t *testing.T) {
