@@ -803,7 +803,7 @@ function pageGraph(main) {
         const g = await api('/api/graph');
         ok = true;
         swap(body, h('div', { class: 'scroll graph-wrap', data: { key: 'graph' } }, drawGraph(g)));
-        const target = decodeURIComponent(location.hash.slice(1));
+        const target = decode(location.hash.slice(1));
         if (target && !refresh) {
           const el = [...body.querySelectorAll('g[data-node]')].find((e) => e.dataset.node === target);
           if (el) { el.classList.add('focus'); el.scrollIntoView({ block: 'center', inline: 'center' }); }
@@ -922,6 +922,12 @@ function drawGraph(g) {
 }
 
 // ---------- router ----------
+
+// decode is decodeURIComponent, null for a malformed escape (a hand-typed
+// URL) instead of an exception.
+function decode(str) {
+  try { return decodeURIComponent(str); } catch { return null; }
+}
 
 // current is the page on screen ({update(refresh)}).
 let current = null;
