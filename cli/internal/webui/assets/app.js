@@ -674,7 +674,9 @@ function pageObject(main, kind, namespace, name) {
       ]);
       if (current !== self) return;
       if (d instanceof Error) {
-        if (!refresh || !detail) { detail = null; renderHead(); renderButtons(); swap(body, errorBox(d)); }
+        // A refresh keeps the last view through a passing error, not
+        // through a 404: the object was deleted (or is no longer readable).
+        if (!refresh || !detail || d.status === 404) { detail = null; renderHead(); renderButtons(); swap(body, errorBox(d)); }
         return;
       }
       detail = d;
@@ -744,7 +746,7 @@ function pageYAML(main) {
             h('summary', null, 'managedFields'), h('pre', { class: 'yaml' }, y.managedFields)) : null,
         ]);
       } catch (e) {
-        if (!refresh || !ok) swap(body, errorBox(e));
+        if (!refresh || !ok || e.status === 404) swap(body, errorBox(e)); // 404: deleted
       }
     },
   };
@@ -780,7 +782,7 @@ function pageDiff(main, namespace, name) {
         ));
         swap(body, table('diff', ['Action', 'Object', 'Fields (live → desired)'], rows, 'The Kustomization has no objects.'));
       } catch (e) {
-        if (!refresh || !ok) { info.textContent = ''; swap(body, errorBox(e)); }
+        if (!refresh || !ok || e.status === 404) { info.textContent = ''; swap(body, errorBox(e)); } // 404: deleted
       }
     },
   };
