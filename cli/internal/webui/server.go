@@ -197,12 +197,30 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			http.Error(w, "unexpected Host header", http.StatusMisdirectedRequest)
 			return
 		}
+		// The API is the page's own: a browser says where a request comes
+		// from, and another site's <img src> or form must not run a diff
+		// (a build and a dry-run) with the user's credentials. Links to
+		// pages from elsewhere still open.
+		if strings.HasPrefix(r.URL.Path, "/api/") && !fromPage(r) {
+			http.Error(w, "cross-site request to the API refused", http.StatusForbidden)
+			return
+		}
 		if s.opts.AuthToken != "" && !s.authorized(w, r) {
 			http.Error(w, "unauthorized: open the address with ?token=<the --auth-token>", http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// fromPage: the request comes from the page itself (Sec-Fetch-Site
+// same-origin), was typed by the user (none), or from no browser (absent).
+func fromPage(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return false
 }
 
 // hostAllowed accepts the listen address, and loopback names on its port.

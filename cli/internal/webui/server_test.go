@@ -327,6 +327,36 @@ func TestServer(t *testing.T) {
 		}
 	})
 
+	t.Run("cross-site", func(t *testing.T) {
+		// Another site's <img src> or form reaches loopback too; browsers
+		// say so in Sec-Fetch-Site.
+		for site, want := range map[string]int{"cross-site": 403, "same-site": 403, "same-origin": 200, "none": 200} {
+			req, _ := http.NewRequest(http.MethodGet, base+"api/diff/"+ns+"/apps", nil)
+			if want == 200 {
+				req.URL.Path = "/api/objects"
+			}
+			req.Header.Set("Sec-Fetch-Site", site)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("Sec-Fetch-Site %s: %d, want %d", site, resp.StatusCode, want)
+			}
+		}
+		req, _ := http.NewRequest(http.MethodGet, base+"object/Kustomization/"+ns+"/apps", nil)
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("a link from another site to a page: %d", resp.StatusCode)
+		}
+	})
+
 	t.Run("read-only", func(t *testing.T) {
 		ro := serve(t, Options{Config: env.Config, ReadOnly: true})
 		var s Session
