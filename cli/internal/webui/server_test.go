@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,8 +30,11 @@ import (
 	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -713,5 +717,72 @@ func TestSecretYAMLRedacted(t *testing.T) {
 	}
 	if strings.Contains(y.YAML, "hunter2") || strings.Contains(y.YAML, "aHVudGVyMi") || !strings.Contains(y.YAML, "password: '(redacted: 14 bytes)'") {
 		t.Fatalf("Secret YAML:\n%s", y.YAML)
+	}
+}
+
+// TestServedVersion: a kind whose CRD does not serve the version Eddy
+// stores (Flux before 2.10 serves Alert as v1beta3 only) is read at a
+// version the cluster serves, not hidden.
+func TestServedVersion(t *testing.T) {
+	ctx := context.Background()
+	ns := fixture(t, "ok")
+	alert := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+		"metadata": map[string]any{"namespace": ns, "name": "old"},
+		"spec": map[string]any{"providerRef": map[string]any{"name": "slack"},
+			"eventSources": []any{map[string]any{"kind": "Kustomization", "name": "*"}}}}}
+	if err := env.Client.Create(ctx, alert); err != nil {
+		t.Fatal(err)
+	}
+	served := func(on bool) {
+		t.Helper()
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "alerts.notification.toolkit.fluxcd.io"}, &crd); err != nil {
+			t.Fatal(err)
+		}
+		for i := range crd.Spec.Versions {
+			if crd.Spec.Versions[i].Name == "v1" {
+				crd.Spec.Versions[i].Served = on
+			}
+		}
+		if err := env.Client.Update(ctx, &crd); err != nil {
+			t.Fatal(err)
+		}
+		// Wait until discovery says so.
+		dc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			rl, _ := dc.ServerResourcesForGroupVersion("notification.toolkit.fluxcd.io/v1")
+			has := false
+			if rl != nil {
+				for _, r := range rl.APIResources {
+					has = has || r.Name == "alerts"
+				}
+			}
+			if has == on {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("discovery still says v1 alerts served=%v", has)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	served(false)
+	t.Cleanup(func() { served(true) })
+	base := serve(t, Options{Config: env.Config})
+	var objs Objects
+	getJSON(t, base+"api/objects", &objs)
+	found := false
+	for _, o := range objs.Objects {
+		found = found || (o.Kind == "Alert" && o.Namespace == ns && o.Name == "old")
+	}
+	if !found || slices.Contains(objs.Hidden, "Alert") {
+		t.Fatalf("Alert served as v1beta3 only: listed %v, hidden %v", found, objs.Hidden)
+	}
+	var sess Session
+	getJSON(t, base+"api/session", &sess)
+	if code, body := post(t, base+"api/action/suspend", sess.CSRFToken, Action{Ref: Ref{Kind: "Alert", Namespace: ns, Name: "old"}}); code != 200 {
+		t.Fatalf("suspend an Alert served as v1beta3: %d %v", code, body)
 	}
 }
