@@ -23,7 +23,7 @@ history, events and the inventory tree, drift, the dependency graph, live YAML a
 Kustomization. It reads and acts with your kubeconfig's credentials, so it shows what your RBAC
 allows: every namespace you may read each kind in, or only --namespace when given (for a
 user who may not list namespaces). It listens on loopback unless told otherwise; a non-loopback --listen needs --auth-token
-or TLS.`,
+or TLS (then, without --auth-token, a random token is required and printed in the address).`,
 		Example: "  eddy ui\n  eddy ui --read-only --listen 127.0.0.1:9090",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -62,7 +62,7 @@ or TLS.`,
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Listen, "listen", webui.DefaultListen, "host:port to serve on (port 0: a free port)")
 	fs.BoolVar(&opts.ReadOnly, "read-only", false, "no actions (reconcile, suspend, resume)")
-	fs.StringVar(&opts.AuthToken, "auth-token", "", "require this token (open the page once with ?token=...); needed for a non-loopback --listen without TLS")
+	fs.StringVar(&opts.AuthToken, "auth-token", "", "require this token (open the page once with ?token=...); needed for a non-loopback --listen without TLS, generated (and printed in the address) with TLS")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (PEM)")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key-file", "", "the certificate's private key (PEM)")
 	return cmd

@@ -41,7 +41,8 @@ type Summary struct {
 type Objects struct {
 	Objects   []Summary `json:"objects"`
 	Connected bool      `json:"connected"`
-	// Hidden lists the kinds the user may not list (RBAC): absent, not an error.
+	// Hidden lists the kinds the user may not list (RBAC), or whose CRD
+	// is not installed: absent, not an error.
 	Hidden []string `json:"hidden,omitempty"`
 }
 

@@ -309,7 +309,7 @@ func (a *api) action(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "want a JSON body {kind, namespace, name}")
 		return
 	}
-	k, ok := kindOf(act.Kind)
+	k, ok := a.st.kindOf(act.Kind)
 	if !ok {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a Flux kind", act.Kind))
 		return
@@ -391,7 +391,7 @@ func (a *api) withSource(r Ref) *Ref {
 }
 
 func (a *api) annotate(ctx context.Context, r Ref, at string) error {
-	k, ok := kindOf(r.Kind)
+	k, ok := a.st.kindOf(r.Kind)
 	if !ok {
 		return fmt.Errorf("%q is not a Flux kind", r.Kind)
 	}
@@ -410,7 +410,7 @@ func (a *api) patch(ctx context.Context, k fluxKind, r Ref, patch map[string]any
 // recordEvent records an action on the object as a core/v1 Event naming
 // the user, created with the user's credentials.
 func (a *api) recordEvent(ctx context.Context, r Ref, reason, msg string) error {
-	k, _ := kindOf(r.Kind)
+	k, _ := a.st.kindOf(r.Kind)
 	u, err := a.st.dyn.Resource(k.GVR).Namespace(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 	if err != nil {
 		return err

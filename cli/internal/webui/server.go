@@ -36,7 +36,8 @@ type Options struct {
 	// Context and Server name the cluster on the page (display only).
 	Context string
 	// Listen is host:port; DefaultListen when empty. A host that is not
-	// loopback needs AuthToken or TLS.
+	// loopback needs AuthToken or TLS; with TLS and no AuthToken, a random
+	// token is required (URL carries it).
 	Listen string
 	// Namespaces limits the UI to these namespaces; empty: every namespace
 	// the user may read each kind in.
@@ -61,6 +62,8 @@ type Server struct {
 	cookie string       // name of the auth cookie
 	h      http.Handler // the routes, once Start has run
 	log    io.Writer
+	// tokenInURL: the auth token was generated, so URL tells it.
+	tokenInURL bool
 }
 
 // errNeedsAuth is returned for a non-loopback listen address without
@@ -83,14 +86,20 @@ func Listen(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q: want host:port", opts.Listen)
 	}
-	if !isLoopback(host) && opts.AuthToken == "" && opts.TLSCertFile == "" {
-		return nil, errNeedsAuth
+	generated := false
+	if !isLoopback(host) && opts.AuthToken == "" {
+		if opts.TLSCertFile == "" {
+			return nil, errNeedsAuth
+		}
+		// TLS encrypts but does not tell who connects: without a token
+		// anyone who reaches the port would act with the user's credentials.
+		opts.AuthToken, generated = randomHex(16), true
 	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", opts.Listen, err)
 	}
-	s := &Server{opts: opts, ln: ln, csrf: randomHex(32), cookie: "eddy-ui-token", log: opts.Log}
+	s := &Server{opts: opts, ln: ln, csrf: randomHex(32), cookie: "eddy-ui-token", log: opts.Log, tokenInURL: generated}
 	if s.log == nil {
 		s.log = io.Discard
 	}
@@ -113,13 +122,18 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// URL is the address to open: http(s)://host:port/.
+// URL is the address to open: http(s)://host:port/, with ?token= when
+// the auth token was generated (TLS off loopback without AuthToken).
 func (s *Server) URL() string {
 	scheme := "http"
 	if s.opts.TLSCertFile != "" {
 		scheme = "https"
 	}
-	return scheme + "://" + s.ln.Addr().String() + "/"
+	u := scheme + "://" + s.ln.Addr().String() + "/"
+	if s.tokenInURL {
+		u += "?token=" + s.opts.AuthToken
+	}
+	return u
 }
 
 // Start watches the cluster (informers over the Flux kinds and their
@@ -183,12 +197,30 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			http.Error(w, "unexpected Host header", http.StatusMisdirectedRequest)
 			return
 		}
+		// The API is the page's own: a browser says where a request comes
+		// from, and another site's <img src> or form must not run a diff
+		// (a build and a dry-run) with the user's credentials. Links to
+		// pages from elsewhere still open.
+		if strings.HasPrefix(r.URL.Path, "/api/") && !fromPage(r) {
+			http.Error(w, "cross-site request to the API refused", http.StatusForbidden)
+			return
+		}
 		if s.opts.AuthToken != "" && !s.authorized(w, r) {
 			http.Error(w, "unauthorized: open the address with ?token=<the --auth-token>", http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// fromPage: the request comes from the page itself (Sec-Fetch-Site
+// same-origin), was typed by the user (none), or from no browser (absent).
+func fromPage(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return false
 }
 
 // hostAllowed accepts the listen address, and loopback names on its port.

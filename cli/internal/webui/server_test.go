@@ -3,12 +3,23 @@ package webui
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,8 +30,11 @@ import (
 	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -132,6 +146,81 @@ func TestListenNeedsAuthOffLoopback(t *testing.T) {
 	srv.ln.Close()
 }
 
+// TestTLSWithoutTokenOffLoopback: TLS encrypts but tells nothing of who
+// connects, so a non-loopback listener with TLS and no --auth-token still
+// requires a token: a generated one, carried by URL.
+func TestTLSWithoutTokenOffLoopback(t *testing.T) {
+	cert, key := selfSignedCert(t)
+	srv, err := Listen(Options{Config: env.Config, Listen: "0.0.0.0:0", TLSCertFile: cert, TLSKeyFile: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	u, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := u.Query().Get("token")
+	if token == "" {
+		t.Fatalf("URL %s carries no token", srv.URL())
+	}
+	_, port, _ := net.SplitHostPort(u.Host)
+	base := "https://127.0.0.1:" + port + "/"
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	get := func(u string) int {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			resp, err := c.Get(u)
+			if err == nil {
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("GET %s: %v", u, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if code := get(base + "api/session"); code != http.StatusUnauthorized {
+		t.Fatalf("without the token: %d", code)
+	}
+	if code := get(base + "api/session?token=" + token); code != http.StatusOK {
+		t.Fatalf("with the URL's token: %d", code)
+	}
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key (PEM).
+func selfSignedCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "eddy-ui-test"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
 func TestServer(t *testing.T) {
 	ns := fixture(t, `kustomization path not found: "./<script>alert(1)</script>"`)
 	base := serve(t, Options{Config: env.Config, Context: "test"})
@@ -239,6 +328,36 @@ func TestServer(t *testing.T) {
 		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "apps"}, &ks)
 		if ks.Spec.Suspend {
 			t.Fatal("resume did not clear spec.suspend")
+		}
+	})
+
+	t.Run("cross-site", func(t *testing.T) {
+		// Another site's <img src> or form reaches loopback too; browsers
+		// say so in Sec-Fetch-Site.
+		for site, want := range map[string]int{"cross-site": 403, "same-site": 403, "same-origin": 200, "none": 200} {
+			req, _ := http.NewRequest(http.MethodGet, base+"api/diff/"+ns+"/apps", nil)
+			if want == 200 {
+				req.URL.Path = "/api/objects"
+			}
+			req.Header.Set("Sec-Fetch-Site", site)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("Sec-Fetch-Site %s: %d, want %d", site, resp.StatusCode, want)
+			}
+		}
+		req, _ := http.NewRequest(http.MethodGet, base+"object/Kustomization/"+ns+"/apps", nil)
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("a link from another site to a page: %d", resp.StatusCode)
 		}
 	})
 
@@ -598,5 +717,72 @@ func TestSecretYAMLRedacted(t *testing.T) {
 	}
 	if strings.Contains(y.YAML, "hunter2") || strings.Contains(y.YAML, "aHVudGVyMi") || !strings.Contains(y.YAML, "password: '(redacted: 14 bytes)'") {
 		t.Fatalf("Secret YAML:\n%s", y.YAML)
+	}
+}
+
+// TestServedVersion: a kind whose CRD does not serve the version Eddy
+// stores (Flux before 2.10 serves Alert as v1beta3 only) is read at a
+// version the cluster serves, not hidden.
+func TestServedVersion(t *testing.T) {
+	ctx := context.Background()
+	ns := fixture(t, "ok")
+	alert := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+		"metadata": map[string]any{"namespace": ns, "name": "old"},
+		"spec": map[string]any{"providerRef": map[string]any{"name": "slack"},
+			"eventSources": []any{map[string]any{"kind": "Kustomization", "name": "*"}}}}}
+	if err := env.Client.Create(ctx, alert); err != nil {
+		t.Fatal(err)
+	}
+	served := func(on bool) {
+		t.Helper()
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "alerts.notification.toolkit.fluxcd.io"}, &crd); err != nil {
+			t.Fatal(err)
+		}
+		for i := range crd.Spec.Versions {
+			if crd.Spec.Versions[i].Name == "v1" {
+				crd.Spec.Versions[i].Served = on
+			}
+		}
+		if err := env.Client.Update(ctx, &crd); err != nil {
+			t.Fatal(err)
+		}
+		// Wait until discovery says so.
+		dc := discovery.NewDiscoveryClientForConfigOrDie(env.Config)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			rl, _ := dc.ServerResourcesForGroupVersion("notification.toolkit.fluxcd.io/v1")
+			has := false
+			if rl != nil {
+				for _, r := range rl.APIResources {
+					has = has || r.Name == "alerts"
+				}
+			}
+			if has == on {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("discovery still says v1 alerts served=%v", has)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	served(false)
+	t.Cleanup(func() { served(true) })
+	base := serve(t, Options{Config: env.Config})
+	var objs Objects
+	getJSON(t, base+"api/objects", &objs)
+	found := false
+	for _, o := range objs.Objects {
+		found = found || (o.Kind == "Alert" && o.Namespace == ns && o.Name == "old")
+	}
+	if !found || slices.Contains(objs.Hidden, "Alert") {
+		t.Fatalf("Alert served as v1beta3 only: listed %v, hidden %v", found, objs.Hidden)
+	}
+	var sess Session
+	getJSON(t, base+"api/session", &sess)
+	if code, body := post(t, base+"api/action/suspend", sess.CSRFToken, Action{Ref: Ref{Kind: "Alert", Namespace: ns, Name: "old"}}); code != 200 {
+		t.Fatalf("suspend an Alert served as v1beta3: %d %v", code, body)
 	}
 }

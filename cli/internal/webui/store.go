@@ -18,10 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -45,8 +48,9 @@ var fluxKinds = []fluxKind{
 	{"Receiver", schema.GroupVersionResource{Group: "notification.toolkit.fluxcd.io", Version: "v1", Resource: "receivers"}},
 }
 
-func kindOf(kind string) (fluxKind, bool) {
-	for _, k := range fluxKinds {
+// kindOf is the watched kind, at the version the cluster serves.
+func (s *store) kindOf(kind string) (fluxKind, bool) {
+	for _, k := range s.kinds {
 		if k.Kind == kind {
 			return k, true
 		}
@@ -61,6 +65,7 @@ type store struct {
 	dyn     dynamic.Interface
 	kube    kubernetes.Interface
 	hub     *hub
+	kinds   []fluxKind                       // fluxKinds at the versions the cluster serves
 	objects map[string][]cache.GenericLister // by Kind; one per watched namespace ("" all)
 	events  map[string][]cache.Store         // core/v1 Events, by the involved object's Kind
 	hidden  []string
@@ -69,6 +74,25 @@ type store struct {
 	connected bool
 	connMsg   string
 	user      string
+}
+
+// servedKinds is fluxKinds, each at its listed version when the cluster
+// serves it, else at its group's preferred served version (Flux before
+// 2.10 serves Alert and Provider as v1beta3 only). A kind not served at
+// all keeps its version: listing it then finds no CRD, and it is hidden.
+func servedKinds(d discovery.DiscoveryInterface) []fluxKind {
+	out := slices.Clone(fluxKinds)
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(d))
+	for i, k := range out {
+		gk := schema.GroupKind{Group: k.GVR.Group, Kind: k.Kind}
+		if _, err := mapper.RESTMapping(gk, k.GVR.Version); err == nil {
+			continue
+		}
+		if m, err := mapper.RESTMapping(gk); err == nil {
+			out[i].GVR = m.Resource
+		}
+	}
+	return out
 }
 
 var eventsGVR = schema.GroupVersionResource{Version: "v1", Resource: "events"}
@@ -87,7 +111,7 @@ func newStore(ctx context.Context, cfg *rest.Config, h *hub, namespaces []string
 	if err != nil {
 		return nil, err
 	}
-	s := &store{dyn: dyn, kube: kube, hub: h, objects: map[string][]cache.GenericLister{}, events: map[string][]cache.Store{}, connected: true}
+	s := &store{dyn: dyn, kube: kube, hub: h, kinds: servedKinds(kube.Discovery()), objects: map[string][]cache.GenericLister{}, events: map[string][]cache.Store{}, connected: true}
 	if r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
 		s.user = r.Status.UserInfo.Username
 	}
@@ -115,7 +139,7 @@ func newStore(ctx context.Context, cfg *rest.Config, h *hub, namespaces []string
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range fluxKinds {
+	for _, k := range s.kinds {
 		nss := scopes[k.Kind]
 		if len(nss) == 0 {
 			s.hidden = append(s.hidden, k.Kind)
@@ -217,7 +241,7 @@ func (s *store) status() Status {
 // list returns every watched object, in kind order then namespace/name.
 func (s *store) list() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
-	for _, k := range fluxKinds {
+	for _, k := range s.kinds {
 		var us []*unstructured.Unstructured
 		for _, l := range s.objects[k.Kind] {
 			objs, _ := l.List(labels.Everything())
@@ -319,7 +343,7 @@ func (s *store) scopes(ctx context.Context, namespaces []string) (map[string][]s
 		return true, nil
 	}
 	installed := map[string]bool{}
-	for _, k := range fluxKinds {
+	for _, k := range s.kinds {
 		// A kind whose CRD is not installed is hidden too.
 		if _, err := s.dyn.Resource(k.GVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1}); err != nil && apierrors.IsNotFound(err) {
 			continue
@@ -328,7 +352,7 @@ func (s *store) scopes(ctx context.Context, namespaces []string) (map[string][]s
 	}
 	if len(namespaces) == 0 {
 		var rest []fluxKind
-		for _, k := range fluxKinds {
+		for _, k := range s.kinds {
 			if !installed[k.Kind] {
 				continue
 			}
@@ -355,7 +379,7 @@ func (s *store) scopes(ctx context.Context, namespaces []string) (map[string][]s
 		return out, s.rules(ctx, out, rest, namespaces)
 	}
 	var kinds []fluxKind
-	for _, k := range fluxKinds {
+	for _, k := range s.kinds {
 		if installed[k.Kind] {
 			kinds = append(kinds, k)
 		}

@@ -349,7 +349,7 @@ function pageOverview(main) {
   put(main, h('h1', null, 'Overview'), counts,
     h('div', { class: 'filters' }, selKind, selNs, selState, text), note, body);
 
-  let data = null;
+  let data = null, dataSig = '';
   // Sorting is the page's own (not in the URL, which holds the filters).
   let sort = { key: 'kind', dir: 1 };
   const COLUMNS = [
@@ -430,7 +430,7 @@ function pageOverview(main) {
       h('td', { class: 'age' }, when(o.updated)),
     ));
     put(note,
-      data.hidden && data.hidden.length ? h('p', { class: 'muted' }, `Not listed (your permissions do not allow listing): ${data.hidden.join(', ')}`) : null,
+      data.hidden && data.hidden.length ? h('p', { class: 'muted' }, `Not listed (not installed in this cluster, or your permissions do not allow listing): ${data.hidden.join(', ')}`) : null,
       h('p', { class: 'muted small' }, `${shown.length} of ${objs.length} objects`));
     swap(body, table('objects', head, rows,
       objs.length ? 'No object matches the filters.' : 'No Flux objects found.'));
@@ -449,8 +449,15 @@ function pageOverview(main) {
   return {
     async update(refresh) {
       try {
-        data = await api('/api/objects');
-        if (typeof data.connected === 'boolean' && data.connected !== conn.cluster) { conn.cluster = data.connected; updateBanner(); }
+        const next = await api('/api/objects');
+        if (typeof next.connected === 'boolean' && next.connected !== conn.cluster) { conn.cluster = next.connected; updateBanner(); }
+        // Changes that leave every row as it was (an annotation, a status
+        // written again with the same values) cost no re-render: building
+        // 1,000 rows keeps the page busy for a few hundred ms.
+        const sig = JSON.stringify([next.objects, next.hidden]);
+        if (refresh && data && sig === dataSig) return;
+        data = next;
+        dataSig = sig;
         render();
       } catch (e) {
         if (!refresh || !data) swap(body, errorBox(e));
@@ -667,7 +674,9 @@ function pageObject(main, kind, namespace, name) {
       ]);
       if (current !== self) return;
       if (d instanceof Error) {
-        if (!refresh || !detail) { detail = null; renderHead(); renderButtons(); swap(body, errorBox(d)); }
+        // A refresh keeps the last view through a passing error, not
+        // through a 404: the object was deleted (or is no longer readable).
+        if (!refresh || !detail || d.status === 404) { detail = null; renderHead(); renderButtons(); swap(body, errorBox(d)); }
         return;
       }
       detail = d;
@@ -737,7 +746,7 @@ function pageYAML(main) {
             h('summary', null, 'managedFields'), h('pre', { class: 'yaml' }, y.managedFields)) : null,
         ]);
       } catch (e) {
-        if (!refresh || !ok) swap(body, errorBox(e));
+        if (!refresh || !ok || e.status === 404) swap(body, errorBox(e)); // 404: deleted
       }
     },
   };
@@ -773,7 +782,7 @@ function pageDiff(main, namespace, name) {
         ));
         swap(body, table('diff', ['Action', 'Object', 'Fields (live → desired)'], rows, 'The Kustomization has no objects.'));
       } catch (e) {
-        if (!refresh || !ok) { info.textContent = ''; swap(body, errorBox(e)); }
+        if (!refresh || !ok || e.status === 404) { info.textContent = ''; swap(body, errorBox(e)); } // 404: deleted
       }
     },
   };
@@ -796,7 +805,7 @@ function pageGraph(main) {
         const g = await api('/api/graph');
         ok = true;
         swap(body, h('div', { class: 'scroll graph-wrap', data: { key: 'graph' } }, drawGraph(g)));
-        const target = decodeURIComponent(location.hash.slice(1));
+        const target = decode(location.hash.slice(1));
         if (target && !refresh) {
           const el = [...body.querySelectorAll('g[data-node]')].find((e) => e.dataset.node === target);
           if (el) { el.classList.add('focus'); el.scrollIntoView({ block: 'center', inline: 'center' }); }
@@ -915,6 +924,12 @@ function drawGraph(g) {
 }
 
 // ---------- router ----------
+
+// decode is decodeURIComponent, null for a malformed escape (a hand-typed
+// URL) instead of an exception.
+function decode(str) {
+  try { return decodeURIComponent(str); } catch { return null; }
+}
 
 // current is the page on screen ({update(refresh)}).
 let current = null;
