@@ -428,3 +428,37 @@ func hostIP(t *testing.T) string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestTreeCycle: Kustomizations that apply each other (a path that covers
+// the parent's manifest too) give a finite tree, the repeated one shown
+// with MessageCycle, with and without health.
+func TestTreeCycle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := env.Client
+	ns := testenv.NewNamespace(t, c, "cycle-")
+	ksGK := schema.GroupKind{Group: kustomizev1.GroupVersion.Group, Kind: "Kustomization"}
+	a, b := kustomization(ns, "a"), kustomization(ns, "b")
+	create(t, a, b)
+	for _, p := range [][2]*kustomizev1.Kustomization{{a, b}, {b, a}} {
+		p[0].Status.Inventory = &kustomizev1.ResourceInventory{Entries: []kustomizev1.ResourceRef{
+			entry(t, ksGK, "v1", ns, p[0].Name), entry(t, ksGK, "v1", ns, p[1].Name)}}
+		if err := c.Status().Update(ctx, p[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, opts := range []inspect.TreeOptions{{}, {NoHealth: true}} {
+		n, err := inspect.TreeWithOptions(ctx, c, "Kustomization", ns, "a", opts)
+		if err != nil {
+			t.Fatalf("%+v: %v", opts, err)
+		}
+		var got []string
+		flat(n, "", &got)
+		if len(got) != 3 || !strings.Contains(got[1], "Kustomization/"+ns+"/b") || !strings.Contains(got[2], "Kustomization/"+ns+"/a") {
+			t.Fatalf("%+v: tree\n%s", opts, strings.Join(got, "\n"))
+		}
+		if !opts.NoHealth && !strings.HasSuffix(got[2], inspect.MessageCycle) {
+			t.Fatalf("the repeated node says not %q:\n%s", inspect.MessageCycle, strings.Join(got, "\n"))
+		}
+	}
+}

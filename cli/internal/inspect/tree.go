@@ -108,7 +108,7 @@ func TreeWithOptions(ctx context.Context, c client.Client, kind, namespace, name
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
 		return nil, err
 	}
-	w := &walker{c: c, opts: opts}
+	w := &walker{c: c, opts: opts, path: map[string]bool{}}
 	w.setHealth(root, u)
 	if err := w.expand(ctx, root, u); err != nil {
 		return nil, err
@@ -119,7 +119,15 @@ func TreeWithOptions(ctx context.Context, c client.Client, kind, namespace, name
 type walker struct {
 	c    client.Client
 	opts TreeOptions
+	// path holds the Kustomizations and HelmReleases being expanded, root
+	// down: one met again is a cycle (A applies B, B applies A), shown
+	// but not walked again.
+	path map[string]bool
 }
+
+// MessageCycle is the message of a Kustomization or HelmRelease that its
+// own descendants apply: shown once more, not walked again.
+const MessageCycle = "applied by its own descendant: not expanded again"
 
 func (w *walker) setHealth(n *Node, u *unstructured.Unstructured) {
 	if w.opts.NoHealth {
@@ -136,6 +144,15 @@ func (w *walker) setHealth(n *Node, u *unstructured.Unstructured) {
 // expand adds the children of n, whose live object is u (a Kustomization
 // or a HelmRelease; other kinds have none).
 func (w *walker) expand(ctx context.Context, n *Node, u *unstructured.Unstructured) error {
+	key := n.String()
+	if w.path[key] {
+		if !w.opts.NoHealth {
+			n.Message = strings.TrimPrefix(n.Message+"; "+MessageCycle, "; ")
+		}
+		return nil
+	}
+	w.path[key] = true
+	defer delete(w.path, key)
 	switch u.GroupVersionKind().GroupKind() {
 	case kustomizationGK:
 		k := &kustomizev1.Kustomization{}
