@@ -31,9 +31,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -784,5 +786,26 @@ func TestServedVersion(t *testing.T) {
 	getJSON(t, base+"api/session", &sess)
 	if code, body := post(t, base+"api/action/suspend", sess.CSRFToken, Action{Ref: Ref{Kind: "Alert", Namespace: ns, Name: "old"}}); code != 200 {
 		t.Fatalf("suspend an Alert served as v1beta3: %d %v", code, body)
+	}
+}
+
+// TestWatchRefused: a watch refused (401/403: permissions revoked while the
+// UI runs) shows the banner with its own message, and the probe reaching
+// /version does not lift it.
+func TestWatchRefused(t *testing.T) {
+	s := &store{hub: newHub(), connected: true}
+	events := s.hub.subscribe()
+	s.watchError(context.Background(), nil, apierrors.NewForbidden(schema.GroupResource{Group: "kustomize.toolkit.fluxcd.io", Resource: "kustomizations"}, "", fmt.Errorf("RBAC")))
+	s.setConnected(true, "") // the probe
+	if st := s.status(); st.Connected || st.Message != deniedMessage {
+		t.Fatalf("after a refused watch and a good probe: %+v", st)
+	}
+	if msg := string(<-events); !strings.Contains(msg, `"connected":false`) || !strings.Contains(msg, "restart eddy ui") {
+		t.Fatalf("status event: %s", msg)
+	}
+	select {
+	case msg := <-events:
+		t.Fatalf("the probe published %s", msg)
+	default:
 	}
 }

@@ -73,6 +73,7 @@ type store struct {
 	mu        sync.Mutex
 	connected bool
 	connMsg   string
+	denied    bool // a watch was refused (401/403): see deniedMessage
 	user      string
 }
 
@@ -194,8 +195,21 @@ func (s *store) watchError(_ context.Context, _ *cache.Reflector, err error) {
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
 		return // a normal relist
 	}
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		// The server answers, but no longer to these credentials: what
+		// the page shows may be stale until the UI reads anew.
+		s.mu.Lock()
+		s.denied = true
+		s.mu.Unlock()
+		s.setConnected(false, deniedMessage)
+		return
+	}
 	s.setConnected(false, "the API server is not reachable; reconnecting")
 }
+
+// deniedMessage is the banner once a watch is refused: permissions or
+// credentials changed while the UI ran. It stays until a restart.
+const deniedMessage = "the API server no longer lets you watch some of these objects (your permissions or credentials changed): restart eddy ui to see what you may read now"
 
 // probe asks the API server for its version every 3 s, so the page learns
 // within seconds that the cluster went away and came back.
@@ -224,7 +238,14 @@ func (s *store) probe(ctx context.Context) {
 
 func (s *store) setConnected(ok bool, msg string) {
 	s.mu.Lock()
-	changed := s.connected != ok
+	if s.denied && ok {
+		s.mu.Unlock()
+		return // the probe reaching /version does not lift a refusal
+	}
+	if s.denied {
+		msg = deniedMessage
+	}
+	changed := s.connected != ok || s.connMsg != msg
 	s.connected, s.connMsg = ok, msg
 	s.mu.Unlock()
 	if changed {
