@@ -99,7 +99,7 @@ func Listen(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", opts.Listen, err)
 	}
-	s := &Server{opts: opts, ln: ln, csrf: randomHex(32), cookie: "eddy-ui-token", log: opts.Log, tokenInURL: generated}
+	s := &Server{opts: opts, ln: ln, csrf: randomHex(32), cookie: "eddy-ui-token-" + portOfAddr(ln.Addr().String()), log: opts.Log, tokenInURL: generated}
 	if s.log == nil {
 		s.log = io.Discard
 	}
@@ -205,9 +205,15 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			http.Error(w, "cross-site request to the API refused", http.StatusForbidden)
 			return
 		}
-		if s.opts.AuthToken != "" && !s.authorized(w, r) {
-			http.Error(w, "unauthorized: open the address with ?token=<the --auth-token>", http.StatusUnauthorized)
-			return
+		if s.opts.AuthToken != "" {
+			ok, answered := s.authorized(w, r)
+			if answered {
+				return
+			}
+			if !ok {
+				http.Error(w, "unauthorized: open the address with ?token=<the --auth-token>", http.StatusUnauthorized)
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -241,19 +247,30 @@ func (s *Server) hostAllowed(host string) bool {
 	return !isLoopback(lh)
 }
 
-func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+// authorized checks the auth token: ?token= (then kept in a cookie; a page
+// is redirected to its address without the token, so that it stays out of
+// the address bar and the history: answered), the cookie, or a bearer token.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) (ok, answered bool) {
 	want := []byte(s.opts.AuthToken)
 	if t := r.URL.Query().Get("token"); t != "" && subtle.ConstantTimeCompare([]byte(t), want) == 1 {
 		http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: s.opts.TLSCertFile != ""})
-		return true
+		if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, "/api/") {
+			u := *r.URL
+			q := u.Query()
+			q.Del("token")
+			u.RawQuery = q.Encode()
+			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			return true, true
+		}
+		return true, false
 	}
 	if c, err := r.Cookie(s.cookie); err == nil && subtle.ConstantTimeCompare([]byte(c.Value), want) == 1 {
-		return true
+		return true, false
 	}
 	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && subtle.ConstantTimeCompare([]byte(a), want) == 1 {
-		return true
+		return true, false
 	}
-	return false
+	return false, false
 }
 
 // checkCSRF refuses a mutating request without the session's token.
@@ -283,4 +300,12 @@ func staticFiles() (http.Handler, error) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write(index)
 	}), nil
+}
+
+// portOfAddr is the port of host:port: the auth cookie is named after it,
+// since cookies do not tell ports apart and two UIs on one host would
+// overwrite each other's.
+func portOfAddr(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
 }

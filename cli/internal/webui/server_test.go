@@ -577,19 +577,22 @@ func TestAuthToken(t *testing.T) {
 	if code := getJSON(t, base+"?token=wrong", nil); code != http.StatusUnauthorized {
 		t.Fatalf("a wrong token: %d", code)
 	}
-	resp, err := http.Get(base + "?token=s3cret")
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(base + "object/Kustomization/ns/apps?token=s3cret&x=1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == "eddy-ui-token" {
+		if c.Name == "eddy-ui-token-"+portOf(base) {
 			cookie = c
 		}
 	}
-	if resp.StatusCode != 200 || cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
-		t.Fatalf("with ?token: %d, cookie %+v", resp.StatusCode, cookie)
+	// The page is sent to its address without the token.
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/object/Kustomization/ns/apps?x=1" ||
+		cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("with ?token: %d %q, cookie %+v", resp.StatusCode, resp.Header.Get("Location"), cookie)
 	}
 	req, _ := http.NewRequest(http.MethodGet, base+"api/objects", nil)
 	req.AddCookie(cookie)
