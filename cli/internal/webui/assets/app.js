@@ -626,6 +626,7 @@ function pageObject(main, kind, namespace, name) {
   }
 
   function treePanel(tree) {
+    if (tree === undefined) return section('Resource tree', h('p', { class: 'muted' }, 'Loading…'));
     if (tree instanceof Error) return section('Resource tree', h('div', { testid: 'tree' }, errorBox(tree)));
     return section('Resource tree', h('div', { class: 'scroll', data: { key: 'tree' } },
       h('ul', { class: 'tree', testid: 'tree' }, treeNode(tree, 0))));
@@ -662,14 +663,18 @@ function pageObject(main, kind, namespace, name) {
       h('pre', { class: 'yaml' }, JSON.stringify(d.spec, null, 2)));
   }
 
+  let lastTree; // undefined until the first tree arrives
   const self = {
     async update(refresh) {
       const base = `${encodeURIComponent(ref.kind)}/${encodeURIComponent(ref.namespace)}/${encodeURIComponent(ref.name)}`;
       const hasTree = TREE_KINDS.has(ref.kind);
       const soft = (p) => p.catch((e) => e);
-      const [d, tree, drift] = await Promise.all([
+      // The tree is read live (one GET per object), the rest from the
+      // server's cache: the page shows the rest first, the last tree until
+      // the new one arrives.
+      const treeP = hasTree ? soft(api(`/api/tree/${base}`)) : null;
+      const [d, drift] = await Promise.all([
         soft(api(`/api/object/${base}`)),
-        hasTree ? soft(api(`/api/tree/${base}`)) : null,
         hasTree ? soft(api(`/api/drift?owner=${encodeURIComponent(id)}`)) : null,
       ]);
       if (current !== self) return;
@@ -684,18 +689,24 @@ function pageObject(main, kind, namespace, name) {
       renderHead();
       if (!busy) renderButtons();
       const showRevs = hasTree || d.lastAppliedRevision || d.lastAttemptedRevision;
-      swap(body, [
+      const render = () => swap(body, [
         conditionsPanel(d),
         h('div', { class: 'cols' },
           showRevs ? revisionsPanel(d) : null,
           sourcePanel(d)),
         hasTree ? historyPanel(d) : (d.history && d.history.length ? historyPanel(d) : null),
-        hasTree ? treePanel(tree) : null,
+        hasTree ? treePanel(lastTree) : null,
         hasTree ? driftPanel(drift) : null,
         eventsPanel(d),
         annotationsPanel(d),
         specPanel(d),
       ]);
+      render();
+      if (!treeP) return;
+      const tree = await treeP;
+      if (current !== self || detail !== d) return; // a newer update shows its own
+      lastTree = tree;
+      render();
     },
   };
   return self;
