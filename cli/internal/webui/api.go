@@ -100,7 +100,10 @@ type Detail struct {
 	Source                *Summary          `json:"source,omitempty"`
 	SourceArtifact        *Artifact         `json:"sourceArtifact,omitempty"`
 	Annotations           map[string]string `json:"annotations,omitempty"`
-	Spec                  map[string]any    `json:"spec,omitempty"`
+	// CanPatch: the user may patch the object (SelfSubjectAccessReview),
+	// so the actions can work; false hides them.
+	CanPatch bool           `json:"canPatch"`
+	Spec     map[string]any `json:"spec,omitempty"`
 }
 
 // TreeNode is GET /api/tree/{kind}/{namespace}/{name}: the object, and
