@@ -13,6 +13,7 @@ import (
 	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/pkg/ssa"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,6 +47,7 @@ func (s *Server) handler(ctx context.Context) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.log = s.log
 	a := &api{s: s, st: st, hub: h, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(st.kube.Discovery()))}
 	if a.client, err = client.New(s.opts.Config, client.Options{Scheme: scheme.New(), Mapper: a.mapper}); err != nil {
 		return nil, err
@@ -122,7 +124,12 @@ func (a *api) object(w http.ResponseWriter, r *http.Request) {
 	for _, ev := range a.st.eventsOf(kind, ns, name) {
 		d.Events = append(d.Events, eventOf(ev, false))
 	}
-	if ref := d.Summary.SourceRef; ref != nil {
+	d.CanPatch = a.mayPatch(r.Context(), kind, ns)
+	ref := d.Summary.SourceRef
+	if hc := helmChartOf(u); hc != nil && a.st.get(hc.Kind, hc.Namespace, hc.Name) != nil {
+		ref = hc // a HelmRelease's chart is built in its HelmChart: its artifact is the release's source
+	}
+	if ref != nil {
 		if src := a.st.get(ref.Kind, ref.Namespace, ref.Name); src != nil {
 			sum := summarize(src)
 			d.Source, d.SourceArtifact = &sum, artifactOf(src)
@@ -503,4 +510,16 @@ func redactSecret(u *unstructured.Unstructured) {
 		a["kubectl.kubernetes.io/last-applied-configuration"] = "(redacted: it holds the Secret's values)"
 		u.SetAnnotations(a)
 	}
+}
+
+// mayPatch asks the API server whether the user may patch objects of kind
+// in namespace (what reconcile, suspend and resume do).
+func (a *api) mayPatch(ctx context.Context, kind, namespace string) bool {
+	k, ok := a.st.kindOf(kind)
+	if !ok {
+		return false
+	}
+	r, err := a.st.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: namespace, Verb: "patch", Group: k.GVR.Group, Resource: k.GVR.Resource}}}, metav1.CreateOptions{})
+	return err == nil && r.Status.Allowed
 }

@@ -5,6 +5,7 @@
 package webui
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -215,8 +216,46 @@ func (s *Server) secure(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r)
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := &recorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.code >= 500 || rec.code == http.StatusForbidden {
+			fmt.Fprintf(s.log, "%s %s %s: %d %s\n", time.Now().UTC().Format(time.RFC3339), r.Method, r.URL.Path, rec.code, strings.TrimSpace(rec.body.String()))
+		}
 	})
+}
+
+// recorder keeps an API response's status and the start of an error's
+// body, for the log.
+type recorder struct {
+	http.ResponseWriter
+	code int
+	body bytes.Buffer
+}
+
+func (r *recorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	if r.code >= 400 && r.body.Len() < 512 {
+		r.body.Write(b[:min(len(b), 512-r.body.Len())])
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush lets the event stream through.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // fromPage: the request comes from the page itself (Sec-Fetch-Site

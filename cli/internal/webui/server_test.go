@@ -259,6 +259,9 @@ func TestServer(t *testing.T) {
 			d.Conditions[0].Message != `kustomization path not found: "./<script>alert(1)</script>"` {
 			t.Fatalf("detail: %+v", d)
 		}
+		if !d.CanPatch {
+			t.Error("the admin's Detail says not canPatch")
+		}
 		if code := getJSON(t, base+"api/object/Kustomization/"+ns+"/nope", nil); code != http.StatusNotFound {
 			t.Fatalf("missing object: %d", code)
 		}
@@ -470,7 +473,8 @@ func TestRBAC(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, crb); _ = env.Client.Delete(ctx, cr) })
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "ui-viewer"}
-	base := serve(t, Options{Config: cfg})
+	var log lockedBuffer
+	base := serve(t, Options{Config: cfg, Log: &log})
 	var objs Objects
 	getJSON(t, base+"api/objects", &objs)
 	for _, o := range objs.Objects {
@@ -493,6 +497,12 @@ func TestRBAC(t *testing.T) {
 	if code, _ := post(t, base+"api/action/suspend", sess.CSRFToken, Action{Ref: Ref{Kind: "Kustomization", Namespace: ns, Name: "apps"}}); code != http.StatusForbidden {
 		t.Fatalf("suspend by a viewer: %d", code)
 	}
+	if l := log.String(); !strings.Contains(l, "POST /api/action/suspend: 403") || !strings.Contains(l, "cannot patch") {
+		t.Errorf("the refused action is not in the log: %q", l)
+	}
+	if d.CanPatch {
+		t.Error("a viewer's Detail says canPatch")
+	}
 	if code := getJSON(t, base+"api/yaml?apiVersion=v1&kind=Namespace&name="+ns, nil); code != http.StatusNotFound {
 		t.Fatalf("a Namespace's YAML for ui-viewer: %d", code)
 	}
@@ -505,13 +515,17 @@ func TestClusterGoesAway(t *testing.T) {
 	p := startProxy(t, "127.0.0.1:0", target.Host)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Host = "https://" + p.addr
-	base := serve(t, Options{Config: cfg})
+	var log lockedBuffer
+	base := serve(t, Options{Config: cfg, Log: &log})
 	events := openStream(t, base)
 	waitEvent(t, events, "status", `"connected":true`, 10*time.Second)
 	p.stop()
 	waitEvent(t, events, "status", `"connected":false`, 15*time.Second)
 	startProxy(t, p.addr, target.Host)
 	waitEvent(t, events, "status", `"connected":true`, 15*time.Second)
+	if l := log.String(); !strings.Contains(l, "the API server is not reachable") || !strings.Contains(l, "connected to the API server again") {
+		t.Errorf("the log does not tell the connection's changes: %q", l)
+	}
 }
 
 type proxy struct {
@@ -811,4 +825,22 @@ func TestWatchRefused(t *testing.T) {
 		t.Fatalf("the probe published %s", msg)
 	default:
 	}
+}
+
+// lockedBuffer is a log the server writes from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

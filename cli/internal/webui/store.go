@@ -3,6 +3,7 @@ package webui
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"sync"
@@ -74,6 +75,7 @@ type store struct {
 	connected bool
 	connMsg   string
 	denied    bool // a watch was refused (401/403): see deniedMessage
+	log       io.Writer
 	user      string
 }
 
@@ -250,6 +252,13 @@ func (s *store) setConnected(ok bool, msg string) {
 	s.mu.Unlock()
 	if changed {
 		s.hub.publish("status", Status{Connected: ok, Message: msg})
+		if s.log != nil {
+			line := "connected to the API server again"
+			if !ok {
+				line = msg
+			}
+			fmt.Fprintf(s.log, "%s %s\n", time.Now().UTC().Format(time.RFC3339), line)
+		}
 	}
 }
 

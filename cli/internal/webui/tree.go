@@ -167,15 +167,23 @@ func (a *api) diff(w http.ResponseWriter, r *http.Request) {
 	}
 	rev, diffs, err := inspect.DiffKustomization(r.Context(), a.s.opts.Config, a.client, &ks)
 	if err != nil {
-		writeError(w, http.StatusBadGateway, err.Error())
+		code := http.StatusBadGateway
+		if apierrors.IsForbidden(err) { // a dry-run or read the user may not do
+			code = http.StatusForbidden
+		}
+		writeError(w, code, err.Error())
 		return
 	}
 	out := DiffResult{Revision: rev, Objects: make([]ObjectDiff, 0, len(diffs))}
 	for _, d := range diffs {
 		od := ObjectDiff{Object: Ref{APIVersion: d.APIVersion, Kind: d.Kind, Namespace: d.Namespace, Name: d.Name}, Action: d.Action}
+		secret := d.APIVersion == "v1" && d.Kind == "Secret"
 		for _, f := range driftFields(d.Fields) {
 			// Here old is the live value and new the one Git would apply.
 			f.Old, f.New = f.New, f.Old
+			if secret && strings.Contains(f.Path, "last-applied-configuration") {
+				f.Old, f.New = redacted(f.Old), redacted(f.New) // kubectl's copy of the values
+			}
 			od.Fields = append(od.Fields, f)
 		}
 		out.Objects = append(out.Objects, od)
@@ -207,4 +215,11 @@ func plainJSON(v string) string {
 // 10 minutes.
 func uncombined(msg string) string {
 	return strings.TrimPrefix(msg, "(combined from similar events): ")
+}
+
+func redacted(v string) string {
+	if v == "" {
+		return ""
+	}
+	return `"(redacted)"`
 }
