@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/eddyops/eddy/cli/internal/webui"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 func newUICommand(g *globalFlags) *cobra.Command {
@@ -21,8 +24,9 @@ func newUICommand(g *globalFlags) *cobra.Command {
 		Long: `Serve a web UI of the cluster's Flux objects: overview, object pages with conditions,
 history, events and the inventory tree, drift, the dependency graph, live YAML and the diff of a
 Kustomization. It reads and acts with your kubeconfig's credentials, so it shows what your RBAC
-allows: every namespace you may read each kind in, or only --namespace when given (for a
-user who may not list namespaces). It listens on loopback unless told otherwise; a non-loopback --listen needs --auth-token
+allows: every namespace you may read each kind in, or only the namespace of -n when -n is
+given (for a user who may not list namespaces; without -n, the global default flux-system does
+not apply). It listens on loopback unless told otherwise; a non-loopback --listen needs --auth-token
 or TLS (then, without --auth-token, a random token is required and printed in the address).`,
 		Example: "  eddy ui\n  eddy ui --read-only --listen 127.0.0.1:9090",
 		Args:    cobra.NoArgs,
@@ -41,6 +45,10 @@ or TLS (then, without --auth-token, a random token is required and printed in th
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// client-go's own log would repeat each watch failure on the
+			// terminal; the server says once that the cluster went away.
+			klog.LogToStderr(false)
+			klog.SetOutput(io.Discard)
 			u := ui.New(cmd.OutOrStdout())
 			done := u.Spin("reading the cluster's Flux objects")
 			err = srv.Start(ctx)
@@ -54,6 +62,13 @@ or TLS (then, without --auth-token, a random token is required and printed in th
 			url := srv.URL()
 			if opts.AuthToken != "" {
 				url += "?token=<your --auth-token>"
+			}
+			if hidden := srv.Hidden(); len(hidden) > 0 {
+				hint := ""
+				if len(opts.Namespaces) == 0 {
+					hint = "; if you may read them in some namespaces only, pass -n NAMESPACE"
+				}
+				u.Warning("not listed (not installed, or not readable with your credentials): %s%s", strings.Join(hidden, ", "), hint)
 			}
 			u.Success("eddy ui: %s (Ctrl-C stops it)", url)
 			return srv.Serve(ctx)

@@ -48,6 +48,7 @@ func (s *Server) handler(ctx context.Context) (http.Handler, error) {
 		return nil, err
 	}
 	st.log = s.log
+	s.st = st
 	a := &api{s: s, st: st, hub: h, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(st.kube.Discovery()))}
 	if a.client, err = client.New(s.opts.Config, client.Options{Scheme: scheme.New(), Mapper: a.mapper}); err != nil {
 		return nil, err

@@ -17,7 +17,9 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -62,6 +64,7 @@ type Server struct {
 	csrf   string
 	cookie string       // name of the auth cookie
 	h      http.Handler // the routes, once Start has run
+	st     *store       // the watches, once Start has run
 	log    io.Writer
 	// tokenInURL: the auth token was generated, so URL tells it.
 	tokenInURL bool
@@ -98,6 +101,9 @@ func Listen(opts Options) (*Server, error) {
 	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("--listen %s: the port is taken (another eddy ui, or eddy dev up --ui?): pick another, or 127.0.0.1:0 for any free port", opts.Listen)
+		}
 		return nil, fmt.Errorf("listening on %s: %w", opts.Listen, err)
 	}
 	s := &Server{opts: opts, ln: ln, csrf: randomHex(32), cookie: "eddy-ui-token-" + portOfAddr(ln.Addr().String()), log: opts.Log, tokenInURL: generated}
@@ -130,7 +136,14 @@ func (s *Server) URL() string {
 	if s.opts.TLSCertFile != "" {
 		scheme = "https"
 	}
-	u := scheme + "://" + s.ln.Addr().String() + "/"
+	host, port, _ := net.SplitHostPort(s.ln.Addr().String())
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		// Every address: the machine's name is one to give others.
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	u := scheme + "://" + net.JoinHostPort(host, port) + "/"
 	if s.tokenInURL {
 		u += "?token=" + s.opts.AuthToken
 	}
@@ -347,4 +360,13 @@ func staticFiles() (http.Handler, error) {
 func portOfAddr(addr string) string {
 	_, port, _ := net.SplitHostPort(addr)
 	return port
+}
+
+// Hidden lists the kinds that are not shown, once Start has run: not
+// installed, or not readable by the user in any namespace watched.
+func (s *Server) Hidden() []string {
+	if s.st == nil {
+		return nil
+	}
+	return s.st.hidden
 }
