@@ -145,7 +145,15 @@ func TestListenNeedsAuthOffLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.ln.Close()
+	defer srv.ln.Close()
+	// Every address: the URL names the machine, not [::] or 0.0.0.0.
+	if u := srv.URL(); strings.Contains(u, "[::]") || strings.Contains(u, "0.0.0.0") {
+		t.Errorf("URL of a 0.0.0.0 listener: %s", u)
+	}
+	_, err = Listen(Options{Config: env.Config, Listen: "0.0.0.0:" + portOf(srv.URL()), AuthToken: "s3cret"})
+	if err == nil || !strings.Contains(err.Error(), "the port is taken") || !strings.Contains(err.Error(), "127.0.0.1:0") {
+		t.Errorf("a taken port: %v", err)
+	}
 }
 
 // TestTLSWithoutTokenOffLoopback: TLS encrypts but tells nothing of who
