@@ -213,9 +213,11 @@ function updateBanner() {
   const ok = conn.stream && conn.cluster;
   b.hidden = ok;
   if (!ok) {
+    // The server's message is a full sentence (it may say to restart, not
+    // that it is reconnecting), so it is shown alone, as sent.
     b.textContent = !conn.stream
       ? 'Lost the connection to the Eddy UI server — reconnecting…'
-      : `Cluster unreachable${conn.message ? ': ' + conn.message : ''} — reconnecting…`;
+      : conn.message || 'The cluster is not reachable — reconnecting…';
   }
 }
 
