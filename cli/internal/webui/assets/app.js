@@ -322,7 +322,8 @@ function driftRows(list, withOwner) {
         h('td', { testid: 'drift-manager' }, f.manager || ''),
         h('td', { testid: 'drift-time' }, when(d.time)),
         h('td', { class: 'reason' }, d.reason || ''),
-        h('td', { class: 'num' }, d.count > 1 ? `×${d.count}` : ''),
+        // The server counts from 1, so every row shows how often it was seen.
+        h('td', { class: 'num', testid: 'drift-count' }, d.count ? String(d.count) : ''),
       ));
     }
   }
