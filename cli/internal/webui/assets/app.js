@@ -513,6 +513,12 @@ function pageObject(main, kind, namespace, name) {
 
   function renderButtons() {
     if (session.readOnly || !detail) { put(buttons); return; }
+    // canPatch absent (an older server) means allowed: the action's own
+    // answer then tells a denial.
+    if (detail.canPatch === false) {
+      put(buttons, h('span', { class: 'muted', testid: 'no-patch' }, 'your permissions do not allow changing this object'));
+      return;
+    }
     const suspended = detail.summary.suspended;
     put(buttons,
       h('button', { type: 'button', testid: 'action-reconcile', disabled: busy, onclick: () => act('reconcile'),
