@@ -433,7 +433,7 @@ function pageOverview(main) {
       h('td', { class: 'age' }, when(o.updated)),
     ));
     put(note,
-      data.hidden && data.hidden.length ? h('p', { class: 'muted' }, `Not listed (not installed in this cluster, or your permissions do not allow listing): ${data.hidden.join(', ')}`) : null,
+      data.hidden && data.hidden.length ? h('p', { class: 'muted' }, `Not listed (not installed in this cluster, or your permissions do not allow listing): ${data.hidden.join(', ')}. If you may read them in some namespaces only, start eddy ui with -n NAMESPACE.`) : null,
       h('p', { class: 'muted small' }, `${shown.length} of ${objs.length} objects`));
     swap(body, table('objects', head, rows,
       objs.length ? 'No object matches the filters.' : 'No Flux objects found.'));
