@@ -213,9 +213,11 @@ function updateBanner() {
   const ok = conn.stream && conn.cluster;
   b.hidden = ok;
   if (!ok) {
+    // The server's message is a full sentence (it may say to restart, not
+    // that it is reconnecting), so it is shown alone, as sent.
     b.textContent = !conn.stream
       ? 'Lost the connection to the Eddy UI server — reconnecting…'
-      : `Cluster unreachable${conn.message ? ': ' + conn.message : ''} — reconnecting…`;
+      : conn.message || 'The cluster is not reachable — reconnecting…';
   }
 }
 
@@ -320,7 +322,8 @@ function driftRows(list, withOwner) {
         h('td', { testid: 'drift-manager' }, f.manager || ''),
         h('td', { testid: 'drift-time' }, when(d.time)),
         h('td', { class: 'reason' }, d.reason || ''),
-        h('td', { class: 'num' }, d.count > 1 ? `×${d.count}` : ''),
+        // The server counts from 1, so every row shows how often it was seen.
+        h('td', { class: 'num', testid: 'drift-count' }, d.count ? String(d.count) : ''),
       ));
     }
   }
@@ -430,7 +433,7 @@ function pageOverview(main) {
       h('td', { class: 'age' }, when(o.updated)),
     ));
     put(note,
-      data.hidden && data.hidden.length ? h('p', { class: 'muted' }, `Not listed (not installed in this cluster, or your permissions do not allow listing): ${data.hidden.join(', ')}`) : null,
+      data.hidden && data.hidden.length ? h('p', { class: 'muted' }, `Not listed (not installed in this cluster, or your permissions do not allow listing): ${data.hidden.join(', ')}. If you may read them in some namespaces only, start eddy ui with -n NAMESPACE.`) : null,
       h('p', { class: 'muted small' }, `${shown.length} of ${objs.length} objects`));
     swap(body, table('objects', head, rows,
       objs.length ? 'No object matches the filters.' : 'No Flux objects found.'));
@@ -510,6 +513,12 @@ function pageObject(main, kind, namespace, name) {
 
   function renderButtons() {
     if (session.readOnly || !detail) { put(buttons); return; }
+    // canPatch absent (an older server) means allowed: the action's own
+    // answer then tells a denial.
+    if (detail.canPatch === false) {
+      put(buttons, h('span', { class: 'muted', testid: 'no-patch' }, 'your permissions do not allow changing this object'));
+      return;
+    }
     const suspended = detail.summary.suspended;
     put(buttons,
       h('button', { type: 'button', testid: 'action-reconcile', disabled: busy, onclick: () => act('reconcile'),
