@@ -382,6 +382,10 @@ func checkOverview(t *testing.T, b *browser, c client.Client) {
 		perf.Bytes/1024, rowsAt, perf.FCP, perf.Requests)
 	t.Log(line)
 	fmt.Println(line)
+	// At 1280 px the whole table shows: nothing to scroll sideways to.
+	if w, err := eval[[]float64](b, `(() => { const e = document.querySelector("[data-testid=objects]").parentElement; return [e.scrollWidth, e.clientWidth]; })()`); err != nil || w[0] > w[1] {
+		t.Errorf("at 1280 px the overview table is %v px wide in its box (%v): it scrolls sideways", w, err)
+	}
 
 	// Every Flux object of the cluster has its row; the ready ones say so.
 	want := clusterObjects(t, c)
@@ -528,8 +532,8 @@ func checkDrift(t *testing.T, b *browser, u *user, c client.Client) {
 		const row = rows.find(r => cell(r, "drift-path").includes("MAX_RETRIES"));
 		if (!row) return [false, rows.length + " rows of payment-config: " + rows.map(r => r.textContent).join(" | ")];
 		const ok = cell(row, "drift-old").includes(%q) && cell(row, "drift-new").includes("10") &&
-			cell(row, "drift-manager") === "kubectl-edit" && cell(row, "drift-time") !== "";
-		return [ok, ["drift-path", "drift-old", "drift-new", "drift-manager", "drift-time"].map(id => id + "=" + JSON.stringify(cell(row, id))).join(" ")];
+			cell(row, "drift-manager") === "kubectl-edit" && cell(row, "drift-time") !== "" && /^[0-9]+$/.test(cell(row, "drift-count"));
+		return [ok, ["drift-path", "drift-old", "drift-new", "drift-manager", "drift-time", "drift-count"].map(id => id + "=" + JSON.stringify(cell(row, id))).join(" ")];
 	})()`, old))
 	if b.reloaded() {
 		t.Error("the drift page was reloaded; want the row added by the live update")
