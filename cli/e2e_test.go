@@ -281,9 +281,17 @@ func checkAllGone(t *testing.T, s *dev.State, dir string) {
 			t.Errorf("pid %d still runs", pid)
 		}
 	}
+	// A port is free once the last socket on it closes; other packages'
+	// tests run alongside and may bind a freed port at once, so a port is
+	// checked until it is seen free once, for up to 10 s.
 	for _, port := range s.Ports {
-		if !localcluster.PortFree(port) {
-			t.Errorf("port %d still in use", port)
+		deadline := time.Now().Add(10 * time.Second)
+		for !localcluster.PortFree(port) {
+			if time.Now().After(deadline) {
+				t.Errorf("port %d still in use after 10s", port)
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	if left := processesOf(dir); len(left) > 0 {
