@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/pkg/ssa"
+	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,8 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -32,8 +33,10 @@ type api struct {
 	s      *Server
 	st     *store
 	hub    *hub
-	mapper meta.RESTMapper
 	client client.Client // typed reads with the user's credentials (tree, diff)
+
+	mu        sync.Mutex
+	patchable map[string]permission // mayPatch's answers by Kind/namespace
 }
 
 // handler starts the store and builds the routes.
@@ -49,8 +52,8 @@ func (s *Server) handler(ctx context.Context) (http.Handler, error) {
 	}
 	st.log = s.log
 	s.st = st
-	a := &api{s: s, st: st, hub: h, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(st.kube.Discovery()))}
-	if a.client, err = client.New(s.opts.Config, client.Options{Scheme: scheme.New(), Mapper: a.mapper}); err != nil {
+	a := &api{s: s, st: st, hub: h, patchable: map[string]permission{}}
+	if a.client, err = client.New(s.opts.Config, client.Options{Scheme: scheme.New(), Mapper: st.mapper}); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -161,12 +164,9 @@ func eventOf(ev corev1.Event, source bool) Event {
 		Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Time: status.EventTime(ev), Count: max(ev.Count, 1), Source: source}
 }
 
+// sortEvents orders events newest first.
 func sortEvents(evs []Event) {
-	for i := 1; i < len(evs); i++ { // insertion sort: stable, lists are short
-		for j := i; j > 0 && evs[j].Time.After(evs[j-1].Time); j-- {
-			evs[j], evs[j-1] = evs[j-1], evs[j]
-		}
-	}
+	slices.SortStableFunc(evs, func(a, b Event) int { return b.Time.Compare(a.Time) })
 }
 
 func (a *api) graph(w http.ResponseWriter, _ *http.Request) {
@@ -239,7 +239,7 @@ func (a *api) yaml(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) getLive(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
-	m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	m, err := a.st.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -303,10 +303,6 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Annotations and values a Flux user knows: `flux reconcile` sets
-// requestedAt; suspend and resume patch spec.suspend.
-const requestedAtAnnotation = "reconcile.fluxcd.io/requestedAt"
-
 func (a *api) action(w http.ResponseWriter, r *http.Request) {
 	if !a.s.checkCSRF(r) {
 		writeError(w, http.StatusForbidden, "missing or wrong CSRF token: reload the page")
@@ -347,10 +343,13 @@ func (a *api) action(w http.ResponseWriter, r *http.Request) {
 			msg = "reconcile with source requested"
 		}
 	case "suspend", "resume":
+		// As flux (and eddy suspend/resume): suspend sets spec.suspend,
+		// resume removes it and asks for a reconcile at once.
 		suspend := verb == "suspend"
-		patch := map[string]any{"spec": map[string]any{"suspend": suspend}}
-		if !suspend { // as `flux resume`: reconcile at once
-			patch["metadata"] = map[string]any{"annotations": map[string]string{requestedAtAnnotation: now}}
+		patch := map[string]any{"spec": map[string]any{"suspend": true}}
+		if !suspend {
+			patch = map[string]any{"spec": map[string]any{"suspend": nil},
+				"metadata": map[string]any{"annotations": map[string]string{fluxmeta.ReconcileRequestAnnotation: now}}}
 		}
 		err = a.patch(ctx, k, act.Ref, patch)
 		reason, msg = "Suspended", "suspended"
@@ -388,12 +387,8 @@ func (a *api) withSource(r Ref) *Ref {
 	if u == nil {
 		return nil
 	}
-	if r.Kind == "HelmRelease" {
-		if hc, _, _ := unstructured.NestedString(u.Object, "status", "helmChart"); hc != "" {
-			if ns, name, ok := strings.Cut(hc, "/"); ok && !strings.Contains(name, "/") {
-				return &Ref{Kind: "HelmChart", Namespace: ns, Name: name}
-			}
-		}
+	if hc := helmChartOf(u); hc != nil {
+		return hc
 	}
 	return sourceRefOf(u)
 }
@@ -403,7 +398,7 @@ func (a *api) annotate(ctx context.Context, r Ref, at string) error {
 	if !ok {
 		return fmt.Errorf("%q is not a Flux kind", r.Kind)
 	}
-	return a.patch(ctx, k, r, map[string]any{"metadata": map[string]any{"annotations": map[string]string{requestedAtAnnotation: at}}})
+	return a.patch(ctx, k, r, map[string]any{"metadata": map[string]any{"annotations": map[string]string{fluxmeta.ReconcileRequestAnnotation: at}}})
 }
 
 func (a *api) patch(ctx context.Context, k fluxKind, r Ref, patch map[string]any) error {
@@ -418,10 +413,9 @@ func (a *api) patch(ctx context.Context, k fluxKind, r Ref, patch map[string]any
 // recordEvent records an action on the object as a core/v1 Event naming
 // the user, created with the user's credentials.
 func (a *api) recordEvent(ctx context.Context, r Ref, reason, msg string) error {
-	k, _ := a.st.kindOf(r.Kind)
-	u, err := a.st.dyn.Resource(k.GVR).Namespace(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
-	if err != nil {
-		return err
+	u := a.st.get(r.Kind, r.Namespace, r.Name) // the informer's copy: its uid is the object's
+	if u == nil {
+		return errors.New("the object is gone")
 	}
 	now := metav1.Now()
 	ev := &corev1.Event{
@@ -432,7 +426,7 @@ func (a *api) recordEvent(ctx context.Context, r Ref, reason, msg string) error 
 		Source: corev1.EventSource{Component: "eddy-ui"}, ReportingController: "eddy.dev/ui",
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
-	_, err = a.st.kube.CoreV1().Events(r.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	_, err := a.st.kube.CoreV1().Events(r.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 	return err
 }
 
@@ -514,13 +508,32 @@ func redactSecret(u *unstructured.Unstructured) {
 }
 
 // mayPatch asks the API server whether the user may patch objects of kind
-// in namespace (what reconcile, suspend and resume do).
+// in namespace (what reconcile, suspend and resume do). An answer stands
+// for a minute: the page asks on every refresh, permissions rarely change.
 func (a *api) mayPatch(ctx context.Context, kind, namespace string) bool {
+	key := kind + "/" + namespace
+	a.mu.Lock()
+	p, ok := a.patchable[key]
+	a.mu.Unlock()
+	if ok && time.Since(p.at) < time.Minute {
+		return p.allowed
+	}
 	k, ok := a.st.kindOf(kind)
 	if !ok {
 		return false
 	}
 	r, err := a.st.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: namespace, Verb: "patch", Group: k.GVR.Group, Resource: k.GVR.Resource}}}, metav1.CreateOptions{})
-	return err == nil && r.Status.Allowed
+	if err != nil {
+		return false // not remembered: asked again next time
+	}
+	a.mu.Lock()
+	a.patchable[key] = permission{allowed: r.Status.Allowed, at: time.Now()}
+	a.mu.Unlock()
+	return r.Status.Allowed
+}
+
+type permission struct {
+	allowed bool
+	at      time.Time
 }

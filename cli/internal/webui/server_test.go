@@ -28,6 +28,7 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -316,7 +317,7 @@ func TestServer(t *testing.T) {
 		var repo sourcev1.GitRepository
 		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "apps"}, &ks)
 		_ = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "repo"}, &repo)
-		if ks.Annotations[requestedAtAnnotation] == "" || repo.Annotations[requestedAtAnnotation] == "" {
+		if ks.Annotations[meta.ReconcileRequestAnnotation] == "" || repo.Annotations[meta.ReconcileRequestAnnotation] == "" {
 			t.Fatalf("requestedAt: ks %v, repo %v", ks.Annotations, repo.Annotations)
 		}
 		var evs corev1.EventList

@@ -14,15 +14,16 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -66,9 +67,10 @@ type store struct {
 	dyn     dynamic.Interface
 	kube    kubernetes.Interface
 	hub     *hub
+	mapper  meta.RESTMapper                  // the cluster's kinds, from discovery (read once)
 	kinds   []fluxKind                       // fluxKinds at the versions the cluster serves
 	objects map[string][]cache.GenericLister // by Kind; one per watched namespace ("" all)
-	events  map[string][]cache.Store         // core/v1 Events, by the involved object's Kind
+	events  map[string][]cache.Indexer       // core/v1 Events, by the involved object's Kind; see eventIndexers
 	hidden  []string
 
 	mu        sync.Mutex
@@ -83,9 +85,8 @@ type store struct {
 // serves it, else at its group's preferred served version (Flux before
 // 2.10 serves Alert and Provider as v1beta3 only). A kind not served at
 // all keeps its version: listing it then finds no CRD, and it is hidden.
-func servedKinds(d discovery.DiscoveryInterface) []fluxKind {
+func servedKinds(mapper meta.RESTMapper) []fluxKind {
 	out := slices.Clone(fluxKinds)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(d))
 	for i, k := range out {
 		gk := schema.GroupKind{Group: k.GVR.Group, Kind: k.Kind}
 		if _, err := mapper.RESTMapping(gk, k.GVR.Version); err == nil {
@@ -97,8 +98,6 @@ func servedKinds(d discovery.DiscoveryInterface) []fluxKind {
 	}
 	return out
 }
-
-var eventsGVR = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 
 // newStore starts the informers and waits (at most 30 s) for their first
 // list. The informers run until ctx is done. namespaces limits what is
@@ -114,7 +113,8 @@ func newStore(ctx context.Context, cfg *rest.Config, h *hub, namespaces []string
 	if err != nil {
 		return nil, err
 	}
-	s := &store{dyn: dyn, kube: kube, hub: h, kinds: servedKinds(kube.Discovery()), objects: map[string][]cache.GenericLister{}, events: map[string][]cache.Store{}, connected: true}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+	s := &store{dyn: dyn, kube: kube, hub: h, mapper: mapper, kinds: servedKinds(mapper), objects: map[string][]cache.GenericLister{}, events: map[string][]cache.Indexer{}, connected: true}
 	if r, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{}); err == nil {
 		s.user = r.Status.UserInfo.Username
 	}
@@ -125,9 +125,9 @@ func newStore(ctx context.Context, cfg *rest.Config, h *hub, namespaces []string
 		}
 	}
 	notifyEvent := func(obj any) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			io, _, _ := unstructured.NestedStringMap(u.Object, "involvedObject")
-			h.publish("change", Change{Ref: Ref{APIVersion: io["apiVersion"], Kind: io["kind"], Namespace: io["namespace"], Name: io["name"]}})
+		if ev, ok := obj.(*corev1.Event); ok {
+			o := ev.InvolvedObject
+			h.publish("change", Change{Ref: Ref{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}})
 		}
 	}
 	handlers := func(f func(any)) cache.ResourceEventHandlerFuncs {
@@ -161,14 +161,18 @@ func newStore(ctx context.Context, cfg *rest.Config, h *hub, namespaces []string
 			// Events of this kind only: an informer per kind with a field
 			// selector keeps other objects' events (pods, nodes) out of memory.
 			sel := "involvedObject.kind=" + k.Kind
-			if _, err := dyn.Resource(eventsGVR).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: sel}); err != nil {
+			if _, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{Limit: 1, FieldSelector: sel}); err != nil {
 				continue // events not readable: the pages show none
 			}
-			ef := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, func(o *metav1.ListOptions) { o.FieldSelector = sel })
-			einf := ef.ForResource(eventsGVR).Informer()
+			ef := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns),
+				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sel }))
+			einf := ef.Core().V1().Events().Informer()
 			_ = einf.SetTransform(dropManagedFields)
+			if err := einf.AddIndexers(eventIndexers); err != nil {
+				return nil, err
+			}
 			_, _ = einf.AddEventHandler(handlers(notifyEvent))
-			s.events[k.Kind] = append(s.events[k.Kind], einf.GetStore())
+			s.events[k.Kind] = append(s.events[k.Kind], einf.GetIndexer())
 			synced = append(synced, einf.HasSynced)
 			ef.Start(ctx.Done())
 		}
@@ -186,10 +190,33 @@ func newStore(ctx context.Context, cfg *rest.Config, h *hub, namespaces []string
 }
 
 func dropManagedFields(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		u.SetManagedFields(nil)
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// The events' indexes: by the involved object's namespace/name, and by
+// reason, so that a page reads its object's events (or the drift events)
+// without a scan of every event of the kind.
+const (
+	byObject = "object"
+	byReason = "reason"
+)
+
+var eventIndexers = cache.Indexers{
+	byObject: func(obj any) ([]string, error) {
+		if ev, ok := obj.(*corev1.Event); ok {
+			return []string{ev.InvolvedObject.Namespace + "/" + ev.InvolvedObject.Name}, nil
+		}
+		return nil, nil
+	},
+	byReason: func(obj any) ([]string, error) {
+		if ev, ok := obj.(*corev1.Event); ok {
+			return []string{ev.Reason}, nil
+		}
+		return nil, nil
+	},
 }
 
 // watchError marks the cluster unreachable; probe marks it back.
@@ -313,46 +340,26 @@ func (s *store) get(kind, namespace, name string) *unstructured.Unstructured {
 
 // eventsOf returns the events of one object, newest first.
 func (s *store) eventsOf(kind, namespace, name string) []corev1.Event {
+	return s.indexedEvents(kind, byObject, namespace+"/"+name)
+}
+
+// eventsWithReason returns the events of a kind's objects with reason,
+// newest first.
+func (s *store) eventsWithReason(kind, reason string) []corev1.Event {
+	return s.indexedEvents(kind, byReason, reason)
+}
+
+func (s *store) indexedEvents(kind, index, key string) []corev1.Event {
 	var out []corev1.Event
-	for _, o := range s.eventObjects(kind) {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok || u.GetNamespace() != namespace {
-			continue
-		}
-		var ev corev1.Event
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ev) != nil {
-			continue
-		}
-		if ev.InvolvedObject.Name == name && ev.InvolvedObject.Kind == kind {
-			out = append(out, ev)
+	for _, ix := range s.events[kind] {
+		objs, _ := ix.ByIndex(index, key)
+		for _, o := range objs {
+			if ev, ok := o.(*corev1.Event); ok {
+				out = append(out, *ev)
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return status.EventTime(out[i]).After(status.EventTime(out[j])) })
-	return out
-}
-
-// allEvents returns the events of every object of a kind, newest first.
-func (s *store) allEvents(kind string) []corev1.Event {
-	var out []corev1.Event
-	for _, o := range s.eventObjects(kind) {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		var ev corev1.Event
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ev) == nil {
-			out = append(out, ev)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return status.EventTime(out[i]).After(status.EventTime(out[j])) })
-	return out
-}
-
-func (s *store) eventObjects(kind string) []any {
-	var out []any
-	for _, st := range s.events[kind] {
-		out = append(out, st.List()...)
-	}
 	return out
 }
 

@@ -55,10 +55,7 @@ func treeNode(n *inspect.Node) *TreeNode {
 func (a *api) drift(w http.ResponseWriter, r *http.Request) {
 	owner := r.URL.Query().Get("owner")
 	out := DriftList{Drift: []Drift{}}
-	for _, ev := range a.st.allEvents("Kustomization") {
-		if ev.Reason != "DriftCorrected" {
-			continue
-		}
+	for _, ev := range a.st.eventsWithReason("Kustomization", "DriftCorrected") {
 		o := Ref{Kind: "Kustomization", Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}
 		if owner != "" && owner != o.Kind+"/"+o.Namespace+"/"+o.Name {
 			continue
@@ -70,10 +67,7 @@ func (a *api) drift(w http.ResponseWriter, r *http.Request) {
 		out.Drift = append(out.Drift, Drift{Owner: o, Object: a.inventoryRef(o, object), Fields: driftFields(fields),
 			Time: status.EventTime(ev), Count: max(ev.Count, 1), Message: ev.Message, Reason: ev.Reason})
 	}
-	for _, ev := range a.st.allEvents("HelmRelease") {
-		if ev.Reason != "DriftDetected" {
-			continue
-		}
+	for _, ev := range a.st.eventsWithReason("HelmRelease", "DriftDetected") {
 		o := Ref{Kind: "HelmRelease", Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}
 		if owner != "" && owner != o.Kind+"/"+o.Namespace+"/"+o.Name {
 			continue
