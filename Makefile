@@ -4,6 +4,9 @@
 # 2 cores, and the cli e2e tests (~10 minutes) started last used to be the run's tail.
 MODULES := cli kustomize-controller source-controller notification-controller helm-controller pkg api config tools/images
 CONTROLLERS := source-controller kustomize-controller helm-controller notification-controller
+# Helper binaries, built beside the controllers and put in their images: kustomize-controller's
+# SOPS helper (decryption runs in a process of its own; see kustomize-controller/internal/sopswire).
+HELPERS := ./kustomize-controller/cmd/eddy-sops
 PACKAGES := $(foreach m,$(MODULES),./$(m)/...)
 
 CONTROLLER_GEN_VERSION := v0.23.0
@@ -18,12 +21,12 @@ EDDY_LDFLAGS := -X main.version=$(VERSION)
 
 all: build
 
-## build: all binaries into bin/ (controllers and the eddy CLI). The controllers are static
+## build: all binaries into bin/ (controllers, their helpers and the eddy CLI). The controllers are static
 ## (CGO off, -trimpath): the very binaries `make images` puts in the linux/amd64 images on an
 ## amd64 host, so the two share Go's build cache.
 build:
 	@mkdir -p bin
-	CGO_ENABLED=0 go build -trimpath -ldflags "$(CONTROLLER_LDFLAGS)" -o bin/ $(foreach c,$(CONTROLLERS),./$(c))
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(CONTROLLER_LDFLAGS)" -o bin/ $(foreach c,$(CONTROLLERS),./$(c)) $(HELPERS)
 	go build -ldflags "$(EDDY_LDFLAGS)" -o bin/eddy ./cli
 
 ## images: one OCI image per controller, built without Docker by tools/images (go-containerregistry):
@@ -44,7 +47,7 @@ images:
 	@set -e; for p in $(IMAGE_PLATFORMS); do \
 		echo "CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -o bin/$${p%/*}_$${p#*/}/ <controllers>"; \
 		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags "$(CONTROLLER_LDFLAGS)" \
-			-o bin/$${p%/*}_$${p#*/}/ $(foreach c,$(CONTROLLERS),./$(c)); \
+			-o bin/$${p%/*}_$${p#*/}/ $(foreach c,$(CONTROLLERS),./$(c)) $(HELPERS); \
 	done
 	go run ./tools/images build -bin bin -out bin/images -registry $(or $(REGISTRY),ghcr.io/eddyops) \
 		-version $(VERSION) -revision "$(REVISION)" -source $(IMAGE_SOURCE) -created $(SOURCE_DATE_EPOCH) \

@@ -24,31 +24,47 @@ func FreePort() (int, error) {
 }
 
 // BuildController builds the workspace's controller ./<name> (e.g.
-// "source-controller") into dir and returns the binary's path; the error
-// carries the compiler's output.
+// "source-controller") and its Companions into dir and returns the
+// controller binary's path; the error carries the compiler's output.
 //
-// When EDDY_BUILT_BIN_DIR names a directory holding <name> (`make test` sets
+// When EDDY_BUILT_BIN_DIR names a directory holding <name> and its
+// companions (`make test` sets
 // it to bin/, which its `build` prerequisite has just filled), that binary
 // is returned instead: it is the one users run, and linking each controller
 // again for every test package cost minutes of a CI run.
 func BuildController(name, dir string) (string, error) {
-	if built := os.Getenv("EDDY_BUILT_BIN_DIR"); built != "" {
-		exe := filepath.Join(built, name)
-		if fi, err := os.Stat(exe); err == nil && fi.Mode().IsRegular() {
-			return exe, nil
-		}
+	pkgs := append([]string{"./" + name}, Companions[name]...)
+	if built := os.Getenv("EDDY_BUILT_BIN_DIR"); built != "" && allBuilt(built, pkgs) {
+		return filepath.Join(built, name), nil
 	}
 	root, err := localcluster.WorkspaceRoot()
 	if err != nil {
 		return "", err
 	}
-	exe := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-o", exe, "./"+name)
+	build := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
 	}
-	return exe, nil
+	return filepath.Join(dir, name), nil
+}
+
+// Companions are the helper binaries a controller runs, by package; each
+// is built beside the controller, where it looks for them
+// (kustomize-controller's SOPS helper eddy-sops).
+var Companions = map[string][]string{
+	"kustomize-controller": {"./kustomize-controller/cmd/eddy-sops"},
+}
+
+// allBuilt tells whether dir holds the binary of each package.
+func allBuilt(dir string, pkgs []string) bool {
+	for _, p := range pkgs {
+		fi, err := os.Stat(filepath.Join(dir, filepath.Base(p)))
+		if err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
 }
 
 // Process is a controller binary running against an Environment.
@@ -168,4 +184,26 @@ func EachController(t *testing.T, f func(t *testing.T, name, exe string)) {
 			f(t, name, exe)
 		})
 	}
+}
+
+// BuildBinary builds the workspace's main package pkg (e.g.
+// "./kustomize-controller/cmd/eddy-sops") into dir and returns the
+// binary's path, or returns EDDY_BUILT_BIN_DIR's binary of that name as
+// BuildController does.
+func BuildBinary(pkg, dir string) (string, error) {
+	name := filepath.Base(pkg)
+	if built := os.Getenv("EDDY_BUILT_BIN_DIR"); built != "" && allBuilt(built, []string{pkg}) {
+		return filepath.Join(built, name), nil
+	}
+	root, err := localcluster.WorkspaceRoot()
+	if err != nil {
+		return "", err
+	}
+	exe := filepath.Join(dir, name)
+	build := exec.Command("go", "build", "-o", exe, pkg)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+	}
+	return exe, nil
 }

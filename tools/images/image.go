@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +37,16 @@ const caBundlePath = "etc/ssl/certs/ca-certificates.crt"
 type Binary struct {
 	OS, Arch string // GOOS and GOARCH, e.g. "linux", "arm64"
 	Path     string
+	// Helpers are more static binaries of the platform that the
+	// controller runs, each put beside it as /<file name>.
+	Helpers []string
+}
+
+// Helpers are the helper binaries of each component, found beside its
+// binary (kustomize-controller's SOPS helper: it looks for it beside its
+// own executable).
+var Helpers = map[string][]string{
+	"kustomize-controller": {"eddy-sops"},
 }
 
 // Meta is what every image of one build shares: the OCI labels
@@ -51,7 +62,7 @@ type Meta struct {
 // Index builds the multi-platform OCI image index of component name (e.g.
 // "source-controller"): one OCI image per binary, each two layers (the base
 // layer: CA bundle, /etc/passwd and /etc/group with nobody 65534, /tmp; then
-// the binary as /<name>), entrypoint /<name>, user 65534:65534, and the OCI
+// the binary as /<name> and its helpers beside it), entrypoint /<name>, user 65534:65534, and the OCI
 // labels of m. It refuses a binary that is not a static ELF executable for
 // its platform (build it with CGO_ENABLED=0 and the platform's GOOS/GOARCH).
 // The result depends only on its inputs: no clock, no file system metadata.
@@ -97,14 +108,24 @@ func labels(name string, m Meta) map[string]string {
 }
 
 func image(name string, b Binary, base v1.Layer, m Meta) (v1.Image, error) {
-	data, err := os.ReadFile(b.Path)
-	if err != nil {
-		return nil, fmt.Errorf("%s for %s/%s: %w (build it first: make images)", name, b.OS, b.Arch, err)
+	var entries []entry
+	createdBy := "eddy images:"
+	for i, p := range append([]string{b.Path}, b.Helpers...) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s for %s/%s: %w (build it first: make images)", name, b.OS, b.Arch, err)
+		}
+		if err := checkStatic(data, b); err != nil {
+			return nil, fmt.Errorf("%s for %s/%s: %s: %w", name, b.OS, b.Arch, filepath.Base(p), err)
+		}
+		n := name
+		if i > 0 {
+			n = filepath.Base(p)
+		}
+		entries = append(entries, entry{name: n, mode: 0o755, data: data})
+		createdBy += " /" + n
 	}
-	if err := checkStatic(data, b); err != nil {
-		return nil, fmt.Errorf("%s for %s/%s: %w", name, b.OS, b.Arch, err)
-	}
-	bin, err := layer([]entry{{name: name, mode: 0o755, data: data}}, m.Created)
+	bin, err := layer(entries, m.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +135,7 @@ func image(name string, b Binary, base v1.Layer, m Meta) (v1.Image, error) {
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{
 			Created: created, CreatedBy: "eddy images: CA certificates, nobody (65534), /tmp"}},
 		mutate.Addendum{Layer: bin, MediaType: types.OCILayer, History: v1.History{
-			Created: created, CreatedBy: "eddy images: /" + name}},
+			Created: created, CreatedBy: createdBy}},
 	)
 	if err != nil {
 		return nil, err

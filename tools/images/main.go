@@ -108,7 +108,12 @@ func build(args []string, out io.Writer) error {
 			if !ok {
 				return usageError{fmt.Errorf("platform %q: want <os>/<arch>, e.g. linux/arm64", p)}
 			}
-			bins = append(bins, Binary{OS: goos, Arch: arch, Path: filepath.Join(*binDir, goos+"_"+arch, c)})
+			dir := filepath.Join(*binDir, goos+"_"+arch)
+			b := Binary{OS: goos, Arch: arch, Path: filepath.Join(dir, c)}
+			for _, h := range Helpers[c] {
+				b.Helpers = append(b.Helpers, filepath.Join(dir, h))
+			}
+			bins = append(bins, b)
 		}
 		idx, err := Index(c, bins, meta)
 		if err != nil {

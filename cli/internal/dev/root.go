@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -46,6 +47,11 @@ func K8sBinDir(root string) string {
 	return filepath.Join(root, "bin", "k8s")
 }
 
+// Helpers are the controllers' helper binaries, by package, built into
+// bin/ beside them (kustomize-controller runs its SOPS helper eddy-sops
+// from its own directory).
+var Helpers = []string{"./kustomize-controller/cmd/eddy-sops"}
+
 // EnsureBinaries builds what is missing: bin/k8s (once, about 15 minutes)
 // and the controller binaries, with the build's output shown.
 func EnsureBinaries(root string, u *ui.UI, out io.Writer) error {
@@ -68,6 +74,11 @@ func EnsureBinaries(root string, u *ui.UI, out io.Writer) error {
 	for _, c := range Controllers {
 		if !fileExists(filepath.Join(root, "bin", c)) {
 			missing = append(missing, "./"+c)
+		}
+	}
+	for _, h := range Helpers {
+		if !fileExists(filepath.Join(root, "bin", path.Base(h))) {
+			missing = append(missing, h)
 		}
 	}
 	if len(missing) > 0 {

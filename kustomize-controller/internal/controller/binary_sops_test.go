@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
+	"github.com/eddyops/eddy/kustomize-controller/internal/sopswire"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
@@ -225,4 +227,82 @@ generatorOptions: {disableNameSuffixHash: true}
 			}
 		}
 	}
+
+	// Each build's SOPS helper has ended with its build.
+	if kids := helperChildren(t, p.PID()); len(kids) > 0 {
+		t.Errorf("eddy-sops processes left running or unreaped: %v", kids)
+	}
+}
+
+// helperChildren lists the pids of the eddy-sops processes (zombies too) whose
+// parent is pid (from /proc).
+func helperChildren(t *testing.T, pid int) []int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid ...
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		var state byte
+		var ppid, child int
+		if _, err := fmt.Sscanf(s[end+2:], "%c %d", &state, &ppid); err != nil || ppid != pid {
+			continue
+		}
+		if s[open+1:end] == sopswire.Helper {
+			fmt.Sscanf(s, "%d", &child)
+			kids = append(kids, child)
+		}
+	}
+	return kids
+}
+
+// TestBinarySOPSHelperMissing runs the built kustomize-controller without
+// eddy-sops beside it or in PATH: a Kustomization with spec.decryption
+// fails its build with a message naming the helper (and no path), and
+// one without decryption is applied as usual.
+func TestBinarySOPSHelperMissing(t *testing.T) {
+	const shard = "sops-missing"
+	exe, err := testenv.BuildController(ControllerName, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone := filepath.Join(t.TempDir(), ControllerName)
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", "/usr/bin:/bin")
+	testenv.RunBinary(t, env, alone, "--watch-label-selector="+shardKey+"="+shard, "--min-retry-delay=200ms", "--max-retry-delay=2s")
+	ns := newNamespace(t)
+	if err := env.Client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sops-keys", Namespace: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRepo(t, map[string]string{"cm.yaml": fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\n", ns)})
+	src := newSource(t, ns, "src", r)
+	dec := newKustomization(t, ns, "decrypting", src.Name, func(k *kustomizev1.Kustomization) {
+		k.Labels = map[string]string{shardKey: shard}
+		k.Spec.Decryption = &kustomizev1.Decryption{Provider: "sops", SecretRef: &meta.LocalObjectReference{Name: "sops-keys"}}
+	})
+	want := "SOPS decryption needs the helper eddy-sops beside the kustomize-controller binary or in PATH, and it is not there"
+	if c := waitFailed(t, dec, meta.BuildFailedReason); c.Message != want {
+		t.Errorf("Ready message %q, want %q", c.Message, want)
+	}
+	plain := newKustomization(t, ns, "plain", src.Name, func(k *kustomizev1.Kustomization) {
+		k.Labels = map[string]string{shardKey: shard}
+	})
+	waitApplied(t, plain, src.Status.Artifact.Revision)
 }

@@ -104,6 +104,9 @@ type KustomizationReconciler struct {
 	// found unchanged by a dry-run is not dry-run again while neither it
 	// nor Git changes (ssa.UnchangedMemo); 0: every reconcile, as Flux.
 	UnchangedRecheck time.Duration
+	// SOPSHelper is the path of the SOPS helper eddy-sops (empty: not
+	// installed; a decrypting build fails saying so).
+	SOPSHelper string
 
 	artifacts    *artifactCache
 	healthChecks *healthChecks
@@ -318,13 +321,14 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if obj.Spec.Decryption != nil {
 		// Flux compatible: the decryption Secret's keys are read for each
 		// build; a failure to read them is a build failure.
-		if dec, err = decryptor.New(ctx, r, obj); err != nil {
+		if dec, err = decryptor.New(ctx, r, obj, r.SOPSHelper); err != nil {
 			return fail(meta.BuildFailedReason, "%s", err)
 		}
 		opts.Decryptor = dec
 	}
 	res, err := kustomize.Build(tree, opts)
 	if dec != nil {
+		dec.Close()
 		// Decrypted values are masked in apply errors as substituted
 		// Secret values are.
 		secretValues = append(dec.Values(), secretValues...)

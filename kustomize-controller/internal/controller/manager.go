@@ -2,6 +2,7 @@ package controller
 
 import (
 	"flag"
+	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor"
 	"net/http"
 	"os"
 	"time"
@@ -35,6 +36,9 @@ type Config struct {
 	UnchangedRecheck time.Duration
 	ConcurrentSSA    int
 	KubeConfig       KubeConfigOptions
+	// SOPSHelper is --sops-helper: the path of eddy-sops, which decrypts
+	// for Kustomizations with spec.decryption; empty: decryptor.FindHelper.
+	SOPSHelper string
 
 	// Not flags; zero in the binary. RESTConfig nil means --kubeconfig,
 	// $KUBECONFIG or the in-cluster account; the tests shorten the waits.
@@ -61,6 +65,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 		"How long an applied object found unchanged by a server-side dry-run is not dry-run again while neither it nor its source changes (beyond Flux; 0: dry-run every object at every reconcile, as Flux).")
 	fs.Int64Var(&c.ArtifactCacheMiB, "artifact-cache-mib", DefaultArtifactCacheBytes>>20,
 		"The most file content, in MiB, of the source artifacts kept in memory between reconciles (beyond Flux: each revision is downloaded once).")
+	fs.StringVar(&c.SOPSHelper, "sops-helper", "",
+		"The path of the SOPS helper eddy-sops, started for each build that decrypts (default: beside this binary, else in PATH).")
 }
 
 // NewScheme returns kustomize-controller's scheme: the Kubernetes built-in
@@ -101,6 +107,12 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		ConcurrentSSA:         c.ConcurrentSSA,
 		KubeConfig:            c.KubeConfig,
 		UnchangedRecheck:      c.UnchangedRecheck,
+		SOPSHelper:            c.SOPSHelper,
+	}
+	if r.SOPSHelper == "" {
+		// Not found is not fatal: only a decrypting build needs it, and
+		// that build then says so.
+		r.SOPSHelper, _ = decryptor.FindHelper()
 	}
 	r.NonStrictSubstitutions = !c.FeatureGates.Enabled(runtime.StrictPostBuildSubstitutions)
 	r.KeepHealthCheckOnNewRevision = !c.FeatureGates.Enabled(runtime.CancelHealthCheckOnNewRevision)

@@ -1,8 +1,9 @@
 // Package decryptor decrypts the SOPS-encrypted inputs of a Kustomization's
-// build (spec.decryption with provider sops), in memory: the getsops/sops
-// library decrypts, with the age identities (filippo.io/age) and OpenPGP
-// private keys (ProtonMail/go-crypto) read from the Kustomization's
-// decryption Secret. It implements kustomize.Decryptor.
+// build (spec.decryption with provider sops), in memory, through the SOPS
+// helper eddy-sops (package sopswire): the controller finds what is
+// encrypted and where the plaintext goes; the helper, started for the
+// build and handed the decryption Secret's keys, decrypts with the
+// getsops/sops library. It implements kustomize.Decryptor.
 //
 // Flux compatible (kustomize-controller internal/decryptor, contract §4.2):
 //   - keys: every `*.agekey` entry of the Secret is an age identity file,
@@ -21,37 +22,31 @@
 // the build rather than after, so the SOPS MAC is checked against the file
 // as sops wrote it (Flux skips the check as kustomize changes the object)
 // and comment-regex files keep their comments. Nothing decrypted is written
-// to disk: the build's filesystem is in memory.
+// to disk: the build's filesystem is in memory, and the helper gets the
+// documents and keys on a pipe.
 package decryptor
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/ProtonMail/go-crypto/openpgp"
-	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/aes"
-	sopsage "github.com/getsops/sops/v3/age"
+	"github.com/eddyops/eddy/kustomize-controller/internal/sopswire"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
-	"github.com/getsops/sops/v3/config"
-	"github.com/getsops/sops/v3/keyservice"
-	"github.com/getsops/sops/v3/logging"
-	"github.com/getsops/sops/v3/stores/dotenv"
-	"github.com/getsops/sops/v3/stores/ini"
-	sopsjson "github.com/getsops/sops/v3/stores/json"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,55 +62,61 @@ import (
 const (
 	// ProviderSOPS is the only decryption provider.
 	ProviderSOPS = "sops"
-	// PGPExt ends a decryption Secret key holding an armored OpenPGP key.
-	PGPExt = ".asc"
-	// AgeExt ends a decryption Secret key holding age identities.
-	AgeExt = ".agekey"
 	// DisabledAnnotation set to "disabled" leaves an object undecrypted.
 	DisabledAnnotation = "kustomize.toolkit.fluxcd.io/decrypt"
 	// MaxFileSize is the largest encrypted file decrypted (Flux: 5 MiB).
 	MaxFileSize = 5 << 20
 )
 
-// unsupportedKeys are the decryption Secret keys Flux reads for key
-// management services Eddy does not reach yet.
-var unsupportedKeys = map[string]string{
-	"sops.vault-token": "OpenBao/Vault transit",
-	"sops.aws-kms":     "AWS KMS",
-	"sops.azure-kv":    "Azure Key Vault",
-	"sops.gcp-kms":     "GCP KMS",
+// FindHelper is the SOPS helper's path: eddy-sops beside the running
+// executable, else in PATH. An empty result (and the error) says it is
+// not installed; only a Kustomization with spec.decryption needs it.
+func FindHelper() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			p := filepath.Join(filepath.Dir(exe), sopswire.Helper)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+				return p, nil
+			}
+		}
+	}
+	p, err := exec.LookPath(sopswire.Helper)
+	if err != nil {
+		return "", errHelperMissing
+	}
+	return p, nil
 }
 
-func init() {
-	// The sops library logs each data key decryption; nothing of it is
-	// needed, and a warning could quote a comment of a decrypted file.
-	logging.SetLevel(logrus.PanicLevel)
-}
+// errHelperMissing has no path in it: messages stay the same on every
+// machine.
+var errHelperMissing = errors.New("SOPS decryption needs the helper " + sopswire.Helper + " beside the kustomize-controller binary or in PATH, and it is not there")
 
 // Decryptor decrypts for one Kustomization's build. It is safe for the
-// build's concurrent use.
+// build's concurrent use. Close stops its helper.
 type Decryptor struct {
-	obj      *kustomizev1.Kustomization
-	services []keyservice.KeyServiceClient
+	obj *kustomizev1.Kustomization
+	h   *helper
 
 	mu     sync.Mutex
 	values map[string]struct{}
 }
 
 // New reads the keys of obj's spec.decryption.secretRef (a Secret in obj's
-// namespace). Flux compatible messages: "failed to import '<key>' data from
-// sops decryption Secret '<ns>/<name>': …"; the Secret's NotFound error as
-// it is.
-func New(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization) (*Decryptor, error) {
-	ks := &keyServer{unsupported: map[string]string{}}
+// namespace) and starts the helper at helperPath (FindHelper's) with them;
+// the helper stops when ctx is done or at Close. Flux compatible messages:
+// "failed to import '<key>' data from sops decryption Secret '<ns>/<name>':
+// …"; the Secret's NotFound error as it is.
+func New(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization, helperPath string) (*Decryptor, error) {
 	dec := obj.Spec.Decryption
 	if dec != nil && dec.Provider != "" && dec.Provider != ProviderSOPS {
 		return nil, fmt.Errorf("decryption provider '%s' is not supported", dec.Provider)
 	}
+	var hello sopswire.Hello
+	var secretKey types.NamespacedName
 	if dec != nil && dec.SecretRef != nil {
-		key := types.NamespacedName{Namespace: obj.Namespace, Name: dec.SecretRef.Name}
+		secretKey = types.NamespacedName{Namespace: obj.Namespace, Name: dec.SecretRef.Name}
 		var secret corev1.Secret
-		if err := c.Get(ctx, key, &secret); err != nil {
+		if err := c.Get(ctx, secretKey, &secret); err != nil {
 			return nil, err
 		}
 		names := make([]string, 0, len(secret.Data))
@@ -124,26 +125,115 @@ func New(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization) (
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			value := secret.Data[name]
-			var err error
 			switch {
-			case path.Ext(name) == AgeExt:
-				err = ks.age.Import(string(value))
-			case path.Ext(name) == PGPExt:
-				err = ks.importPGP(value)
-			case unsupportedKeys[name] != "":
-				ks.unsupported[name] = unsupportedKeys[name]
-			}
-			if err != nil {
-				return nil, fmt.Errorf("failed to import '%s' data from %s decryption Secret '%s': %w", name, ProviderSOPS, key, err)
+			case path.Ext(name) == sopswire.AgeExt, path.Ext(name) == sopswire.PGPExt:
+				hello.Keys = append(hello.Keys, sopswire.Key{Name: name, Data: secret.Data[name]})
+			case sopswire.Unsupported[name] != "":
+				hello.Keys = append(hello.Keys, sopswire.Key{Name: name})
 			}
 		}
 	}
-	return &Decryptor{
-		obj:      obj,
-		services: []keyservice.KeyServiceClient{keyservice.NewCustomLocalClient(ks)},
-		values:   map[string]struct{}{},
-	}, nil
+	if helperPath == "" {
+		return nil, errHelperMissing
+	}
+	h, resp, err := startHelper(ctx, helperPath, hello)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Error != "" {
+		h.close()
+		return nil, fmt.Errorf("failed to import '%s' data from %s decryption Secret '%s': %s", resp.Key, ProviderSOPS, secretKey, resp.Error)
+	}
+	return &Decryptor{obj: obj, h: h, values: map[string]struct{}{}}, nil
+}
+
+// Close stops the helper; the Decryptor is not used after it.
+func (d *Decryptor) Close() {
+	d.h.close()
+}
+
+// helper is a running eddy-sops: one request at a time on its pipes.
+type helper struct {
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	enc    *json.Encoder
+	dec    *json.Decoder
+	stop   func() bool // stops the watch of the build's context
+	closed bool
+	end    error // how the process ended, once closed
+}
+
+// helperStopTimeout bounds the wait for the helper to exit at the end of
+// its input before it is killed.
+const helperStopTimeout = 10 * time.Second
+
+func startHelper(ctx context.Context, exe string, hello sopswire.Hello) (*helper, sopswire.Response, error) {
+	// No environment: the helper reads keys from its input only.
+	cmd := exec.Command(exe)
+	cmd.Env = []string{}
+	cmd.Stderr = io.Discard // it writes only protocol failures; they show as its exit
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, sopswire.Response{}, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, sopswire.Response{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, sopswire.Response{}, fmt.Errorf("starting the SOPS helper %s: %w", sopswire.Helper, errors.Unwrap(err))
+	}
+	h := &helper{cmd: cmd, in: in, enc: json.NewEncoder(in), dec: json.NewDecoder(bufio.NewReader(out))}
+	h.stop = context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
+	var resp sopswire.Response
+	if err := h.exchange(hello, &resp); err != nil {
+		h.close()
+		return nil, sopswire.Response{}, err
+	}
+	return h, resp, nil
+}
+
+// exchange sends req and reads the answer into resp. A broken pipe or an
+// unreadable answer stops the helper and is reported with its exit.
+func (h *helper) exchange(req any, resp *sopswire.Response) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return errors.New("the SOPS helper " + sopswire.Helper + " is stopped")
+	}
+	err := h.enc.Encode(req)
+	if err == nil {
+		err = h.dec.Decode(resp)
+	}
+	if err != nil {
+		h.closeLocked()
+		if h.end != nil {
+			return fmt.Errorf("the SOPS helper %s stopped: %w", sopswire.Helper, h.end)
+		}
+		return fmt.Errorf("the SOPS helper %s gave no answer", sopswire.Helper)
+	}
+	return nil
+}
+
+func (h *helper) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closeLocked()
+}
+
+// closeLocked ends the helper's input, so that it exits, and waits for it
+// (killing it after helperStopTimeout).
+func (h *helper) closeLocked() {
+	if h.closed {
+		return
+	}
+	h.closed = true
+	_ = h.in.Close()
+	t := time.AfterFunc(helperStopTimeout, func() { _ = h.cmd.Process.Kill() })
+	h.end = h.cmd.Wait()
+	t.Stop()
+	h.stop()
 }
 
 // Values returns the plaintext values decrypted so far (and the base64
@@ -213,10 +303,6 @@ func markerOf(f formats.Format) []byte {
 	return nil
 }
 
-var formatNames = map[formats.Format]string{
-	formats.Binary: "binary", formats.Dotenv: "dotenv", formats.Ini: "INI", formats.Json: "JSON", formats.Yaml: "YAML",
-}
-
 // formatForPath is sops' format for a file name; Flux compatible: a
 // .dockerconfigjson key is JSON.
 func formatForPath(p string) formats.Format {
@@ -226,131 +312,21 @@ func formatForPath(p string) formats.Format {
 	return formats.FormatForPath(p)
 }
 
-type store interface {
-	LoadEncryptedFile(in []byte) (sops.Tree, error)
-	EmitPlainFile(in sops.TreeBranches) ([]byte, error)
-}
-
-func storeFor(f formats.Format) store {
-	switch f {
-	case formats.Yaml:
-		return sopsyaml.NewStore(&config.YAMLStoreConfig{})
-	case formats.Json:
-		return sopsjson.NewStore(&config.JSONStoreConfig{})
-	case formats.Dotenv:
-		return dotenv.NewStore(&config.DotenvStoreConfig{})
-	case formats.Ini:
-		return ini.NewStore(&config.INIStoreConfig{})
-	default:
-		return sopsjson.NewBinaryStore(&config.JSONBinaryStoreConfig{})
+// decrypt has the helper decrypt a SOPS document of format in and emit it
+// as out; with checkMAC the document's MAC must match its decrypted
+// content. The values that were encrypted are remembered for masking.
+func (d *Decryptor) decrypt(data []byte, in, out formats.Format, checkMAC bool) ([]byte, error) {
+	var resp sopswire.Response
+	if err := d.h.exchange(sopswire.Request{Data: data, In: in, Out: out, CheckMAC: checkMAC}, &resp); err != nil {
+		return nil, err
 	}
-}
-
-// errMAC is the integrity failure; its text shows neither MAC (a MAC is a
-// hash of the plaintext).
-var errMAC = errors.New("failed to verify sops data integrity: MAC mismatch")
-
-// decrypt decrypts a SOPS document of format in and emits it as out. With
-// checkMAC the document's MAC must match its decrypted content. Messages
-// follow Flux's ("failed to load encrypted JSON data: …", "cannot get sops
-// data key: …", "error decrypting sops tree: …") and never hold a value.
-func (d *Decryptor) decrypt(data []byte, in, out formats.Format, checkMAC bool) (plain []byte, err error) {
-	defer func() {
-		// Malformed input can make sops panic; Flux compatible message.
-		if r := recover(); r != nil {
-			plain, err = nil, fmt.Errorf("failed to emit encrypted %s file as decrypted %s: %v", formatNames[in], formatNames[out], r)
-		}
-	}()
-	tree, err := storeFor(in).LoadEncryptedFile(data)
-	if err != nil {
-		if in == formats.Dotenv || in == formats.Ini {
-			// The dotenv and INI parsers quote the line they cannot
-			// read, which may be a plaintext value (a line added by
-			// hand, a continuation line of a pasted key).
-			err = fmt.Errorf("malformed %s input (the line is not shown: it may hold a secret)", formatNames[in])
-		}
-		return nil, userErr(fmt.Sprintf("failed to load encrypted %s data", formatNames[in]), err)
+	if resp.Error != "" {
+		return nil, errors.New(resp.Error)
 	}
-	key, err := tree.Metadata.GetDataKeyWithKeyServices(d.services, sops.DefaultDecryptionOrder)
-	if err != nil {
-		return nil, userErr("cannot get sops data key", err)
+	for _, v := range resp.Values {
+		d.remember(v)
 	}
-	before := leaves(tree.Branches)
-	cipher := aes.NewCipher()
-	mac, err := tree.Decrypt(key, cipher)
-	if err != nil {
-		return nil, fmt.Errorf("error decrypting sops tree: %w", redact(err))
-	}
-	after := leaves(tree.Branches)
-	if len(after) == len(before) {
-		for i, b := range before {
-			if s, ok := b.(string); ok && strings.HasPrefix(s, "ENC[") {
-				d.remember(fmt.Sprint(after[i]))
-			}
-		}
-	}
-	if checkMAC {
-		want, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, key, tree.Metadata.LastModified.Format(time.RFC3339))
-		if err != nil {
-			return nil, fmt.Errorf("failed to verify sops data integrity: %w", redact(err))
-		}
-		if want != mac {
-			return nil, errMAC
-		}
-	}
-	plain, err = storeFor(out).EmitPlainFile(tree.Branches)
-	if err != nil {
-		return nil, userErr(fmt.Sprintf("failed to emit encrypted %s file as decrypted %s", formatNames[in], formatNames[out]), err)
-	}
-	return plain, nil
-}
-
-// leaves lists a tree's leaf values in walk order (comments left out).
-func leaves(branches sops.TreeBranches) []any {
-	var out []any
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case sops.TreeBranch:
-			for _, item := range v {
-				if _, ok := item.Key.(sops.Comment); ok {
-					continue
-				}
-				walk(item.Value)
-			}
-		case []any:
-			for _, e := range v {
-				walk(e)
-			}
-		case sops.Comment:
-		default:
-			out = append(out, v)
-		}
-	}
-	for _, b := range branches {
-		walk(b)
-	}
-	return out
-}
-
-func userErr(msg string, err error) error {
-	var ue sops.UserError
-	if errors.As(err, &ue) {
-		err = errors.New(ue.UserError())
-	}
-	return fmt.Errorf("%s: %w", msg, redact(err))
-}
-
-// redact hides the input sops quotes in "Input string <value> does not
-// match sops' data format" (Flux compatible: "<redacted>").
-func redact(err error) error {
-	const prefix, suffix = "Input string ", " does not match sops' data format"
-	e := err.Error()
-	i, j := strings.Index(e, prefix), strings.Index(e, suffix)
-	if i < 0 || j < i {
-		return err
-	}
-	return errors.New(e[:i] + prefix + "<redacted>" + e[j:])
+	return resp.Plain, nil
 }
 
 func disabled(annotations map[string]string) bool {
@@ -621,91 +597,4 @@ func (d *Decryptor) sources(fs filesys.FileSystem, dir string, visited, done map
 		}
 	}
 	return nil
-}
-
-// keyServer is the sops key service that gets a data key with the
-// decryption Secret's keys only: never the process environment, a GnuPG
-// home or files on disk.
-type keyServer struct {
-	age         sopsage.ParsedIdentities
-	pgp         openpgp.EntityList
-	unsupported map[string]string
-}
-
-var _ keyservice.KeyServiceServer = (*keyServer)(nil)
-
-func (s *keyServer) importPGP(armored []byte) error {
-	list, err := openpgp.ReadArmoredKeyRing(bytes.NewReader(armored))
-	if err != nil {
-		return err
-	}
-	for _, e := range list {
-		if e.PrivateKey == nil {
-			return fmt.Errorf("key %X has no private key", e.PrimaryKey.Fingerprint)
-		}
-	}
-	s.pgp = append(s.pgp, list...)
-	return nil
-}
-
-func (s *keyServer) Encrypt(context.Context, *keyservice.EncryptRequest) (*keyservice.EncryptResponse, error) {
-	return nil, errors.New("encryption is not supported")
-}
-
-func (s *keyServer) Decrypt(_ context.Context, req *keyservice.DecryptRequest) (*keyservice.DecryptResponse, error) {
-	var plain []byte
-	var err error
-	switch k := req.Key.KeyType.(type) {
-	case *keyservice.Key_AgeKey:
-		plain, err = s.decryptAge(k.AgeKey.Recipient, req.Ciphertext)
-	case *keyservice.Key_PgpKey:
-		plain, err = s.decryptPGP(req.Ciphertext)
-	case *keyservice.Key_VaultKey:
-		err = s.refuse("OpenBao/Vault transit")
-	case *keyservice.Key_KmsKey:
-		err = s.refuse("AWS KMS")
-	case *keyservice.Key_AzureKeyvaultKey:
-		err = s.refuse("Azure Key Vault")
-	case *keyservice.Key_GcpKmsKey:
-		err = s.refuse("GCP KMS")
-	default:
-		err = fmt.Errorf("%T keys are not supported by Eddy yet", k)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &keyservice.DecryptResponse{Plaintext: plain}, nil
-}
-
-func (s *keyServer) refuse(kms string) error {
-	for name, k := range s.unsupported {
-		if k == kms {
-			return fmt.Errorf("%s keys are not supported by Eddy yet: the decryption Secret's '%s' is not used (only its age and OpenPGP keys)", kms, name)
-		}
-	}
-	return fmt.Errorf("%s keys are not supported by Eddy yet (only age and OpenPGP keys of the decryption Secret)", kms)
-}
-
-func (s *keyServer) decryptAge(recipient string, ciphertext []byte) ([]byte, error) {
-	if len(s.age) == 0 {
-		return nil, errors.New("no age identity ('*.agekey') in the decryption Secret")
-	}
-	mk := &sopsage.MasterKey{Recipient: recipient, EncryptedKey: string(ciphertext)}
-	s.age.ApplyToMasterKey(mk)
-	return mk.Decrypt()
-}
-
-func (s *keyServer) decryptPGP(ciphertext []byte) ([]byte, error) {
-	if len(s.pgp) == 0 {
-		return nil, errors.New("no OpenPGP private key ('*.asc') in the decryption Secret")
-	}
-	block, err := armor.Decode(bytes.NewReader(ciphertext))
-	if err != nil {
-		return nil, fmt.Errorf("armor decoding failed: %w", err)
-	}
-	md, err := openpgp.ReadMessage(block.Body, s.pgp, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("reading PGP message failed: %w", err)
-	}
-	return io.ReadAll(md.UnverifiedBody)
 }

@@ -1,0 +1,120 @@
+package decryptor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/getsops/sops/v3/cmd/sops/formats"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+func decryptingKustomization() (*kustomizev1.Kustomization, client.Client) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "sops-keys", Namespace: "flux-system"}}
+	obj := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: "flux-system"}}
+	obj.Spec.Decryption = &kustomizev1.Decryption{Provider: "sops", SecretRef: &meta.LocalObjectReference{Name: "sops-keys"}}
+	return obj, fake.NewClientBuilder().WithObjects(s).Build()
+}
+
+// Without the helper a decrypting build fails with a message that names
+// no path (the same on every machine).
+func TestHelperMissing(t *testing.T) {
+	obj, c := decryptingKustomization()
+	_, err := New(context.Background(), c, obj, "")
+	want := "SOPS decryption needs the helper eddy-sops beside the kustomize-controller binary or in PATH, and it is not there"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = New(context.Background(), c, obj, filepath.Join(t.TempDir(), "eddy-sops"))
+	if err == nil || strings.Contains(err.Error(), t.TempDir()) || !strings.HasPrefix(err.Error(), "starting the SOPS helper eddy-sops: ") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A helper that ends without answering is reported with its exit.
+func TestHelperStops(t *testing.T) {
+	obj, c := decryptingKustomization()
+	stub := filepath.Join(t.TempDir(), "eddy-sops")
+	if err := os.WriteFile(stub, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), c, obj, stub)
+	if err == nil || err.Error() != "the SOPS helper eddy-sops stopped: exit status 3" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The helper ends with the build's context, and a Decryptor whose helper
+// ended says so rather than hanging.
+func TestHelperEndsWithContext(t *testing.T) {
+	obj, c := decryptingKustomization()
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := New(ctx, c, obj, helperPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pid := d.h.cmd.Process.Pid
+	cancel()
+	k := newKeys(t)
+	enc := encrypt(t, secretYAML, formats.Yaml, sopstest.Options{Age: []sopstest.AgeKey{k.age}, EncryptedRegex: "^(data|stringData)$"})
+	_, err = d.DecryptFile("/apps/db.yaml", enc)
+	if err == nil || !strings.HasPrefix(err.Error(), "decryption failed for 'Secret/apps/db': the SOPS helper eddy-sops stopped: ") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		t.Fatalf("helper %d still running", pid)
+	}
+}
+
+// Close ends the helper: no process is left per build.
+func TestHelperClosed(t *testing.T) {
+	d := newDecryptor(t, map[string]string{})
+	pid := d.h.cmd.Process.Pid
+	d.Close()
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		t.Fatalf("helper %d still running", pid)
+	}
+	d.Close() // twice is fine
+}
+
+// The build decrypts from several goroutines (kustomize's reads); one
+// helper answers them in turn.
+func TestHelperConcurrentUse(t *testing.T) {
+	k := newKeys(t)
+	d := newDecryptor(t, map[string]string{"age.agekey": k.age.Identity})
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			plain := fmt.Sprintf("K=concurrent-secret-%d\n", i)
+			out, err := d.decrypt(encrypt(t, plain, formats.Dotenv, sopstest.Options{Age: []sopstest.AgeKey{k.age}}), formats.Dotenv, formats.Dotenv, true)
+			if err == nil && string(out) != plain {
+				err = fmt.Errorf("got %q, want %q", out, plain)
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := len(d.Values()); n != 16 {
+		t.Errorf("%d values to mask, want 16", n)
+	}
+}

@@ -1,0 +1,77 @@
+// Package sopswire is the protocol between kustomize-controller and its
+// SOPS helper, eddy-sops: JSON values, one after the other, on the
+// helper's standard input (Hello, then Requests) and standard output (one
+// Response to each). The helper exits at the end of its input.
+//
+// SOPS decryption runs in its own process so that the controller does not
+// link the sops library: its key services bring in the AWS, GCP, Azure,
+// Vault and Huawei SDKs, whose package initialisation alone costs the
+// controller about 30 MiB of resident memory whether or not a
+// Kustomization is ever decrypted. The helper is started for one build
+// and holds the decryption Secret's keys only while that build runs.
+//
+// This package does not import the sops library.
+package sopswire
+
+import "github.com/getsops/sops/v3/cmd/sops/formats"
+
+// Helper is the helper binary's name: kustomize-controller looks for it
+// beside its own executable, then in PATH.
+const Helper = "eddy-sops"
+
+// Flux compatible decryption Secret key names.
+const (
+	// PGPExt ends a decryption Secret key holding an armored OpenPGP key.
+	PGPExt = ".asc"
+	// AgeExt ends a decryption Secret key holding age identities.
+	AgeExt = ".agekey"
+)
+
+// Unsupported are the decryption Secret keys Flux reads for key
+// management services Eddy does not reach yet, and the service of each.
+// They are passed to the helper by name only, so that a key of such a
+// service is refused with a message naming the Secret's entry.
+var Unsupported = map[string]string{
+	"sops.vault-token": "OpenBao/Vault transit",
+	"sops.aws-kms":     "AWS KMS",
+	"sops.azure-kv":    "Azure Key Vault",
+	"sops.gcp-kms":     "GCP KMS",
+}
+
+// Key is one entry of the decryption Secret: an age identity file
+// (`*.agekey`), an armored OpenPGP private key (`*.asc`), or the name of
+// an Unsupported entry (Data empty).
+type Key struct {
+	Name string `json:"name"`
+	Data []byte `json:"data,omitempty"`
+}
+
+// Hello is the first value the helper reads: the keys of the build's
+// decryption Secret, in the order they are imported.
+type Hello struct {
+	Keys []Key `json:"keys"`
+}
+
+// Request asks for one SOPS document to be decrypted.
+type Request struct {
+	// Data is the encrypted document (at most 5 MiB; the controller checks).
+	Data []byte `json:"data"`
+	// In is the document's format, Out the format of the plaintext.
+	In  formats.Format `json:"in"`
+	Out formats.Format `json:"out"`
+	// CheckMAC asks that the document's MAC match its decrypted content.
+	CheckMAC bool `json:"checkMAC,omitempty"`
+}
+
+// Response answers Hello (Plain and Values empty) or a Request.
+type Response struct {
+	// Plain is the decrypted document in the requested format.
+	Plain []byte `json:"plain,omitempty"`
+	// Values are the plaintext of each value that was encrypted, for
+	// masking in messages.
+	Values []string `json:"values,omitempty"`
+	// Error is the failure's message, which never holds a decrypted value.
+	Error string `json:"error,omitempty"`
+	// Key names the Hello key that could not be imported (Error says why).
+	Key string `json:"key,omitempty"`
+}
