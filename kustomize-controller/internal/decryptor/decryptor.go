@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -182,7 +183,12 @@ func startHelper(ctx context.Context, exe string, hello sopswire.Hello) (*helper
 		return nil, sopswire.Response{}, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, sopswire.Response{}, fmt.Errorf("starting the SOPS helper %s: %w", sopswire.Helper, errors.Unwrap(err))
+		// The cause without the path: messages are the same on every machine.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, sopswire.Response{}, fmt.Errorf("starting the SOPS helper %s: %w", sopswire.Helper, err)
 	}
 	h := &helper{cmd: cmd, in: in, enc: json.NewEncoder(in), dec: json.NewDecoder(bufio.NewReader(out))}
 	h.stop = context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
