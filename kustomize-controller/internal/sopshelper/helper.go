@@ -121,12 +121,9 @@ var formatNames = map[formats.Format]string{
 	formats.Binary: "binary", formats.Dotenv: "dotenv", formats.Ini: "INI", formats.Json: "JSON", formats.Yaml: "YAML",
 }
 
-type store interface {
-	LoadEncryptedFile(in []byte) (sops.Tree, error)
-	EmitPlainFile(in sops.TreeBranches) ([]byte, error)
-}
-
-func storeFor(f formats.Format) store {
+// StoreFor is the sops store that reads and writes documents of format f
+// (binary for any other).
+func StoreFor(f formats.Format) sops.Store {
 	switch f {
 	case formats.Yaml:
 		return sopsyaml.NewStore(&config.YAMLStoreConfig{})
@@ -155,7 +152,7 @@ func (d *Decryptor) Decrypt(data []byte, in, out formats.Format, checkMAC bool) 
 			plain, values, err = nil, nil, fmt.Errorf("failed to emit encrypted %s file as decrypted %s: %v", formatNames[in], formatNames[out], r)
 		}
 	}()
-	tree, err := storeFor(in).LoadEncryptedFile(data)
+	tree, err := StoreFor(in).LoadEncryptedFile(data)
 	if err != nil {
 		if in == formats.Dotenv || in == formats.Ini {
 			// The dotenv and INI parsers quote the line they cannot
@@ -192,7 +189,7 @@ func (d *Decryptor) Decrypt(data []byte, in, out formats.Format, checkMAC bool) 
 			return nil, nil, errMAC
 		}
 	}
-	plain, err = storeFor(out).EmitPlainFile(tree.Branches)
+	plain, err = StoreFor(out).EmitPlainFile(tree.Branches)
 	if err != nil {
 		return nil, nil, userErr(fmt.Sprintf("failed to emit encrypted %s file as decrypted %s", formatNames[in], formatNames[out]), err)
 	}

@@ -1,4 +1,4 @@
-package sopshelper
+package sopshelper_test
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
+	"github.com/eddyops/eddy/kustomize-controller/internal/sopshelper"
 	"github.com/eddyops/eddy/kustomize-controller/internal/sopswire"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 )
@@ -23,7 +24,7 @@ func serve(t *testing.T, msgs ...any) ([]sopswire.Response, error) {
 		}
 	}
 	var out bytes.Buffer
-	err := Serve(&in, &out)
+	err := sopshelper.Serve(&in, &out)
 	var resps []sopswire.Response
 	dec := json.NewDecoder(&out)
 	for {
@@ -85,27 +86,10 @@ func TestServeImportError(t *testing.T) {
 }
 
 func TestServeBadInput(t *testing.T) {
-	if err := Serve(strings.NewReader("{nope"), io.Discard); err == nil {
+	if err := sopshelper.Serve(strings.NewReader("{nope"), io.Discard); err == nil {
 		t.Fatal("no error")
 	}
-	if err := Serve(strings.NewReader(""), io.Discard); err != nil {
+	if err := sopshelper.Serve(strings.NewReader(""), io.Discard); err != nil {
 		t.Fatalf("empty input: %v", err)
-	}
-}
-
-func TestRefuseNamesEntry(t *testing.T) {
-	d, _, err := New([]sopswire.Key{{Name: "sops.vault-token"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks := &keyServer{unsupported: map[string]string{"sops.vault-token": "OpenBao/Vault transit"}}
-	if e := ks.refuse("OpenBao/Vault transit"); !strings.Contains(e.Error(), "not supported by Eddy yet: the decryption Secret's 'sops.vault-token' is not used") {
-		t.Fatal(e)
-	}
-	if e := ks.refuse("AWS KMS"); !strings.Contains(e.Error(), "AWS KMS keys are not supported by Eddy yet (only age and OpenPGP keys") {
-		t.Fatal(e)
-	}
-	if len(d.services) != 1 {
-		t.Fatal("no key service")
 	}
 }

@@ -14,18 +14,14 @@ import (
 	"filippo.io/age"
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/eddyops/eddy/kustomize-controller/internal/sopshelper"
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
-	"github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/keys"
 	"github.com/getsops/sops/v3/keyservice"
 	"github.com/getsops/sops/v3/pgp"
-	"github.com/getsops/sops/v3/stores/dotenv"
-	"github.com/getsops/sops/v3/stores/ini"
-	sopsjson "github.com/getsops/sops/v3/stores/json"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 )
 
 // AgeKey is a generated age identity: Identity is the content of an
@@ -78,29 +74,9 @@ type Options struct {
 	MACOnlyEncrypted      bool
 }
 
-type store interface {
-	LoadPlainFile(in []byte) (sops.TreeBranches, error)
-	EmitEncryptedFile(in sops.Tree) ([]byte, error)
-}
-
-func storeFor(f formats.Format) store {
-	switch f {
-	case formats.Yaml:
-		return sopsyaml.NewStore(&config.YAMLStoreConfig{})
-	case formats.Json:
-		return sopsjson.NewStore(&config.JSONStoreConfig{})
-	case formats.Dotenv:
-		return dotenv.NewStore(&config.DotenvStoreConfig{})
-	case formats.Ini:
-		return ini.NewStore(&config.INIStoreConfig{})
-	default:
-		return sopsjson.NewBinaryStore(&config.JSONBinaryStoreConfig{})
-	}
-}
-
 // Encrypt encrypts plain, a file of format f, as `sops encrypt` does.
 func Encrypt(plain []byte, f formats.Format, o Options) ([]byte, error) {
-	st := storeFor(f)
+	st := sopshelper.StoreFor(f)
 	branches, err := st.LoadPlainFile(plain)
 	if err != nil {
 		return nil, err
