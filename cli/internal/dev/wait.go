@@ -22,14 +22,29 @@ import (
 )
 
 // settled reports whether a Kustomization's last reconcile of its current
-// generation has ended: Ready=True, Stalled, or failed with a reason (which
-// includes waiting for a dependency that failed).
-func settled(k *kustomizev1.Kustomization) bool {
-	ready := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
-	if ready == nil || ready.ObservedGeneration != k.Generation || k.Status.LastAttemptedRevision == "" && ready.Reason != meta.DependencyNotReadyReason {
+// generation has ended: Ready=True, Stalled, or failed with a reason. A
+// Kustomization waiting for its dependencies (DependencyNotReady) has
+// settled only while one of them is not Ready: once they all are, it is
+// retried after --requeue-dependency and is waited for. ready holds the
+// Ready status of each Kustomization by namespace/name.
+func settled(k *kustomizev1.Kustomization, ready map[string]bool) bool {
+	cond := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
+	if cond == nil || cond.ObservedGeneration != k.Generation || k.Status.LastAttemptedRevision == "" && cond.Reason != meta.DependencyNotReadyReason {
 		return false
 	}
-	return ready.Status == metav1.ConditionTrue || ready.Reason != meta.ProgressingReason && ready.Reason != meta.ProgressingWithRetryReason
+	if cond.Status != metav1.ConditionTrue && cond.Reason == meta.DependencyNotReadyReason {
+		for _, d := range k.Spec.DependsOn {
+			ns := d.Namespace
+			if ns == "" {
+				ns = k.Namespace
+			}
+			if !ready[ns+"/"+d.Name] {
+				return true
+			}
+		}
+		return len(k.Spec.DependsOn) == 0
+	}
+	return cond.Status == metav1.ConditionTrue || cond.Reason != meta.ProgressingReason && cond.Reason != meta.ProgressingWithRetryReason
 }
 
 // hint says how to fix the usual causes of a failed first sync, from the
@@ -90,10 +105,14 @@ func waitSynced(ctx context.Context, c client.Client, u *ui.UI, timeout time.Dur
 			}
 		}
 		all, rootDone := true, false
+		ready := map[string]bool{}
+		for _, k := range kss.Items {
+			ready[k.Namespace+"/"+k.Name] = apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.ReadyCondition)
+		}
 		for i := range kss.Items {
 			k := &kss.Items[i]
 			report("Kustomization "+k.Namespace+"/"+k.Name, k.Status.Conditions)
-			if !settled(k) {
+			if !settled(k, ready) {
 				all = false
 			} else if k.Namespace == Namespace && k.Name == SyncName && artifact != "" && k.Status.LastAttemptedRevision == artifact {
 				rootDone = true

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/cli/internal/ui"
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -36,5 +39,31 @@ func TestWaitSyncedPausesAfterAFailedList(t *testing.T) {
 	}
 	if n := lists.Load(); n < 1 || n > 3 {
 		t.Errorf("%d Lists within the 1s wait; want 1 to 3, one each 500ms", n)
+	}
+}
+
+// A Kustomization waiting for a dependency has settled while that
+// dependency is not Ready, and not once it is (it is retried then).
+func TestSettledDependencyNotReady(t *testing.T) {
+	k := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: "flux-system", Generation: 1}}
+	k.Spec.DependsOn = []meta.DependencyReference{{Name: "infra"}, {Name: "crds", Namespace: "other"}}
+	k.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse, Reason: meta.DependencyNotReadyReason, ObservedGeneration: 1}}
+	for _, tc := range []struct {
+		ready map[string]bool
+		want  bool
+	}{
+		{map[string]bool{}, true},
+		{map[string]bool{"flux-system/infra": true}, true},
+		{map[string]bool{"flux-system/infra": true, "other/crds": false}, true},
+		{map[string]bool{"flux-system/infra": true, "other/crds": true}, false},
+	} {
+		if got := settled(k, tc.ready); got != tc.want {
+			t.Errorf("dependencies Ready %v: settled = %v, want %v", tc.ready, got, tc.want)
+		}
+	}
+	k.Status.Conditions[0].Status, k.Status.Conditions[0].Reason = metav1.ConditionTrue, meta.ReconciliationSucceededReason
+	k.Status.LastAttemptedRevision = "main@sha1:0123"
+	if !settled(k, map[string]bool{}) {
+		t.Error("a Ready Kustomization has not settled")
 	}
 }

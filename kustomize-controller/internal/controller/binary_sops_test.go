@@ -270,7 +270,8 @@ func helperChildren(t *testing.T, pid int) []int {
 // TestBinarySOPSHelperMissing runs the built kustomize-controller without
 // eddy-sops beside it or in PATH: a Kustomization with spec.decryption
 // fails its build with a message naming the helper (and no path), and
-// one without decryption is applied as usual.
+// one without decryption is applied as usual. Once the helper is put
+// beside the controller, the next build finds it (no restart).
 func TestBinarySOPSHelperMissing(t *testing.T) {
 	const shard = "sops-missing"
 	exe, err := testenv.BuildController(ControllerName, t.TempDir())
@@ -305,4 +306,14 @@ func TestBinarySOPSHelperMissing(t *testing.T) {
 		k.Labels = map[string]string{shardKey: shard}
 	})
 	waitApplied(t, plain, src.Status.Artifact.Revision)
+
+	helper, err := os.ReadFile(filepath.Join(filepath.Dir(exe), sopswire.Helper))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(alone), sopswire.Helper), helper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	requestReconcile(t, dec, func() string { return dec.Status.LastHandledReconcileAt })
+	waitApplied(t, dec, src.Status.Artifact.Revision)
 }

@@ -104,8 +104,9 @@ type KustomizationReconciler struct {
 	// found unchanged by a dry-run is not dry-run again while neither it
 	// nor Git changes (ssa.UnchangedMemo); 0: every reconcile, as Flux.
 	UnchangedRecheck time.Duration
-	// SOPSHelper is the path of the SOPS helper eddy-sops (empty: not
-	// installed; a decrypting build fails saying so).
+	// SOPSHelper is the path of the SOPS helper eddy-sops; empty: looked
+	// for at each decrypting build (decryptor.FindHelper), so that a helper
+	// installed or removed later is seen without a restart.
 	SOPSHelper string
 
 	artifacts    *artifactCache
@@ -321,7 +322,11 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if obj.Spec.Decryption != nil {
 		// Flux compatible: the decryption Secret's keys are read for each
 		// build; a failure to read them is a build failure.
-		if dec, err = decryptor.New(ctx, r, obj, r.SOPSHelper); err != nil {
+		helper := r.SOPSHelper
+		if helper == "" {
+			helper, _ = decryptor.FindHelper() // "" when missing: New says so
+		}
+		if dec, err = decryptor.New(ctx, r, obj, helper); err != nil {
 			return fail(meta.BuildFailedReason, "%s", err)
 		}
 		opts.Decryptor = dec

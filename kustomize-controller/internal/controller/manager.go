@@ -2,7 +2,6 @@ package controller
 
 import (
 	"flag"
-	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor"
 	"net/http"
 	"os"
 	"time"
@@ -108,11 +107,6 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		KubeConfig:            c.KubeConfig,
 		UnchangedRecheck:      c.UnchangedRecheck,
 		SOPSHelper:            c.SOPSHelper,
-	}
-	if r.SOPSHelper == "" {
-		// Not found is not fatal: only a decrypting build needs it, and
-		// that build then says so.
-		r.SOPSHelper, _ = decryptor.FindHelper()
 	}
 	r.NonStrictSubstitutions = !c.FeatureGates.Enabled(runtime.StrictPostBuildSubstitutions)
 	r.KeepHealthCheckOnNewRevision = !c.FeatureGates.Enabled(runtime.CancelHealthCheckOnNewRevision)
