@@ -298,6 +298,11 @@ func (r *Recorder) post(ctx context.Context, ev *Event) {
 	if err == nil {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // drained: the connection is reused
 		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			// Not a failure: the receiver has this event already.
+			r.log.V(1).Info("the notification-controller already has the event (429)", "reason", ev.Reason, "object", eventObject(ev))
+			return
+		}
 		if resp.StatusCode >= 300 {
 			err = fmt.Errorf("notification-controller answered %d", resp.StatusCode)
 		}

@@ -101,7 +101,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet, concurrent int, gates ...string) {
 
 // SetupLogger installs the process logger from --log-level and --log-encoding.
 func (o *Options) SetupLogger() error {
-	zo := zap.Options{TimeEncoder: zapcore.ISO8601TimeEncoder}
+	// No stack traces on error lines (a failed reconcile is an error line
+	// and its message says what failed), as in Flux's logs.
+	zo := zap.Options{TimeEncoder: zapcore.ISO8601TimeEncoder, StacktraceLevel: zapcore.PanicLevel}
 	switch o.LogEncoding {
 	case "json":
 	case "console":

@@ -204,6 +204,20 @@ generatorOptions: {disableNameSuffixHash: true}
 		t.Fatal(err)
 	}
 	haystacks["controller log"] = string(log)
+	// Flux compatible: the failure is an error line of the log (what
+	// `flux logs --level error` shows), without a stack trace.
+	failed := false
+	for _, line := range strings.Split(string(log), "\n") {
+		if strings.Contains(line, `"level":"error"`) && strings.Contains(line, "Reconciliation failed after") && strings.Contains(line, "MAC mismatch") {
+			failed = true
+			if strings.Contains(line, "stacktrace") {
+				t.Errorf("error line with a stack trace: %s", line)
+			}
+		}
+	}
+	if !failed {
+		t.Error("no error line 'Reconciliation failed after …' for the MAC mismatch in the controller log")
+	}
 	evs := &corev1.EventList{}
 	if err := env.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)

@@ -214,11 +214,6 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 	case f.Reason == meta.DependencyNotReadyReason:
 		rec.Event(obj, corev1.EventTypeNormal, f.Reason,
 			fmt.Sprintf("Dependencies do not meet ready condition, retrying in %s", f.Retry), annotations)
-	default:
-		rec.Event(obj, corev1.EventTypeWarning, f.Reason, f.Message, annotations)
-	}
-	if f.Stalled {
-		return ctrl.Result{}, f
 	}
 	retry := f.Retry
 	if retry == 0 {
@@ -226,6 +221,18 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 		if obj.Spec.RetryInterval != nil {
 			retry = obj.Spec.RetryInterval.Duration
 		}
+	}
+	if !f.Waiting && f.Reason != meta.DependencyNotReadyReason {
+		// Flux compatible: a failure is logged at error level, so
+		// `flux logs --level error` (and eddy logs) show it.
+		if !f.Stalled {
+			log.Error(errors.New(f.Message), fmt.Sprintf("Reconciliation failed after %s, next try in %s",
+				time.Since(start).Round(time.Millisecond), retry), "revision", obj.Status.LastAttemptedRevision)
+		}
+		rec.Event(obj, corev1.EventTypeWarning, f.Reason, f.Message, annotations)
+	}
+	if f.Stalled {
+		return ctrl.Result{}, f
 	}
 	return ctrl.Result{RequeueAfter: retry}, nil
 }
