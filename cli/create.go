@@ -342,7 +342,7 @@ func newCreateSourceHelmCommand(g *globalFlags, f *createFlags) *cobra.Command {
 }
 
 func newCreateKustomizationCommand(g *globalFlags, f *createFlags) *cobra.Command {
-	var source, ksPath, targetNamespace, serviceAccount string
+	var source, ksPath, targetNamespace, serviceAccount, decryptionProvider, decryptionSecret string
 	var prune, wait bool
 	var healthChecks, dependsOn []string
 	var healthTimeout, retryInterval time.Duration
@@ -398,6 +398,20 @@ func newCreateKustomizationCommand(g *globalFlags, f *createFlags) *cobra.Comman
 			if retryInterval > 0 {
 				ks.Spec.RetryInterval = &metav1.Duration{Duration: retryInterval}
 			}
+			if cmd.Flags().Changed("decryption-provider") || decryptionProvider != "" {
+				// Flux compatible messages (flux create ks --decryption-provider).
+				switch strings.TrimSpace(decryptionProvider) {
+				case "sops":
+				case "":
+					return errors.New("invalid argument \"\" for \"--decryption-provider\" flag: no decryption provider given, must be one of: sops")
+				default:
+					return fmt.Errorf("invalid argument %q for \"--decryption-provider\" flag: unsupported decryption provider '%s', must be one of: sops", decryptionProvider, decryptionProvider)
+				}
+				ks.Spec.Decryption = &kustomizev1.Decryption{Provider: "sops"}
+				if decryptionSecret != "" {
+					ks.Spec.Decryption.SecretRef = &meta.LocalObjectReference{Name: decryptionSecret}
+				}
+			}
 			return g.create(cmd, f, creation{obj: ks, kind: kustomizev1.KustomizationKind, created: kustomizev1.KustomizationKind,
 				done: func(u *ui.UI) error {
 					u.Success("applied revision %s", ks.Status.LastAppliedRevision)
@@ -416,6 +430,8 @@ func newCreateKustomizationCommand(g *globalFlags, f *createFlags) *cobra.Comman
 	fs.StringVar(&serviceAccount, "service-account", "", "the name of the service account to impersonate when reconciling this Kustomization")
 	fs.StringVar(&targetNamespace, "target-namespace", "", "overrides the namespace of all Kustomization objects reconciled by this Kustomization")
 	fs.DurationVar(&retryInterval, "retry-interval", 0, "the interval at which to retry a previously failed reconciliation")
+	fs.StringVar(&decryptionProvider, "decryption-provider", "", "decryption provider, available options are: (sops)")
+	fs.StringVar(&decryptionSecret, "decryption-secret", "", "the name of the Secret holding the age or OpenPGP keys used for sops decryption")
 	return cmd
 }
 

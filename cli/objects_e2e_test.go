@@ -121,6 +121,9 @@ func TestObjectsE2E(t *testing.T) {
 			"  ref:\n    semver: '>=1.0.0'\n  secretRef:\n    name: regcred\n  url: oci://registry.example/app\n"; out != want {
 			t.Errorf("create source oci --export:\n%s\nwant:\n%s", out, want)
 		}
+		if out := u.must("create", "ks", "secrets", "--source=flux-system", "--path=./secrets", "--decryption-provider=sops", "--decryption-secret=sops-age", "--export"); !strings.Contains(out, "  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n") {
+			t.Errorf("create ks --decryption-provider --decryption-secret:\n%s", out)
+		}
 		if out := u.must("create", "ks", "apps", "--source=ocirepository/manifests", "--export"); !strings.Contains(out, "  sourceRef:\n    kind: OCIRepository\n    name: manifests\n") {
 			t.Errorf("create ks --source=ocirepository/…: want kind OCIRepository:\n%s", out)
 		}
@@ -137,6 +140,7 @@ func TestObjectsE2E(t *testing.T) {
 		oneLineError(t, u.fails("delete", "source", "git"), "source git name is required")
 		oneLineError(t, u.fails("export", "alert"), "name is required")
 		oneLineError(t, u.fails("create", "ks", "apps", "--export"), "source is required")
+		oneLineError(t, u.fails("create", "ks", "apps", "--source=x", "--decryption-provider=vault", "--export"), "unsupported decryption provider 'vault', must be one of: sops")
 		oneLineError(t, u.fails("create", "ks", "Apps", "--source=x", "--export"), "name 'Apps' is invalid")
 		oneLineError(t, u.fails("create", "source", "git", "x1", "--url=ftp://h/r", "--branch=main", "--export"), "scheme 'ftp' not supported")
 		oneLineError(t, u.fails("create", "source", "oci", "o1", "--url=oci://r.example/a", "--export"), "--tag, --tag-semver or --digest is required")
