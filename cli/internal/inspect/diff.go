@@ -64,8 +64,9 @@ func (d ObjectDiff) String() string {
 // substitution with variables read through c (substituteFrom; with a nil c
 // only spec.postBuild.substitute), strict only when strict, at path (the
 // directory in t standing for spec.path; "" for spec.path itself). The
-// objects carry the owner labels the controller sets before it applies.
-// Errors: reading substituteFrom, or kustomize's build error.
+// objects carry the owner labels the controller sets before it applies;
+// SOPS-encrypted values are SOPSMask (Flux compatible). Errors: reading
+// substituteFrom, or kustomize's build error.
 func Build(ctx context.Context, c client.Reader, ks *kustomizev1.Kustomization, t *kustomize.Tree, path string, strict bool) ([]*unstructured.Unstructured, error) {
 	vars := map[string]string{}
 	if c != nil {
@@ -87,6 +88,9 @@ func Build(ctx context.Context, c client.Reader, ks *kustomizev1.Kustomization, 
 		return nil, err
 	}
 	kustomize.SetOwnerLabels(res.Objects, ks.Name, ks.Namespace)
+	for _, u := range res.Objects {
+		maskSOPS(u)
+	}
 	return res.Objects, nil
 }
 
@@ -94,8 +98,11 @@ func Build(ctx context.Context, c client.Reader, ks *kustomizev1.Kustomization, 
 // kustomize-controller (spec.force, spec.ignore) through c, in apply
 // order, and lists what applying would do; when spec.prune, the objects of
 // ks's inventory no longer built follow as deleted (sorted by
-// Kind/namespace/name). objs are not modified. The error is the first
-// dry-run's ("<Kind>/<ns>/<name> dry-run failed: <reason>") or spec.ignore's.
+// Kind/namespace/name). A SOPSMask value is compared as the live value
+// (what only the controller can decrypt is not diffed). objs are not
+// modified. The error is the first dry-run's ("<Kind>/<ns>/<name> dry-run
+// failed: <reason>"), reading a masked object's live state, or
+// spec.ignore's.
 func Diff(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization, objs []*unstructured.Unstructured) ([]ObjectDiff, error) {
 	ignore, err := ssa.SpecIgnoreRules(ks.Spec.Ignore)
 	if err != nil {
@@ -107,6 +114,11 @@ func Diff(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization, o
 	var out []ObjectDiff
 	var built []ssa.ObjMeta
 	for _, u := range objs {
+		if masked := u.DeepCopy(); maskSOPS(masked) || hasMask(masked) {
+			if u, err = unmaskFromLive(ctx, c, masked); err != nil {
+				return nil, err
+			}
+		}
 		action, fields, err := mgr.DryRun(ctx, u, ssa.ApplyOptions{Force: ks.Spec.Force, Ignore: ignore})
 		if err != nil {
 			return nil, err
