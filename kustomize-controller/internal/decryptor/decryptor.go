@@ -156,6 +156,7 @@ func (d *Decryptor) Close() {
 // helper is a running eddy-sops: one request at a time on its pipes.
 type helper struct {
 	mu     sync.Mutex
+	ctx    context.Context // the build's
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	enc    *json.Encoder
@@ -190,8 +191,17 @@ func startHelper(ctx context.Context, exe string, hello sopswire.Hello) (*helper
 		}
 		return nil, sopswire.Response{}, fmt.Errorf("starting the SOPS helper %s: %w", sopswire.Helper, err)
 	}
-	h := &helper{cmd: cmd, in: in, enc: json.NewEncoder(in), dec: json.NewDecoder(bufio.NewReader(out))}
-	h.stop = context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
+	h := &helper{ctx: ctx, cmd: cmd, in: in, enc: json.NewEncoder(in), dec: json.NewDecoder(bufio.NewReader(out))}
+	// When the build's context ends the helper is killed and reaped, even
+	// if the build never gets to Close it (a panic recovered by the
+	// controller): no process, zombie or pipe is left behind. The lock
+	// keeps the watch from closing h before h.stop is set.
+	h.mu.Lock()
+	h.stop = context.AfterFunc(ctx, func() {
+		_ = cmd.Process.Kill()
+		h.close()
+	})
+	h.mu.Unlock()
 	var resp sopswire.Response
 	if err := h.exchange(hello, &resp); err != nil {
 		h.close()
@@ -206,7 +216,7 @@ func (h *helper) exchange(req any, resp *sopswire.Response) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return errors.New("the SOPS helper " + sopswire.Helper + " is stopped")
+		return h.ended()
 	}
 	err := h.enc.Encode(req)
 	if err == nil {
@@ -214,12 +224,22 @@ func (h *helper) exchange(req any, resp *sopswire.Response) error {
 	}
 	if err != nil {
 		h.closeLocked()
-		if h.end != nil {
-			return fmt.Errorf("the SOPS helper %s stopped: %w", sopswire.Helper, h.end)
-		}
-		return fmt.Errorf("the SOPS helper %s gave no answer", sopswire.Helper)
+		return h.ended()
 	}
 	return nil
+}
+
+// ended says how the closed helper ended: stopped with the build's
+// context (its error: the build's timeout), by its exit, or without
+// answering.
+func (h *helper) ended() error {
+	if err := h.ctx.Err(); err != nil {
+		return fmt.Errorf("the SOPS helper %s stopped: %w", sopswire.Helper, err)
+	}
+	if h.end != nil {
+		return fmt.Errorf("the SOPS helper %s stopped: %w", sopswire.Helper, h.end)
+	}
+	return fmt.Errorf("the SOPS helper %s gave no answer", sopswire.Helper)
 }
 
 func (h *helper) close() {

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
@@ -55,7 +55,8 @@ func TestHelperStops(t *testing.T) {
 }
 
 // The helper ends with the build's context, and a Decryptor whose helper
-// ended says so rather than hanging.
+// ended says so, with the context's error (the build's timeout), rather
+// than hanging.
 func TestHelperEndsWithContext(t *testing.T) {
 	obj, c := decryptingKustomization()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -69,7 +70,7 @@ func TestHelperEndsWithContext(t *testing.T) {
 	k := newKeys(t)
 	enc := encrypt(t, secretYAML, formats.Yaml, sopstest.Options{Age: []sopstest.AgeKey{k.age}, EncryptedRegex: "^(data|stringData)$"})
 	_, err = d.DecryptFile("/apps/db.yaml", enc)
-	if err == nil || !strings.HasPrefix(err.Error(), "decryption failed for 'Secret/apps/db': the SOPS helper eddy-sops stopped: ") {
+	if err == nil || err.Error() != "decryption failed for 'Secret/apps/db': the SOPS helper eddy-sops stopped: context canceled" {
 		t.Fatalf("err = %v", err)
 	}
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
@@ -116,5 +117,30 @@ func TestHelperConcurrentUse(t *testing.T) {
 	}
 	if n := len(d.Values()); n != 16 {
 		t.Errorf("%d values to mask, want 16", n)
+	}
+}
+
+// A build whose context ends without closing its Decryptor (a panic in the
+// build, recovered by the controller) leaves no helper behind: it is killed
+// and reaped, not left a zombie of the controller.
+func TestHelperReapedWithContext(t *testing.T) {
+	obj, c := decryptingKustomization()
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := New(ctx, c, obj, helperPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := d.h.cmd.Process.Pid
+	cancel() // and no Close
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return // reaped
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("helper %d not reaped after its context ended: %s", pid, stat)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
