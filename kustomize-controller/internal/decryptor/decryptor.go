@@ -350,7 +350,7 @@ func (d *Decryptor) decrypt(data []byte, in, out formats.Format, checkMAC bool) 
 		return nil, errors.New(resp.Error)
 	}
 	for _, v := range resp.Values {
-		d.remember(v)
+		d.remember(string(v))
 	}
 	return resp.Plain, nil
 }

@@ -144,3 +144,20 @@ func TestHelperReapedWithContext(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A decrypted value that is not UTF-8 is remembered for masking as it is:
+// the helper's answer carries bytes, not JSON strings (which would replace
+// each invalid byte by U+FFFD, and the masking would miss the value).
+func TestHelperValuesNotUTF8(t *testing.T) {
+	k := newKeys(t)
+	d := newDecryptor(t, map[string]string{"age.agekey": k.age.Identity})
+	const plain = "binary\x00\xff\xfe secret payload"
+	enc := encrypt(t, plain, formats.Binary, sopstest.Options{Age: []sopstest.AgeKey{k.age}})
+	out, err := d.decrypt(enc, formats.Binary, formats.Binary, true)
+	if err != nil || string(out) != plain {
+		t.Fatalf("decrypt: %q, %v", out, err)
+	}
+	if v := d.Values(); len(v) != 1 || v[0] != plain {
+		t.Errorf("values to mask %q, want %q", v, plain)
+	}
+}

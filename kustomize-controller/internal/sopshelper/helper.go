@@ -81,7 +81,10 @@ func Serve(in io.Reader, out io.Writer) error {
 			return fmt.Errorf("reading a request: %w", err)
 		}
 		plain, values, err := d.Decrypt(req.Data, req.In, req.Out, req.CheckMAC)
-		r := sopswire.Response{Plain: plain, Values: values}
+		r := sopswire.Response{Plain: plain}
+		for _, v := range values {
+			r.Values = append(r.Values, []byte(v))
+		}
 		if err != nil {
 			r = sopswire.Response{Error: err.Error()}
 		}

@@ -62,7 +62,7 @@ func TestServe(t *testing.T) {
 	if got := string(resps[1].Plain); got != "A=serve-secret-1\nB=plain\n" || resps[1].Error != "" {
 		t.Errorf("plain = %q, error %q", got, resps[1].Error)
 	}
-	if strings.Join(resps[1].Values, ",") != "serve-secret-1" {
+	if len(resps[1].Values) != 1 || string(resps[1].Values[0]) != "serve-secret-1" {
 		t.Errorf("values = %q, want the encrypted value only", resps[1].Values)
 	}
 	if !strings.HasPrefix(resps[2].Error, "failed to load encrypted YAML data: ") || resps[2].Plain != nil {

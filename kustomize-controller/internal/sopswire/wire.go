@@ -68,8 +68,9 @@ type Response struct {
 	// Plain is the decrypted document in the requested format.
 	Plain []byte `json:"plain,omitempty"`
 	// Values are the plaintext of each value that was encrypted, for
-	// masking in messages.
-	Values []string `json:"values,omitempty"`
+	// masking in messages: bytes, as a value need not be UTF-8 (a JSON
+	// string would replace each invalid byte by U+FFFD).
+	Values [][]byte `json:"values,omitempty"`
 	// Error is the failure's message, which never holds a decrypted value.
 	Error string `json:"error,omitempty"`
 	// Key names the Hello key that could not be imported (Error says why).
