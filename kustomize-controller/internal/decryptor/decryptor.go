@@ -112,7 +112,7 @@ func New(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization, h
 	if dec != nil && dec.Provider != "" && dec.Provider != ProviderSOPS {
 		return nil, fmt.Errorf("decryption provider '%s' is not supported", dec.Provider)
 	}
-	var hello sopswire.Hello
+	hello := sopswire.Hello{Version: sopswire.Version}
 	var secretKey types.NamespacedName
 	if dec != nil && dec.SecretRef != nil {
 		secretKey = types.NamespacedName{Namespace: obj.Namespace, Name: dec.SecretRef.Name}
@@ -140,6 +140,10 @@ func New(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization, h
 	h, resp, err := startHelper(ctx, helperPath, hello)
 	if err != nil {
 		return nil, err
+	}
+	if resp.Version != sopswire.Version {
+		h.close()
+		return nil, fmt.Errorf("the SOPS helper %s speaks protocol version %d, this kustomize-controller %d: install the %s of the controller's release beside it", sopswire.Helper, resp.Version, sopswire.Version, sopswire.Helper)
 	}
 	if resp.Error != "" {
 		h.close()

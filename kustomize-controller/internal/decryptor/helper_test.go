@@ -11,6 +11,7 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
+	"github.com/eddyops/eddy/kustomize-controller/internal/sopswire"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 	corev1 "k8s.io/api/core/v1"
@@ -159,5 +160,21 @@ func TestHelperValuesNotUTF8(t *testing.T) {
 	}
 	if v := d.Values(); len(v) != 1 || v[0] != plain {
 		t.Errorf("values to mask %q, want %q", v, plain)
+	}
+}
+
+// A helper of another release (a stale eddy-sops beside a new controller:
+// one that answers Hello without this protocol's version) is refused with
+// a message naming both versions, rather than misread.
+func TestHelperOtherVersion(t *testing.T) {
+	obj, c := decryptingKustomization()
+	stub := filepath.Join(t.TempDir(), "eddy-sops")
+	if err := os.WriteFile(stub, []byte("#!/bin/sh\nread -r hello\necho '{}'\nexec cat >/dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), c, obj, stub)
+	want := fmt.Sprintf("the SOPS helper eddy-sops speaks protocol version 0, this kustomize-controller %d: install the eddy-sops of the controller's release beside it", sopswire.Version)
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
 	}
 }

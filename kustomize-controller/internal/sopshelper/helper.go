@@ -65,11 +65,15 @@ func Serve(in io.Reader, out io.Writer) error {
 		}
 		return fmt.Errorf("reading the keys: %w", err)
 	}
+	if hello.Version != sopswire.Version {
+		// The controller names both versions.
+		return send(sopswire.Response{Version: sopswire.Version, Error: "protocol version mismatch"})
+	}
 	d, key, err := New(hello.Keys)
 	if err != nil {
-		return send(sopswire.Response{Error: err.Error(), Key: key})
+		return send(sopswire.Response{Version: sopswire.Version, Error: err.Error(), Key: key})
 	}
-	if err := send(sopswire.Response{}); err != nil {
+	if err := send(sopswire.Response{Version: sopswire.Version}); err != nil {
 		return err
 	}
 	for {
