@@ -27,7 +27,6 @@
 package decryptor
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -164,6 +163,7 @@ type helper struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	enc    *json.Encoder
+	out    *answerReader
 	dec    *json.Decoder
 	stop   func() bool // stops the watch of the build's context
 	closed bool
@@ -173,6 +173,35 @@ type helper struct {
 // helperStopTimeout bounds the wait for the helper to exit at the end of
 // its input before it is killed.
 const helperStopTimeout = 10 * time.Second
+
+// answerBase and answerFactor bound the size of the helper's answer to a
+// request of n bytes: answerBase + answerFactor*n (the plaintext and its
+// values, base64 encoded, are a few times the document at most). A helper
+// writing without end fails the build instead of filling the controller's
+// memory until the build's timeout.
+var answerBase, answerFactor int64 = 1 << 20, 16
+
+// answerReader reads the helper's output, failing once an answer goes
+// past its bound (left, set before each request).
+type answerReader struct {
+	r     io.Reader
+	left  int64
+	limit int64
+}
+
+var errAnswerTooLarge = errors.New("answer too large")
+
+func (a *answerReader) Read(p []byte) (int, error) {
+	if a.left <= 0 {
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > a.left {
+		p = p[:a.left]
+	}
+	n, err := a.r.Read(p)
+	a.left -= int64(n)
+	return n, err
+}
 
 func startHelper(ctx context.Context, exe string, hello sopswire.Hello) (*helper, sopswire.Response, error) {
 	// No environment: the helper reads keys from its input only.
@@ -195,7 +224,8 @@ func startHelper(ctx context.Context, exe string, hello sopswire.Hello) (*helper
 		}
 		return nil, sopswire.Response{}, fmt.Errorf("starting the SOPS helper %s: %w", sopswire.Helper, err)
 	}
-	h := &helper{ctx: ctx, cmd: cmd, in: in, enc: json.NewEncoder(in), dec: json.NewDecoder(bufio.NewReader(out))}
+	ar := &answerReader{r: out}
+	h := &helper{ctx: ctx, cmd: cmd, in: in, enc: json.NewEncoder(in), out: ar, dec: json.NewDecoder(ar)}
 	// When the build's context ends the helper is killed and reaped, even
 	// if the build never gets to Close it (a panic recovered by the
 	// controller): no process, zombie or pipe is left behind. The lock
@@ -207,28 +237,44 @@ func startHelper(ctx context.Context, exe string, hello sopswire.Hello) (*helper
 	})
 	h.mu.Unlock()
 	var resp sopswire.Response
-	if err := h.exchange(hello, &resp); err != nil {
+	if err := h.exchange(hello, 0, &resp); err != nil {
 		h.close()
 		return nil, sopswire.Response{}, err
 	}
 	return h, resp, nil
 }
 
-// exchange sends req and reads the answer into resp. A broken pipe or an
-// unreadable answer stops the helper and is reported with its exit.
-func (h *helper) exchange(req any, resp *sopswire.Response) error {
+// exchange sends req, whose document is of size bytes, and reads the
+// answer into resp. A broken pipe or an unreadable answer stops the helper
+// and is reported with its exit; an answer that is not JSON or too large,
+// with the helper killed rather than waited for.
+func (h *helper) exchange(req any, size int, resp *sopswire.Response) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return h.ended()
 	}
+	h.out.limit = answerBase + answerFactor*int64(size)
+	h.out.left = h.out.limit
+	bad := false // an answer outside the protocol, rather than an exit
 	err := h.enc.Encode(req)
 	if err == nil {
 		err = h.dec.Decode(resp)
+		bad = err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF)
 	}
 	if err != nil {
+		if bad {
+			_ = h.cmd.Process.Kill()
+		}
 		h.closeLocked()
-		return h.ended()
+		switch {
+		case h.ctx.Err() != nil || !bad:
+			return h.ended()
+		case errors.Is(err, errAnswerTooLarge):
+			return fmt.Errorf("the SOPS helper %s answered more than %d bytes", sopswire.Helper, h.out.limit)
+		default:
+			return fmt.Errorf("the SOPS helper %s answered outside its protocol", sopswire.Helper)
+		}
 	}
 	return nil
 }
@@ -347,7 +393,7 @@ func formatForPath(p string) formats.Format {
 // content. The values that were encrypted are remembered for masking.
 func (d *Decryptor) decrypt(data []byte, in, out formats.Format, checkMAC bool) ([]byte, error) {
 	var resp sopswire.Response
-	if err := d.h.exchange(sopswire.Request{Data: data, In: in, Out: out, CheckMAC: checkMAC}, &resp); err != nil {
+	if err := d.h.exchange(sopswire.Request{Data: data, In: in, Out: out, CheckMAC: checkMAC}, len(data), &resp); err != nil {
 		return nil, err
 	}
 	if resp.Error != "" {

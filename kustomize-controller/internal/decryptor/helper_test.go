@@ -178,3 +178,51 @@ func TestHelperOtherVersion(t *testing.T) {
 		t.Fatalf("err = %v, want %s", err, want)
 	}
 }
+
+// A helper that writes without end fails the build with a bounded answer
+// rather than filling the controller's memory until the build's timeout.
+func TestHelperAnswerTooLarge(t *testing.T) {
+	defer func(b, f int64) { answerBase, answerFactor = b, f }(answerBase, answerFactor)
+	answerBase, answerFactor = 64<<10, 16
+	obj, c := decryptingKustomization()
+	stub := filepath.Join(t.TempDir(), "eddy-sops")
+	script := fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nread -r req\nprintf '{\"error\":\"'\nexec tr '\\0' a </dev/zero\n", sopswire.Version)
+	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	d, err := New(ctx, c, obj, stub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pid := d.h.cmd.Process.Pid
+	_, err = d.decrypt([]byte("0123456789"), formats.Yaml, formats.Yaml, false)
+	if want := fmt.Sprintf("the SOPS helper eddy-sops answered more than %d bytes", 64<<10+160); err == nil || err.Error() != want {
+		t.Fatalf("err = %.200v, want %s", err, want)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		t.Fatalf("helper %d still running", pid)
+	}
+}
+
+// A helper answering what is not the protocol's JSON is stopped and the
+// build fails saying so.
+func TestHelperGarbage(t *testing.T) {
+	obj, c := decryptingKustomization()
+	stub := filepath.Join(t.TempDir(), "eddy-sops")
+	script := fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nread -r req\necho 'hello world'\nexec sleep 600\n", sopswire.Version)
+	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(context.Background(), c, obj, stub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	_, err = d.decrypt([]byte("x"), formats.Yaml, formats.Yaml, false)
+	if want := "the SOPS helper eddy-sops answered outside its protocol"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+}
