@@ -42,6 +42,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -174,6 +175,13 @@ type helper struct {
 // its input before it is killed.
 const helperStopTimeout = 10 * time.Second
 
+// answerTimeout bounds the wait for each answer of the helper. A helper
+// that does not answer is killed and the build fails: the build reads its
+// resource files under kustomize's process-wide lock, so waiting for the
+// build's timeout (interval - 30s by default) stopped every build of the
+// controller as long. A 5 MiB document takes seconds.
+var answerTimeout = 2 * time.Minute
+
 // answerBase and answerFactor bound the size of the helper's answer to a
 // request of n bytes: answerBase + answerFactor*n (the plaintext and its
 // values, base64 encoded, are a few times the document at most). A helper
@@ -256,19 +264,29 @@ func (h *helper) exchange(req any, size int, resp *sopswire.Response) error {
 	}
 	h.out.limit = answerBase + answerFactor*int64(size)
 	h.out.left = h.out.limit
+	var late atomic.Bool
+	t := time.AfterFunc(answerTimeout, func() {
+		late.Store(true)
+		_ = h.cmd.Process.Kill()
+	})
 	bad := false // an answer outside the protocol, rather than an exit
 	err := h.enc.Encode(req)
 	if err == nil {
 		err = h.dec.Decode(resp)
 		bad = err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF)
 	}
+	t.Stop()
 	if err != nil {
 		if bad {
 			_ = h.cmd.Process.Kill()
 		}
 		h.closeLocked()
 		switch {
-		case h.ctx.Err() != nil || !bad:
+		case h.ctx.Err() != nil:
+			return h.ended()
+		case late.Load():
+			return fmt.Errorf("the SOPS helper %s gave no answer within %s", sopswire.Helper, answerTimeout)
+		case !bad:
 			return h.ended()
 		case errors.Is(err, errAnswerTooLarge):
 			return fmt.Errorf("the SOPS helper %s answered more than %d bytes", sopswire.Helper, h.out.limit)

@@ -226,3 +226,31 @@ func TestHelperGarbage(t *testing.T) {
 		t.Fatalf("err = %v, want %s", err, want)
 	}
 }
+
+// A helper that does not answer is killed after answerTimeout: the build
+// does not wait for its own timeout while holding kustomize's lock.
+func TestHelperNoAnswer(t *testing.T) {
+	defer func(d time.Duration) { answerTimeout = d }(answerTimeout)
+	answerTimeout = time.Second
+	obj, c := decryptingKustomization()
+	stub := filepath.Join(t.TempDir(), "eddy-sops")
+	script := fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nexec sleep 600\n", sopswire.Version)
+	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := New(ctx, c, obj, stub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pid := d.h.cmd.Process.Pid
+	_, err = d.decrypt([]byte("x"), formats.Yaml, formats.Yaml, false)
+	if want := "the SOPS helper eddy-sops gave no answer within 1s"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		t.Fatalf("helper %d still running", pid)
+	}
+}
