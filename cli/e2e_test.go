@@ -41,8 +41,9 @@ var buildOnce struct {
 	err        error
 }
 
-// built builds the controllers and eddy into bin/ of the checkout, as `make
-// build` does, once per test binary.
+// built builds the controllers, their helpers (a stale bin/eddy-sops beside a
+// new kustomize-controller would be run) and eddy into bin/ of the checkout,
+// as `make build` does, once per test binary.
 func built(t *testing.T) (root, eddy string) {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -52,7 +53,7 @@ func built(t *testing.T) (root, eddy string) {
 			return
 		}
 		for _, args := range [][]string{
-			append([]string{"build", "-o", "bin/"}, prefixed("./", dev.Controllers)...),
+			append(append([]string{"build", "-o", "bin/"}, prefixed("./", dev.Controllers)...), dev.Helpers...),
 			{"build", "-o", "bin/eddy", "./cli"},
 		} {
 			cmd := exec.Command("go", args...)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -81,5 +82,79 @@ func TestImageHelpers(t *testing.T) {
 	b.Helpers = []string{filepath.Join(dir, "missing")}
 	if _, err := Index("kustomize-controller", []Binary{b}, meta); err == nil {
 		t.Fatal("a missing helper was accepted")
+	}
+}
+
+// `images build kustomize-controller` (make images' command) puts eddy-sops,
+// found beside the controller in bin/<os>_<arch>/, in the image of every
+// platform, and refuses to build when a platform's helper is missing.
+func TestImageHelpersEachPlatform(t *testing.T) {
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "bin")
+	for _, arch := range []string{"amd64", "arm64"} {
+		dir := filepath.Join(bin, "linux_"+arch)
+		for _, name := range []string{"kustomize-controller", "eddy-sops"} {
+			writeStandIn(t, dir, arch)
+			if err := os.Rename(filepath.Join(dir, component), filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ca, _ := writeCABundle(t, tmp)
+	out := filepath.Join(tmp, "images")
+	args := []string{"build", "-bin", bin, "-out", out, "-registry", "r.example", "-version", "v1",
+		"-created", "1700000000", "-ca-bundle", ca, "-platforms", "linux/amd64,linux/arm64", "kustomize-controller"}
+	if err := build(args[1:], io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	comps, err := ReadLayout(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := comps[0].Index.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var platforms []string
+	for _, d := range im.Manifests {
+		platforms = append(platforms, d.Platform.String())
+		img, err := comps[0].Index.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers, err := img.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := layers[len(layers)-1].Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, h.Name)
+		}
+		rc.Close()
+		if !slices.Equal(names, []string{"eddy-sops", "kustomize-controller"}) {
+			t.Errorf("%s: binary layer holds %v", d.Platform, names)
+		}
+	}
+	if !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
+		t.Errorf("platforms %v", platforms)
+	}
+
+	if err := os.Remove(filepath.Join(bin, "linux_arm64", "eddy-sops")); err != nil {
+		t.Fatal(err)
+	}
+	if err := build(args[1:], io.Discard); err == nil || !strings.Contains(err.Error(), "kustomize-controller for linux/arm64") {
+		t.Errorf("arm64 helper missing: err = %v", err)
 	}
 }

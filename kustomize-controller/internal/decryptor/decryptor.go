@@ -27,7 +27,6 @@
 package decryptor
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -43,6 +42,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -112,7 +112,7 @@ func New(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization, h
 	if dec != nil && dec.Provider != "" && dec.Provider != ProviderSOPS {
 		return nil, fmt.Errorf("decryption provider '%s' is not supported", dec.Provider)
 	}
-	var hello sopswire.Hello
+	hello := sopswire.Hello{Version: sopswire.Version}
 	var secretKey types.NamespacedName
 	if dec != nil && dec.SecretRef != nil {
 		secretKey = types.NamespacedName{Namespace: obj.Namespace, Name: dec.SecretRef.Name}
@@ -141,6 +141,10 @@ func New(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization, h
 	if err != nil {
 		return nil, err
 	}
+	if resp.Version != sopswire.Version {
+		h.close()
+		return nil, fmt.Errorf("the SOPS helper %s speaks protocol version %d, this kustomize-controller %d: install the %s of the controller's release beside it", sopswire.Helper, resp.Version, sopswire.Version, sopswire.Helper)
+	}
 	if resp.Error != "" {
 		h.close()
 		return nil, fmt.Errorf("failed to import '%s' data from %s decryption Secret '%s': %s", resp.Key, ProviderSOPS, secretKey, resp.Error)
@@ -156,9 +160,11 @@ func (d *Decryptor) Close() {
 // helper is a running eddy-sops: one request at a time on its pipes.
 type helper struct {
 	mu     sync.Mutex
+	ctx    context.Context // the build's
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	enc    *json.Encoder
+	out    *answerReader
 	dec    *json.Decoder
 	stop   func() bool // stops the watch of the build's context
 	closed bool
@@ -168,6 +174,42 @@ type helper struct {
 // helperStopTimeout bounds the wait for the helper to exit at the end of
 // its input before it is killed.
 const helperStopTimeout = 10 * time.Second
+
+// answerTimeout bounds the wait for each answer of the helper. A helper
+// that does not answer is killed and the build fails: the build reads its
+// resource files under kustomize's process-wide lock, so waiting for the
+// build's timeout (interval - 30s by default) stopped every build of the
+// controller as long. A 5 MiB document takes seconds.
+var answerTimeout = 2 * time.Minute
+
+// answerBase and answerFactor bound the size of the helper's answer to a
+// request of n bytes: answerBase + answerFactor*n (the plaintext and its
+// values, base64 encoded, are a few times the document at most). A helper
+// writing without end fails the build instead of filling the controller's
+// memory until the build's timeout.
+var answerBase, answerFactor int64 = 1 << 20, 16
+
+// answerReader reads the helper's output, failing once an answer goes
+// past its bound (left, set before each request).
+type answerReader struct {
+	r     io.Reader
+	left  int64
+	limit int64
+}
+
+var errAnswerTooLarge = errors.New("answer too large")
+
+func (a *answerReader) Read(p []byte) (int, error) {
+	if a.left <= 0 {
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > a.left {
+		p = p[:a.left]
+	}
+	n, err := a.r.Read(p)
+	a.left -= int64(n)
+	return n, err
+}
 
 func startHelper(ctx context.Context, exe string, hello sopswire.Hello) (*helper, sopswire.Response, error) {
 	// No environment: the helper reads keys from its input only.
@@ -190,36 +232,82 @@ func startHelper(ctx context.Context, exe string, hello sopswire.Hello) (*helper
 		}
 		return nil, sopswire.Response{}, fmt.Errorf("starting the SOPS helper %s: %w", sopswire.Helper, err)
 	}
-	h := &helper{cmd: cmd, in: in, enc: json.NewEncoder(in), dec: json.NewDecoder(bufio.NewReader(out))}
-	h.stop = context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
+	ar := &answerReader{r: out}
+	h := &helper{ctx: ctx, cmd: cmd, in: in, enc: json.NewEncoder(in), out: ar, dec: json.NewDecoder(ar)}
+	// When the build's context ends the helper is killed and reaped, even
+	// if the build never gets to Close it (a panic recovered by the
+	// controller): no process, zombie or pipe is left behind. The lock
+	// keeps the watch from closing h before h.stop is set.
+	h.mu.Lock()
+	h.stop = context.AfterFunc(ctx, func() {
+		_ = cmd.Process.Kill()
+		h.close()
+	})
+	h.mu.Unlock()
 	var resp sopswire.Response
-	if err := h.exchange(hello, &resp); err != nil {
+	if err := h.exchange(hello, 0, &resp); err != nil {
 		h.close()
 		return nil, sopswire.Response{}, err
 	}
 	return h, resp, nil
 }
 
-// exchange sends req and reads the answer into resp. A broken pipe or an
-// unreadable answer stops the helper and is reported with its exit.
-func (h *helper) exchange(req any, resp *sopswire.Response) error {
+// exchange sends req, whose document is of size bytes, and reads the
+// answer into resp. A broken pipe or an unreadable answer stops the helper
+// and is reported with its exit; an answer that is not JSON or too large,
+// with the helper killed rather than waited for.
+func (h *helper) exchange(req any, size int, resp *sopswire.Response) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return errors.New("the SOPS helper " + sopswire.Helper + " is stopped")
+		return h.ended()
 	}
+	h.out.limit = answerBase + answerFactor*int64(size)
+	h.out.left = h.out.limit
+	var late atomic.Bool
+	t := time.AfterFunc(answerTimeout, func() {
+		late.Store(true)
+		_ = h.cmd.Process.Kill()
+	})
+	bad := false // an answer outside the protocol, rather than an exit
 	err := h.enc.Encode(req)
 	if err == nil {
 		err = h.dec.Decode(resp)
+		bad = err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF)
 	}
+	t.Stop()
 	if err != nil {
-		h.closeLocked()
-		if h.end != nil {
-			return fmt.Errorf("the SOPS helper %s stopped: %w", sopswire.Helper, h.end)
+		if bad {
+			_ = h.cmd.Process.Kill()
 		}
-		return fmt.Errorf("the SOPS helper %s gave no answer", sopswire.Helper)
+		h.closeLocked()
+		switch {
+		case h.ctx.Err() != nil:
+			return h.ended()
+		case late.Load():
+			return fmt.Errorf("the SOPS helper %s gave no answer within %s", sopswire.Helper, answerTimeout)
+		case !bad:
+			return h.ended()
+		case errors.Is(err, errAnswerTooLarge):
+			return fmt.Errorf("the SOPS helper %s answered more than %d bytes", sopswire.Helper, h.out.limit)
+		default:
+			return fmt.Errorf("the SOPS helper %s answered outside its protocol", sopswire.Helper)
+		}
 	}
 	return nil
+}
+
+// ended says how the closed helper ended: stopped with the build's
+// context (its error: the build's timeout), by its exit, or without
+// answering.
+func (h *helper) ended() error {
+	if err := h.ctx.Err(); err != nil {
+		return fmt.Errorf("the SOPS helper %s stopped: %w", sopswire.Helper, err)
+	}
+	if h.end != nil {
+		return fmt.Errorf("the SOPS helper %s stopped: %w", sopswire.Helper, h.end)
+	}
+	return fmt.Errorf("the SOPS helper %s gave no answer", sopswire.Helper)
 }
 
 func (h *helper) close() {
@@ -323,14 +411,14 @@ func formatForPath(p string) formats.Format {
 // content. The values that were encrypted are remembered for masking.
 func (d *Decryptor) decrypt(data []byte, in, out formats.Format, checkMAC bool) ([]byte, error) {
 	var resp sopswire.Response
-	if err := d.h.exchange(sopswire.Request{Data: data, In: in, Out: out, CheckMAC: checkMAC}, &resp); err != nil {
+	if err := d.h.exchange(sopswire.Request{Data: data, In: in, Out: out, CheckMAC: checkMAC}, len(data), &resp); err != nil {
 		return nil, err
 	}
 	if resp.Error != "" {
 		return nil, errors.New(resp.Error)
 	}
 	for _, v := range resp.Values {
-		d.remember(v)
+		d.remember(string(v))
 	}
 	return resp.Plain, nil
 }

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
+	"github.com/eddyops/eddy/kustomize-controller/internal/sopswire"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 	corev1 "k8s.io/api/core/v1"
@@ -55,7 +56,8 @@ func TestHelperStops(t *testing.T) {
 }
 
 // The helper ends with the build's context, and a Decryptor whose helper
-// ended says so rather than hanging.
+// ended says so, with the context's error (the build's timeout), rather
+// than hanging.
 func TestHelperEndsWithContext(t *testing.T) {
 	obj, c := decryptingKustomization()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -69,7 +71,7 @@ func TestHelperEndsWithContext(t *testing.T) {
 	k := newKeys(t)
 	enc := encrypt(t, secretYAML, formats.Yaml, sopstest.Options{Age: []sopstest.AgeKey{k.age}, EncryptedRegex: "^(data|stringData)$"})
 	_, err = d.DecryptFile("/apps/db.yaml", enc)
-	if err == nil || !strings.HasPrefix(err.Error(), "decryption failed for 'Secret/apps/db': the SOPS helper eddy-sops stopped: ") {
+	if err == nil || err.Error() != "decryption failed for 'Secret/apps/db': the SOPS helper eddy-sops stopped: context canceled" {
 		t.Fatalf("err = %v", err)
 	}
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
@@ -116,5 +118,139 @@ func TestHelperConcurrentUse(t *testing.T) {
 	}
 	if n := len(d.Values()); n != 16 {
 		t.Errorf("%d values to mask, want 16", n)
+	}
+}
+
+// A build whose context ends without closing its Decryptor (a panic in the
+// build, recovered by the controller) leaves no helper behind: it is killed
+// and reaped, not left a zombie of the controller.
+func TestHelperReapedWithContext(t *testing.T) {
+	obj, c := decryptingKustomization()
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := New(ctx, c, obj, helperPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := d.h.cmd.Process.Pid
+	cancel() // and no Close
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return // reaped
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("helper %d not reaped after its context ended: %s", pid, stat)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A decrypted value that is not UTF-8 is remembered for masking as it is:
+// the helper's answer carries bytes, not JSON strings (which would replace
+// each invalid byte by U+FFFD, and the masking would miss the value).
+func TestHelperValuesNotUTF8(t *testing.T) {
+	k := newKeys(t)
+	d := newDecryptor(t, map[string]string{"age.agekey": k.age.Identity})
+	const plain = "binary\x00\xff\xfe secret payload"
+	enc := encrypt(t, plain, formats.Binary, sopstest.Options{Age: []sopstest.AgeKey{k.age}})
+	out, err := d.decrypt(enc, formats.Binary, formats.Binary, true)
+	if err != nil || string(out) != plain {
+		t.Fatalf("decrypt: %q, %v", out, err)
+	}
+	if v := d.Values(); len(v) != 1 || v[0] != plain {
+		t.Errorf("values to mask %q, want %q", v, plain)
+	}
+}
+
+// A helper of another release (a stale eddy-sops beside a new controller:
+// one that answers Hello without this protocol's version) is refused with
+// a message naming both versions, rather than misread.
+func TestHelperOtherVersion(t *testing.T) {
+	obj, c := decryptingKustomization()
+	stub := filepath.Join(t.TempDir(), "eddy-sops")
+	if err := os.WriteFile(stub, []byte("#!/bin/sh\nread -r hello\necho '{}'\nexec cat >/dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(context.Background(), c, obj, stub)
+	want := fmt.Sprintf("the SOPS helper eddy-sops speaks protocol version 0, this kustomize-controller %d: install the eddy-sops of the controller's release beside it", sopswire.Version)
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+}
+
+// A helper that writes without end fails the build with a bounded answer
+// rather than filling the controller's memory until the build's timeout.
+func TestHelperAnswerTooLarge(t *testing.T) {
+	defer func(b, f int64) { answerBase, answerFactor = b, f }(answerBase, answerFactor)
+	answerBase, answerFactor = 64<<10, 16
+	obj, c := decryptingKustomization()
+	stub := filepath.Join(t.TempDir(), "eddy-sops")
+	script := fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nread -r req\nprintf '{\"error\":\"'\nexec tr '\\0' a </dev/zero\n", sopswire.Version)
+	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	d, err := New(ctx, c, obj, stub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pid := d.h.cmd.Process.Pid
+	_, err = d.decrypt([]byte("0123456789"), formats.Yaml, formats.Yaml, false)
+	if want := fmt.Sprintf("the SOPS helper eddy-sops answered more than %d bytes", 64<<10+160); err == nil || err.Error() != want {
+		t.Fatalf("err = %.200v, want %s", err, want)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		t.Fatalf("helper %d still running", pid)
+	}
+}
+
+// A helper answering what is not the protocol's JSON is stopped and the
+// build fails saying so.
+func TestHelperGarbage(t *testing.T) {
+	obj, c := decryptingKustomization()
+	stub := filepath.Join(t.TempDir(), "eddy-sops")
+	script := fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nread -r req\necho 'hello world'\nexec sleep 600\n", sopswire.Version)
+	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(context.Background(), c, obj, stub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	_, err = d.decrypt([]byte("x"), formats.Yaml, formats.Yaml, false)
+	if want := "the SOPS helper eddy-sops answered outside its protocol"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+}
+
+// A helper that does not answer is killed after answerTimeout: the build
+// does not wait for its own timeout while holding kustomize's lock.
+func TestHelperNoAnswer(t *testing.T) {
+	defer func(d time.Duration) { answerTimeout = d }(answerTimeout)
+	answerTimeout = time.Second
+	obj, c := decryptingKustomization()
+	stub := filepath.Join(t.TempDir(), "eddy-sops")
+	script := fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nexec sleep 600\n", sopswire.Version)
+	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := New(ctx, c, obj, stub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	pid := d.h.cmd.Process.Pid
+	_, err = d.decrypt([]byte("x"), formats.Yaml, formats.Yaml, false)
+	if want := "the SOPS helper eddy-sops gave no answer within 1s"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+		t.Fatalf("helper %d still running", pid)
 	}
 }

@@ -65,11 +65,15 @@ func Serve(in io.Reader, out io.Writer) error {
 		}
 		return fmt.Errorf("reading the keys: %w", err)
 	}
+	if hello.Version != sopswire.Version {
+		// The controller names both versions.
+		return send(sopswire.Response{Version: sopswire.Version, Error: "protocol version mismatch"})
+	}
 	d, key, err := New(hello.Keys)
 	if err != nil {
-		return send(sopswire.Response{Error: err.Error(), Key: key})
+		return send(sopswire.Response{Version: sopswire.Version, Error: err.Error(), Key: key})
 	}
-	if err := send(sopswire.Response{}); err != nil {
+	if err := send(sopswire.Response{Version: sopswire.Version}); err != nil {
 		return err
 	}
 	for {
@@ -81,7 +85,10 @@ func Serve(in io.Reader, out io.Writer) error {
 			return fmt.Errorf("reading a request: %w", err)
 		}
 		plain, values, err := d.Decrypt(req.Data, req.In, req.Out, req.CheckMAC)
-		r := sopswire.Response{Plain: plain, Values: values}
+		r := sopswire.Response{Plain: plain}
+		for _, v := range values {
+			r.Values = append(r.Values, []byte(v))
+		}
 		if err != nil {
 			r = sopswire.Response{Error: err.Error()}
 		}

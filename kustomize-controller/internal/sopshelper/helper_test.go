@@ -49,20 +49,20 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	resps, err := serve(t,
-		sopswire.Hello{Keys: []sopswire.Key{{Name: "a.agekey", Data: []byte(age.Identity)}}},
+		sopswire.Hello{Version: sopswire.Version, Keys: []sopswire.Key{{Name: "a.agekey", Data: []byte(age.Identity)}}},
 		sopswire.Request{Data: enc, In: formats.Dotenv, Out: formats.Dotenv, CheckMAC: true},
 		sopswire.Request{Data: []byte("not sops"), In: formats.Yaml, Out: formats.Yaml},
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resps) != 3 || resps[0].Error != "" || resps[0].Plain != nil {
+	if len(resps) != 3 || resps[0].Error != "" || resps[0].Plain != nil || resps[0].Version != sopswire.Version {
 		t.Fatalf("responses = %+v", resps)
 	}
 	if got := string(resps[1].Plain); got != "A=serve-secret-1\nB=plain\n" || resps[1].Error != "" {
 		t.Errorf("plain = %q, error %q", got, resps[1].Error)
 	}
-	if strings.Join(resps[1].Values, ",") != "serve-secret-1" {
+	if len(resps[1].Values) != 1 || string(resps[1].Values[0]) != "serve-secret-1" {
 		t.Errorf("values = %q, want the encrypted value only", resps[1].Values)
 	}
 	if !strings.HasPrefix(resps[2].Error, "failed to load encrypted YAML data: ") || resps[2].Plain != nil {
@@ -74,7 +74,7 @@ func TestServe(t *testing.T) {
 // nothing more is read.
 func TestServeImportError(t *testing.T) {
 	resps, err := serve(t,
-		sopswire.Hello{Keys: []sopswire.Key{{Name: "sops.aws-kms"}, {Name: "bad.agekey", Data: []byte("AGE-SECRET-KEY-NOPE")}}},
+		sopswire.Hello{Version: sopswire.Version, Keys: []sopswire.Key{{Name: "sops.aws-kms"}, {Name: "bad.agekey", Data: []byte("AGE-SECRET-KEY-NOPE")}}},
 		sopswire.Request{Data: []byte("x")},
 	)
 	if err != nil {
@@ -91,5 +91,17 @@ func TestServeBadInput(t *testing.T) {
 	}
 	if err := sopshelper.Serve(strings.NewReader(""), io.Discard); err != nil {
 		t.Fatalf("empty input: %v", err)
+	}
+}
+
+// A Hello of another protocol version is answered with the helper's
+// version and an error, and nothing more is read.
+func TestServeVersionMismatch(t *testing.T) {
+	resps, err := serve(t, sopswire.Hello{Version: sopswire.Version + 1}, sopswire.Request{Data: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resps) != 1 || resps[0].Version != sopswire.Version || resps[0].Error == "" {
+		t.Fatalf("responses = %+v", resps)
 	}
 }

@@ -46,10 +46,18 @@ type Key struct {
 	Data []byte `json:"data,omitempty"`
 }
 
-// Hello is the first value the helper reads: the keys of the build's
-// decryption Secret, in the order they are imported.
+// Version is the protocol's: the controller sends it in Hello and the
+// helper answers with its own, so that a helper of another release (a
+// stale eddy-sops left beside a new controller) is refused by name rather
+// than misread. Raise it at any change of these types' meaning.
+const Version = 2
+
+// Hello is the first value the helper reads: the protocol version and
+// the keys of the build's decryption Secret, in the order they are
+// imported.
 type Hello struct {
-	Keys []Key `json:"keys"`
+	Version int   `json:"version"`
+	Keys    []Key `json:"keys"`
 }
 
 // Request asks for one SOPS document to be decrypted.
@@ -68,10 +76,13 @@ type Response struct {
 	// Plain is the decrypted document in the requested format.
 	Plain []byte `json:"plain,omitempty"`
 	// Values are the plaintext of each value that was encrypted, for
-	// masking in messages.
-	Values []string `json:"values,omitempty"`
+	// masking in messages: bytes, as a value need not be UTF-8 (a JSON
+	// string would replace each invalid byte by U+FFFD).
+	Values [][]byte `json:"values,omitempty"`
 	// Error is the failure's message, which never holds a decrypted value.
 	Error string `json:"error,omitempty"`
 	// Key names the Hello key that could not be imported (Error says why).
 	Key string `json:"key,omitempty"`
+	// Version is the helper's protocol version, in its answer to Hello.
+	Version int `json:"version,omitempty"`
 }
