@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // kustomize-controller's image holds its SOPS helper beside it, where the
@@ -43,30 +45,7 @@ func TestImageHelpers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := layers[len(layers)-1].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	var names []string
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Mode != 0o755 {
-			t.Errorf("%s: mode %o", h.Name, h.Mode)
-		}
-		names = append(names, h.Name)
-	}
+	names := binaryLayer(t, img)
 	if !slices.Equal(names, []string{"eddy-sops", "kustomize-controller"}) {
 		t.Fatalf("binary layer holds %v", names)
 	}
@@ -122,27 +101,7 @@ func TestImageHelpersEachPlatform(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		layers, err := img.Layers()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rc, err := layers[len(layers)-1].Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			names = append(names, h.Name)
-		}
-		rc.Close()
+		names := binaryLayer(t, img)
 		if !slices.Equal(names, []string{"eddy-sops", "kustomize-controller"}) {
 			t.Errorf("%s: binary layer holds %v", d.Platform, names)
 		}
@@ -156,5 +115,35 @@ func TestImageHelpersEachPlatform(t *testing.T) {
 	}
 	if err := build(args[1:], io.Discard); err == nil || !strings.Contains(err.Error(), "kustomize-controller for linux/arm64") {
 		t.Errorf("arm64 helper missing: err = %v", err)
+	}
+}
+
+// binaryLayer lists the files of img's last layer (the binaries), each
+// checked to be executable (0755).
+func binaryLayer(t *testing.T, img v1.Image) []string {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := layers[len(layers)-1].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var names []string
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Mode != 0o755 {
+			t.Errorf("%s: mode %o", h.Name, h.Mode)
+		}
+		names = append(names, h.Name)
 	}
 }

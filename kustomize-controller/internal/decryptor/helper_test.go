@@ -45,10 +45,7 @@ func TestHelperMissing(t *testing.T) {
 // A helper that ends without answering is reported with its exit.
 func TestHelperStops(t *testing.T) {
 	obj, c := decryptingKustomization()
-	stub := filepath.Join(t.TempDir(), "eddy-sops")
-	if err := os.WriteFile(stub, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	stub := writeStub(t, "#!/bin/sh\nexit 3\n")
 	_, err := New(context.Background(), c, obj, stub)
 	if err == nil || err.Error() != "the SOPS helper eddy-sops stopped: exit status 3" {
 		t.Fatalf("err = %v", err)
@@ -168,10 +165,7 @@ func TestHelperValuesNotUTF8(t *testing.T) {
 // a message naming both versions, rather than misread.
 func TestHelperOtherVersion(t *testing.T) {
 	obj, c := decryptingKustomization()
-	stub := filepath.Join(t.TempDir(), "eddy-sops")
-	if err := os.WriteFile(stub, []byte("#!/bin/sh\nread -r hello\necho '{}'\nexec cat >/dev/null\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	stub := writeStub(t, "#!/bin/sh\nread -r hello\necho '{}'\nexec cat >/dev/null\n")
 	_, err := New(context.Background(), c, obj, stub)
 	want := fmt.Sprintf("the SOPS helper eddy-sops speaks protocol version 0, this kustomize-controller %d: install the eddy-sops of the controller's release beside it", sopswire.Version)
 	if err == nil || err.Error() != want {
@@ -185,11 +179,7 @@ func TestHelperAnswerTooLarge(t *testing.T) {
 	defer func(b, f int64) { answerBase, answerFactor = b, f }(answerBase, answerFactor)
 	answerBase, answerFactor = 64<<10, 16
 	obj, c := decryptingKustomization()
-	stub := filepath.Join(t.TempDir(), "eddy-sops")
-	script := fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nread -r req\nprintf '{\"error\":\"'\nexec tr '\\0' a </dev/zero\n", sopswire.Version)
-	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	stub := writeStub(t, fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nread -r req\nprintf '{\"error\":\"'\nexec tr '\\0' a </dev/zero\n", sopswire.Version))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	d, err := New(ctx, c, obj, stub)
@@ -211,11 +201,7 @@ func TestHelperAnswerTooLarge(t *testing.T) {
 // build fails saying so.
 func TestHelperGarbage(t *testing.T) {
 	obj, c := decryptingKustomization()
-	stub := filepath.Join(t.TempDir(), "eddy-sops")
-	script := fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nread -r req\necho 'hello world'\nexec sleep 600\n", sopswire.Version)
-	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	stub := writeStub(t, fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nread -r req\necho 'hello world'\nexec sleep 600\n", sopswire.Version))
 	d, err := New(context.Background(), c, obj, stub)
 	if err != nil {
 		t.Fatal(err)
@@ -233,11 +219,7 @@ func TestHelperNoAnswer(t *testing.T) {
 	defer func(d time.Duration) { answerTimeout = d }(answerTimeout)
 	answerTimeout = time.Second
 	obj, c := decryptingKustomization()
-	stub := filepath.Join(t.TempDir(), "eddy-sops")
-	script := fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nexec sleep 600\n", sopswire.Version)
-	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	stub := writeStub(t, fmt.Sprintf("#!/bin/sh\nread -r hello\necho '{\"version\":%d}'\nexec sleep 600\n", sopswire.Version))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d, err := New(ctx, c, obj, stub)
@@ -253,4 +235,15 @@ func TestHelperNoAnswer(t *testing.T) {
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
 		t.Fatalf("helper %d still running", pid)
 	}
+}
+
+// writeStub writes script as an executable eddy-sops in a new directory
+// and returns its path: a helper that misbehaves in the way under test.
+func writeStub(t *testing.T, script string) string {
+	t.Helper()
+	stub := filepath.Join(t.TempDir(), "eddy-sops")
+	if err := os.WriteFile(stub, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return stub
 }
