@@ -33,7 +33,12 @@ func FreePort() (int, error) {
 // is returned instead: it is the one users run, and linking each controller
 // again for every test package cost minutes of a CI run.
 func BuildController(name, dir string) (string, error) {
-	pkgs := append([]string{"./" + name}, Companions[name]...)
+	return build(name, dir, append([]string{"./" + name}, Companions[name]...))
+}
+
+// build returns EDDY_BUILT_BIN_DIR/<name> when that directory holds the
+// binary of each of pkgs, else builds pkgs into dir and returns dir/<name>.
+func build(name, dir string, pkgs []string) (string, error) {
 	if built := os.Getenv("EDDY_BUILT_BIN_DIR"); built != "" && allBuilt(built, pkgs) {
 		return filepath.Join(built, name), nil
 	}
@@ -41,9 +46,9 @@ func BuildController(name, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	build := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %v\n%s", name, err, out)
 	}
 	return filepath.Join(dir, name), nil
@@ -191,19 +196,5 @@ func EachController(t *testing.T, f func(t *testing.T, name, exe string)) {
 // binary's path, or returns EDDY_BUILT_BIN_DIR's binary of that name as
 // BuildController does.
 func BuildBinary(pkg, dir string) (string, error) {
-	name := filepath.Base(pkg)
-	if built := os.Getenv("EDDY_BUILT_BIN_DIR"); built != "" && allBuilt(built, []string{pkg}) {
-		return filepath.Join(built, name), nil
-	}
-	root, err := localcluster.WorkspaceRoot()
-	if err != nil {
-		return "", err
-	}
-	exe := filepath.Join(dir, name)
-	build := exec.Command("go", "build", "-o", exe, pkg)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, out)
-	}
-	return exe, nil
+	return build(filepath.Base(pkg), dir, []string{pkg})
 }

@@ -114,8 +114,8 @@ func Diff(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization, o
 	var out []ObjectDiff
 	var built []ssa.ObjMeta
 	for _, u := range objs {
-		if masked := u.DeepCopy(); maskSOPS(masked) || hasMask(masked) {
-			if u, err = unmaskFromLive(ctx, c, masked); err != nil {
+		if hasMask(u) { // Build masked it
+			if u, err = unmaskFromLive(ctx, c, u); err != nil {
 				return nil, err
 			}
 		}
