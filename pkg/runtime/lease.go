@@ -31,7 +31,7 @@ func leaseNamespace() (string, error) {
 	}
 	data, err := os.ReadFile(inClusterNamespace)
 	if err != nil {
-		return "", fmt.Errorf("leader election needs RUNTIME_NAMESPACE outside a cluster: %w", err)
+		return "", fmt.Errorf("set RUNTIME_NAMESPACE to the namespace of the lease (outside a pod there is no own namespace: %w)", err)
 	}
 	return strings.TrimSpace(string(data)), nil
 }
@@ -61,7 +61,7 @@ func (o *Options) newLeaseLock(cfg *rest.Config, name string, events record.Even
 		return nil, err
 	}
 	id := host + "_" + string(uuid.NewUUID())
-	cfg = rest.AddUserAgent(cfg, "leader-election")
+	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election") // AddUserAgent changes its argument
 	cfg.Timeout = max(o.RenewDeadline/2, time.Second)
 	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
