@@ -124,6 +124,9 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	if f.Shards < 0 {
 		return fmt.Errorf("--shards=%d: want 0 (no sharding) or the number of shard processes per controller", f.Shards)
 	}
+	if _, err := ParseControllerFlags(f.ControllerFlags); err != nil {
+		return err // before anything is touched
+	}
 	dir, err := DefaultStateDir()
 	if err != nil {
 		return err
