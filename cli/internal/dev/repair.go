@@ -3,15 +3,19 @@ package dev
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/install"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -28,6 +32,15 @@ func repair(ctx context.Context, c client.Client, u *ui.UI, dir, version string,
 	ns := &corev1.Namespace{}
 	err := c.Get(ctx, client.ObjectKey{Name: Namespace}, ns)
 	if err == nil && ns.DeletionTimestamp != nil {
+		// Its objects' finalizers wait for controllers that cannot take their
+		// leases in a terminating namespace: nothing would ever remove them.
+		n, ferr := dropFinalizers(ctx, c)
+		if ferr != nil {
+			return ferr
+		}
+		if n > 0 {
+			u.Warning("namespace %s is being deleted: removed the finalizers of its %d Flux object(s), which no controller can handle without its lease there", Namespace, n)
+		}
 		stop := u.Spin("namespace " + Namespace + " is being deleted: waiting for it to go, to re-create it")
 		werr := wait.PollUntilContextTimeout(ctx, status.PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 			err = c.Get(ctx, client.ObjectKey{Name: Namespace}, ns)
@@ -92,4 +105,37 @@ func syncMissing(ctx context.Context, c client.Client) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// dropFinalizers removes the finalizers of the objects of Flux's kinds
+// (the toolkit.fluxcd.io groups) in Namespace and returns how many it
+// changed.
+func dropFinalizers(ctx context.Context, c client.Client) (int, error) {
+	n := 0
+	for gvk := range scheme.New().AllKnownTypes() {
+		if !strings.HasSuffix(gvk.Group, ".toolkit.fluxcd.io") || !strings.HasSuffix(gvk.Kind, "List") {
+			continue
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk)
+		if err := c.List(ctx, list, client.InNamespace(Namespace)); err != nil {
+			if apimeta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				continue // a version the cluster does not serve
+			}
+			return n, fmt.Errorf("listing %s in %s: %w", gvk.Kind, Namespace, err)
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			if len(obj.Finalizers) == 0 {
+				continue
+			}
+			patch := client.MergeFrom(obj.DeepCopy())
+			obj.Finalizers = nil
+			if err := c.Patch(ctx, obj, patch); err != nil && !apierrors.IsNotFound(err) {
+				return n, fmt.Errorf("removing the finalizers of %s %s/%s: %w", strings.TrimSuffix(gvk.Kind, "List"), obj.Namespace, obj.Name, err)
+			}
+			n++
+		}
+	}
+	return n, nil
 }

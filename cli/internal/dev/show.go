@@ -94,8 +94,8 @@ func PrintStatus(ctx context.Context, out io.Writer) error {
 	if len(why) > 0 {
 		fmt.Fprintf(out, "\nnot ready, with the last line of each log:\n%s\n", strings.Join(why, "\n"))
 		if leaseMissing && namespaceGone(ctx, c) {
-			fmt.Fprintf(out, "namespace %s is gone (a Kustomization that declared it pruned it?): the controllers cannot take their leases "+
-				"and exit; run `eddy dev up` to re-create it and eddy dev's objects\n", Namespace)
+			fmt.Fprintf(out, "namespace %s is gone or being deleted (a Kustomization that declared it pruned it?): the controllers cannot take "+
+				"their leases and exit; run `eddy dev up` to re-create it and eddy dev's objects\n", Namespace)
 		}
 	}
 	if c != nil {
