@@ -2,6 +2,7 @@ package testenv_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -63,9 +64,13 @@ func TestControllerBinariesExitWhenTheirLeaseNamespaceIsGone(t *testing.T) {
 				<-done
 				t.Fatalf("namespace %s: still running 45s after start, retrying its lease; logs:\n%s", c.ns, logs.String())
 			}
+			// The last line, as `eddy dev status` shows it: why it stopped.
+			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+			var last struct{ Msg, Error string }
+			_ = json.Unmarshal([]byte(lines[len(lines)-1]), &last)
 			lease := c.ns + "/" + name + "-leader-election"
-			if out := logs.String(); !strings.Contains(out, "cannot create the lease "+lease) || !strings.Contains(out, c.why) {
-				t.Errorf("namespace %s: the log does not name the lease %s and %q:\n%s", c.ns, lease, c.why, out)
+			if !strings.Contains(last.Error, "cannot create the lease "+lease) || !strings.Contains(last.Error, c.why) {
+				t.Errorf("namespace %s: the last log line does not name the lease %s and %q:\n%s", c.ns, lease, c.why, logs.String())
 			}
 		}
 	})
