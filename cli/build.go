@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/cli/internal/inspect"
-	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,12 +89,9 @@ func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespac
 	if lb.path == "" {
 		return nil, nil, fmt.Errorf("invalid resource path %q: set --path to a local directory", lb.path)
 	}
-	dir, err := filepath.Abs(lb.path)
+	src, err := inspect.ReadLocalSource(lb.path)
 	if err != nil {
 		return nil, nil, err
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, nil, fmt.Errorf("invalid resource path %q: --path must be a local directory", lb.path)
 	}
 	k := &kustomizev1.Kustomization{}
 	if lb.kustomizationFile != "" {
@@ -116,15 +111,14 @@ func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespac
 	} else if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, k); err != nil {
 		return nil, nil, err
 	}
-	tree, err := kustomize.ReadDirTree(dir)
-	if err != nil {
-		return nil, nil, err
-	}
 	var r client.Reader
 	if c != nil {
 		r = c
 	}
-	objs, err := inspect.Build(ctx, r, k, tree, ".", lb.strictSubst) // the local directory is spec.path
+	objs, err := inspect.Build(ctx, r, k, src.Tree, src.Path, lb.strictSubst) // the local directory is spec.path
+	if err != nil && src.Confined {
+		return nil, nil, fmt.Errorf("%w (no Git repository holds %s, nor the working directory: only the files under it were read; run eddy inside the repository)", err, lb.path)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
