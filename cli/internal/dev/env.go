@@ -15,6 +15,7 @@
 //	logs/        controller logs, events.log (events posted to --events-addr), alerts.log
 //	             (alerts received by the sink), supervise.log
 //	webhook-token the Receivers' token (kept across restarts; never printed)
+//	controller-flags.json  the controllers' extra flags (--controller-flags; kept across restarts)
 package dev
 
 import (
