@@ -75,13 +75,17 @@ func (u *user) upAtTerminal(args ...string) string {
 // gives kustomize-controller the flag (an undefined variable becomes "",
 // where the default fails the Kustomization), `eddy dev status` shows it,
 // and after `eddy dev down` a plain `eddy dev up` runs it with the flag
-// again. A flag eddy dev sets itself is refused before anything starts, and
-// other flags on the running environment say to run `eddy dev down` first.
+// again. A flag eddy dev sets itself, or one the controller does not take,
+// is refused before anything starts, and other flags on the running
+// environment say to run `eddy dev down` first.
 func TestTerminalDevUpControllerFlagsKeptAcrossDownUp(t *testing.T) {
 	u := newUser(t)
 	repo := substRepo(t)
 	oneLineError(t, u.fails("dev", "up", "--detach", "--controller-flags", "source-controller=--storage-path=/tmp/elsewhere"),
 		"--controller-flags", "eddy dev sets --storage-path itself")
+	// A flag the controller does not take: its own message, before anything starts.
+	oneLineError(t, u.fails("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev", "--controller-flags", "kustomize-controller=--no-such-flag"),
+		"kustomize-controller refuses them", "flag provided but not defined: -no-such-flag")
 	if s, err := dev.ReadState(u.dir()); err == nil {
 		t.Fatalf("a refused --controller-flags started an environment: %+v", s)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -163,4 +164,23 @@ func resolveControllerFlags(dir string, given []string) (ControllerFlags, error)
 		return nil, err
 	}
 	return saved.Merge(g), nil
+}
+
+// checkControllerFlags runs each controller binary of root's bin/ that has
+// flags in f with them and --version, which parses the flags and exits
+// without touching a cluster: a flag the controller does not take (or a
+// bad value, such as an unknown feature gate) fails here, with the
+// controller's own one-line message, before anything starts.
+func checkControllerFlags(root string, f ControllerFlags) error {
+	for _, name := range Controllers {
+		if len(f[name]) == 0 {
+			continue
+		}
+		out, err := exec.Command(filepath.Join(root, "bin", name), append(slices.Clone(f[name]), "--version")...).CombinedOutput()
+		if err != nil {
+			first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+			return fmt.Errorf("--controller-flags %s=%s: %s refuses them: %s", name, strings.Join(f[name], " "), name, first)
+		}
+	}
+	return nil
 }

@@ -156,6 +156,9 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	if err := EnsureBinaries(root, u, errOut); err != nil {
 		return err
 	}
+	if err := checkControllerFlags(root, cflags); err != nil {
+		return err
+	}
 	if f.Detach {
 		return upDetached(ctx, out, timeout, u, dir, lock, f, cflags, src, hookTree)
 	}
