@@ -81,8 +81,9 @@ Secrets are read from the cluster, unless --dry-run). The objects are printed as
 }
 
 // build builds lb.path as the Kustomization namespace/name would be built:
-// the Kustomization is read from --kustomization-file, else from the
-// cluster (c); substituteFrom is read from the cluster unless c is nil
+// the Kustomization is read from --kustomization-file (with the status of
+// the cluster's, when c is set and has it), else from the cluster (c);
+// substituteFrom is read from the cluster unless c is nil
 // (--dry-run: only spec.postBuild.substitute counts). The objects carry
 // the owner labels the controller sets before it applies them.
 func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespace string) (*kustomizev1.Kustomization, []*unstructured.Unstructured, error) {
@@ -107,6 +108,12 @@ func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespac
 		}
 		if k.Namespace == "" {
 			k.Namespace = namespace
+		}
+		// Flux compatible: the live object's status (its inventory, so
+		// that diff lists deletions) goes with the file's spec.
+		live := &kustomizev1.Kustomization{}
+		if c != nil && c.Get(ctx, client.ObjectKeyFromObject(k), live) == nil {
+			k.Status = live.Status
 		}
 	} else if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, k); err != nil {
 		return nil, nil, err
