@@ -257,6 +257,11 @@ func TestTerminalDevStatusReportsControllersWithoutFluxSystem(t *testing.T) {
 			strings.Contains(seen, "namespace flux-system is gone or being deleted") && strings.Contains(seen, "run `eddy dev up`"), seen
 	})
 	t.Logf("$ eddy dev status\n%s", seen)
+	// The supervisor said so where a detached environment's progress goes.
+	if sup := readFile(filepath.Join(u.dir(), "logs", "supervise.log")); !strings.Contains(sup,
+		"kustomize-controller exited (exit status 1): manager stopped: leader election: cannot create the lease flux-system/kustomize-controller-leader-election") {
+		t.Errorf("logs/supervise.log does not report kustomize-controller's exit and why:\n%s", sup)
+	}
 	if screen := u.upAtTerminal(); !strings.Contains(screen, "re-created namespace flux-system") {
 		t.Errorf("eddy dev up on the environment without flux-system does not say it re-created it")
 	}
