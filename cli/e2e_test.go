@@ -84,9 +84,10 @@ func prefixed(p string, names []string) []string {
 
 // user runs eddy with its own state directory.
 type user struct {
-	t     *testing.T
-	eddy  string
-	state string // XDG_STATE_HOME
+	t         *testing.T
+	eddy      string
+	state     string // XDG_STATE_HOME
+	diagnosed bool   // diagnose ran
 }
 
 func newUser(t *testing.T) *user {
@@ -98,6 +99,7 @@ func newUser(t *testing.T) *user {
 			t.Logf("cleanup: eddy dev down:\n%s", out)
 		}
 	})
+	u.diagnoseOnFailure()
 	return u
 }
 
@@ -568,6 +570,7 @@ wait:
 				break wait
 			}
 		case <-timeout:
+			u.diagnose() // while the environment still runs
 			_ = cmd.Process.Kill()
 			t.Fatalf("eddy dev up did not come up in 4m:\n%s", log.String())
 		}
