@@ -164,5 +164,25 @@ func writeLogTails(b *strings.Builder, dir string, n int) {
 			continue
 		}
 		fmt.Fprintf(b, "----- %s (last %d lines) -----\n%s\n", path, n, process.TailFile(path, n))
+		// A crash-looping controller's cause is in its error lines, which
+		// the tail of a stopped one (its shutdown) does not show.
+		if errs := errorLines(path, 10); errs != "" {
+			fmt.Fprintf(b, "----- %s (last 10 error lines) -----\n%s\n", path, errs)
+		}
 	}
+}
+
+// errorLines returns the last n lines of the JSON log at path whose level is error.
+func errorLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, `"level":"error"`) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-n):], "\n")
 }

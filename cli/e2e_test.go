@@ -557,6 +557,7 @@ wait:
 	t.Logf("foreground eddy dev up (example repository): Ready in %s", time.Since(start).Round(100*time.Millisecond))
 	if !sawReady {
 		t.Errorf("the example's Kustomization apps was not shown Ready:\n%s", log.String())
+		u.diagnose() // before Ctrl-C stops the environment
 	}
 	state, err := dev.ReadState(u.dir())
 	if err != nil {
