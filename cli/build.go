@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/cli/internal/inspect"
-	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,20 +81,18 @@ Secrets are read from the cluster, unless --dry-run). The objects are printed as
 }
 
 // build builds lb.path as the Kustomization namespace/name would be built:
-// the Kustomization is read from --kustomization-file, else from the
-// cluster (c); substituteFrom is read from the cluster unless c is nil
+// the Kustomization is read from --kustomization-file (with the status of
+// the cluster's, when c is set and has it), else from the cluster (c);
+// substituteFrom is read from the cluster unless c is nil
 // (--dry-run: only spec.postBuild.substitute counts). The objects carry
 // the owner labels the controller sets before it applies them.
 func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespace string) (*kustomizev1.Kustomization, []*unstructured.Unstructured, error) {
 	if lb.path == "" {
 		return nil, nil, fmt.Errorf("invalid resource path %q: set --path to a local directory", lb.path)
 	}
-	dir, err := filepath.Abs(lb.path)
+	src, err := inspect.ReadLocalSource(lb.path)
 	if err != nil {
 		return nil, nil, err
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, nil, fmt.Errorf("invalid resource path %q: --path must be a local directory", lb.path)
 	}
 	k := &kustomizev1.Kustomization{}
 	if lb.kustomizationFile != "" {
@@ -113,18 +109,23 @@ func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespac
 		if k.Namespace == "" {
 			k.Namespace = namespace
 		}
+		// Flux compatible: the live object's status (its inventory, so
+		// that diff lists deletions) goes with the file's spec.
+		live := &kustomizev1.Kustomization{}
+		if c != nil && c.Get(ctx, client.ObjectKeyFromObject(k), live) == nil {
+			k.Status = live.Status
+		}
 	} else if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, k); err != nil {
-		return nil, nil, err
-	}
-	tree, err := kustomize.ReadDirTree(dir)
-	if err != nil {
 		return nil, nil, err
 	}
 	var r client.Reader
 	if c != nil {
 		r = c
 	}
-	objs, err := inspect.Build(ctx, r, k, tree, ".", lb.strictSubst) // the local directory is spec.path
+	objs, err := inspect.Build(ctx, r, k, src.Tree, src.Path, lb.strictSubst) // the local directory is spec.path
+	if err != nil && src.Confined {
+		return nil, nil, fmt.Errorf("%w (no Git repository holds %s, nor the working directory: only the files under it were read; run eddy inside the repository)", err, lb.path)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

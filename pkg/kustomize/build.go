@@ -363,9 +363,13 @@ func Images(images []kustomizev1.Image) []kustypes.Image {
 }
 
 // mergeImages adds the spec's image overrides to the kustomization's.
-// Flux compatible (kustomize-controller v1.9.4): an override of an image the
-// kustomization already names sets only the fields it gives, keeping the
-// others of that entry (overriding only newName keeps the declared newTag).
+// Flux compatible (fluxcd/pkg/kustomize's generator): an override of an
+// image the kustomization already names keeps the declared newName unless
+// it gives one, and replaces newTag and digest together when it gives
+// either, as kustomize's images transformer replaces an image's tag and
+// digest together; so the result is what a kustomize overlay of the spec's
+// entry over the kustomization's would render (a declared newTag kept next
+// to a spec digest would render "name:tag@digest").
 func mergeImages(declared, spec []kustypes.Image) []kustypes.Image {
 	for _, img := range spec {
 		i := slices.IndexFunc(declared, func(d kustypes.Image) bool { return d.Name == img.Name })
@@ -377,11 +381,8 @@ func mergeImages(declared, spec []kustypes.Image) []kustypes.Image {
 		if img.NewName != "" {
 			d.NewName = img.NewName
 		}
-		if img.NewTag != "" {
-			d.NewTag = img.NewTag
-		}
-		if img.Digest != "" {
-			d.Digest = img.Digest
+		if img.NewTag != "" || img.Digest != "" {
+			d.NewTag, d.Digest = img.NewTag, img.Digest
 		}
 	}
 	return declared

@@ -32,6 +32,13 @@ type Tree struct {
 // Size is the total file content held, in bytes.
 func (t *Tree) Size() int64 { return t.size }
 
+// IsDir reports whether the tree holds the directory p (slash-separated,
+// relative to the root or absolute from it; "." and "/" are the root).
+func (t *Tree) IsDir(p string) bool {
+	_, ok := t.dirs[clean(p)]
+	return ok
+}
+
 type treeBuilder struct {
 	files    map[string][]byte
 	children map[string]map[string]bool

@@ -76,6 +76,10 @@ type Failure struct {
 	Condition string
 	Reason    string
 	Message   string
+	// Detail is Eddy's addition to Message for the Warning event only
+	// (e.g. why a failed object failed), so that the status keeps the
+	// message Flux writes; "" for none.
+	Detail string
 	// Stalled: only a change of the spec (or of what it names) can help,
 	// so the object is not retried (Flux's Stalled condition).
 	Stalled bool
@@ -100,6 +104,15 @@ func (f *Failure) Stall() *Failure {
 
 // Error returns the message.
 func (f *Failure) Error() string { return f.Message }
+
+// EventMessage is the message of the failure's Warning event: Message,
+// then Detail in parentheses when there is one.
+func (f *Failure) EventMessage() string {
+	if f.Detail == "" {
+		return f.Message
+	}
+	return f.Message + " (" + f.Detail + ")"
+}
 
 // SetCondition sets condition typ of obj at obj's generation.
 func SetCondition(obj Object, typ string, status metav1.ConditionStatus, reason, message string) {

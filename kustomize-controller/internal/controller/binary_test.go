@@ -153,7 +153,7 @@ func bootstrappedRepository(t *testing.T) {
 	}
 	for _, o := range readExpected(t, filepath.Join(testdataDir(t), "expected", "flux2-kustomize-helm-example-v2.6", "flux",
 		"production", "flux-system.flux-system", "expected-objects.txt")) {
-		want = append(want, strings.TrimPrefix(o.id(), ns))
+		want = append(want, strings.TrimPrefix(o.ID(), ns))
 	}
 	assertInventory(t, k, want...)
 	// The applied Kustomizations are the binary's (commonMetadata's shard).

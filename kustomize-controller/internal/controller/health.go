@@ -155,6 +155,7 @@ type healthWait struct {
 type healthOutcome struct {
 	elapsed time.Duration
 	failed  string
+	detail  string // of the failed objects, for the event only
 	pending []string
 	err     error
 }
@@ -372,7 +373,7 @@ func (r *KustomizationReconciler) waitHealthy(ctx context.Context, w *healthWait
 			w.firstOnce.Do(func() { close(w.firstRound) })
 			return // canceled: nobody waits for the outcome
 		default:
-			_, pending := w.pending(ids, latest)
+			_, _, pending := w.pending(ids, latest)
 			out = &healthOutcome{pending: pending}
 		}
 	}
@@ -403,10 +404,10 @@ func (h *healthChecks) enqueue(key types.NamespacedName) {
 // first in target order), else healthy when none is pending; nil while
 // some are.
 func (w *healthWait) verdict(ids object.ObjMetadataSet, latest map[object.ObjMetadata]*pollevent.ResourceStatus) *healthOutcome {
-	failed, pending := w.pending(ids, latest)
+	failed, detail, pending := w.pending(ids, latest)
 	switch {
 	case failed != "":
-		return &healthOutcome{failed: failed}
+		return &healthOutcome{failed: failed, detail: detail}
 	case len(pending) == 0:
 		return &healthOutcome{}
 	}
@@ -417,11 +418,12 @@ func (w *healthWait) verdict(ids object.ObjMetadataSet, latest map[object.ObjMet
 // `Kind/namespace/name status: '<status>'` (`...: <error>` when the status
 // could not be read or computed, e.g. a CEL evaluation error), and the
 // Failed ones as `failed early due to stalled resources: [Kind/namespace/name
-// status: 'Failed', ...]`. Flux compatible (fluxcd/pkg ssa WaitForSet);
-// beyond Flux, kstatus's message of a Failed object (a Job's "Job Failed.
-// failed: 1/1") follows its status; CEL statuses have none.
-func (w *healthWait) pending(ids object.ObjMetadataSet, latest map[object.ObjMetadata]*pollevent.ResourceStatus) (failed string, pending []string) {
-	var failures []string
+// status: 'Failed', ...]`. Flux compatible (fluxcd/pkg ssa WaitForSet).
+// Beyond Flux, detail gives kstatus's message of each Failed object that
+// has one (`Job/ns/name: Job Failed. failed: 1/1`), for the event only, so
+// the status keeps Flux's text.
+func (w *healthWait) pending(ids object.ObjMetadataSet, latest map[object.ObjMetadata]*pollevent.ResourceStatus) (failed, detail string, pending []string) {
+	var failures, details []string
 	for i, t := range w.targets {
 		rs := latest[ids[i]]
 		switch {
@@ -433,11 +435,10 @@ func (w *healthWait) pending(ids object.ObjMetadataSet, latest map[object.ObjMet
 				pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, status.NotFoundStatus))
 			}
 		case rs.Status == status.FailedStatus:
-			msg := fmt.Sprintf("%s status: 'Failed'", t.Meta)
+			failures = append(failures, fmt.Sprintf("%s status: 'Failed'", t.Meta))
 			if rs.Message != "" {
-				msg += ": " + rs.Message
+				details = append(details, fmt.Sprintf("%s: %s", t.Meta, rs.Message))
 			}
-			failures = append(failures, msg)
 		case rs.Error != nil:
 			pending = append(pending, fmt.Sprintf("%s status: '%s': %s", t.Meta, rs.Status, rs.Error))
 		default:
@@ -447,7 +448,7 @@ func (w *healthWait) pending(ids object.ObjMetadataSet, latest map[object.ObjMet
 	if len(failures) > 0 {
 		failed = "failed early due to stalled resources: [" + strings.Join(failures, ", ") + "]"
 	}
-	return failed, pending
+	return failed, strings.Join(details, "; "), pending
 }
 
 // healthResult writes the outcome of w to obj's Healthy condition and,
@@ -458,7 +459,9 @@ func (r *KustomizationReconciler) healthResult(obj *kustomizev1.Kustomization, w
 	after := o.elapsed.Round(time.Second)
 	switch {
 	case o.failed != "":
-		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s", after, o.failed))
+		f := r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s", after, o.failed))
+		f.Detail = o.detail
+		return f
 	case o.err != nil:
 		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s", after, o.err))
 	case len(o.pending) > 0:

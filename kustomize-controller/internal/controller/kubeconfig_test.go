@@ -383,21 +383,21 @@ func TestBinaryKubeConfigHubSpoke(t *testing.T) {
 		for _, o := range expected {
 			// Applied objects of a cluster-scoped kind have no namespace
 			// (the spoke's mapping says which: ClusterIssuer is).
-			m, err := spoke.client.RESTMapper().RESTMapping(o.gvk.GroupKind(), o.gvk.Version)
+			m, err := spoke.client.RESTMapper().RESTMapping(o.GVK.GroupKind(), o.GVK.Version)
 			if err != nil {
-				t.Fatalf("spoke mapping of %s: %v", o.gvk, err)
+				t.Fatalf("spoke mapping of %s: %v", o.GVK, err)
 			}
 			if m.Scope.Name() == "root" {
-				o.namespace = ""
+				o.Namespace = ""
 			}
-			want = append(want, o.id())
-			u, err := spoke.get(o.gvk, o.namespace, o.name)
+			want = append(want, o.ID())
+			u, err := spoke.get(o.GVK, o.Namespace, o.Name)
 			if err != nil {
-				t.Errorf("%s %s/%s not in the spoke: %v", o.gvk.Kind, o.namespace, o.name, err)
+				t.Errorf("%s %s/%s not in the spoke: %v", o.GVK.Kind, o.Namespace, o.Name, err)
 				continue
 			}
 			if l := u.GetLabels(); l[NameLabel] != tc.k.Name || l[NamespaceLabel] != ns {
-				t.Errorf("%s %s/%s owner labels %v", o.gvk.Kind, o.namespace, o.name, l)
+				t.Errorf("%s %s/%s owner labels %v", o.GVK.Kind, o.Namespace, o.Name, l)
 			}
 		}
 		for _, e := range tc.k.Status.Inventory.Entries {

@@ -229,7 +229,7 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 			log.Error(errors.New(f.Message), fmt.Sprintf("Reconciliation failed after %s, next try in %s",
 				time.Since(start).Round(time.Millisecond), retry), "revision", obj.Status.LastAttemptedRevision)
 		}
-		rec.Event(obj, corev1.EventTypeWarning, f.Reason, f.Message, annotations)
+		rec.Event(obj, corev1.EventTypeWarning, f.Reason, f.EventMessage(), annotations)
 	}
 	if f.Stalled {
 		return ctrl.Result{}, f

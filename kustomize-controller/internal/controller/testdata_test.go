@@ -5,145 +5,24 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	"github.com/eddyops/eddy/pkg/crds"
 	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 func testdataDir(t *testing.T) string { return testenv.TestdataDir(t) }
 
-type expectedObject struct {
-	gvk       schema.GroupVersionKind
-	namespace string
-	name      string
-}
+type expectedObject = testenv.ExpectedObject
 
-func (e expectedObject) id() string {
-	return fmt.Sprintf("%s_%s_%s_%s", e.namespace, strings.ReplaceAll(e.name, ":", "__"), e.gvk.Group, e.gvk.Kind)
-}
+func readExpected(t *testing.T, path string) []expectedObject { return testenv.ReadExpected(t, path) }
 
-func readExpected(t *testing.T, path string) []expectedObject {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []expectedObject
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 3 {
-			continue
-		}
-		ns, name, _ := strings.Cut(f[2], "/")
-		gv, err := schema.ParseGroupVersion(f[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, expectedObject{gvk: gv.WithKind(f[1]), namespace: ns, name: name})
-	}
-	return out
-}
-
-// ensureKinds installs a schemaless CRD for each kind the cluster does not
-// serve (HelmRelease, HelmRepository, policies...), with every version the
-// objects use, so the real objects of the testdata repositories can be
-// applied without their controllers; and creates the namespaces they name.
-func ensureKinds(t *testing.T, objs []expectedObject) {
-	t.Helper()
-	ctx := context.Background()
-	type kindInfo struct {
-		versions   []string
-		namespaced bool
-	}
-	kinds := map[schema.GroupKind]*kindInfo{}
-	for _, o := range objs {
-		if _, err := env.Client.RESTMapper().RESTMapping(o.gvk.GroupKind(), o.gvk.Version); err == nil {
-			continue
-		}
-		k := kinds[o.gvk.GroupKind()]
-		if k == nil {
-			k = &kindInfo{}
-			kinds[o.gvk.GroupKind()] = k
-		}
-		if !slices.Contains(k.versions, o.gvk.Version) {
-			k.versions = append(k.versions, o.gvk.Version)
-		}
-		// Scope is unknown without the real CRD: kinds named Cluster* are
-		// cluster-scoped, as their projects define them; the rest namespaced.
-		k.namespaced = !strings.HasPrefix(o.gvk.Kind, "Cluster")
-	}
-	var stubs []*apiextensionsv1.CustomResourceDefinition
-	preserve := true
-	// A kind whose CRD is installed (Eddy's) but not at an older version a
-	// repository still writes (HelmRelease v2beta2, HelmRepository
-	// v1beta2) gets that version added, served and schemaless: a separate
-	// stub CRD of the kind would replace the installed one.
-	installed := &apiextensionsv1.CustomResourceDefinitionList{}
-	if err := env.Client.List(ctx, installed); err != nil {
-		t.Fatal(err)
-	}
-	for i := range installed.Items {
-		crd := &installed.Items[i]
-		info := kinds[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}]
-		if info == nil {
-			continue
-		}
-		delete(kinds, schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind})
-		for _, v := range info.versions {
-			crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve}}})
-		}
-		crd.ResourceVersion = "" // crds.Install creates, then updates what exists
-		stubs = append(stubs, crd)
-	}
-	for gk, info := range kinds {
-		plural := strings.ToLower(gk.Kind) + "s"
-		scope := apiextensionsv1.ClusterScoped
-		if info.namespaced {
-			scope = apiextensionsv1.NamespaceScoped
-		}
-		sort.Strings(info.versions)
-		crd := &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: plural + "." + gk.Group,
-				Annotations: map[string]string{"api-approved.kubernetes.io": "unapproved, test stub"}},
-			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-				Group: gk.Group, Scope: scope,
-				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: gk.Kind, Plural: plural, ListKind: gk.Kind + "List"},
-			},
-		}
-		for i, v := range info.versions {
-			crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: i == 0,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: &preserve}}})
-		}
-		stubs = append(stubs, crd)
-	}
-	if len(stubs) > 0 {
-		if err := crds.Install(ctx, env.Client, stubs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, o := range objs {
-		if o.namespace == "" {
-			continue
-		}
-		err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.namespace}})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-}
+func ensureKinds(t *testing.T, objs []expectedObject) { testenv.EnsureKinds(t, env.Client, objs) }
 
 // TestTestdataDirectoriesApplied reconciles a Kustomization for every
 // directory of the real repositories that kustomize built into
@@ -195,7 +74,7 @@ func TestTestdataDirectoriesApplied(t *testing.T) {
 			// kustomize's namespace transformer to have moved them.
 			target := ""
 			for _, o := range expected {
-				if o.namespace == "" && namespaced(t, o.gvk) {
+				if o.Namespace == "" && namespaced(t, o.GVK) {
 					target = fmt.Sprintf("%s-target-%d", ns, i)
 				}
 			}
@@ -205,10 +84,10 @@ func TestTestdataDirectoriesApplied(t *testing.T) {
 				}
 				for j, o := range expected {
 					switch {
-					case o.gvk.Kind == "Namespace" && o.gvk.Group == "":
-						expected[j].name = target
-					case namespaced(t, o.gvk):
-						expected[j].namespace = target
+					case o.GVK.Kind == "Namespace" && o.GVK.Group == "":
+						expected[j].Name = target
+					case namespaced(t, o.GVK):
+						expected[j].Namespace = target
 					}
 				}
 			}
@@ -242,7 +121,7 @@ func TestTestdataDirectoriesApplied(t *testing.T) {
 				got = append(got, e.ID)
 			}
 			for _, o := range expected {
-				want = append(want, o.id())
+				want = append(want, o.ID())
 			}
 			sort.Strings(got)
 			sort.Strings(want)

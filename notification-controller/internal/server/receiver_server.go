@@ -117,16 +117,12 @@ func (s *ReceiverServer) handle(ctx context.Context, rcv *notificationv1.Receive
 	// after a token rotation the old path works until the reconciler
 	// writes the new one, so no moment leaves the Receiver without a path.
 	token := sec.Data["token"]
-	act, err := Verify(rcv.Spec.Type, rcv.Spec.Events, token, r.Header, body)
-	if err != nil {
+	if err := Verify(rcv.Spec.Type, rcv.Spec.Events, token, r.Header, body); err != nil {
 		var ve errVerify
 		if errors.As(err, &ve) {
 			return http.StatusBadRequest, ve.msg
 		}
 		return http.StatusServiceUnavailable, err.Error()
-	}
-	if act == ActionIgnore {
-		return http.StatusOK, "event acknowledged, nothing requested"
 	}
 	n, failed := s.requestReconciles(ctx, rcv)
 	if len(failed) > 0 {

@@ -18,16 +18,6 @@ import (
 	"github.com/google/go-github/v84/github"
 )
 
-// Action is what a verified webhook asks for.
-type Action int
-
-const (
-	// ActionReconcile: request a reconcile of the Receiver's resources.
-	ActionReconcile Action = iota
-	// ActionIgnore: answer 200 and do nothing (GitHub `ping`).
-	ActionIgnore
-)
-
 // SupportedReceiverType reports whether Eddy verifies webhooks of type t.
 func SupportedReceiverType(t string) bool {
 	switch t {
@@ -44,21 +34,21 @@ func SupportedReceiverType(t string) bool {
 //   - generic: the secret path is the only check;
 //   - generic-hmac: `X-Signature: <sha1|sha256|sha512>=<hex HMAC(body, token)>`;
 //   - github: `X-Hub-Signature-256` (or legacy `X-Hub-Signature`) through
-//     go-github's ValidatePayload, `X-GitHub-Event` in events; `ping` is
-//     acknowledged without a reconcile;
+//     go-github's ValidatePayload, `X-GitHub-Event` in events; `ping` is an
+//     event like any other (allowed when events is empty or names it);
 //   - gitlab: `X-Gitlab-Token` equals token, `X-Gitlab-Event` in events.
 //
 // All comparisons of secrets are constant-time.
-func Verify(typ string, allowed []string, token []byte, h http.Header, body []byte) (Action, error) {
+func Verify(typ string, allowed []string, token []byte, h http.Header, body []byte) error {
 	switch typ {
 	case notificationv1.GenericReceiver:
-		return ActionReconcile, nil
+		return nil
 	case notificationv1.GenericHMACReceiver:
-		return ActionReconcile, verifyHMAC(h.Get("X-Signature"), token, body)
+		return verifyHMAC(h.Get("X-Signature"), token, body)
 	case notificationv1.GitHubReceiver:
 		if len(token) == 0 {
 			// go-github skips the check for an empty secret.
-			return 0, errVerify{"the receiver's token is empty"}
+			return errVerify{"the receiver's token is empty"}
 		}
 		ct := h.Get("Content-Type")
 		if ct == "" {
@@ -69,20 +59,16 @@ func Verify(typ string, allowed []string, token []byte, h http.Header, body []by
 			sig = h.Get(github.SHA1SignatureHeader)
 		}
 		if _, err := github.ValidatePayloadFromBody(ct, bytes.NewReader(body), sig, token); err != nil {
-			return 0, errVerify{"the GitHub signature does not verify"}
+			return errVerify{"the GitHub signature does not verify"}
 		}
-		event := h.Get(github.EventTypeHeader)
-		if event == "ping" {
-			return ActionIgnore, nil
-		}
-		return ActionReconcile, allow(allowed, event, "GitHub")
+		return allow(allowed, h.Get(github.EventTypeHeader), "GitHub")
 	case notificationv1.GitLabReceiver:
 		if subtle.ConstantTimeCompare([]byte(h.Get("X-Gitlab-Token")), token) != 1 {
-			return 0, errVerify{"the GitLab token does not match"}
+			return errVerify{"the GitLab token does not match"}
 		}
-		return ActionReconcile, allow(allowed, h.Get("X-Gitlab-Event"), "GitLab")
+		return allow(allowed, h.Get("X-Gitlab-Event"), "GitLab")
 	}
-	return 0, fmt.Errorf("receiver type %s is not supported by Eddy", typ)
+	return fmt.Errorf("receiver type %s is not supported by Eddy", typ)
 }
 
 func allow(allowed []string, event, sender string) error {
