@@ -21,3 +21,21 @@ func TestFreePortsNeverRepeatInAProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestFreePortsBelowTheEphemeralRange: the ports are picked where the kernel
+// gives none to binds to port 0 and outgoing connections.
+func TestFreePortsBelowTheEphemeralRange(t *testing.T) {
+	lo, hi := pickRange()
+	if lo == 0 {
+		t.Skip("no room below net.ipv4.ip_local_port_range here")
+	}
+	ports, err := FreePorts(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		if p < lo || p > hi {
+			t.Errorf("port %d outside [%d, %d]", p, lo, hi)
+		}
+	}
+}
