@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/eddyops/eddy/pkg/testenv"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -111,18 +113,24 @@ func TestInspectCommandsE2E(t *testing.T) {
 			}
 			close(got)
 		}()
-		if out, err := gitserver.Git(podinfo, "commit", "-q", "--allow-empty", "-m", "empty"); err != nil {
-			t.Fatalf("git commit: %v\n%s", err, out)
-		}
-		u.must("reconcile", "ks", "flux-system", "--with-source")
-		select {
-		case l := <-got:
-			if !strings.Contains(l, "GitRepository/flux-system.flux-system - stored artifact") {
-				t.Errorf("followed line %q", l)
+		// The follower may open the log only after the first reconcile's
+		// line was written (a loaded machine starts it late), so each round
+		// makes a new commit, whose artifact is a new line, until it shows one.
+		waitUntil(t, "logs --follow prints a line stored after it started", 2*time.Minute, func() (bool, string) {
+			if out, err := gitserver.Git(podinfo, "commit", "-q", "--allow-empty", "-m", "empty"); err != nil {
+				t.Fatalf("git commit: %v\n%s", err, out)
 			}
-		case <-time.After(time.Minute):
-			t.Error("logs --follow printed nothing after a reconcile")
-		}
+			u.must("reconcile", "source", "git", "flux-system")
+			select {
+			case l := <-got:
+				if !strings.Contains(l, "GitRepository/flux-system.flux-system - stored artifact") {
+					t.Errorf("followed line %q", l)
+				}
+				return true, ""
+			case <-time.After(10 * time.Second):
+				return false, "no line within 10s of the reconcile"
+			}
+		})
 	})
 
 	t.Run("tree", func(t *testing.T) {
@@ -220,17 +228,30 @@ func TestInspectCommandsE2E(t *testing.T) {
 		if err := c.Patch(ctx, ks, patch); err != nil {
 			t.Fatal(err)
 		}
+		// A reconcile already running when the patch landed could still undo
+		// the edit; once the controller has observed the suspended
+		// generation, none runs (one object is never reconciled twice at once).
+		waitUntil(t, "kustomize-controller observes flux-system suspended", 2*time.Minute, func() (bool, string) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(ks), ks); err != nil {
+				return false, err.Error()
+			}
+			return ks.Status.ObservedGeneration == ks.Generation, fmt.Sprintf("generation %d, observed %d", ks.Generation, ks.Status.ObservedGeneration)
+		})
 		if out, code := u.exitCode("diff", "kustomization", "flux-system", "--path", local); code != 0 || strings.Contains(out, "►") {
 			t.Fatalf("diff with no drift: exit %d", code)
 		}
 		// A `kubectl edit`: an Update by another field manager.
-		dep := &appsv1.Deployment{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "podinfo"}, dep); err != nil {
-			t.Fatal(err)
-		}
-		dep.Spec.MinReadySeconds = 7
-		dep.Spec.RevisionHistoryLimit = ptr.To[int32](3)
-		if err := c.Update(ctx, dep, client.FieldOwner("kubectl-edit")); err != nil {
+		// The Deployment's status changes under it (its pods, the HPA): a
+		// conflict is read again, as kubectl edit would be retried.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			dep := &appsv1.Deployment{}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "podinfo"}, dep); err != nil {
+				return err
+			}
+			dep.Spec.MinReadySeconds = 7
+			dep.Spec.RevisionHistoryLimit = ptr.To[int32](3)
+			return c.Update(ctx, dep, client.FieldOwner("kubectl-edit"))
+		}); err != nil {
 			t.Fatal(err)
 		}
 		out, code := u.exitCode("diff", "ks", "flux-system", "--path", local)

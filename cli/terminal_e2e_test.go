@@ -28,6 +28,7 @@ import (
 // ttyRun is one eddy process on a pseudo-terminal.
 type ttyRun struct {
 	t    *testing.T
+	u    *user // whose environment a failure diagnoses
 	name string
 	cols int
 	cmd  *exec.Cmd
@@ -62,7 +63,7 @@ func (u *user) startTTY(cols int, noColor bool, args ...string) *ttyRun {
 	if err != nil {
 		u.t.Fatal(err)
 	}
-	r := &ttyRun{t: u.t, name: "eddy " + strings.Join(args, " "), cols: cols, cmd: cmd, pty: f,
+	r := &ttyRun{t: u.t, u: u, name: "eddy " + strings.Join(args, " "), cols: cols, cmd: cmd, pty: f,
 		read: make(chan struct{}), exited: make(chan struct{})}
 	go func() {
 		defer close(r.read)
@@ -122,9 +123,11 @@ func (r *ttyRun) waitFor(s string, timeout time.Duration) {
 		case <-r.exited:
 			<-r.read
 			if !bytes.Contains(r.output(), []byte(s)) {
+				r.u.diagnose()
 				r.t.Fatalf("%s exited (%v) before it printed %q; the terminal shows:\n%s", r.name, r.err, s, r.screen())
 			}
 		case <-deadline:
+			r.u.diagnose() // before the cleanup kills the process and its environment
 			r.t.Fatalf("%s did not print %q within %s; the terminal shows:\n%s", r.name, s, timeout, r.screen())
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -138,6 +141,7 @@ func (r *ttyRun) wait(timeout time.Duration) error {
 	select {
 	case <-r.exited:
 	case <-time.After(timeout):
+		r.u.diagnose()
 		r.t.Fatalf("%s did not exit within %s; the terminal shows:\n%s", r.name, timeout, r.screen())
 	}
 	select {

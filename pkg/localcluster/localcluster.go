@@ -550,38 +550,6 @@ func WorkspaceRoot() (string, error) {
 	}
 }
 
-// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free when
-// asked (all held open together, so none repeats); another process may take
-// one before it is used.
-func FreePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// PortFree reports whether TCP port on 127.0.0.1 can be listened on now.
-func PortFree(port int) bool {
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
-
 func firstIP(n *net.IPNet) net.IP {
 	ip := append(net.IP(nil), n.IP.To4()...)
 	ip[3]++
