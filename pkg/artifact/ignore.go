@@ -1,10 +1,12 @@
 package artifact
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
@@ -60,9 +62,40 @@ func LoadSourceIgnore(root string, spec *string) (*Ignore, error) {
 	return &Ignore{matcher: gitignore.NewMatcher(user)}, nil
 }
 
+// LoadGitIgnore reads the rules by which Git leaves files of the work tree
+// at root untracked: every .gitignore (each scoped to its directory) and
+// .git/info/exclude. A clone never holds such files, so a source read from
+// a work tree must leave them out too (build outputs, vendored modules).
+func LoadGitIgnore(root string) (*Ignore, error) {
+	patterns, err := scopedPatterns(root, ".gitignore")
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(root, ".git", "info", "exclude"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return nil, err
+	}
+	// Git compatible: info/exclude ranks below every .gitignore.
+	patterns = append(parsePatterns(data, nil), patterns...)
+	return &Ignore{matcher: gitignore.NewMatcher(patterns)}, nil
+}
+
 // userPatterns are the patterns of the .sourceignore files under root
 // (each scoped to its directory) followed by those of spec.
 func userPatterns(root string, spec *string) ([]gitignore.Pattern, error) {
+	user, err := scopedPatterns(root, IgnoreFile)
+	if err != nil {
+		return nil, err
+	}
+	if spec != nil {
+		user = append(user, parsePatterns([]byte(*spec), nil)...)
+	}
+	return user, nil
+}
+
+// scopedPatterns are the patterns of the files named name under root
+// (outside .git), each scoped to its own directory.
+func scopedPatterns(root, name string) ([]gitignore.Pattern, error) {
 	var user []gitignore.Pattern
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -74,7 +107,7 @@ func userPatterns(root string, spec *string) ([]gitignore.Pattern, error) {
 			}
 			return nil
 		}
-		if d.Name() != IgnoreFile || !d.Type().IsRegular() {
+		if d.Name() != name || !d.Type().IsRegular() {
 			return nil
 		}
 		rel, err := filepath.Rel(root, filepath.Dir(path))
@@ -90,9 +123,6 @@ func userPatterns(root string, spec *string) ([]gitignore.Pattern, error) {
 	})
 	if err != nil {
 		return nil, err
-	}
-	if spec != nil {
-		user = append(user, parsePatterns([]byte(*spec), nil)...)
 	}
 	return user, nil
 }

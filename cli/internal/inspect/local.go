@@ -48,13 +48,19 @@ func ReadLocalSource(dir string) (*LocalSource, error) {
 		return nil, fmt.Errorf("invalid resource path %q: --path must be a local directory", dir)
 	}
 	root := sourceRoot(abs)
+	tree, err := packTree(root)
+	if err != nil && root != abs && !isRepository(root) {
+		// The working directory was only a guess at the source (it may be
+		// $HOME or /): when it cannot be packed, dir alone is read.
+		root = abs
+		tree, err = packTree(root)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the source at %s: %w", root, err)
+	}
 	rel, err := filepath.Rel(root, abs)
 	if err != nil {
 		return nil, err
-	}
-	tree, err := packTree(root)
-	if err != nil {
-		return nil, fmt.Errorf("reading the source at %s: %w", root, err)
 	}
 	rel = filepath.ToSlash(rel)
 	if !tree.IsDir(rel) {
@@ -96,14 +102,23 @@ func within(dir, p string) bool {
 }
 
 // packTree packs root as source-controller does and reads the archive
-// back as kustomize-controller does.
+// back as kustomize-controller does. In a Git work tree, what Git ignores
+// is left out too: source-controller packs a clone, which never has it.
 func packTree(root string) (*kustomize.Tree, error) {
 	ignore, err := artifact.LoadIgnore(root, nil)
 	if err != nil {
 		return nil, err
 	}
+	exclude := ignore.Match
+	if isRepository(root) {
+		git, err := artifact.LoadGitIgnore(root)
+		if err != nil {
+			return nil, err
+		}
+		exclude = func(rel string, isDir bool) bool { return ignore.Match(rel, isDir) || git.Match(rel, isDir) }
+	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(artifact.WriteArchive(pw, root, ignore)) }()
+	go func() { pw.CloseWithError(artifact.WriteTarGz(pw, root, artifact.TarOptions{Exclude: exclude})) }()
 	tree, err := kustomize.ReadTree(pr, artifactLimits)
 	pr.CloseWithError(io.ErrClosedPipe) // stops the writer when the reader gave up
 	return tree, err
