@@ -21,8 +21,12 @@ type ControllerFlags map[string][]string
 // reservedFlags are the flags eddy dev sets itself and reads back (ports,
 // state paths, the cluster, JSON logs, leader election, sharding): a
 // controller given another value would be unreachable or unreadable.
-var reservedFlags = []string{"kubeconfig", "health-addr", "metrics-addr", "events-addr", "receiverAddr",
+var reservedFlags = []string{"kubeconfig", "health-addr", "metrics-addr", "events-addr", "receiverAddr", "receiver-addr",
 	"storage-path", "storage-addr", "storage-adv-addr", "enable-leader-election", "watch-label-selector", "log-encoding"}
+
+// stoppingFlags make a controller print something and exit instead of
+// running.
+var stoppingFlags = []string{"help", "h", "version"}
 
 // controllerFlagsFile keeps the flags across `eddy dev down` and `up`.
 func controllerFlagsFile(dir string) string { return filepath.Join(dir, "controller-flags.json") }
@@ -44,12 +48,17 @@ func ParseControllerFlags(values []string) (ControllerFlags, error) {
 			out[name] = []string{}
 		}
 		for _, f := range strings.Fields(flags) {
-			if !strings.HasPrefix(f, "-") {
+			key, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+			// "-" and "--" end a controller's flags: what follows would
+			// be ignored.
+			if !strings.HasPrefix(f, "-") || key == "" {
 				return nil, fmt.Errorf("--controller-flags %q: %q is not a flag: give each flag as --name=value", v, f)
 			}
-			key, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
 			if slices.Contains(reservedFlags, key) {
 				return nil, fmt.Errorf("--controller-flags %q: eddy dev sets --%s itself", v, key)
+			}
+			if slices.Contains(stoppingFlags, key) {
+				return nil, fmt.Errorf("--controller-flags %q: --%s makes the controller exit instead of running", v, key)
 			}
 			out[name] = append(out[name], f)
 		}
@@ -167,16 +176,24 @@ func resolveControllerFlags(dir string, given []string) (ControllerFlags, error)
 }
 
 // checkControllerFlags runs each controller binary of root's bin/ that has
-// flags in f with them and --version, which parses the flags and exits
+// flags in f with --version and them, which parses the flags and exits
 // without touching a cluster: a flag the controller does not take (or a
 // bad value, such as an unknown feature gate) fails here, with the
-// controller's own one-line message, before anything starts.
+// controller's own one-line message, before anything starts. --version
+// comes first and the cluster settings of the environment are dropped, so
+// that no flag can make the check run a controller against the user's
+// cluster.
 func checkControllerFlags(root string, f ControllerFlags) error {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "KUBERNETES_")
+	})
 	for _, name := range Controllers {
 		if len(f[name]) == 0 {
 			continue
 		}
-		out, err := exec.Command(filepath.Join(root, "bin", name), append(slices.Clone(f[name]), "--version")...).CombinedOutput()
+		cmd := exec.Command(filepath.Join(root, "bin", name), append([]string{"--version"}, f[name]...)...)
+		cmd.Env = append(env, "KUBECONFIG="+os.DevNull)
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 			return fmt.Errorf("--controller-flags %s=%s: %s refuses them: %s", name, strings.Join(f[name], " "), name, first)
