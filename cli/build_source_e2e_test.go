@@ -50,6 +50,11 @@ func TestBuildLeavesOutWhatGitIgnoresE2E(t *testing.T) {
 	if !strings.Contains(out, "name: web\n") || !strings.Contains(out, "name: uncommitted\n") {
 		t.Errorf("want both Deployments built:\n%s", out)
 	}
+	if err := os.CopyFS(filepath.Join(repo, "bin", "generated"), os.DirFS(filepath.Join(repo, "apps", "base"))); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = runEddyIn(t, repo, nil, "build", "ks", "apps", "--path", "./bin/generated", "--kustomization-file", ks, "--dry-run")
+	oneLineError(t, out, `invalid resource path "./bin/generated"`, "Git ignores it")
 }
 
 // TestBuildOutsideGitFromLargeWorkingDirectoryE2E: with no Git repository

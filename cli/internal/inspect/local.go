@@ -64,7 +64,11 @@ func ReadLocalSource(dir string) (*LocalSource, error) {
 	}
 	rel = filepath.ToSlash(rel)
 	if !tree.IsDir(rel) {
-		return nil, fmt.Errorf("invalid resource path %q: the source at %s leaves it out (.sourceignore, or Flux's default exclusions)", dir, root)
+		rules := ".sourceignore, or Flux's default exclusions"
+		if isRepository(root) {
+			rules = "Git ignores it, or .sourceignore, or Flux's default exclusions"
+		}
+		return nil, fmt.Errorf("invalid resource path %q: the source at %s leaves it out (%s)", dir, root, rules)
 	}
 	return &LocalSource{Root: root, Path: rel, Tree: tree, Confined: root == abs && !isRepository(root)}, nil
 }
