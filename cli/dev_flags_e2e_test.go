@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,5 +68,27 @@ current-context: prod
 	}
 	if n := requests.Load(); n > 0 {
 		t.Errorf("checking the flags sent %d requests to the cluster of KUBECONFIG", n)
+	}
+}
+
+// TestDevUpExplainsKeptControllerFlagsItRefusesE2E: flags kept from an
+// earlier `eddy dev up` that the controller now refuses (after an upgrade
+// dropped a feature gate, say) fail a plain `eddy dev up` saying they were
+// kept and how to clear them; clearing them lets it go past the check.
+func TestDevUpExplainsKeptControllerFlagsItRefusesE2E(t *testing.T) {
+	u := newUser(t)
+	repo := substRepo(t)
+	if err := os.MkdirAll(u.dir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(u.dir(), "controller-flags.json"), []byte(`{"kustomize-controller": ["--feature-gates=Dropped=true"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	oneLineError(t, u.fails("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev"),
+		"kustomize-controller refuses them", "kept from an earlier `eddy dev up`", "--controller-flags kustomize-controller=")
+	// Typed this time: no such hint.
+	out := u.fails("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev", "--controller-flags", "kustomize-controller=--feature-gates=Typed=true")
+	if strings.Contains(out, "kept from") {
+		t.Errorf("flags given on the command line are said to be kept:\n%s", out)
 	}
 }

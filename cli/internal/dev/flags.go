@@ -182,8 +182,9 @@ func resolveControllerFlags(dir string, given []string) (ControllerFlags, error)
 // controller's own one-line message, before anything starts. --version
 // comes first and the cluster settings of the environment are dropped, so
 // that no flag can make the check run a controller against the user's
-// cluster.
-func checkControllerFlags(root string, f ControllerFlags) error {
+// cluster. Refused flags kept from an earlier `eddy dev up` (not in
+// given) come with how to clear them.
+func checkControllerFlags(root string, f ControllerFlags, given []string) error {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "KUBERNETES_")
 	})
@@ -196,7 +197,12 @@ func checkControllerFlags(root string, f ControllerFlags) error {
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-			return fmt.Errorf("--controller-flags %s=%s: %s refuses them: %s", name, strings.Join(f[name], " "), name, first)
+			err := fmt.Errorf("--controller-flags %s=%s: %s refuses them: %s", name, strings.Join(f[name], " "), name, first)
+			if g, _ := ParseControllerFlags(given); g[name] == nil {
+				// Not typed this time: the user may not remember them.
+				err = fmt.Errorf("%w (kept from an earlier `eddy dev up`: clear them with --controller-flags %s=)", err, name)
+			}
+			return err
 		}
 	}
 	return nil

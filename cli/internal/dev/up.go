@@ -156,7 +156,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	if err := EnsureBinaries(root, u, errOut); err != nil {
 		return err
 	}
-	if err := checkControllerFlags(root, cflags); err != nil {
+	if err := checkControllerFlags(root, cflags, f.ControllerFlags); err != nil {
 		return err
 	}
 	if f.Detach {
