@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/eddyops/eddy/cli/internal/inspect"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -96,18 +100,8 @@ func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespac
 	}
 	k := &kustomizev1.Kustomization{}
 	if lb.kustomizationFile != "" {
-		data, err := os.ReadFile(lb.kustomizationFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("invalid kustomization file %q: cannot be read", lb.kustomizationFile)
-		}
-		if err := yaml.Unmarshal(data, k); err != nil || k.Kind != "Kustomization" || !strings.HasPrefix(k.APIVersion, kustomizev1.GroupVersion.Group+"/") {
-			return nil, nil, fmt.Errorf("invalid kustomization file %q: not a %s Kustomization", lb.kustomizationFile, kustomizev1.GroupVersion.Group)
-		}
-		if k.Name != name {
-			return nil, nil, fmt.Errorf("invalid kustomization file %q: it holds Kustomization %q, not %q", lb.kustomizationFile, k.Name, name)
-		}
-		if k.Namespace == "" {
-			k.Namespace = namespace
+		if k, err = readKustomizationFile(lb.kustomizationFile, name, namespace); err != nil {
+			return nil, nil, err
 		}
 		// Flux compatible: the live object's status (its inventory, so
 		// that diff lists deletions) goes with the file's spec.
@@ -130,6 +124,37 @@ func (lb *localBuild) build(ctx context.Context, c client.Client, name, namespac
 		return nil, nil, err
 	}
 	return k, objs, nil
+}
+
+// readKustomizationFile returns the Kustomization name of namespace (or
+// of no namespace: then it gets namespace) among the YAML or JSON
+// documents of file. Flux compatible: a file may hold several objects, as
+// a cluster directory's files often do.
+func readKustomizationFile(file, name, namespace string) (*kustomizev1.Kustomization, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("invalid kustomization file %q: cannot be read", file)
+	}
+	dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		// Each document as a map first: other kinds need not fit a Kustomization.
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("invalid kustomization file %q: it holds no %s Kustomization %q in namespace %q", file, kustomizev1.GroupVersion.Group, name, namespace)
+		} else if err != nil {
+			return nil, fmt.Errorf("invalid kustomization file %q: not YAML or JSON: %s", file, strings.ReplaceAll(err.Error(), "\n", " "))
+		}
+		if u.GetKind() != kustomizev1.KustomizationKind || !strings.HasPrefix(u.GetAPIVersion(), kustomizev1.GroupVersion.Group+"/") ||
+			u.GetName() != name || (u.GetNamespace() != namespace && u.GetNamespace() != "") {
+			continue
+		}
+		k := &kustomizev1.Kustomization{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, k); err != nil {
+			return nil, fmt.Errorf("invalid kustomization file %q: Kustomization %q: %s", file, name, strings.ReplaceAll(err.Error(), "\n", " "))
+		}
+		k.Namespace = namespace
+		return k, nil
+	}
 }
 
 // objectsYAML is each object as a YAML document behind "---".

@@ -76,3 +76,47 @@ func TestBuildOutsideGitFromLargeWorkingDirectoryE2E(t *testing.T) {
 		t.Errorf("exit %d, want the Deployment built:\n%s", code, out)
 	}
 }
+
+// TestBuildPicksItsKustomizationFromAFileOfSeveralE2E: --kustomization-file
+// may hold several objects (a cluster directory's infrastructure.yaml
+// holds two Kustomizations), as flux build reads it: the one named, in the
+// namespace of -n or none; another kind with an unrelated spec is skipped;
+// a name the file does not hold is a one-line error naming it.
+func TestBuildPicksItsKustomizationFromAFileOfSeveralE2E(t *testing.T) {
+	repo := gitInitFiles(t, map[string]string{
+		"app/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n",
+	})
+	file := filepath.Join(t.TempDir(), "infrastructure.yaml")
+	if err := os.WriteFile(file, []byte(`# the cluster's Kustomizations
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: infra}
+spec: {finalizers: [kubernetes]}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: infra-controllers, namespace: flux-system}
+spec: {interval: 1h, path: ./app, prune: true, targetNamespace: controllers, sourceRef: {kind: GitRepository, name: flux-system}}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: infra-configs, namespace: other}
+spec: {interval: 1h, path: ./app, prune: true, targetNamespace: elsewhere, sourceRef: {kind: GitRepository, name: flux-system}}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: infra-configs, namespace: flux-system}
+spec: {interval: 1h, path: ./app, prune: true, targetNamespace: configs, sourceRef: {kind: GitRepository, name: flux-system}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ namespace, want string }{{"flux-system", "configs"}, {"other", "elsewhere"}} {
+		out, code := runEddyIn(t, repo, nil, "build", "ks", "infra-configs", "-n", c.namespace, "--path", "./app", "--kustomization-file", file, "--dry-run")
+		if code != 0 || !strings.Contains(out, "namespace: "+c.want+"\n") {
+			t.Errorf("-n %s: exit %d, want the ConfigMap in namespace %s:\n%s", c.namespace, code, c.want, out)
+		}
+	}
+	out, _ := runEddyIn(t, repo, nil, "build", "ks", "apps", "--path", "./app", "--kustomization-file", file, "--dry-run")
+	oneLineError(t, out, "invalid kustomization file", `Kustomization "apps" in namespace "flux-system"`)
+}
