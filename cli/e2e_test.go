@@ -80,6 +80,20 @@ func built(t *testing.T) (root, eddy string) {
 	return buildOnce.root, buildOnce.eddy
 }
 
+// builtVersion is the version bin/eddy reports (`make build` links the
+// commit's; a plain go build says "dev"): what it writes into manifests
+// and commits.
+func builtVersion(t *testing.T) string {
+	t.Helper()
+	_, eddy := built(t)
+	out, err := exec.Command(eddy, "version", "--client").Output()
+	v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "eddy: ")
+	if err != nil || !ok {
+		t.Fatalf("eddy version --client: %v: %q", err, out)
+	}
+	return v
+}
+
 // madeBin reports whether EDDY_BUILT_BIN_DIR is root's bin/ and holds every
 // binary eddy dev runs, and eddy.
 func madeBin(root string) bool {

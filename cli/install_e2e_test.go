@@ -46,7 +46,7 @@ func TestInstallE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	kc := "--kubeconfig=" + cluster.KubeconfigPath
-	bundle, err := install.Objects(install.DefaultOptions(version))
+	bundle, err := install.Objects(install.DefaultOptions(builtVersion(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ current-context: c
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := install.DefaultOptions(version)
+		o := install.DefaultOptions(builtVersion(t))
 		o.Namespace, o.NetworkPolicy = "gitops", false
 		want, err := install.Render(o)
 		if err != nil {
@@ -228,7 +228,7 @@ current-context: c
 	// below then has to remove the shards too.
 	t.Run("Shards", func(t *testing.T) {
 		u := &user{t: t, eddy: u.eddy, state: u.state}
-		o := install.DefaultOptions(version)
+		o := install.DefaultOptions(builtVersion(t))
 		o.Shards = []string{"a", "b"}
 		sharded, err := install.Objects(o)
 		if err != nil {
