@@ -34,20 +34,13 @@ var buildOnce struct {
 
 // built builds the controllers, their helpers (a stale bin/eddy-sops beside a
 // new kustomize-controller would be run) and eddy into bin/ of the checkout,
-// as `make build` does, once per test binary. Under `make test`
-// (EDDY_BUILT_BIN_DIR is that bin/, just built) it uses them as they are:
-// linking them again with other flags replaced, mid-run, the binaries the
-// other packages' tests use, with CPU taken from the tests running beside.
+// as `make build` does, once per test binary.
 func built(t *testing.T) (root, eddy string) {
 	t.Helper()
 	buildOnce.Do(func() {
 		root, err := localcluster.WorkspaceRoot()
 		if err != nil {
 			buildOnce.err = err
-			return
-		}
-		buildOnce.root, buildOnce.eddy = root, filepath.Join(root, "bin", "eddy")
-		if madeBin(root) {
 			return
 		}
 		for _, args := range [][]string{
@@ -61,6 +54,7 @@ func built(t *testing.T) (root, eddy string) {
 				return
 			}
 		}
+		buildOnce.root, buildOnce.eddy = root, filepath.Join(root, "bin", "eddy")
 	})
 	if buildOnce.err != nil {
 		t.Fatal(buildOnce.err)
@@ -69,24 +63,6 @@ func built(t *testing.T) (root, eddy string) {
 		t.Fatal("bin/k8s is missing: run `make tools`")
 	}
 	return buildOnce.root, buildOnce.eddy
-}
-
-// madeBin reports whether EDDY_BUILT_BIN_DIR is root's bin/ and holds every
-// binary eddy dev runs, and eddy.
-func madeBin(root string) bool {
-	dir := os.Getenv("EDDY_BUILT_BIN_DIR")
-	if dir == "" {
-		return false
-	}
-	if abs, err := filepath.Abs(dir); err != nil || abs != filepath.Join(root, "bin") {
-		return false
-	}
-	for _, name := range append(append([]string{"eddy"}, dev.Controllers...), dev.Helpers...) {
-		if !fileExists(filepath.Join(dir, filepath.Base(name))) {
-			return false
-		}
-	}
-	return true
 }
 
 func prefixed(p string, names []string) []string {
