@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -146,7 +147,10 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 // sharding), the sources they refer to are watched whatever their labels.
 // The leader-election lease is LeaderElectionID(name, selector) in
 // $RUNTIME_NAMESPACE (Flux's variable), else the pod's own namespace;
-// outside a cluster leader election needs RUNTIME_NAMESPACE. The metrics
+// outside a cluster leader election needs RUNTIME_NAMESPACE. When the
+// lease cannot be created because that namespace is gone (deleted, or
+// being deleted), the manager stops with an error naming it, so the binary
+// exits 1 and is restarted instead of waiting for the lease forever. The metrics
 // address also serves Go's profiles under /debug/pprof/ (as Flux). The logger is
 // the caller's (SetupLogger in a binary).
 func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Scheme, watched ...client.Object) (ctrl.Manager, error) {
@@ -178,21 +182,29 @@ func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Sche
 		}
 	}
 	events := record.NewBroadcasterWithCorrelatorOptions(record.CorrelatorOptions{SpamKeyFunc: eventSpamKey})
+	var lock *leaseLock
+	if o.EnableLeaderElection {
+		var err error
+		if lock, err = o.newLeaseLock(cfg, LeaderElectionID(name, o.WatchLabelSelector), events, scheme); err != nil {
+			return nil, fmt.Errorf("leader election: %w", err)
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		EventBroadcaster:              events, //nolint:staticcheck // the only way to set the correlator's options
-		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr, ExtraHandlers: pprofHandlers()},
-		HealthProbeBindAddress:        o.HealthAddr,
-		LeaderElection:                o.EnableLeaderElection,
-		LeaderElectionID:              LeaderElectionID(name, o.WatchLabelSelector),
-		LeaderElectionNamespace:       os.Getenv("RUNTIME_NAMESPACE"), // Flux's variable; empty means the pod's namespace
-		LeaderElectionReleaseOnCancel: o.ReleaseOnCancel,
-		LeaseDuration:                 &o.LeaseDuration,
-		RenewDeadline:                 &o.RenewDeadline,
-		RetryPeriod:                   &o.RetryPeriod,
-		Cache:                         cacheOpts,
-		Client:                        o.clientOptions(),
-		GracefulShutdownTimeout:       o.GracefulShutdownTimeout,
+		EventBroadcaster:                    events, //nolint:staticcheck // the only way to set the correlator's options
+		Scheme:                              scheme,
+		Metrics:                             metricsserver.Options{BindAddress: o.MetricsAddr, ExtraHandlers: pprofHandlers()},
+		HealthProbeBindAddress:              o.HealthAddr,
+		LeaderElection:                      o.EnableLeaderElection,
+		LeaderElectionID:                    LeaderElectionID(name, o.WatchLabelSelector),
+		LeaderElectionNamespace:             os.Getenv("RUNTIME_NAMESPACE"), // Flux's variable; empty means the pod's namespace
+		LeaderElectionResourceLockInterface: lockInterface(lock),
+		LeaderElectionReleaseOnCancel:       o.ReleaseOnCancel,
+		LeaseDuration:                       &o.LeaseDuration,
+		RenewDeadline:                       &o.RenewDeadline,
+		RetryPeriod:                         &o.RetryPeriod,
+		Cache:                               cacheOpts,
+		Client:                              o.clientOptions(),
+		GracefulShutdownTimeout:             o.GracefulShutdownTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -204,6 +216,11 @@ func (o *Options) NewManager(name string, cfg *rest.Config, scheme *runtime.Sche
 		return nil
 	})); err != nil {
 		return nil, err
+	}
+	if lock != nil {
+		if err := mgr.Add(leaseWatch{lock}); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err
@@ -286,6 +303,14 @@ func Run(mgr ctrl.Manager, name string) error {
 		return err
 	}
 	return nil
+}
+
+// lockInterface is lock as the manager's option: nil stays a nil interface.
+func lockInterface(lock *leaseLock) resourcelock.Interface {
+	if lock == nil {
+		return nil
+	}
+	return lock
 }
 
 // Jitter varies d by a random amount of up to ± percent, so objects created

@@ -253,15 +253,15 @@ func TestRemoveServedKeepsTheUsersRepositories(t *testing.T) {
 	}
 }
 
-// The work tree recorded by SetWorkTree (`eddy dev up --repo B` on a
+// The work tree recorded by SetSync (`eddy dev up --repo B` on a
 // running environment) is the one ReadState returns, even after the owner
 // rewrote state.json with the work tree it started with.
-func TestSetWorkTreeOutlivesTheOwnersStateWrites(t *testing.T) {
+func TestSetSyncOutlivesTheOwnersStateWrites(t *testing.T) {
 	dir := t.TempDir()
 	if err := writeState(dir, &State{PID: 1, Phase: PhaseRunning, WorkTree: "/src/a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetWorkTree(dir, "/src/b"); err != nil {
+	if err := SetSync(dir, &Source{WorkTree: "/src/b", URL: "http://127.0.0.1:1/b", Branch: "main", Path: "./"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := writeState(dir, &State{PID: 1, Phase: PhaseRunning, WorkTree: "/src/a"}); err != nil { // a controller restarted
@@ -270,7 +270,10 @@ func TestSetWorkTreeOutlivesTheOwnersStateWrites(t *testing.T) {
 	if s, err := ReadState(dir); err != nil || s.WorkTree != "/src/b" {
 		t.Fatalf("ReadState: %+v, %v; want work tree /src/b", s, err)
 	}
-	if err := SetWorkTree(dir, ""); err != nil { // re-pointed at a URL
+	if src := readSync(dir); src == nil || src.URL != "http://127.0.0.1:1/b" || src.Branch != "main" {
+		t.Errorf("readSync: %+v; want the source recorded", src)
+	}
+	if err := SetSync(dir, &Source{URL: "https://example.com/c.git"}); err != nil { // re-pointed at a URL
 		t.Fatal(err)
 	}
 	if s, _ := ReadState(dir); s.WorkTree != "" {

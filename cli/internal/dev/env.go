@@ -8,28 +8,26 @@
 // Layout of the state directory:
 //
 //	state.json   the running environment (State)
-//	sync.json    the work tree the environment syncs (see SetWorkTree)
+//	sync.json    what the environment syncs (see SetSync)
 //	cluster/     the local cluster: certificates, etcd data, kubeconfig, component logs
 //	git/         the Git server's root: symlinks to served repositories, snapshots of plain directories
 //	storage/     source-controller's artifacts (storage/shard<i>/ those of its shard i)
 //	logs/        controller logs, events.log (events posted to --events-addr), alerts.log
 //	             (alerts received by the sink), supervise.log
 //	webhook-token the Receivers' token (kept across restarts; never printed)
+//	controller-flags.json  the controllers' extra flags (--controller-flags; kept across restarts)
 package dev
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/eddyops/eddy/cli/internal/scheme"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,6 +86,10 @@ type Options struct {
 	// the cluster starts.
 	UI       bool
 	UIListen string
+	// ControllerFlags are the controllers' extra flags; once all
+	// controllers are ready they are kept in the state directory for the
+	// next start (see LoadControllerFlags).
+	ControllerFlags ControllerFlags
 }
 
 // ShardedControllers are the controllers `eddy dev up --shards` runs shard
@@ -119,6 +121,9 @@ type Env struct {
 	ncEvents, ncReceiver int
 
 	stopUI context.CancelFunc // stops the web UI (Options.UI)
+	// reported holds, by process, 1 + the restarts at the exit last
+	// reported by reportExits (guarded by mu).
+	reported map[string]int
 }
 
 // ErrRunning is returned by Start when the state directory's environment runs.
@@ -190,7 +195,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
 	_ = os.Remove(syncPath(opts.StateDir))
 	e := &Env{Opts: opts, Sup: &process.Supervisor{}, Scheme: scheme.New(), lock: lock}
-	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Shards: opts.Shards}
+	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Shards: opts.Shards, ControllerFlags: opts.ControllerFlags}
 	defer func() {
 		if err != nil {
 			e.Stop()
@@ -199,7 +204,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.save(); err != nil {
 		return nil, err
 	}
-	e.Sup.OnChange = func() { _ = e.save() }
+	e.Sup.OnChange = func() {
+		_ = e.save()
+		e.reportExits()
+	}
 
 	for _, step := range []func(context.Context) error{e.startCluster, e.startServers, e.startControllers, e.startUI} {
 		if err := step(ctx); err != nil {
@@ -319,7 +327,10 @@ func (e *Env) startControllers(ctx context.Context) error {
 			e.progress("started %s (pid %d, log %s)", spec.Name, st[len(st)-1].PID, spec.LogPath)
 		}
 	}
-	return e.waitControllersReady(ctx, 60*time.Second)
+	if err := e.waitControllersReady(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	return saveControllerFlags(e.Opts.StateDir, e.Opts.ControllerFlags)
 }
 
 // checkUIListen fails when listen (host:port) cannot be bound, saying how
@@ -380,16 +391,37 @@ func (e *Env) startUI(context.Context) error {
 	return e.save()
 }
 
-// SetRunning records the phase running, with the served work tree (empty
-// for a remote repository), in the state file.
-func (e *Env) SetRunning(workTree string) error {
+// SetRunning records the phase running and the source src it syncs (see
+// SetSync) in the state directory.
+func (e *Env) SetRunning(src *Source) error {
 	e.mu.Lock()
-	e.state.Phase, e.state.WorkTree = PhaseRunning, workTree
+	e.state.Phase, e.state.WorkTree = PhaseRunning, src.WorkTree
 	e.mu.Unlock()
-	if err := SetWorkTree(e.Opts.StateDir, workTree); err != nil {
+	if err := SetSync(e.Opts.StateDir, src); err != nil {
 		return err
 	}
 	return e.save()
+}
+
+// reportExits says, once per exit, which controller exited and why (the
+// last line of its log): the supervisor restarts it, and the user sees it
+// where the environment's progress goes (the console, or supervise.log).
+func (e *Env) reportExits() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.state.Phase == PhaseStopping {
+		return
+	}
+	for _, p := range e.Sup.Status() {
+		if p.LastExit == "" || p.Held || Alive(p.PID) || e.reported[p.Name] == p.Restarts+1 {
+			continue
+		}
+		if e.reported == nil {
+			e.reported = map[string]int{}
+		}
+		e.reported[p.Name] = p.Restarts + 1
+		e.progress("%s exited (%s): %s; restarting it (see `eddy dev status`)", p.Name, p.LastExit, LastLogLine(p.LogPath))
+	}
 }
 
 // State returns a copy of the environment's state.
@@ -453,6 +485,8 @@ func (e *Env) controllerSpec(name string, shard int) (process.Spec, []int, error
 			fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storage))
 		used = append(used, storage)
 	}
+	// The user's flags last: they override eddy dev's (none reserved; see ParseControllerFlags).
+	args = append(args, e.Opts.ControllerFlags.forProcess(procName)...)
 	return process.Spec{
 		Name: procName, Bin: filepath.Join(e.Opts.Root, "bin", name), Args: args,
 		Env:       []string{"RUNTIME_NAMESPACE=" + Namespace},
@@ -541,72 +575,4 @@ func (e *Env) Stop() {
 		_ = os.Remove(statePath(e.Opts.StateDir))
 		_ = e.lock.Close() // releases the flock
 	})
-}
-
-// listening reports whether a loopback port accepts connections.
-func listening(port int) bool {
-	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
-}
-
-func portOf(url string) int {
-	_, p, err := net.SplitHostPort(url[len("http://"):])
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(p)
-	return n
-}
-
-// LastLogLine returns the last line of a controller's log, shortened: for a
-// JSON log line its message and error; "no output" when there is none.
-func LastLogLine(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "no log"
-	}
-	defer f.Close()
-	const tail = 64 << 10
-	if fi, err := f.Stat(); err == nil && fi.Size() > tail {
-		_, _ = f.Seek(-tail, io.SeekEnd)
-	}
-	data, _ := io.ReadAll(f)
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	line := strings.TrimSpace(lines[len(lines)-1])
-	if line == "" {
-		return "no output"
-	}
-	var entry struct {
-		Msg   string `json:"msg"`
-		Error string `json:"error"`
-	}
-	if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg != "" {
-		line = entry.Msg
-		if entry.Error != "" {
-			line += ": " + entry.Error
-		}
-	}
-	line = strings.Join(strings.Fields(line), " ")
-	if len(line) > 300 {
-		line = line[:300] + "…"
-	}
-	return line
-}
-
-// Healthy reports whether url answers 200 within a second.
-func Healthy(url string) bool {
-	if url == "" {
-		return false
-	}
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -213,22 +215,17 @@ func postCommit(ctx context.Context, stateDir, dir string) (string, error) {
 	if ref := repo.Spec.Reference; ref != nil && ref.Branch != "" && ref.Branch != branch {
 		return "", fmt.Errorf("branch %s is not the synced branch %s", branch, ref.Branch)
 	}
-	r := &notificationv1.Receiver{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: HookReceiver}, r); err != nil {
-		return "", fmt.Errorf("Receiver %s/%s: %v (run `eddy dev up` to create it)", Namespace, HookReceiver, err)
-	}
-	token, err := os.ReadFile(tokenFile(stateDir))
+	r, tok, err := hookReceiver(ctx, c)
 	if err != nil {
-		return "", errors.New("no webhook token in the state directory")
+		return "", err
 	}
-	tok := strings.TrimSpace(string(token))
 	body, err := webhook.GitHubPush("refs/heads/"+branch, before, after, "eddy-dev/"+filepath.Base(top), repo.Spec.URL,
 		webhook.Commit{ID: after, Message: subject, Timestamp: when})
 	if err != nil {
 		return "", err
 	}
 	hc := &http.Client{Timeout: time.Second}
-	url := strings.TrimRight(s.ReceiverURL, "/") + webhook.Path(tok, r.Name, r.Namespace)
+	url := strings.TrimRight(s.ReceiverURL, "/") + r.Status.WebhookPath
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return "", err
@@ -243,5 +240,41 @@ func postCommit(ctx context.Context, stateDir, dir string) (string, error) {
 		return "", fmt.Errorf("Receiver %s/%s: notification-controller unreachable", r.Namespace, r.Name)
 	}
 	resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return "", fmt.Errorf("Receiver %s/%s: %s: notification-controller serves no Receiver at its status.webhookPath yet "+
+			"(its token Secret just changed?): commit again in a moment, or see `eddy dev status`", r.Namespace, r.Name, resp.Status)
+	}
 	return fmt.Sprintf("push of %s %.7s sent to Receiver %s/%s: %s", branch, after, r.Namespace, r.Name, resp.Status), nil
+}
+
+// hookReceiver returns the Receiver HookReceiver and the token of the
+// Secret it names, as notification-controller uses them: the request goes
+// to its status.webhookPath, signed with that token, so the hook works
+// whatever changed the Secret. An error says what is wrong and how to
+// repair it; it never holds the token.
+func hookReceiver(ctx context.Context, c client.Client) (*notificationv1.Receiver, string, error) {
+	r := &notificationv1.Receiver{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: HookReceiver}, r); err != nil {
+		return nil, "", fmt.Errorf("Receiver %s/%s: %v (run `eddy dev up` to restore it)", Namespace, HookReceiver, err)
+	}
+	if r.Status.WebhookPath == "" {
+		why := "not reconciled yet"
+		if c := apimeta.FindStatusCondition(r.Status.Conditions, meta.ReadyCondition); c != nil && c.Status != metav1.ConditionTrue {
+			why = c.Message
+		}
+		return nil, "", fmt.Errorf("Receiver %s/%s has no webhook path: %s (run `eddy dev up` to restore it)", r.Namespace, r.Name, why)
+	}
+	if r.Spec.SecretRef == nil {
+		return nil, "", fmt.Errorf("Receiver %s/%s names no Secret (run `eddy dev up` to restore it)", r.Namespace, r.Name)
+	}
+	sec := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: r.Namespace, Name: r.Spec.SecretRef.Name}
+	if err := c.Get(ctx, key, sec); err != nil {
+		return nil, "", fmt.Errorf("Secret %s of Receiver %s/%s: %v (run `eddy dev up` to restore it)", key, r.Namespace, r.Name, err)
+	}
+	tok := string(sec.Data["token"]) // as notification-controller reads it: not trimmed
+	if tok == "" {
+		return nil, "", fmt.Errorf("Secret %s of Receiver %s/%s has no key token (run `eddy dev up` to restore it)", key, r.Namespace, r.Name)
+	}
+	return r, tok, nil
 }

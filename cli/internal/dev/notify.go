@@ -23,16 +23,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Secrets `eddy dev up` creates in flux-system for the notification objects
-// of a repository (examples/platform-config/clusters/dev/notifications.yaml
-// names them), so no secret is committed.
+// Secrets `eddy dev up` creates in flux-system for its own Receiver and
+// for the notification objects of a repository
+// (examples/platform-config/clusters/dev/notifications.yaml names them),
+// so no secret is committed. Their names start with eddy-dev- so that no
+// repository's Secret replaces them: a repository following Flux's
+// documentation declares its own webhook-token.
 const (
 	// WebhookSecret holds `token`: the Receivers' token, random, kept in
 	// <state dir>/webhook-token so the receiver URL survives a restart.
-	WebhookSecret = "webhook-token"
+	WebhookSecret = "eddy-dev-webhook-token"
 	// AlertsSinkSecret holds `address`: the URL of the alerts sink (only
 	// with Options.AlertsSink).
-	AlertsSinkSecret = "alerts-sink"
+	AlertsSinkSecret = "eddy-dev-alerts-sink"
 )
 
 // maxEventBytes bounds an event's body, as notification-controller does.

@@ -12,6 +12,9 @@ import (
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,4 +108,29 @@ func TestPostCommitHungEnvironment(t *testing.T) {
 		t.Errorf("output %q; want one line saying the commit was not sent, without the token", s)
 	}
 	t.Logf("hook output: %s", strings.TrimSpace(s))
+}
+
+// The hook sends to the path notification-controller serves, signed with
+// the token of the Secret the Receiver names, whatever changed that
+// Secret; a Receiver without a path gets a one-line explanation with its
+// Ready message and the repair, never the token.
+func TestHookReceiverFollowsTheClusterOrExplains(t *testing.T) {
+	ready := &notificationv1.Receiver{ObjectMeta: metav1.ObjectMeta{Name: HookReceiver, Namespace: Namespace},
+		Spec:   notificationv1.ReceiverSpec{Type: notificationv1.GitHubReceiver, SecretRef: &meta.LocalObjectReference{Name: WebhookSecret}},
+		Status: notificationv1.ReceiverStatus{WebhookPath: "/hook/abc"}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: WebhookSecret, Namespace: Namespace}, Data: map[string][]byte{"token": []byte("changed\n")}}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(ready, sec).Build()
+	r, tok, err := hookReceiver(t.Context(), c)
+	if err != nil || r.Status.WebhookPath != "/hook/abc" || tok != "changed\n" {
+		t.Errorf("hookReceiver: %v, %q, %v; want the status path and the Secret's token as it is", r, tok, err)
+	}
+
+	notReady := ready.DeepCopy()
+	notReady.Status = notificationv1.ReceiverStatus{Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionFalse,
+		Reason: notificationv1.TokenNotFoundReason, Message: "unable to read token from secret 'flux-system/eddy-dev-webhook-token'"}}}
+	c = fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(notReady).Build()
+	_, _, err = hookReceiver(t.Context(), c)
+	if err == nil || !strings.Contains(err.Error(), "unable to read token") || !strings.Contains(err.Error(), "run `eddy dev up` to restore it") {
+		t.Errorf("hookReceiver of a Receiver without a path: %v; want its Ready message and the repair", err)
+	}
 }

@@ -7,15 +7,21 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/eddyops/eddy/cli/internal/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // PrintStatus is `eddy dev status`: the environment, its processes with
-// their health and restarts, and the sync objects. An error when none runs
-// or a controller is not ready.
+// their health (a controller's readiness probe and its leader-election
+// lease), restarts, why each controller that is not ready is not (the last
+// line of its log), and the sync objects. An error when none runs or a
+// controller is not ready.
 func PrintStatus(ctx context.Context, out io.Writer) error {
 	dir, err := DefaultStateDir()
 	if err != nil {
@@ -54,38 +60,62 @@ func PrintStatus(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "alerts sink: %s (Secret %s/%s; alerts in %s)\n", s.AlertsSink, Namespace, AlertsSinkSecret,
 			filepath.Join(dir, "logs", "alerts.log"))
 	}
+	if flags := s.ControllerFlags.Lines(); len(flags) > 0 {
+		fmt.Fprintf(out, "flags:       %s\n", strings.Join(flags, "\n             "))
+	}
 	fmt.Fprintln(out)
+	var c client.Client
+	if s.Kubeconfig != "" && s.Phase == PhaseRunning {
+		c, _ = ClientFor(s.Kubeconfig)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	tw := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "PROCESS\tPID\tHEALTH\tRESTARTS\tLAST EXIT\tLOG")
+	fmt.Fprintln(tw, "PROCESS\tPID\tHEALTH\tRESTARTS\tLEASE\tLAST EXIT\tLOG")
 	for _, p := range s.Cluster {
 		health := "running"
 		if !Alive(p.PID) {
 			health = "exited"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t-\t\t%s\n", p.Name, p.PID, health, p.Log)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t-\t\t\t%s\n", p.Name, p.PID, health, p.Log)
 	}
-	unhealthy := 0
+	var why []string
+	leaseMissing := false
+	now := time.Now()
 	for _, p := range s.Controllers {
-		health := "ready"
-		switch {
-		case !Alive(p.PID):
-			health, unhealthy = "down", unhealthy+1
-		case !Healthy(p.HealthURL):
-			health, unhealthy = "not ready", unhealthy+1
+		health, lease := controllerHealth(ctx, c, p, s.Shards, now)
+		if health != "ready" {
+			why = append(why, fmt.Sprintf("  %s: %s", p.Name, LastLogLine(p.LogPath)))
+			leaseMissing = leaseMissing || lease == LeaseMissing
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", p.Name, p.PID, health, p.Restarts, p.LastExit, p.LogPath)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", p.Name, p.PID, health, p.Restarts, lease, p.LastExit, p.LogPath)
 	}
 	_ = tw.Flush()
-	if s.Kubeconfig != "" && s.Phase == PhaseRunning {
-		if c, err := ClientFor(s.Kubeconfig); err == nil {
-			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			fmt.Fprintln(out)
-			status.PrintSyncTable(ctx, out, c)
+	if len(why) > 0 {
+		fmt.Fprintf(out, "\nnot ready, with the last line of each log:\n%s\n", strings.Join(why, "\n"))
+		if leaseMissing && namespaceGone(ctx, c) {
+			fmt.Fprintf(out, "namespace %s is gone or being deleted (a Kustomization that declared it pruned it?): the controllers cannot take "+
+				"their leases and exit; run `eddy dev up` to re-create it and eddy dev's objects\n", Namespace)
 		}
 	}
+	if c != nil {
+		fmt.Fprintln(out)
+		status.PrintSyncTable(ctx, out, c)
+	}
+	unhealthy := len(why)
 	if unhealthy > 0 {
 		return fmt.Errorf("%d controller(s) not ready", unhealthy)
 	}
 	return nil
+}
+
+// namespaceGone reports whether the namespace Namespace is gone or being
+// deleted; false when c is nil or it cannot be read.
+func namespaceGone(ctx context.Context, c client.Client) bool {
+	if c == nil {
+		return false
+	}
+	ns := &corev1.Namespace{}
+	err := c.Get(ctx, client.ObjectKey{Name: Namespace}, ns)
+	return apierrors.IsNotFound(err) || err == nil && ns.DeletionTimestamp != nil
 }

@@ -47,11 +47,13 @@ type State struct {
 	UI string `json:"ui,omitempty"`
 	// WorkTree is where commits are picked up from (the user's repository or
 	// the snapshot of a plain directory). ReadState takes it from sync.json,
-	// which SetWorkTree writes whenever the sync is pointed at a repository.
+	// which SetSync writes whenever the sync is pointed at a repository.
 	WorkTree string `json:"workTree,omitempty"`
 	// Shards is the number of shard processes per sharded controller
 	// (`eddy dev up --shards`).
 	Shards int `json:"shards,omitempty"`
+	// ControllerFlags are the controllers' extra flags (--controller-flags).
+	ControllerFlags ControllerFlags `json:"controllerFlags,omitempty"`
 	// Ports are every loopback port the environment listens on.
 	Ports []int `json:"ports,omitempty"`
 	// Cluster are the local cluster's processes; Controllers the supervised ones.
@@ -86,8 +88,14 @@ func statePath(dir string) string { return filepath.Join(dir, "state.json") }
 // environment can record a new repository without racing the owner.
 func syncPath(dir string) string { return filepath.Join(dir, "sync.json") }
 
+// syncFile is sync.json: the work tree, and what the sync objects were
+// created with, so `eddy dev up` can re-create them (see repair).
 type syncFile struct {
-	WorkTree string `json:"workTree"`
+	WorkTree        string `json:"workTree"`
+	URL             string `json:"url,omitempty"`
+	Branch          string `json:"branch,omitempty"`
+	Path            string `json:"path,omitempty"`
+	TargetNamespace string `json:"targetNamespace,omitempty"`
 }
 
 // ReadState reads the state file of dir, with the work tree of sync.json;
@@ -110,14 +118,28 @@ func ReadState(dir string) (*State, error) {
 	return s, nil
 }
 
-// SetWorkTree records the work tree the environment of dir now syncs (""
-// for a remote repository).
-func SetWorkTree(dir, workTree string) error {
-	data, err := json.Marshal(syncFile{WorkTree: workTree})
+// SetSync records what the environment of dir now syncs: src, its work
+// tree "" for a remote repository.
+func SetSync(dir string, src *Source) error {
+	data, err := json.Marshal(syncFile{WorkTree: src.WorkTree, URL: src.URL, Branch: src.Branch, Path: src.Path, TargetNamespace: src.TargetNamespace})
 	if err != nil {
 		return err
 	}
 	return writeAtomic(syncPath(dir), data)
+}
+
+// readSync returns the source SetSync recorded in dir (its URL, branch,
+// path and target namespace); nil when none is.
+func readSync(dir string) *Source {
+	data, err := os.ReadFile(syncPath(dir))
+	if err != nil {
+		return nil
+	}
+	var sf syncFile
+	if json.Unmarshal(data, &sf) != nil || sf.URL == "" {
+		return nil
+	}
+	return &Source{URL: sf.URL, Branch: sf.Branch, Path: sf.Path, TargetNamespace: sf.TargetNamespace, WorkTree: sf.WorkTree}
 }
 
 // writeState replaces the state file atomically.
