@@ -33,8 +33,12 @@ const (
 	shardKey = "sharding.fluxcd.io/key"
 	// runtimeNS holds the leader-election leases (RUNTIME_NAMESPACE).
 	runtimeNS = "eddy-system"
-	// Leases short enough for a test, in the ratio of Flux's defaults.
-	leaseDuration = 6 * time.Second
+	// Leases short enough for a test, in about the ratio of Flux's
+	// defaults; the renew deadline (half of it the lease requests' timeout)
+	// long enough that a loaded machine's slow API server does not take
+	// the lease from a live leader, which then exits.
+	leaseDuration = 15 * time.Second
+	renewDeadline = 12 * time.Second
 	retryPeriod   = time.Second
 	fleet         = 300
 )
@@ -75,7 +79,7 @@ func start(t *testing.T, name, shard, replica string) *controller {
 	}
 	c := &controller{name: name, shard: shard}
 	args := []string{"--watch-label-selector=" + selector(shard), "--enable-leader-election",
-		"--leader-election-lease-duration=" + leaseDuration.String(), "--leader-election-renew-deadline=4s",
+		"--leader-election-lease-duration=" + leaseDuration.String(), "--leader-election-renew-deadline=" + renewDeadline.String(),
 		"--leader-election-retry-period=" + retryPeriod.String(), "--log-encoding=json", "--concurrent=4",
 		"--min-retry-delay=200ms", "--max-retry-delay=2s"}
 	if name == "source-controller" {
