@@ -556,8 +556,11 @@ func testHelmRepositoryTLS(t *testing.T) {
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), cur); err != nil {
 		t.Fatal(err)
 	}
+	// A merge patch: the controller writes the object (status, finalizer)
+	// meanwhile, and an Update of what was read would conflict.
+	patch := client.MergeFrom(cur.DeepCopy())
 	cur.Spec.CertSecretRef = &meta.LocalObjectReference{Name: "ca"}
-	if err := env.Client.Update(context.Background(), cur); err != nil {
+	if err := env.Client.Patch(context.Background(), cur, patch); err != nil {
 		t.Fatal(err)
 	}
 	got = waitHelmReady(t, obj)
