@@ -55,14 +55,17 @@ func (r *registryFlags) open(cmd *cobra.Command, ociURL string) (string, *oci.Cl
 	return url, c, u, nil
 }
 
+// pushFlags are the flags of `push artifact`.
+type pushFlags struct {
+	reg                            registryFlags
+	path, source, revision, output string
+	ignorePaths, annotations       []string
+	reproducible, resolveSymlinks  bool
+}
+
 func newPushCommand(g *globalFlags) *cobra.Command {
 	push := &cobra.Command{Use: "push", Short: "Push artifacts to OCI registries"}
-	var (
-		reg                            registryFlags
-		path, source, revision, output string
-		ignorePaths, annotations       []string
-		reproducible, resolveSymlinks  bool
-	)
+	var p pushFlags
 	cmd := &cobra.Command{
 		Use:   "artifact",
 		Short: "Push artifact",
@@ -79,95 +82,110 @@ The command can read the credentials from '~/.docker/config.json' but they can a
 	--source="$(git config --get remote.origin.url)" \
 	--revision="$(git branch --show-current)@sha1:$(git rev-parse HEAD)" \
 	--annotations='org.opencontainers.image.licenses=Apache-2.0'`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 1 {
-				return errors.New("artifact URL is required")
-			}
-			if source == "" {
-				return errors.New("--source is required")
-			}
-			if revision == "" {
-				return errors.New("--revision is required")
-			}
-			if path == "" {
-				return fmt.Errorf("invalid path %q", path)
-			}
-			if output != "" && output != "json" && output != "yaml" {
-				return fmt.Errorf("invalid output format %q, can be 'json' or 'yaml'", output)
-			}
-			src, cleanup, err := pathOrStdin(path, cmd.InOrStdin(), resolveSymlinks)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			meta := oci.Metadata{Source: source, Revision: revision, Annotations: map[string]string{}}
-			for _, a := range annotations {
-				kv := strings.Split(a, "=")
-				if len(kv) != 2 {
-					return fmt.Errorf("invalid annotation %s, must be in the format key=value", a)
-				}
-				meta.Annotations[kv[0]] = kv[1]
-			}
-			if reproducible {
-				meta.Created = oci.ReproducibleCreated
-			}
-			url, c, u, err := reg.open(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			tag, err := name.NewTag(url)
-			if err != nil {
-				return fmt.Errorf("artifact tag parsing failed: %w", err)
-			}
-			if output == "" {
-				u.Action("pushing artifact to %s", url)
-			}
-			ctx, cancel := g.ctx(cmd)
-			defer cancel()
-			digestURL, err := c.Push(ctx, url, src, oci.PushOptions{Metadata: meta, IgnorePaths: ignorePaths})
-			if err != nil {
-				return fmt.Errorf("pushing artifact failed: %w", err)
-			}
-			digest, err := name.NewDigest(digestURL)
-			if err != nil {
-				return fmt.Errorf("artifact digest parsing failed: %w", err)
-			}
-			info := struct {
-				URL        string `json:"url"`
-				Repository string `json:"repository"`
-				Tag        string `json:"tag"`
-				Digest     string `json:"digest"`
-			}{oci.URLPrefix + digestURL, digest.Repository.Name(), tag.TagStr(), digest.DigestStr()}
-			var out []byte
-			switch output {
-			case "json":
-				out, err = json.MarshalIndent(&info, "", "  ")
-				out = append(out, '\n')
-			case "yaml":
-				out, err = yaml.Marshal(&info)
-			default:
-				u.Success("artifact successfully pushed to %s", digestURL)
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(out)
-			return err
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return p.run(cmd, g, args) },
 	}
 	f := cmd.Flags()
-	f.StringVarP(&path, "path", "f", "", "path to the directory where the Kubernetes manifests are located, or to a single file; - reads a file from stdin")
-	f.StringVar(&source, "source", "", "the source address, e.g. the Git URL")
-	f.StringVar(&revision, "revision", "", "the source revision in the format '<branch|tag>@sha1:<commit-sha>'")
-	f.StringSliceVar(&ignorePaths, "ignore-paths", oci.DefaultIgnorePaths, "set paths to ignore in .gitignore format")
-	f.StringArrayVarP(&annotations, "annotations", "a", nil, "Set custom OCI annotations in the format '<key>=<value>'")
-	f.StringVarP(&output, "output", "o", "", "the format in which the artifact digest should be printed, can be 'json' or 'yaml'")
-	f.BoolVar(&reproducible, "reproducible", false, "ensure reproducible image digests by setting the created timestamp to '1970-01-01T00:00:00Z'")
-	f.BoolVar(&resolveSymlinks, "resolve-symlinks", false, "resolve symlinks by copying their targets into the artifact")
-	reg.bind(cmd, "allows artifacts to be pushed without TLS")
+	f.StringVarP(&p.path, "path", "f", "", "path to the directory where the Kubernetes manifests are located, or to a single file; - reads a file from stdin")
+	f.StringVar(&p.source, "source", "", "the source address, e.g. the Git URL")
+	f.StringVar(&p.revision, "revision", "", "the source revision in the format '<branch|tag>@sha1:<commit-sha>'")
+	f.StringSliceVar(&p.ignorePaths, "ignore-paths", oci.DefaultIgnorePaths, "set paths to ignore in .gitignore format")
+	f.StringArrayVarP(&p.annotations, "annotations", "a", nil, "Set custom OCI annotations in the format '<key>=<value>'")
+	f.StringVarP(&p.output, "output", "o", "", "the format in which the artifact digest should be printed, can be 'json' or 'yaml'")
+	f.BoolVar(&p.reproducible, "reproducible", false, "ensure reproducible image digests by setting the created timestamp to '1970-01-01T00:00:00Z'")
+	f.BoolVar(&p.resolveSymlinks, "resolve-symlinks", false, "resolve symlinks by copying their targets into the artifact")
+	p.reg.bind(cmd, "allows artifacts to be pushed without TLS")
 	push.AddCommand(cmd)
 	return push
+}
+
+// run pushes the path to the artifact URL args[0] and prints where it went:
+// a ✔ line, or with --output the URL, repository, tag and digest as JSON
+// or YAML on stdout.
+func (p *pushFlags) run(cmd *cobra.Command, g *globalFlags, args []string) error {
+	if len(args) < 1 {
+		return errors.New("artifact URL is required")
+	}
+	if p.source == "" {
+		return errors.New("--source is required")
+	}
+	if p.revision == "" {
+		return errors.New("--revision is required")
+	}
+	if p.path == "" {
+		return fmt.Errorf("invalid path %q", p.path)
+	}
+	if p.output != "" && p.output != "json" && p.output != "yaml" {
+		return fmt.Errorf("invalid output format %q, can be 'json' or 'yaml'", p.output)
+	}
+	src, cleanup, err := pathOrStdin(p.path, cmd.InOrStdin(), p.resolveSymlinks)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	meta, err := p.metadata()
+	if err != nil {
+		return err
+	}
+	url, c, u, err := p.reg.open(cmd, args[0])
+	if err != nil {
+		return err
+	}
+	tag, err := name.NewTag(url)
+	if err != nil {
+		return fmt.Errorf("artifact tag parsing failed: %w", err)
+	}
+	if p.output == "" {
+		u.Action("pushing artifact to %s", url)
+	}
+	ctx, cancel := g.ctx(cmd)
+	defer cancel()
+	digestURL, err := c.Push(ctx, url, src, oci.PushOptions{Metadata: meta, IgnorePaths: p.ignorePaths})
+	if err != nil {
+		return fmt.Errorf("pushing artifact failed: %w", err)
+	}
+	digest, err := name.NewDigest(digestURL)
+	if err != nil {
+		return fmt.Errorf("artifact digest parsing failed: %w", err)
+	}
+	info := struct {
+		URL        string `json:"url"`
+		Repository string `json:"repository"`
+		Tag        string `json:"tag"`
+		Digest     string `json:"digest"`
+	}{oci.URLPrefix + digestURL, digest.Repository.Name(), tag.TagStr(), digest.DigestStr()}
+	var out []byte
+	switch p.output {
+	case "json":
+		out, err = json.MarshalIndent(&info, "", "  ")
+		out = append(out, '\n')
+	case "yaml":
+		out, err = yaml.Marshal(&info)
+	default:
+		u.Success("artifact successfully pushed to %s", digestURL)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(out)
+	return err
+}
+
+// metadata is the artifact's metadata from --source, --revision,
+// --annotations (each key=value) and --reproducible.
+func (p *pushFlags) metadata() (oci.Metadata, error) {
+	meta := oci.Metadata{Source: p.source, Revision: p.revision, Annotations: map[string]string{}}
+	for _, a := range p.annotations {
+		kv := strings.Split(a, "=")
+		if len(kv) != 2 {
+			return oci.Metadata{}, fmt.Errorf("invalid annotation %s, must be in the format key=value", a)
+		}
+		meta.Annotations[kv[0]] = kv[1]
+	}
+	if p.reproducible {
+		meta.Created = oci.ReproducibleCreated
+	}
+	return meta, nil
 }
 
 // pathOrStdin returns path, which must exist, or for "-" a temporary

@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/dev"
-	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -234,12 +232,12 @@ func (d *demo) helmUpgrade() (string, error) {
 	if _, err := d.helmStorage(); err != nil {
 		return "", err
 	}
-	cm := &corev1.ConfigMap{}
-	if err := d.c.Get(d.ctx, types.NamespacedName{Namespace: "production", Name: storefrontCfg}, cm); err != nil {
+	shown, err := d.configValue(storefrontCfg, "BANNER")
+	if err != nil {
 		return "", err
 	}
-	if cm.Data["BANNER"] != newBanner {
-		return "", fmt.Errorf("ConfigMap production/%s has BANNER %q, want %q", storefrontCfg, cm.Data["BANNER"], newBanner)
+	if shown != newBanner {
+		return "", fmt.Errorf("ConfigMap production/%s has BANNER %q, want %q", storefrontCfg, shown, newBanner)
 	}
 	nodes, err := d.waitAvailable("storefront", 3)
 	if err != nil {
@@ -291,113 +289,140 @@ func (d *demo) helmRollback() (string, error) {
 		timeout = hr0.Spec.Timeout.Duration.String()
 	}
 	d.did("the Kustomization apps applies %s; helm-controller upgrades and waits up to the HelmRelease's timeout (%s) for the Deployment", short(rev), timeout)
+	hr, err := d.waitRolledBack(hr0, last.Version, rev, beforeFail, beforeRollback)
+	if err != nil {
+		return "", err
+	}
+	rolledBack, err := d.sawRollbackServes(hr, last.Version)
+	if err != nil {
+		return "", err
+	}
+	if err := d.revertBroken(); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("upgrade failed after %s, rolled back to v%d (%s.v%d, RollbackSucceeded); Ready again after git revert",
+		timeout, last.Version, releaseName, rolledBack), nil
+}
+
+// waitRolledBack waits until the upgrade of hr0's release at rev failed
+// and remediation rolled it back to version last, then stalled; it checks
+// the conditions and the UpgradeFailed and RollbackSucceeded events not
+// in beforeFail and beforeRollback, and returns the stalled HelmRelease.
+func (d *demo) waitRolledBack(hr0 *helmv2.HelmRelease, last int, rev string, beforeFail, beforeRollback map[string]corev1.Event) (*helmv2.HelmRelease, error) {
 	t := time.Now()
 	hr, err := d.waitRelease("Remediated=True after the failed upgrade", 3*time.Minute, func(hr *helmv2.HelmRelease) bool {
 		c := condition(hr, helmv2.RemediatedCondition)
 		return hr.Generation > hr0.Generation && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == hr.Generation
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	ver, _, err := d.chartVersion(hr)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	released, remediated := condition(hr, helmv2.ReleasedCondition), condition(hr, helmv2.RemediatedCondition)
 	d.saw("after %s: %s", time.Since(t).Round(100*time.Millisecond), describe(released))
 	d.saw("%s", describe(remediated))
 	failPrefix := fmt.Sprintf("Helm upgrade failed for release %s with chart storefront@%s: ", releaseName, ver)
 	if released == nil || released.Status != metav1.ConditionFalse || released.Reason != helmv2.UpgradeFailedReason || !strings.HasPrefix(released.Message, failPrefix) {
-		return "", fmt.Errorf("%s; want Released=False UpgradeFailed %q…", describe(released), failPrefix)
+		return nil, fmt.Errorf("%s; want Released=False UpgradeFailed %q…", describe(released), failPrefix)
 	}
-	rollback := fmt.Sprintf("Helm rollback to previous release %s.v%d with chart storefront@%s succeeded", releaseName, last.Version, ver)
+	rollback := fmt.Sprintf("Helm rollback to previous release %s.v%d with chart storefront@%s succeeded", releaseName, last, ver)
 	if remediated.Reason != helmv2.RollbackSucceededReason || remediated.Message != rollback {
-		return "", fmt.Errorf("%s; want RollbackSucceeded %q", describe(remediated), rollback)
+		return nil, fmt.Errorf("%s; want RollbackSucceeded %q", describe(remediated), rollback)
 	}
 	hr, err = d.waitRelease("Stalled=True RetriesExceeded", time.Minute, func(hr *helmv2.HelmRelease) bool {
 		c := condition(hr, meta.StalledCondition)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == helmv2.RetriesExceededReason
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	ready := condition(hr, meta.ReadyCondition)
 	d.saw("%s; %s", describe(condition(hr, meta.StalledCondition)), describe(ready))
 	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != helmv2.RollbackSucceededReason {
-		return "", fmt.Errorf("%s, want Ready=False RollbackSucceeded", describe(ready))
+		return nil, fmt.Errorf("%s, want Ready=False RollbackSucceeded", describe(ready))
 	}
 	if err := d.sawAppsUnhealthy(rev); err != nil {
-		return "", err
+		return nil, err
 	}
 	failed, err := d.newEventOf(helmv2.HelmReleaseKind, hrKey.Name, helmv2.UpgradeFailedReason, failPrefix, beforeFail)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	d.saw("event UpgradeFailed (Warning): %s", ui.OneLine(failed))
 	rolled, err := d.newEventOf(helmv2.HelmReleaseKind, hrKey.Name, helmv2.RollbackSucceededReason, rollback, beforeRollback)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	d.saw("event RollbackSucceeded: %s", rolled)
+	return hr, nil
+}
+
+// sawRollbackServes checks that hr's history holds the failed upgrade and,
+// newest, a deployed rollback past version last, and that the Deployment
+// the rollback rendered serves; it returns the rollback's version.
+func (d *demo) sawRollbackServes(hr *helmv2.HelmRelease, last int) (int, error) {
 	d.sawHistory(hr)
 	var sawFailed bool
 	for _, s := range hr.Status.History {
 		sawFailed = sawFailed || s.Status == "failed"
 	}
-	if s := latest(hr); s == nil || s.Status != "deployed" || s.Version <= last.Version+1 || !sawFailed {
-		return "", fmt.Errorf("status.history %+v: want the failed upgrade, then the rollback deployed", hr.Status.History)
+	if s := latest(hr); s == nil || s.Status != "deployed" || s.Version <= last+1 || !sawFailed {
+		return 0, fmt.Errorf("status.history %+v: want the failed upgrade, then the rollback deployed", hr.Status.History)
 	}
 	if _, err := d.helmStorage(); err != nil {
-		return "", err
+		return 0, err
 	}
 	dep, err := d.deployment("storefront")
 	if err != nil {
-		return "", err
+		return 0, err
 	}
 	if len(dep.Spec.Template.Spec.NodeSelector) != 0 {
-		return "", fmt.Errorf("Deployment production/storefront still has nodeSelector %v after the rollback", dep.Spec.Template.Spec.NodeSelector)
+		return 0, fmt.Errorf("Deployment production/storefront still has nodeSelector %v after the rollback", dep.Spec.Template.Spec.NodeSelector)
 	}
 	nodes, err := d.waitAvailable("storefront", 3)
 	if err != nil {
-		return "", err
+		return 0, err
 	}
 	d.saw("Deployment production/storefront: no nodeSelector, 3/3 available on %s (the rolled-back release serves)", strings.Join(nodes, ","))
-	rolledBack := latest(hr).Version
+	return latest(hr).Version, nil
+}
 
+// revertBroken reverts the commit at HEAD and waits until the HelmRelease
+// is Ready again with its failure counters reset.
+func (d *demo) revertBroken() error {
 	d.did("fix it in Git: revert the commit (a new generation resets the failure counters)")
 	if _, err := d.git("revert", "--no-edit", "HEAD"); err != nil {
-		return "", err
+		return err
 	}
-	rev, err = d.applied(d.head())
+	rev, err := d.applied(d.head())
 	if err != nil {
-		return "", err
+		return err
 	}
-	hr, err = d.waitRelease("Ready=True after the revert", 2*time.Minute, func(hr *helmv2.HelmRelease) bool {
+	hr, err := d.waitRelease("Ready=True after the revert", 2*time.Minute, func(hr *helmv2.HelmRelease) bool {
 		return readyNow(hr) && condition(hr, meta.StalledCondition) == nil && condition(hr, helmv2.RemediatedCondition) == nil
 	})
 	if err != nil {
-		return "", err
+		return err
 	}
-	ready = condition(hr, meta.ReadyCondition)
+	ready := condition(hr, meta.ReadyCondition)
 	d.saw("HelmRelease %s at %s: %s; upgradeFailures %d, failures %d", hrKey, short(rev), describe(ready), hr.Status.UpgradeFailures, hr.Status.Failures)
 	if hr.Status.UpgradeFailures != 0 {
-		return "", fmt.Errorf("upgradeFailures %d after the revert, want 0", hr.Status.UpgradeFailures)
+		return fmt.Errorf("upgradeFailures %d after the revert, want 0", hr.Status.UpgradeFailures)
 	}
-	return fmt.Sprintf("upgrade failed after %s, rolled back to v%d (%s.v%d, RollbackSucceeded); Ready again after git revert",
-		timeout, last.Version, releaseName, rolledBack), nil
+	return nil
 }
 
 // sawAppsUnhealthy waits until the Kustomization apps, which applied rev
 // and health-checks the HelmRelease (wait: true), reports it not Ready.
 func (d *demo) sawAppsUnhealthy(rev string) error {
-	k := &kustomizev1.Kustomization{}
-	ctx, cancel := context.WithTimeout(d.ctx, time.Minute)
-	defer cancel()
-	err := status.WaitFor(ctx, d.c, k, types.NamespacedName{Namespace: dev.Namespace, Name: "apps"}, pollInterval, func() (bool, error) {
-		ready := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
-		return ready != nil && ready.Status == metav1.ConditionFalse && k.Status.LastAttemptedRevision == rev &&
-			strings.Contains(ready.Message, "HelmRelease/"+hrKey.String()), nil
-	}, "Kustomization apps to report the HelmRelease unhealthy at "+rev)
+	k, err := d.waitKustomization("apps", time.Minute, "Kustomization apps to report the HelmRelease unhealthy at "+rev,
+		func(k *kustomizev1.Kustomization, ready *metav1.Condition) bool {
+			return ready != nil && ready.Status == metav1.ConditionFalse && k.Status.LastAttemptedRevision == rev &&
+				strings.Contains(ready.Message, "HelmRelease/"+hrKey.String())
+		})
 	if err != nil {
 		return err
 	}
@@ -419,16 +444,11 @@ func (d *demo) helmDrift() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cm := &corev1.ConfigMap{}
-	key := types.NamespacedName{Namespace: "production", Name: storefrontCfg}
-	if err := d.c.Get(d.ctx, key, cm); err != nil {
-		return "", err
-	}
-	old := cm.Data["BANNER"]
 	const edited = "Closed for maintenance"
-	cm.Data["BANNER"] = edited
-	d.did("edit ConfigMap production/%s (rendered by Helm): .data.BANNER %q → %q, as field manager kubectl-edit", storefrontCfg, old, edited)
-	if err := d.c.Update(d.ctx, cm, client.FieldOwner("kubectl-edit")); err != nil {
+	old, err := d.kubectlEdit(storefrontCfg, "BANNER", edited, func(old string) {
+		d.did("edit ConfigMap production/%s (rendered by Helm): .data.BANNER %q → %q, as field manager kubectl-edit", storefrontCfg, old, edited)
+	})
+	if err != nil {
 		return "", err
 	}
 	d.did("request a reconcile of HelmRelease storefront instead of waiting for its 10m interval")
@@ -453,11 +473,12 @@ func (d *demo) helmDrift() (string, error) {
 			return "", fmt.Errorf("the DriftDetected event does not say %q: %s", want, drifted)
 		}
 	}
-	if err := d.c.Get(d.ctx, key, cm); err != nil {
+	now, err := d.configValue(storefrontCfg, "BANNER")
+	if err != nil {
 		return "", err
 	}
-	if cm.Data["BANNER"] != old {
-		return "", fmt.Errorf("ConfigMap production/%s has BANNER %q after the correction, want %q", storefrontCfg, cm.Data["BANNER"], old)
+	if now != old {
+		return "", fmt.Errorf("ConfigMap production/%s has BANNER %q after the correction, want %q", storefrontCfg, now, old)
 	}
 	d.saw("ConfigMap production/%s has BANNER %q again", storefrontCfg, old)
 	hr := &helmv2.HelmRelease{}

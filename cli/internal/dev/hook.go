@@ -131,8 +131,6 @@ exit 0
 	return path, nil
 }
 
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 // PostCommit tells the environment of stateDir about the commit at HEAD of
 // the work tree dir: it POSTs a signed GitHub `push` payload to the
 // Receiver HookReceiver. It prints one

@@ -325,8 +325,13 @@ func shellWord(s string) string {
 	if safe {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return shellQuote(s)
 }
+
+// shellQuote returns s in single quotes, each single quote of s closing
+// the quotes, escaped and reopening them: one word for a POSIX shell
+// whatever s holds.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // printNotification prints notification-controller's webhook receiver base
 // URL, the URL of each Receiver that has a path, and the alerts sink, whose

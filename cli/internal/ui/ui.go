@@ -121,15 +121,6 @@ func (u *UI) Spin(msg string) (stop func()) {
 	}
 }
 
-// SetSpin changes the message of the running spinner.
-func (u *UI) SetSpin(msg string) {
-	u.mu.Lock()
-	if u.spinMsg != "" {
-		u.spinMsg = msg
-	}
-	u.mu.Unlock()
-}
-
 // OneLine shortens s to its first line.
 func OneLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
