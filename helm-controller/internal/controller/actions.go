@@ -99,6 +99,16 @@ func (r *HelmReleaseReconciler) released(req *releaseRequest, name string, start
 	return nil
 }
 
+// recordInventory sets status.inventory from the newest observed release.
+func (r *HelmReleaseReconciler) recordInventory(req *releaseRequest, observed []*release.Observed) {
+	newest := release.Newest(observed)
+	if newest == nil {
+		return
+	}
+	mapper, _ := req.getter.ToRESTMapper()
+	req.obj.Status.Inventory = release.Inventory(newest.Manifest, newest.Snapshot.Namespace, req.chart, mapper)
+}
+
 // testAction runs the release's test hooks (spec.test.filters applied) and
 // records their outcome on the latest snapshot. Flux compatible
 // (internal/reconcile/test.go).
@@ -249,11 +259,7 @@ func (r *HelmReleaseReconciler) unlockAction(req *releaseRequest) *releaseAction
 		}
 		obj.Status.History = release.Record(obj.Status.History, observed, "", "")
 		defer summarize(obj)
-		full := fmt.Sprintf("%s/%s.v%d", rls.Namespace, rls.Name, rls.Version)
-		chartName := ""
-		if rls.Chart != nil && rls.Chart.Metadata != nil {
-			chartName = rls.Chart.Metadata.Name + "@" + rls.Chart.Metadata.Version
-		}
+		full, chartName := release.FullNameOf(rls), release.ChartNameOf(rls)
 		if err != nil {
 			msg := fmt.Sprintf(fmtUnlockFailure, full, chartName, status, err)
 			obj.Status.Failures++

@@ -70,10 +70,10 @@ func (r *HelmReleaseReconciler) uninstallCurrent(ctx context.Context, obj *helmv
 	if err != nil {
 		return err
 	}
-	if chartName == "" && rls.Chart != nil && rls.Chart.Metadata != nil {
-		chartName = rls.Chart.Metadata.Name + "@" + rls.Chart.Metadata.Version
+	if chartName == "" {
+		chartName = release.ChartNameOf(rls)
 	}
-	full := fmt.Sprintf("%s/%s.v%d", rls.Namespace, rls.Name, rls.Version)
+	full := release.FullNameOf(rls)
 	err = action.Uninstall(cfg, obj, name)
 	obj.Status.History = release.Record(obj.Status.History, observed, helmv2.ReleaseActionUninstall, "")
 	em := r.snapshotMeta(release.Latest(obj.Status.History))

@@ -62,16 +62,6 @@ func (r *HelmReleaseReconciler) helmConfig(ctx context.Context, req *releaseRequ
 	return newHelmConfig(waitCtx, req.getter, release.StorageNamespace(req.obj), action.MaxHistory(req.obj), poll, logf, observe)
 }
 
-// recordInventory sets status.inventory from the newest observed release.
-func (r *HelmReleaseReconciler) recordInventory(req *releaseRequest, observed []*release.Observed) {
-	newest := release.Newest(observed)
-	if newest == nil {
-		return
-	}
-	mapper, _ := req.getter.ToRESTMapper()
-	req.obj.Status.Inventory = release.Inventory(newest.Manifest, newest.Snapshot.Namespace, req.chart, mapper)
-}
-
 // helmLog sends Helm's debug lines to the reconcile's logger at debug level.
 func helmLog(ctx context.Context) func(string, ...any) {
 	log := ctrl.LoggerFrom(ctx).V(1)

@@ -27,6 +27,19 @@ func SnapshotOf(rel *helmrelease.Release, ociDigest string) helmv2.Snapshot {
 	return s
 }
 
+// FullNameOf is `<namespace>/<name>.v<version>` of rls.
+func FullNameOf(rls *helmrelease.Release) string {
+	return fmt.Sprintf("%s/%s.v%d", rls.Namespace, rls.Name, rls.Version)
+}
+
+// ChartNameOf is `<chart>@<version>` of rls's chart, "" without one.
+func ChartNameOf(rls *helmrelease.Release) string {
+	if rls.Chart == nil || rls.Chart.Metadata == nil {
+		return ""
+	}
+	return rls.Chart.Metadata.Name + "@" + rls.Chart.Metadata.Version
+}
+
 // FullName is `<namespace>/<name>.v<version>` of s, "" for nil.
 func FullName(s *helmv2.Snapshot) string {
 	if s == nil {
