@@ -187,20 +187,7 @@ func (r *HelmReleaseReconciler) rollbackAction(req *releaseRequest, prev helmv2.
 		obj.Status.History = release.Record(obj.Status.History, observed, helmv2.ReleaseActionRollback, "")
 		r.recordInventory(req, observed)
 		defer summarize(obj)
-		if err != nil {
-			msg := fmt.Sprintf(fmtRollbackFailure, release.FullName(&prev), release.VersionedChartName(&prev), strings.TrimSpace(req.secrets.Redact(err.Error())))
-			obj.Status.Failures++
-			reconcile.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionFalse, helmv2.RollbackFailedReason, msg)
-			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.RollbackFailedReason, req.secrets.Redact(logs.withLogs(msg)), r.snapshotMeta(&prev))
-			if cur := release.Latest(obj.Status.History); cur == nil || cur.Digest == before {
-				return errors.New(msg)
-			}
-			return nil
-		}
-		msg := fmt.Sprintf(fmtRollbackSuccess, release.FullName(&prev), release.VersionedChartName(&prev))
-		reconcile.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionTrue, helmv2.RollbackSucceededReason, msg)
-		r.Events.Event(obj, corev1.EventTypeNormal, helmv2.RollbackSucceededReason, msg, r.snapshotMeta(&prev))
-		return nil
+		return r.remediated(req, &prev, before, logs, err, rollbackMessages)
 	}}
 }
 
@@ -224,22 +211,43 @@ func (r *HelmReleaseReconciler) uninstallRemediationAction(req *releaseRequest) 
 		err = action.Uninstall(cfg, obj, cur.Name)
 		obj.Status.History = release.Record(obj.Status.History, observed, "", "")
 		defer summarize(obj)
-		cur = release.Latest(obj.Status.History)
-		if err != nil {
-			msg := fmt.Sprintf(fmtUninstallRemediationFail, release.FullName(cur), release.VersionedChartName(cur), strings.TrimSpace(req.secrets.Redact(err.Error())))
-			obj.Status.Failures++
-			reconcile.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionFalse, helmv2.UninstallFailedReason, msg)
-			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.UninstallFailedReason, req.secrets.Redact(logs.withLogs(msg)), r.snapshotMeta(cur))
-			if cur == nil || cur.Digest == before {
-				return errors.New(msg)
-			}
-			return nil
-		}
-		msg := fmt.Sprintf(fmtUninstallRemediationOK, release.FullName(cur), release.VersionedChartName(cur))
-		reconcile.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionTrue, helmv2.UninstallSucceededReason, msg)
-		r.Events.Event(obj, corev1.EventTypeNormal, helmv2.UninstallSucceededReason, msg, r.snapshotMeta(cur))
-		return nil
+		return r.remediated(req, release.Latest(obj.Status.History), before, logs, err, uninstallRemediationMessages)
 	}}
+}
+
+// remediationMessages are the reasons and message formats of a
+// remediation's success and failure.
+type remediationMessages struct{ okReason, okFmt, failReason, failFmt string }
+
+var (
+	rollbackMessages = remediationMessages{helmv2.RollbackSucceededReason, fmtRollbackSuccess,
+		helmv2.RollbackFailedReason, fmtRollbackFailure}
+	uninstallRemediationMessages = remediationMessages{helmv2.UninstallSucceededReason, fmtUninstallRemediationOK,
+		helmv2.UninstallFailedReason, fmtUninstallRemediationFail}
+)
+
+// remediated records the outcome err of a remediation of release s:
+// Remediated and its event, with Helm's last log lines on failure. A
+// failure that left the latest snapshot as it was before (its digest) is
+// returned, to be retried; one that changed the release counts as done.
+// Flux compatible (rollback_remediation.go, uninstall_remediation.go).
+func (r *HelmReleaseReconciler) remediated(req *releaseRequest, s *helmv2.Snapshot, before string, logs *logBuffer, err error,
+	m remediationMessages) error {
+	obj := req.obj
+	if err != nil {
+		msg := fmt.Sprintf(m.failFmt, release.FullName(s), release.VersionedChartName(s), strings.TrimSpace(req.secrets.Redact(err.Error())))
+		obj.Status.Failures++
+		reconcile.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionFalse, m.failReason, msg)
+		r.Events.Event(obj, corev1.EventTypeWarning, m.failReason, req.secrets.Redact(logs.withLogs(msg)), r.snapshotMeta(s))
+		if cur := release.Latest(obj.Status.History); cur == nil || cur.Digest == before {
+			return errors.New(msg)
+		}
+		return nil
+	}
+	msg := fmt.Sprintf(m.okFmt, release.FullName(s), release.VersionedChartName(s))
+	reconcile.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionTrue, m.okReason, msg)
+	r.Events.Event(obj, corev1.EventTypeNormal, m.okReason, msg, r.snapshotMeta(s))
+	return nil
 }
 
 // unlockAction marks a release left pending (a controller stopped during
