@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// TestShortenName: names up to 53 characters are kept; longer ones become
+// TestShortenNameCutsOver53Characters: names up to 53 characters are kept; longer ones become
 // 40 characters, "-" and 12 hex digits of their sha256 (Flux's
 // internal/release/name.go, whose test uses these values).
-func TestShortenName(t *testing.T) {
+func TestShortenNameCutsOver53Characters(t *testing.T) {
 	for in, want := range map[string]string{
 		"release-name":          "release-name",
 		strings.Repeat("a", 53): strings.Repeat("a", 53),
