@@ -5,36 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
-	"github.com/eddyops/eddy/helm-controller/internal/drift"
-	"github.com/eddyops/eddy/helm-controller/internal/postrender"
+	"github.com/eddyops/eddy/helm-controller/internal/action"
+	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"github.com/eddyops/eddy/pkg/reconcile"
 	"github.com/fluxcd/pkg/apis/meta"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-)
-
-// releaseState is the state of a release against its HelmRelease (Flux's
-// internal/reconcile/state.go).
-type releaseState string
-
-const (
-	stateAbsent    releaseState = "Absent"
-	stateLocked    releaseState = "Locked"
-	stateUnmanaged releaseState = "Unmanaged"
-	stateOutOfSync releaseState = "OutOfSync"
-	stateUntested  releaseState = "Untested"
-	stateFailed    releaseState = "Failed"
-	stateDrifted   releaseState = "Drifted"
-	stateInSync    releaseState = "InSync"
 )
 
 // actionKind groups the actions as Flux's reconciler types do: one of each
@@ -55,86 +37,6 @@ type releaseAction struct {
 	kind    actionKind
 	timeout time.Duration
 	run     func(ctx context.Context) error
-}
-
-// determineState reads the last release in storage and compares it with
-// status.history and the desired chart and values. Flux compatible order of
-// checks (2.10 §2.1 fact 4). A Drifted state leaves its report in req.drift.
-func (r *HelmReleaseReconciler) determineState(ctx context.Context, req *releaseRequest, cfg *action.Configuration) (releaseState, string, error) {
-	obj := req.obj
-	rls, err := lastRelease(cfg, shortenName(releaseName(obj)))
-	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return stateAbsent, "no release in storage for object", nil
-	}
-	if err != nil {
-		return "", "", fmt.Errorf("failed to retrieve last release from storage: %w", err)
-	}
-	if rls.Info != nil && rls.Info.Status.IsPending() {
-		return stateLocked, fmt.Sprintf("release with status '%s'", rls.Info.Status), nil
-	}
-	cur := latestSnapshot(obj)
-	if cur == nil {
-		if rls.Info != nil && rls.Info.Status == release.StatusUninstalled {
-			return stateAbsent, "found uninstalled release in storage", nil
-		}
-		return stateUnmanaged, "found existing release in storage", nil
-	}
-	if cur.Name != rls.Name || cur.Namespace != rls.Namespace || cur.Version != rls.Version {
-		return stateUnmanaged, "release not observed to be made for object", nil
-	}
-	if releaseDigest(rls, cur.OCIDigest) != cur.Digest {
-		return stateUnmanaged, "release digest verification error", nil
-	}
-	switch rls.Info.Status {
-	case release.StatusFailed:
-		return stateFailed, "", nil
-	case release.StatusUninstalled:
-		return stateAbsent, "found uninstalled release in storage", nil
-	case release.StatusDeployed:
-		if rls.Chart == nil || rls.Chart.Metadata == nil || rls.Chart.Metadata.Name != req.chart.Metadata.Name ||
-			rls.Chart.Metadata.Version != req.chart.Metadata.Version {
-			return stateOutOfSync, "release chart has changed", nil
-		}
-		if cur.ConfigDigest != req.configDigest {
-			return stateOutOfSync, "release config values changed", nil
-		}
-		if obj.Status.ObservedGeneration != obj.Generation {
-			if d := postrender.PostRenderersDigest(obj); d != obj.Status.ObservedPostRenderersDigest {
-				return stateOutOfSync, "postrenderers digest has changed", nil
-			}
-			if d := postrender.CommonMetadataDigest(obj); d != obj.Status.ObservedCommonMetadataDigest {
-				return stateOutOfSync, "common metadata digest has changed", nil
-			}
-		}
-		if ts := testSpec(obj); ts.Enable {
-			if !hasBeenTested(cur) {
-				return stateUntested, "", nil
-			}
-			if m := activeRemediation(obj); m != nil && !m.mustIgnoreTestFailures(ts.IgnoreFailures) &&
-				hasTestInPhase(cur, release.HookPhaseFailed.String()) {
-				return stateFailed, "release has test in failed phase", nil
-			}
-		}
-		if mode := driftMode(obj); mode == helmv2.DriftDetectionEnabled || mode == helmv2.DriftDetectionWarn {
-			c, err := req.getter.client()
-			if err != nil {
-				return "", "", err
-			}
-			report, err := drift.Detect(ctx, c, rls.Manifest, rls.Name, rls.Namespace, *obj.Spec.DriftDetection)
-			if err != nil {
-				if report == nil || !report.Drifted() {
-					return "", "", fmt.Errorf("unable to determine cluster state: %w", err)
-				}
-				ctrl.LoggerFrom(ctx).Error(err, "diff of release against cluster state completed with error")
-			}
-			if report.Drifted() {
-				req.drift = report
-				return stateDrifted, "", nil
-			}
-		}
-		return stateInSync, "", nil
-	}
-	return "", "", fmt.Errorf("unable to determine state for release with status '%s'", rls.Info.Status)
 }
 
 // atomicRelease runs the state machine until the release is in sync, an
@@ -254,142 +156,145 @@ func (r *HelmReleaseReconciler) stall(obj *helmv2.HelmRelease, reason, msg strin
 	}
 }
 
-func failureCount(obj *helmv2.HelmRelease) int64 {
-	if m := activeRemediation(obj); m != nil {
-		return m.failureCount()
-	}
-	return 0
-}
-
-// actionFor picks the action for state. Flux compatible
-// (AtomicRelease.actionForState).
+// actionFor picks the action for state; nil when there is none to run.
+// Flux compatible (AtomicRelease.actionForState).
 func (r *HelmReleaseReconciler) actionFor(ctx context.Context, req *releaseRequest, state releaseState) (*releaseAction, error) {
-	log := ctrl.LoggerFrom(ctx)
 	obj := req.obj
 	force := false
 	if v, ok := handledRequest(obj, helmv2.ForceRequestAnnotation, obj.Status.LastHandledForceAt); ok {
 		force = true
 		obj.Status.LastHandledForceAt = v
 	}
-	ts := testSpec(obj)
+	upgrade := r.releaseStep(req, helmv2.ReleaseActionUpgrade)
 	switch state {
 	case stateInSync:
-		if _, ok := activeRetry(obj); ok {
-			if len(obj.Status.History) > defaultMaxHistory {
-				obj.Status.History = obj.Status.History[:defaultMaxHistory]
-			}
-		} else {
-			ignore := ts.IgnoreFailures
-			if m := activeRemediation(obj); m != nil {
-				ignore = m.mustIgnoreTestFailures(ts.IgnoreFailures)
-			}
-			truncateHistory(obj, ignore)
-		}
-		if force {
-			log.Info("forcing upgrade for in-sync release: force requested through annotation")
-			return r.upgradeAction(req), nil
-		}
-		cur := latestSnapshot(obj)
-		if apimeta.IsStatusConditionTrue(obj.Status.Conditions, helmv2.RemediatedCondition) {
-			replaceCondition(obj, helmv2.RemediatedCondition, helmv2.ReleasedCondition, helmv2.UpgradeSucceededReason,
-				fmt.Sprintf(fmtUpgradeSuccess, fullReleaseName(cur), versionedChartName(cur)))
-		}
-		if !apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) ||
-			!apimeta.IsStatusConditionTrue(obj.Status.Conditions, helmv2.ReleasedCondition) {
-			if c := apimeta.FindStatusCondition(obj.Status.Conditions, helmv2.ReleasedCondition); c != nil {
-				switch c.Reason {
-				case helmv2.InstallFailedReason:
-					reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, helmv2.InstallSucceededReason,
-						fmt.Sprintf(fmtInstallSuccess, fullReleaseName(cur), versionedChartName(cur)))
-				case helmv2.UpgradeFailedReason:
-					reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, helmv2.UpgradeSucceededReason,
-						fmt.Sprintf(fmtUpgradeSuccess, fullReleaseName(cur), versionedChartName(cur)))
-				}
-			}
-		}
-		if mode := driftMode(obj); mode == helmv2.DriftDetectionEnabled || mode == helmv2.DriftDetectionWarn {
-			reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionFalse, helmv2.NoDriftDetectedReason,
-				"No drift detected against the cluster state")
-		} else {
-			reconcile.RemoveConditions(obj, helmv2.DriftedCondition)
-		}
-		return nil, nil
+		return r.inSync(ctx, req, force), nil
 	case stateDrifted:
-		cur := latestSnapshot(obj)
-		msg := req.secrets.Redact(fmt.Sprintf("Cluster state of release %s has drifted from the desired state:\n%s", fullReleaseName(cur), req.drift.Summary()))
-		r.Events.Event(obj, corev1.EventTypeWarning, helmv2.DriftDetectedReason, msg, r.snapshotMeta(cur))
-		reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionTrue, helmv2.DriftDetectedReason, msg)
-		if driftMode(obj) == helmv2.DriftDetectionEnabled {
-			return r.correctDriftAction(req, req.drift), nil
-		}
-		return nil, nil
+		return r.drifted(req), nil
 	case stateLocked:
 		return r.unlockAction(req), nil
 	case stateAbsent:
 		if installRemediation(obj).retriesExhausted() && !force {
 			return nil, fmt.Errorf("%w: cannot install release", errExceededMaxRetries)
 		}
-		return r.installAction(req), nil
+		return r.releaseStep(req, helmv2.ReleaseActionInstall), nil
 	case stateUnmanaged:
 		obj.Status.History = nil
-		return r.upgradeAction(req), nil
+		return upgrade, nil
 	case stateOutOfSync:
 		if upgradeRemediation(obj).retriesExhausted() && !force {
 			return nil, fmt.Errorf("%w: cannot upgrade release", errExceededMaxRetries)
 		}
-		return r.upgradeAction(req), nil
+		return upgrade, nil
 	case stateUntested:
 		if apimeta.IsStatusConditionTrue(obj.Status.Conditions, helmv2.RemediatedCondition) {
-			cur := latestSnapshot(obj)
+			cur := release.Latest(obj.Status.History)
 			replaceCondition(obj, helmv2.RemediatedCondition, helmv2.ReleasedCondition, helmv2.UpgradeSucceededReason,
-				fmt.Sprintf(fmtUpgradeSuccess, fullReleaseName(cur), versionedChartName(cur)))
+				fmt.Sprintf(fmtUpgradeSuccess, release.FullName(cur), release.VersionedChartName(cur)))
 		}
 		return r.testAction(req), nil
 	case stateFailed:
 		if _, ok := activeRetry(obj); ok {
-			if len(obj.Status.History) > defaultMaxHistory {
-				obj.Status.History = obj.Status.History[:defaultMaxHistory]
-			}
-			return r.upgradeAction(req), nil
+			obj.Status.History = release.Limit(obj.Status.History)
+			return upgrade, nil
 		}
 		m := activeRemediation(obj)
 		if m == nil || m.failureCount() <= 0 || force {
-			return r.upgradeAction(req), nil
+			return upgrade, nil
 		}
-		if m.retriesExhausted() && !m.remediateLast {
-			return nil, fmt.Errorf("%w: cannot remediate failed release", errExceededMaxRetries)
-		}
-		ignore := m.mustIgnoreTestFailures(ts.IgnoreFailures)
-		truncateHistory(obj, ignore)
-		if m.strategy == helmv2.RemediationStrategyUninstall {
-			return r.uninstallRemediationAction(req), nil
-		}
-		prev := previousSnapshot(obj, ignore)
-		if prev == nil {
-			return nil, fmt.Errorf("%w: cannot remediate failed release", errMissingRollback)
-		}
-		cfg, err := r.helmConfig(ctx, req, nil)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := cfg.Releases.Get(prev.Name, prev.Version); err != nil {
-			if errors.Is(err, driver.ErrReleaseNotFound) {
-				return nil, fmt.Errorf("%w: cannot remediate failed release", errMissingRollback)
-			}
-			return nil, fmt.Errorf("cannot verify previous release to roll back to: %w", err)
-		}
-		return r.rollbackAction(req, *prev), nil
+		return r.remediation(ctx, req, m)
 	}
 	return nil, fmt.Errorf("unknown release state: %s", state)
 }
 
-// replaceCondition turns condition target into replacement with the given
-// reason and message (status True). Flux compatible.
-func replaceCondition(obj *helmv2.HelmRelease, target, replacement, reason, msg string) {
-	if c := apimeta.FindStatusCondition(obj.Status.Conditions, target); c != nil {
-		reconcile.RemoveConditions(obj, target, replacement)
-		reconcile.SetCondition(obj, replacement, metav1.ConditionTrue, reason, msg)
+// inSync truncates the history of a release in sync, turns a remediated
+// or failed Released into its success and records drift detection; it
+// returns an upgrade when one is forced, else nil.
+func (r *HelmReleaseReconciler) inSync(ctx context.Context, req *releaseRequest, force bool) *releaseAction {
+	obj := req.obj
+	if _, ok := activeRetry(obj); ok {
+		obj.Status.History = release.Limit(obj.Status.History)
+	} else {
+		ts := action.TestSpec(obj)
+		ignore := ts.IgnoreFailures
+		if m := activeRemediation(obj); m != nil {
+			ignore = m.mustIgnoreTestFailures(ts.IgnoreFailures)
+		}
+		obj.Status.History = release.Truncate(obj.Status.History, ignore)
 	}
+	if force {
+		ctrl.LoggerFrom(ctx).Info("forcing upgrade for in-sync release: force requested through annotation")
+		return r.releaseStep(req, helmv2.ReleaseActionUpgrade)
+	}
+	cur := release.Latest(obj.Status.History)
+	if apimeta.IsStatusConditionTrue(obj.Status.Conditions, helmv2.RemediatedCondition) {
+		replaceCondition(obj, helmv2.RemediatedCondition, helmv2.ReleasedCondition, helmv2.UpgradeSucceededReason,
+			fmt.Sprintf(fmtUpgradeSuccess, release.FullName(cur), release.VersionedChartName(cur)))
+	}
+	if !apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) ||
+		!apimeta.IsStatusConditionTrue(obj.Status.Conditions, helmv2.ReleasedCondition) {
+		if c := apimeta.FindStatusCondition(obj.Status.Conditions, helmv2.ReleasedCondition); c != nil {
+			switch c.Reason {
+			case helmv2.InstallFailedReason:
+				reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, helmv2.InstallSucceededReason,
+					fmt.Sprintf(fmtInstallSuccess, release.FullName(cur), release.VersionedChartName(cur)))
+			case helmv2.UpgradeFailedReason:
+				reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, helmv2.UpgradeSucceededReason,
+					fmt.Sprintf(fmtUpgradeSuccess, release.FullName(cur), release.VersionedChartName(cur)))
+			}
+		}
+	}
+	if mode := driftMode(obj); mode == helmv2.DriftDetectionEnabled || mode == helmv2.DriftDetectionWarn {
+		reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionFalse, helmv2.NoDriftDetectedReason,
+			"No drift detected against the cluster state")
+	} else {
+		reconcile.RemoveConditions(obj, helmv2.DriftedCondition)
+	}
+	return nil
+}
+
+// drifted reports the drift found (event and Drifted=True) and returns
+// its correction when drift detection is enabled, else nil.
+func (r *HelmReleaseReconciler) drifted(req *releaseRequest) *releaseAction {
+	obj := req.obj
+	cur := release.Latest(obj.Status.History)
+	msg := req.secrets.Redact(fmt.Sprintf("Cluster state of release %s has drifted from the desired state:\n%s", release.FullName(cur), req.drift.Summary()))
+	r.Events.Event(obj, corev1.EventTypeWarning, helmv2.DriftDetectedReason, msg, r.snapshotMeta(cur))
+	reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionTrue, helmv2.DriftDetectedReason, msg)
+	if driftMode(obj) == helmv2.DriftDetectionEnabled {
+		return r.correctDriftAction(req, req.drift)
+	}
+	return nil
+}
+
+// remediation is the remediation m of a failed release with failures:
+// uninstall, or rollback to the previous deployed snapshot, which must be
+// in storage. Retries exhausted without remediateLastFailure stall.
+func (r *HelmReleaseReconciler) remediation(ctx context.Context, req *releaseRequest, m *remediation) (*releaseAction, error) {
+	obj := req.obj
+	if m.retriesExhausted() && !m.remediateLast {
+		return nil, fmt.Errorf("%w: cannot remediate failed release", errExceededMaxRetries)
+	}
+	ignore := m.mustIgnoreTestFailures(action.TestSpec(obj).IgnoreFailures)
+	obj.Status.History = release.Truncate(obj.Status.History, ignore)
+	if m.strategy == helmv2.RemediationStrategyUninstall {
+		return r.uninstallRemediationAction(req), nil
+	}
+	prev := release.Previous(obj.Status.History, ignore)
+	if prev == nil {
+		return nil, fmt.Errorf("%w: cannot remediate failed release", errMissingRollback)
+	}
+	cfg, err := r.helmConfig(ctx, req, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cfg.Releases.Get(prev.Name, prev.Version); err != nil {
+		if errors.Is(err, driver.ErrReleaseNotFound) {
+			return nil, fmt.Errorf("%w: cannot remediate failed release", errMissingRollback)
+		}
+		return nil, fmt.Errorf("cannot verify previous release to roll back to: %w", err)
+	}
+	return r.rollbackAction(req, *prev), nil
 }
 
 // Messages of the release actions. Flux compatible (internal/reconcile/*.go).
@@ -408,67 +313,3 @@ const (
 	fmtUnlockFailure            = "Unlock of Helm release %s with chart %s in %s state failed: %s"
 	fmtUnlockSuccess            = "Unlocked Helm release %s with chart %s in %s state"
 )
-
-// logBuffer keeps the last lines Helm logged during an action, for the
-// failure event ("Last Helm logs").
-type logBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *logBuffer) log(format string, args ...any) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lines = append(b.lines, fmt.Sprintf(format, args...))
-	if len(b.lines) > 10 {
-		b.lines = b.lines[len(b.lines)-10:]
-	}
-}
-
-func (b *logBuffer) withLogs(msg string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.lines) == 0 {
-		return msg
-	}
-	return msg + "\n\nLast Helm logs:\n\n" + strings.Join(b.lines, "\n")
-}
-
-// helmConfig is the Helm configuration of req's release; observe (nil for
-// none) is told of each release written. Helm's log lines go to logs (nil
-// for the reconcile's debug log).
-func (r *HelmReleaseReconciler) helmConfig(ctx context.Context, req *releaseRequest, observe func(*release.Release), logs ...*logBuffer) (*action.Configuration, error) {
-	debug := helmLog(ctx)
-	logf := debug
-	if len(logs) > 0 {
-		b := logs[0]
-		logf = func(format string, args ...any) {
-			debug(format, args...)
-			b.log(format, args...)
-		}
-	}
-	poll := r.HealthPoll
-	if ws := req.obj.Spec.WaitStrategy; ws != nil && ws.Name == "legacy" {
-		poll = -1
-	}
-	waitCtx := req.waitCtx
-	if waitCtx == nil {
-		waitCtx = ctx
-	}
-	return newHelmConfig(waitCtx, req.getter, storageNamespace(req.obj), maxHistory(req.obj), poll, logf, observe)
-}
-
-// recordInventory sets status.inventory from the newest observed release.
-func (r *HelmReleaseReconciler) recordInventory(req *releaseRequest, observed []*observedRls) {
-	if len(observed) == 0 {
-		return
-	}
-	newest := observed[0]
-	for _, o := range observed {
-		if o.snap.Version > newest.snap.Version {
-			newest = o
-		}
-	}
-	mapper, _ := req.getter.ToRESTMapper()
-	req.obj.Status.Inventory = inventoryOf(newest.manifest, newest.snap.Namespace, req.chart, mapper)
-}

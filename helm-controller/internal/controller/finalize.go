@@ -6,7 +6,8 @@ import (
 	"fmt"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
-	"helm.sh/helm/v3/pkg/action"
+	"github.com/eddyops/eddy/helm-controller/internal/action"
+	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,46 +44,39 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRe
 // history, the spec) names from status.storageNamespace, emitting Flux's
 // uninstall events. No release in storage is not an error.
 func (r *HelmReleaseReconciler) uninstallCurrent(ctx context.Context, obj *helmv2.HelmRelease) error {
-	name, ns := shortenName(releaseName(obj)), releaseNamespace(obj)
+	name, ns := release.ShortName(obj), release.Namespace(obj)
 	var chartName string
-	if cur := latestSnapshot(obj); cur != nil {
+	if cur := release.Latest(obj.Status.History); cur != nil {
 		name, ns, chartName = cur.Name, cur.Namespace, cur.ChartName+"@"+cur.ChartVersion
 	}
 	storageNS := obj.Status.StorageNamespace
 	if storageNS == "" {
-		storageNS = storageNamespace(obj)
+		storageNS = release.StorageNamespace(obj)
 	}
 	getter, err := r.getterFor(obj)
 	if err != nil {
 		return err
 	}
 	getter.namespace = ns
-	var observed []*observedRls
-	cfg, err := newHelmConfig(ctx, getter, storageNS, 0, r.HealthPoll, helmLog(ctx), observeInto(&observed, ""))
+	var observed []*release.Observed
+	cfg, err := newHelmConfig(ctx, getter, storageNS, 0, r.HealthPoll, helmLog(ctx), release.ObserveInto(&observed, ""))
 	if err != nil {
 		return err
 	}
-	rls, err := lastRelease(cfg, name)
+	rls, err := action.LastRelease(cfg, name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if chartName == "" && rls.Chart != nil && rls.Chart.Metadata != nil {
-		chartName = rls.Chart.Metadata.Name + "@" + rls.Chart.Metadata.Version
+	if chartName == "" {
+		chartName = release.ChartNameOf(rls)
 	}
-	full := fmt.Sprintf("%s/%s.v%d", rls.Namespace, rls.Name, rls.Version)
-	un := action.NewUninstall(cfg)
-	spec := uninstallSpec(obj)
-	un.Timeout = actionTimeout(obj, spec.Timeout)
-	un.DisableHooks = spec.DisableHooks
-	un.KeepHistory = spec.KeepHistory
-	un.Wait = !spec.DisableWait
-	un.DeletionPropagation = deletionPropagation(spec)
-	_, err = un.Run(name)
-	recordObserved(obj, observed, helmv2.ReleaseActionUninstall, "")
-	em := r.snapshotMeta(latestSnapshot(obj))
+	full := release.FullNameOf(rls)
+	err = action.Uninstall(cfg, obj, name)
+	obj.Status.History = release.Record(obj.Status.History, observed, helmv2.ReleaseActionUninstall, "")
+	em := r.snapshotMeta(release.Latest(obj.Status.History))
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		msg := fmt.Sprintf("Helm uninstall failed for release %s with chart %s: %s", full, chartName, err)
 		r.Events.Event(obj, corev1.EventTypeWarning, helmv2.UninstallFailedReason, msg, em)

@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,11 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"github.com/eddyops/eddy/pkg/health"
-	"github.com/opencontainers/go-digest"
-	"helm.sh/helm/v3/pkg/action"
+	helmaction "helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
-	"helm.sh/helm/v3/pkg/release"
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,16 +30,6 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// shortenName returns name unchanged up to 53 characters (Helm's limit on
-// release names), else its first 40 characters, "-" and the first 12 hex
-// digits of its sha256. Flux compatible (internal/release/name.go).
-func shortenName(name string) string {
-	if len(name) <= 53 {
-		return name
-	}
-	return name[:40] + "-" + fmt.Sprintf("%x", sha256.Sum256([]byte(name)))[:12]
-}
 
 // restGetter is Helm's RESTClientGetter over a fixed rest.Config, with
 // namespace as the default namespace of the objects Helm builds (the
@@ -101,88 +89,6 @@ func (g *restGetter) ToRESTMapper() (apimeta.RESTMapper, error) {
 func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(),
 		&clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: g.namespace}})
-}
-
-// observedRelease is the part of a stored Helm release that its snapshot
-// digest covers: the release as written to storage without its chart
-// templates, files and values (metadata only), and without test hooks, so
-// a `helm test` run by hand does not read as an out-of-band change. The
-// same fields, JSON names and order as Flux's internal/release Observation,
-// so the digest algorithm is Flux's.
-type observedRelease struct {
-	Name          string          `json:"name"`
-	Version       int             `json:"version"`
-	Info          release.Info    `json:"info"`
-	ChartMetadata json.RawMessage `json:"chartMetadata"`
-	Config        map[string]any  `json:"config"`
-	Manifest      string          `json:"manifest"`
-	Hooks         []release.Hook  `json:"hooks"`
-	Namespace     string          `json:"namespace"`
-	OCIDigest     string          `json:"ociDigest,omitempty"`
-}
-
-// releaseDigest is the snapshot digest of rel: `sha256:<hex>` of the JSON
-// encoding (json.Encoder, with its trailing newline) of its observation.
-// Flux compatible (internal/release/digest.go, observation.go).
-func releaseDigest(rel *release.Release, ociDigest string) string {
-	o := observedRelease{Name: rel.Name, Version: rel.Version, Manifest: rel.Manifest, Namespace: rel.Namespace, OCIDigest: ociDigest}
-	if rel.Info != nil {
-		o.Info = *rel.Info
-	}
-	meta := []byte("{}")
-	if rel.Chart != nil && rel.Chart.Metadata != nil {
-		if b, err := json.Marshal(rel.Chart.Metadata); err == nil {
-			meta = b
-		}
-	}
-	o.ChartMetadata = meta
-	if len(rel.Config) > 0 {
-		o.Config = rel.Config
-	}
-	for _, h := range rel.Hooks {
-		if h != nil && !isTestHook(h) {
-			o.Hooks = append(o.Hooks, *h)
-		}
-	}
-	d := digest.Canonical.Digester()
-	if err := json.NewEncoder(d.Hash()).Encode(o); err != nil {
-		return ""
-	}
-	return d.Digest().String()
-}
-
-func isTestHook(h *release.Hook) bool {
-	for _, e := range h.Events {
-		if e == release.HookTest {
-			return true
-		}
-	}
-	return false
-}
-
-// observingDriver is Helm's Secrets storage driver that tells observe each
-// release it wrote (created or updated), as written: the snapshots of
-// status.history are taken from these, so their digests are those of the
-// stored objects.
-type observingDriver struct {
-	*driver.Secrets
-	observe func(*release.Release)
-}
-
-func (d *observingDriver) Create(key string, rls *release.Release) error {
-	if err := d.Secrets.Create(key, rls); err != nil {
-		return err
-	}
-	d.observe(rls)
-	return nil
-}
-
-func (d *observingDriver) Update(key string, rls *release.Release) error {
-	if err := d.Secrets.Update(key, rls); err != nil {
-		return err
-	}
-	d.observe(rls)
-	return nil
 }
 
 // kstatusKube is Helm's Kubernetes client whose Wait and WaitWithJobs poll
@@ -296,7 +202,7 @@ func (k *kstatusKube) notReady(ctx context.Context, resources kube.ResourceList,
 // poll (0: 2s; negative: Helm's legacy waiter), and observe told of every
 // write to storage (nil: none).
 func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, maxHistory int, poll time.Duration,
-	log func(string, ...any), observe func(*release.Release)) (*action.Configuration, error) {
+	log func(string, ...any), observe func(*helmrelease.Release)) (*helmaction.Configuration, error) {
 	restCfg, err := getter.ToRESTConfig()
 	if err != nil {
 		return nil, err
@@ -316,7 +222,7 @@ func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, ma
 	sec.Log = log
 	var d driver.Driver = sec
 	if observe != nil {
-		d = &observingDriver{Secrets: sec, observe: observe}
+		d = &release.Observer{Driver: sec, Observe: observe}
 	}
 	store := storage.Init(d)
 	store.MaxHistory = maxHistory
@@ -329,29 +235,10 @@ func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, ma
 	if poll > 0 {
 		kubeClient = &kstatusKube{Client: kc, ctx: ctx, dyn: dyn, poll: poll}
 	}
-	return &action.Configuration{
+	return &helmaction.Configuration{
 		RESTClientGetter: getter,
 		KubeClient:       kubeClient,
 		Releases:         store,
 		Log:              log,
 	}, nil
-}
-
-// lastRelease returns the newest release named name in cfg's storage, or
-// driver.ErrReleaseNotFound.
-func lastRelease(cfg *action.Configuration, name string) (*release.Release, error) {
-	rls, err := cfg.Releases.History(name)
-	if err != nil {
-		return nil, err
-	}
-	if len(rls) == 0 {
-		return nil, driver.ErrReleaseNotFound
-	}
-	latest := rls[0]
-	for _, r := range rls[1:] {
-		if r.Version > latest.Version {
-			latest = r
-		}
-	}
-	return latest, nil
 }

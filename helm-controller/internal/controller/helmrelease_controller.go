@@ -8,6 +8,7 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	"github.com/eddyops/eddy/helm-controller/internal/drift"
+	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"github.com/eddyops/eddy/helm-controller/internal/values"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/cel"
@@ -231,6 +232,9 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 	progressed(helmv2.RESTClientErrorReason)
 	req := &releaseRequest{obj: obj, chart: ch, values: vals, configDigest: values.Digest(vals), secrets: secrets, getter: getter}
 
+	// status.history is kept newest first; one written in another order
+	// (by hand, by another controller) is put in order here, once.
+	release.Sort(obj.Status.History)
 	if reason, changed := releaseTargetChanged(obj, ch.Name()); changed {
 		ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("release target configuration changed (%s): running uninstall for current release", reason))
 		if err := r.uninstallCurrent(ctx, obj); err != nil {
@@ -241,7 +245,7 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 		obj.Status.StorageNamespace = ""
 		return nil, nil
 	}
-	obj.Status.StorageNamespace = storageNamespace(obj)
+	obj.Status.StorageNamespace = release.StorageNamespace(obj)
 
 	if v, ok := handledRequest(obj, helmv2.ResetRequestAnnotation, obj.Status.LastHandledResetAt); ok {
 		obj.Status.LastHandledResetAt = v
@@ -323,7 +327,7 @@ func (r *HelmReleaseReconciler) getterFor(obj *helmv2.HelmRelease) (*restGetter,
 	if sa := r.serviceAccount(obj); sa != "" {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", obj.Namespace, sa)}
 	}
-	return &restGetter{cfg: cfg, namespace: releaseNamespace(obj)}, nil
+	return &restGetter{cfg: cfg, namespace: release.Namespace(obj)}, nil
 }
 
 // handledRequest returns the value of annotation on obj when it equals

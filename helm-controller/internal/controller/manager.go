@@ -1,5 +1,10 @@
 // Package controller holds helm-controller's manager constructor and its
-// HelmRelease reconciler.
+// HelmRelease reconciler: the prerequisites (chart source, dependencies,
+// values), the Helm configuration of a release, the release state machine
+// (state.go, atomic.go) and the steps that record each action's outcome in
+// conditions, status.history and events (actions.go). The Helm actions
+// themselves run in internal/action; names, snapshots, digests, history
+// and inventory of a release are internal/release's.
 package controller
 
 import (
