@@ -8,6 +8,8 @@ import (
 // Source is what every source kind (GitRepository, OCIRepository,
 // HelmRepository, HelmChart) offers its consumers, as Flux's source API
 // defines it: the artifact it last stored.
+//
+// +kubebuilder:object:generate=false
 type Source interface {
 	runtime.Object
 	// GetArtifact returns status.artifact: nil until the source stored
