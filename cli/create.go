@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/eddyops/eddy/cli/internal/scheme"
 	"net/url"
 	"os"
 	"path"
@@ -17,7 +16,8 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/cli/internal/status"
+	"github.com/eddyops/eddy/cli/internal/kinds"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/eddyops/eddy/pkg/helmvalues"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -80,7 +80,6 @@ type creation struct {
 	// noGenerate leaves out the "generating …" line (flux's create source
 	// oci has none).
 	noGenerate bool
-	static     bool   // Alert, Provider: ready once kstatus says Current
 	completed  string // the line after the wait; "" for flux's "<Kind> <name> is ready"
 	// done prints the lines after the wait, or fails.
 	done func(u *ui.UI) error
@@ -136,8 +135,9 @@ func (g *globalFlags) create(cmd *cobra.Command, f *createFlags, c creation) err
 		u.Success("%s updated", c.created)
 	}
 
+	k, _ := kinds.Of(c.obj)
 	stop := u.Spin(fmt.Sprintf("waiting for %s reconciliation", c.kind))
-	err = waitReady(ctx, cl, c.obj, c.static, c.kind+" reconciliation")
+	err = waitReady(ctx, cl, k, c.obj, c.kind+" reconciliation")
 	stop()
 	if err != nil {
 		return err
@@ -326,7 +326,7 @@ func newCreateSourceHelmCommand(g *globalFlags, f *createFlags) *cobra.Command {
 			if secretRef != "" {
 				repo.Spec.SecretRef = &meta.LocalObjectReference{Name: secretRef}
 			}
-			c := creation{obj: repo, kind: "HelmRepository source", created: "source", static: oci,
+			c := creation{obj: repo, kind: "HelmRepository source", created: "source",
 				completed: "HelmRepository source reconciliation completed"}
 			if !oci { // an OCI HelmRepository has no artifact
 				c.done = sourceDone(sourcev1.HelmRepositoryKind, func() *meta.Artifact { return repo.Status.Artifact })
@@ -555,7 +555,7 @@ func newCreateHelmReleaseCommand(g *globalFlags, f *createFlags) *cobra.Command 
 			}
 			return g.create(cmd, f, creation{obj: hr, kind: helmv2.HelmReleaseKind, created: helmv2.HelmReleaseKind,
 				done: func(u *ui.UI) error {
-					u.Success("applied revision %s", status.HelmReleaseRevision(hr))
+					u.Success("applied revision %s", kinds.HelmReleaseRevision(hr))
 					return nil
 				}})
 		},
@@ -607,7 +607,7 @@ func newCreateAlertCommand(g *globalFlags, f *createFlags) *cobra.Command {
 			alert := &notificationv1.Alert{ObjectMeta: om, Spec: notificationv1.AlertSpec{
 				ProviderRef: meta.LocalObjectReference{Name: providerRef}, EventSeverity: severity, EventSources: sources,
 			}}
-			return g.create(cmd, f, creation{obj: alert, kind: notificationv1.AlertKind, created: notificationv1.AlertKind, static: true})
+			return g.create(cmd, f, creation{obj: alert, kind: notificationv1.AlertKind, created: notificationv1.AlertKind})
 		},
 	}
 	fs := cmd.Flags()
@@ -637,7 +637,7 @@ func newCreateAlertProviderCommand(g *globalFlags, f *createFlags) *cobra.Comman
 			if secretRef != "" {
 				p.Spec.SecretRef = &meta.LocalObjectReference{Name: secretRef}
 			}
-			return g.create(cmd, f, creation{obj: p, kind: notificationv1.ProviderKind, created: notificationv1.ProviderKind, static: true})
+			return g.create(cmd, f, creation{obj: p, kind: notificationv1.ProviderKind, created: notificationv1.ProviderKind})
 		},
 	}
 	fs := cmd.Flags()
