@@ -36,8 +36,8 @@ func TestHelmReleaseRevisionAsGet(t *testing.T) {
 func TestUnreconciledHelmRepositoryIsReady(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
-		"metadata":   map[string]any{"name": "charts", "namespace": "apps", "generation": int64(1)},
-		"spec":       map[string]any{"type": "oci", "url": "oci://ghcr.io/charts"},
+		"metadata": map[string]any{"name": "charts", "namespace": "apps", "generation": int64(1)},
+		"spec":     map[string]any{"type": "oci", "url": "oci://ghcr.io/charts"},
 	}}
 	if s := summarize(u); s.State != "ready" {
 		t.Errorf("OCI HelmRepository: state %q; want ready", s.State)
