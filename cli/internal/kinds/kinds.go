@@ -79,6 +79,10 @@ type Kind struct {
 	// GetExample is the example of the kind's `get` subcommand, GetLong its
 	// long help ("" for the short one).
 	GetExample, GetLong string
+	// EventsAlso, when set, names the object whose events `events --for`
+	// shows beside an object's own (a Kustomization's source), as
+	// kind, namespace and name; ok false for none.
+	EventsAlso func(Object) (kind, namespace, name string, ok bool)
 	// New returns an empty object; NewList an empty list.
 	New     func() Object
 	NewList func() client.ObjectList
@@ -126,6 +130,17 @@ func HelmReleaseRevision(o *helmv2.HelmRelease) string {
 	return o.Status.LastAttemptedRevision
 }
 
+// kustomizationSource is a Kustomization's spec.sourceRef, in its
+// namespace unless the reference names one.
+func kustomizationSource(o Object) (string, string, string, bool) {
+	ks := o.(*kustomizev1.Kustomization)
+	ns := ks.Spec.SourceRef.Namespace
+	if ns == "" {
+		ns = ks.Namespace
+	}
+	return ks.Spec.SourceRef.Kind, ns, ks.Spec.SourceRef.Name, true
+}
+
 // All are the kinds, in flux's order of `get all`: the sources first, then
 // the appliers, then notification.
 var All = []Kind{
@@ -153,6 +168,7 @@ var All = []Kind{
 		Plural:     "kustomizations",
 		Revision:   func(o Object) string { return o.(*kustomizev1.Kustomization).Status.LastAppliedRevision },
 		GetExample: "  eddy get kustomizations\n  eddy get ks -A\n  eddy get ks flux-system -o json",
+		EventsAlso: kustomizationSource,
 		New:        func() Object { return &kustomizev1.Kustomization{} }, NewList: func() client.ObjectList { return &kustomizev1.KustomizationList{} }},
 	{Kind: notificationv1.ReceiverKind, GroupVersion: notificationv1.GroupVersion, Human: "receiver", Use: "receiver",
 		Plural: "receivers", Columns: SuspendedColumns, GetExample: "  eddy get receivers\n  eddy get receiver github -o yaml",
