@@ -15,6 +15,7 @@ import (
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // bootstrapFlags are flux bootstrap's persistent flags (flux2:cmd/flux/bootstrap.go)
@@ -149,10 +150,21 @@ func runBootstrap(cmd *cobra.Command, g *globalFlags, u *ui.UI, o bootstrap.Opti
 	return bootstrap.Run(ctx, u, c, o)
 }
 
+// syncFlags are the flags of what the cluster syncs, common to the
+// bootstrap commands.
+type syncFlags struct {
+	interval time.Duration
+	path     string
+}
+
+func (f *syncFlags) register(fs *pflag.FlagSet) {
+	fs.DurationVar(&f.interval, "interval", time.Minute, "sync interval")
+	fs.StringVar(&f.path, "path", "", "path relative to the repository root, when specified the cluster sync will be scoped to this path")
+}
+
 type gitFlags struct {
+	syncFlags
 	url               string
-	interval          time.Duration
-	path              string
 	username          string
 	password          string
 	silent            bool
@@ -185,9 +197,8 @@ func newBootstrapGitCommand(g *globalFlags, b *bootstrapFlags) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
+	f.register(fs)
 	fs.StringVar(&f.url, "url", "", "Git repository URL")
-	fs.DurationVar(&f.interval, "interval", time.Minute, "sync interval")
-	fs.StringVar(&f.path, "path", "", "path relative to the repository root, when specified the cluster sync will be scoped to this path")
 	fs.StringVarP(&f.username, "username", "u", "git", "basic authentication username")
 	fs.StringVarP(&f.password, "password", "p", "", "basic authentication password (default $GIT_PASSWORD)")
 	fs.BoolVarP(&f.silent, "silent", "s", false, "assumes the deploy key is already setup, skips confirmation")
@@ -304,11 +315,10 @@ func promptPublicKey(u *ui.UI, in io.Reader, pub []byte, silent bool) error {
 }
 
 type githubFlags struct {
+	syncFlags
 	owner, repository string
 	personal, private bool
-	interval          time.Duration
 	hostname, apiURL  string
-	path              string
 	readWriteKey      bool
 }
 
@@ -383,11 +393,10 @@ func newBootstrapGitHubCommand(g *globalFlags, b *bootstrapFlags) *cobra.Command
 	fs.StringVar(&f.repository, "repository", "", "GitHub repository name")
 	fs.BoolVar(&f.personal, "personal", false, "if true, the owner is assumed to be a GitHub user; otherwise an org")
 	fs.BoolVar(&f.private, "private", true, "if true, the repository is setup or configured as private")
-	fs.DurationVar(&f.interval, "interval", time.Minute, "sync interval")
+	f.register(fs)
 	fs.StringVar(&f.hostname, "hostname", "github.com", "GitHub hostname")
 	fs.StringVar(&f.apiURL, "api-url", "", "GitHub API base URL (default https://api.github.com/, or https://<hostname>/api/v3/)")
 	_ = fs.MarkHidden("api-url")
-	fs.StringVar(&f.path, "path", "", "path relative to the repository root, when specified the cluster sync will be scoped to this path")
 	fs.BoolVar(&f.readWriteKey, "read-write-key", false, "if true, the deploy key is configured with read/write permissions")
 	return cmd
 }

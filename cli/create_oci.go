@@ -63,12 +63,9 @@ func newCreateSourceOCICommand(g *globalFlags, f *createFlags) *cobra.Command {
 		Example: "  eddy create source oci podinfo --url=oci://ghcr.io/stefanprodan/manifests/podinfo --tag=6.6.2 --interval=10m\n" +
 			"  eddy create source oci app --url=oci://registry.example/app --tag-semver='>=1.0.0' --secret-ref=regcred --export",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			om, err := f.meta(g, args)
+			om, err := f.sourceMeta(g, args, ociURL)
 			if err != nil {
 				return err
-			}
-			if ociURL == "" {
-				return errors.New("url is required")
 			}
 			if semver == "" && tag == "" && dgst == "" {
 				return errors.New("--tag, --tag-semver or --digest is required")
@@ -83,13 +80,7 @@ func newCreateSourceOCICommand(g *globalFlags, f *createFlags) *cobra.Command {
 				Reference:     &sourcev1.OCIRepositoryRef{Tag: tag, SemVer: semver, Digest: dgst},
 				LayerSelector: selector, ServiceAccountName: serviceAccount,
 			}}
-			if len(ignorePaths) > 0 {
-				s := strings.Join(ignorePaths, "\n")
-				repo.Spec.Ignore = &s
-			}
-			if f.fetchTimeout > 0 {
-				repo.Spec.Timeout = &metav1.Duration{Duration: f.fetchTimeout}
-			}
+			repo.Spec.Ignore, repo.Spec.Timeout = ignoreOf(ignorePaths), f.timeout()
 			for _, ref := range []struct {
 				name string
 				to   **meta.LocalObjectReference

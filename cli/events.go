@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -41,14 +41,12 @@ func newEventsCommand(g *globalFlags) *cobra.Command {
 					return fmt.Errorf("--for %q: want Kind/name, e.g. Kustomization/flux-system", forObj)
 				}
 				targets = append(targets, target{kind, g.namespace, name})
-				if kind == "Kustomization" {
-					k := &kustomizev1.Kustomization{}
-					if err := c.Get(ctx, types.NamespacedName{Namespace: g.namespace, Name: name}, k); err == nil {
-						ns := k.Spec.SourceRef.Namespace
-						if ns == "" {
-							ns = k.Namespace
+				if k, ok := kinds.ByKind(kind); ok && k.EventsAlso != nil {
+					o := k.New()
+					if err := c.Get(ctx, types.NamespacedName{Namespace: g.namespace, Name: name}, o); err == nil {
+						if kind, ns, name, ok := k.EventsAlso(o); ok {
+							targets = append(targets, target{kind, ns, name})
 						}
-						targets = append(targets, target{k.Spec.SourceRef.Kind, ns, k.Spec.SourceRef.Name})
 					}
 				}
 			} else {

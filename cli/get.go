@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/spf13/cobra"
@@ -64,58 +65,51 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 		return nil
 	}
 
-	// kindTable is one `get` subcommand: its list type and the list's
-	// rows, printed by table.
-	kindTable := func(use string, aliases []string, short, example string, rows listRows, table tablePrinter) *cobra.Command {
+	// kindCmd is the `get` subcommand of kind k.
+	kindCmd := func(k kinds.Kind) *cobra.Command {
+		use, aliases := k.Use, []string(nil)
+		if !k.Source {
+			use, aliases = k.Plural, append([]string{k.Use}, k.Aliases...)
+		}
 		return &cobra.Command{
-			Use: use + " [NAME]", Aliases: aliases, Short: short, Example: example,
-			Args: cobra.MaximumNArgs(1),
+			Use: use + " [NAME]", Aliases: aliases, Short: "Show the status of " + k.PluralKind(),
+			Long: k.GetLong, Example: k.GetExample, Args: cobra.MaximumNArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				l, r := rows()
-				return list(cmd, args, l, r, table)
+				l := k.NewList()
+				return list(cmd, args, l, func() []status.Row { return status.Rows(k, l, "") },
+					func(w io.Writer, rs []status.Row, withNamespace, withShard bool) {
+						status.Print(k, w, rs, withNamespace, withShard)
+					})
 			},
 		}
 	}
-	// kind is a kindTable with flux's table of revisions.
-	kind := func(use string, aliases []string, short, example string, rows listRows) *cobra.Command {
-		return kindTable(use, aliases, short, example, rows, status.PrintTable)
-	}
 	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show the status of sources"}
-	sources.AddCommand(
-		kind("git", nil, "Show the status of GitRepositories", "  eddy get sources git\n  eddy get sources git flux-system -o yaml", gitRepositoryRows),
-		kind("oci", nil, "Show the status of OCIRepositories", "  eddy get sources oci\n  eddy get sources oci --all-namespaces", ociRepositoryRows),
-		kind("helm", nil, "Show the status of HelmRepositories", "  eddy get sources helm\n  eddy get sources helm -A", helmRepositoryRows),
-		kind("chart", nil, "Show the status of HelmCharts", "  eddy get sources chart\n  eddy get sources chart flux-system-podinfo -o yaml", helmChartRows),
-		&cobra.Command{
-			Use: "all", Short: "Show the status of all sources", Args: cobra.NoArgs,
-			Example: "  eddy get sources all\n  eddy get sources all -A",
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				return g.getAll(cmd, allNamespaces, output == "wide", getAllKinds[:4])
-			},
-		})
+	var srcKinds []kinds.Kind
+	for _, k := range kinds.All {
+		if k.Source {
+			sources.AddCommand(kindCmd(k))
+			srcKinds = append(srcKinds, k)
+		} else {
+			get.AddCommand(kindCmd(k))
+		}
+	}
+	sources.AddCommand(&cobra.Command{
+		Use: "all", Short: "Show the status of all sources", Args: cobra.NoArgs,
+		Example: "  eddy get sources all\n  eddy get sources all -A",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.getAll(cmd, allNamespaces, output == "wide", srcKinds)
+		},
+	})
 	get.AddCommand(sources)
-	get.AddCommand(kind("kustomizations", []string{"kustomization", "ks"}, "Show the status of Kustomizations",
-		"  eddy get kustomizations\n  eddy get ks -A\n  eddy get ks flux-system -o json", kustomizationRows))
-	hr := kind("helmreleases", []string{"helmrelease", "hr"}, "Show the status of HelmReleases",
-		"  eddy get helmreleases\n  eddy get hr -A\n  eddy get hr podinfo -o yaml", helmReleaseRows)
-	hr.Long = "Show the status of HelmReleases; REVISION is the chart version of the newest release (else the one last attempted), as flux shows it."
-	get.AddCommand(hr)
-	get.AddCommand(
-		kindTable("receivers", []string{"receiver"}, "Show the status of Receivers", "  eddy get receivers\n  eddy get receiver github -o yaml",
-			receiverRows, status.PrintSuspendedTable),
-		kindTable("alert-providers", []string{"alert-provider"}, "Show the status of Providers", "  eddy get alert-providers -A",
-			providerRows, status.PrintReadyTable),
-		kindTable("alerts", []string{"alert"}, "Show the status of Alerts", "  eddy get alerts -n apps",
-			alertRows, status.PrintSuspendedTable),
-		&cobra.Command{
-			Use: "all", Short: "Show the status of all objects", Args: cobra.NoArgs,
-			Long: "Show the status of every kind in a table of its own, each name prefixed with its kind; " +
-				"kinds without objects, or whose CRD is not installed, are left out.",
-			Example: "  eddy get all\n  eddy get all -A",
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				return g.getAll(cmd, allNamespaces, output == "wide", getAllKinds)
-			},
-		})
+	get.AddCommand(&cobra.Command{
+		Use: "all", Short: "Show the status of all objects", Args: cobra.NoArgs,
+		Long: "Show the status of every kind in a table of its own, each name prefixed with its kind; " +
+			"kinds without objects, or whose CRD is not installed, are left out.",
+		Example: "  eddy get all\n  eddy get all -A",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.getAll(cmd, allNamespaces, output == "wide", kinds.All)
+		},
+	})
 	return get
 }
 
@@ -139,90 +133,34 @@ func (g *globalFlags) listing(cmd *cobra.Command, allNamespaces bool) (client.Cl
 // withShard (-o wide) adds the SHARD column.
 type tablePrinter func(w io.Writer, rs []status.Row, withNamespace, withShard bool)
 
-// listRows returns a new list of one kind and the rows of what it holds
-// once listed.
-type listRows func() (client.ObjectList, func() []status.Row)
-
-// rowsOf is the listRows of the list type L (a pointer to T) whose
-// rows rows makes.
-func rowsOf[T any, L interface {
-	*T
-	client.ObjectList
-}](rows func(L, string) []status.Row) listRows {
-	return func() (client.ObjectList, func() []status.Row) {
-		l := L(new(T))
-		return l, func() []status.Row { return rows(l, "") }
-	}
-}
-
-var (
-	ociRepositoryRows  = rowsOf(status.OCIRepositoryRows)
-	gitRepositoryRows  = rowsOf(status.GitRepositoryRows)
-	helmRepositoryRows = rowsOf(status.HelmRepositoryRows)
-	helmChartRows      = rowsOf(status.HelmChartRows)
-	kustomizationRows  = rowsOf(status.KustomizationRows)
-	helmReleaseRows    = rowsOf(status.HelmReleaseRows)
-	receiverRows       = rowsOf(status.ReceiverRows)
-	providerRows       = rowsOf(status.ProviderRows)
-	alertRows          = rowsOf(status.AlertRows)
-)
-
-// getAllKinds are the kinds of `get all` in flux's order: the sources
-// first (what `get sources all` shows), then the others.
-var getAllKinds = []getKind{
-	{ociRepositoryRows, status.PrintTable},
-	{gitRepositoryRows, status.PrintTable},
-	{helmRepositoryRows, status.PrintTable},
-	{helmChartRows, status.PrintTable},
-	{helmReleaseRows, status.PrintTable},
-	{kustomizationRows, status.PrintTable},
-	{receiverRows, status.PrintSuspendedTable},
-	{providerRows, status.PrintReadyTable},
-	{alertRows, status.PrintSuspendedTable},
-}
-
-// getKind is one kind of `get all`: its rows and table.
-type getKind struct {
-	rows  listRows
-	table tablePrinter
-}
-
 // getAll lists kinds as `flux get all` does (see printAll).
-func (g *globalFlags) getAll(cmd *cobra.Command, allNamespaces, withShard bool, kinds []getKind) error {
+func (g *globalFlags) getAll(cmd *cobra.Command, allNamespaces, withShard bool, ks []kinds.Kind) error {
 	c, ctx, cancel, opts, err := g.listing(cmd, allNamespaces)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	return printAll(ctx, c, cmd.OutOrStdout(), ui.New(cmd.ErrOrStderr()), kinds, allNamespaces, withShard, opts...)
+	return printAll(ctx, c, cmd.OutOrStdout(), ui.New(cmd.ErrOrStderr()), ks, allNamespaces, withShard, opts...)
 }
 
 // printAll prints, as `flux get all`, a table per kind with objects (each
 // followed by an empty line) to out, names prefixed with the kind in lower
 // case. A kind whose CRD is missing is skipped; another list error is a
 // failure line on u, and the next kind is listed.
-func printAll(ctx context.Context, c client.Client, out io.Writer, u *ui.UI, kinds []getKind, allNamespaces, withShard bool, opts ...client.ListOption) error {
-	for _, k := range kinds {
-		l, rows := k.rows()
+func printAll(ctx context.Context, c client.Client, out io.Writer, u *ui.UI, ks []kinds.Kind, allNamespaces, withShard bool, opts ...client.ListOption) error {
+	for _, k := range ks {
+		l := k.NewList()
 		if err := c.List(ctx, l, opts...); err != nil {
 			if !apimeta.IsNoMatchError(err) {
 				u.Failure("%s", err)
 			}
 			continue
 		}
-		rs := rows()
+		rs := status.Rows(k, l, strings.ToLower(k.Kind)+"/")
 		if len(rs) == 0 {
 			continue
 		}
-		gvk, err := apiutil.GVKForObject(l, c.Scheme())
-		if err != nil {
-			return err
-		}
-		prefix := strings.ToLower(strings.TrimSuffix(gvk.Kind, "List")) + "/"
-		for i := range rs {
-			rs[i].Name = prefix + rs[i].Name
-		}
-		k.table(out, rs, allNamespaces, withShard)
+		status.Print(k, out, rs, allNamespaces, withShard)
 		fmt.Fprintln(out)
 	}
 	return nil

@@ -9,101 +9,49 @@ import (
 	"sort"
 	"strings"
 
-	helmv2 "github.com/eddyops/eddy/api/helm/v2"
-	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
-	"github.com/eddyops/eddy/pkg/health"
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 )
 
-// objKind is one Flux kind the day-2 verbs (suspend, resume, export,
-// delete) work on, with flux's names for it.
-type objKind struct {
-	kind    string   // the API kind, e.g. Kustomization
-	human   string   // flux's human kind, e.g. "kustomization", "source git", "alert provider"
-	use     string   // the subcommand, e.g. "kustomization", "git", "alert-provider"
-	aliases []string // e.g. "ks"
-	source  bool     // a subcommand of `source`
-	// static kinds (Alert, Provider) have no status: flux takes them as
-	// ready once kstatus says Current.
-	static  bool
-	newObj  func() client.Object
-	newList func() client.ObjectList
-	// resumed is flux's last line after a resumed object is ready.
-	resumed func(client.Object) string
-}
-
-// fetchedRevision is flux's last line of a resumed source: "fetched
-// revision <artifact revision>".
-func fetchedRevision(a *meta.Artifact) string {
-	if a == nil {
-		return "fetched revision "
+// resumedLine is flux's last line after a resumed object of kind k is
+// ready: a source's "fetched revision <artifact revision>", an applier's
+// "applied revision <REVISION>", else "<Kind> reconciliation completed".
+func resumedLine(k kinds.Kind, o kinds.Object) string {
+	switch {
+	case k.Source:
+		rev := ""
+		if a := o.(sourcev1.Source).GetArtifact(); a != nil {
+			rev = a.Revision
+		}
+		return "fetched revision " + rev
+	case k.Revision != nil:
+		return "applied revision " + k.Revision(o)
 	}
-	return "fetched revision " + a.Revision
-}
-
-// objKinds are the kinds Eddy serves, in flux's order of `get all`.
-var objKinds = []objKind{
-	{kind: sourcev1.GitRepositoryKind, human: "source git", use: "git", source: true,
-		newObj: func() client.Object { return &sourcev1.GitRepository{} }, newList: func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
-		resumed: func(o client.Object) string { return fetchedRevision(o.(*sourcev1.GitRepository).Status.Artifact) }},
-	{kind: sourcev1.OCIRepositoryKind, human: "source oci", use: "oci", source: true,
-		newObj: func() client.Object { return &sourcev1.OCIRepository{} }, newList: func() client.ObjectList { return &sourcev1.OCIRepositoryList{} },
-		resumed: func(o client.Object) string { return fetchedRevision(o.(*sourcev1.OCIRepository).Status.Artifact) }},
-	{kind: sourcev1.HelmRepositoryKind, human: "source helm", use: "helm", source: true,
-		newObj: func() client.Object { return &sourcev1.HelmRepository{} }, newList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} },
-		resumed: func(o client.Object) string { return fetchedRevision(o.(*sourcev1.HelmRepository).Status.Artifact) }},
-	{kind: sourcev1.HelmChartKind, human: "source chart", use: "chart", source: true,
-		newObj: func() client.Object { return &sourcev1.HelmChart{} }, newList: func() client.ObjectList { return &sourcev1.HelmChartList{} },
-		resumed: func(o client.Object) string { return fetchedRevision(o.(*sourcev1.HelmChart).Status.Artifact) }},
-	{kind: helmv2.HelmReleaseKind, human: "helmrelease", use: "helmrelease", aliases: []string{"hr"},
-		newObj: func() client.Object { return &helmv2.HelmRelease{} }, newList: func() client.ObjectList { return &helmv2.HelmReleaseList{} },
-		resumed: func(o client.Object) string {
-			return "applied revision " + status.HelmReleaseRevision(o.(*helmv2.HelmRelease))
-		}},
-	{kind: kustomizev1.KustomizationKind, human: "kustomization", use: "kustomization", aliases: []string{"ks"},
-		newObj: func() client.Object { return &kustomizev1.Kustomization{} }, newList: func() client.ObjectList { return &kustomizev1.KustomizationList{} },
-		resumed: func(o client.Object) string {
-			return "applied revision " + o.(*kustomizev1.Kustomization).Status.LastAppliedRevision
-		}},
-	{kind: notificationv1.ReceiverKind, human: "receiver", use: "receiver",
-		newObj: func() client.Object { return &notificationv1.Receiver{} }, newList: func() client.ObjectList { return &notificationv1.ReceiverList{} },
-		resumed: func(client.Object) string { return "Receiver reconciliation completed" }},
-	{kind: notificationv1.ProviderKind, human: "alert provider", use: "alert-provider", static: true,
-		newObj: func() client.Object { return &notificationv1.Provider{} }, newList: func() client.ObjectList { return &notificationv1.ProviderList{} },
-		resumed: func(client.Object) string { return "Provider reconciliation completed" }},
-	{kind: notificationv1.AlertKind, human: "alert", use: "alert", static: true,
-		newObj: func() client.Object { return &notificationv1.Alert{} }, newList: func() client.ObjectList { return &notificationv1.AlertList{} },
-		resumed: func(client.Object) string { return "Alert reconciliation completed" }},
+	return k.Kind + " reconciliation completed"
 }
 
 // addKindCommands adds to parent one subcommand per kind (sources under a
 // `source` subcommand), each running run with its kind.
-func addKindCommands(parent *cobra.Command, short string, run func(objKind, *cobra.Command, []string) error) {
+func addKindCommands(parent *cobra.Command, short string, run func(kinds.Kind, *cobra.Command, []string) error) {
 	src := &cobra.Command{Use: "source", Short: short + " sources"}
-	for _, k := range objKinds {
-		k := k
+	for _, k := range kinds.All {
 		c := &cobra.Command{
-			Use: k.use + " [name]", Aliases: k.aliases,
-			Short: fmt.Sprintf("%s %s objects", short, k.kind),
+			Use: k.Use + " [name]", Aliases: k.Aliases,
+			Short: fmt.Sprintf("%s %s objects", short, k.Kind),
 			RunE:  func(cmd *cobra.Command, args []string) error { return run(k, cmd, args) },
 		}
-		if k.source {
+		if k.Source {
 			src.AddCommand(c)
 		} else {
 			parent.AddCommand(c)
@@ -134,8 +82,8 @@ func unknownKind(cmd *cobra.Command) {
 
 // listNamed lists k's objects in ns: all of them when name is "", else the
 // one named so (flux selects it with the field selector metadata.name).
-func listNamed(ctx context.Context, c client.Client, k objKind, ns, name string) ([]client.Object, error) {
-	l := k.newList()
+func listNamed(ctx context.Context, c client.Client, k kinds.Kind, ns, name string) ([]client.Object, error) {
+	l := k.NewList()
 	opts := []client.ListOption{client.InNamespace(ns)}
 	if name != "" {
 		opts = append(opts, client.MatchingFields{"metadata.name": name})
@@ -177,9 +125,9 @@ func newSuspendCommand(g *globalFlags) *cobra.Command {
 			"  eddy suspend hr --all -n apps",
 	}
 	cmd.PersistentFlags().BoolVar(&all, "all", false, "suspend all resources in that namespace")
-	addKindCommands(cmd, "Suspend", func(k objKind, cmd *cobra.Command, args []string) error {
+	addKindCommands(cmd, "Suspend", func(k kinds.Kind, cmd *cobra.Command, args []string) error {
 		if len(args) < 1 && !all {
-			return fmt.Errorf("%s name is required", k.human)
+			return fmt.Errorf("%s name is required", k.Human)
 		}
 		return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
 			suspend := func(name string) error {
@@ -191,11 +139,11 @@ func newSuspendCommand(g *globalFlags) *cobra.Command {
 					return errNoObjects
 				}
 				for _, o := range objs {
-					u.Action("suspending %s %s in %s namespace", k.human, o.GetName(), g.namespace)
+					u.Action("suspending %s %s in %s namespace", k.Human, o.GetName(), g.namespace)
 					if err := patchSuspend(ctx, c, o, true); err != nil {
 						return err
 					}
-					u.Success("%s suspended", k.human)
+					u.Success("%s suspended", k.Human)
 				}
 				return nil
 			}
@@ -211,9 +159,9 @@ func newSuspendCommand(g *globalFlags) *cobra.Command {
 				}
 				seen[name] = true
 				if err := suspend(name); errors.Is(err, errNoObjects) {
-					u.Failure("%s %s not found in %s namespace", k.kind, name, g.namespace)
+					u.Failure("%s %s not found in %s namespace", k.Kind, name, g.namespace)
 				} else if err != nil {
-					u.Failure("failed suspending %s %s in %s namespace: %s", k.kind, name, g.namespace, err)
+					u.Failure("failed suspending %s %s in %s namespace: %s", k.Kind, name, g.namespace, err)
 				}
 			}
 			return nil
@@ -234,9 +182,9 @@ func newResumeCommand(g *globalFlags) *cobra.Command {
 	}
 	cmd.PersistentFlags().BoolVar(&all, "all", false, "resume all resources in that namespace")
 	cmd.PersistentFlags().BoolVar(&waitFlag, "wait", false, "waits for one resource to reconcile before moving to the next one")
-	addKindCommands(cmd, "Resume", func(k objKind, cmd *cobra.Command, args []string) error {
+	addKindCommands(cmd, "Resume", func(k kinds.Kind, cmd *cobra.Command, args []string) error {
 		if len(args) < 1 && !all {
-			return fmt.Errorf("%s name is required", k.human)
+			return fmt.Errorf("%s name is required", k.Human)
 		}
 		// As flux: one named object is waited for unless --wait is given.
 		shouldWait := waitFlag || (!cmd.Flags().Changed("wait") && len(args) == 1)
@@ -258,31 +206,31 @@ func newResumeCommand(g *globalFlags) *cobra.Command {
 				}
 				if len(objs) == 0 {
 					if name == "" {
-						u.Failure("no %s objects found in %s namespace", k.kind, g.namespace)
+						u.Failure("no %s objects found in %s namespace", k.Kind, g.namespace)
 					} else {
-						u.Failure("%s object '%s' not found in %s namespace", k.kind, name, g.namespace)
+						u.Failure("%s object '%s' not found in %s namespace", k.Kind, name, g.namespace)
 					}
 					continue
 				}
 				for _, o := range objs {
-					u.Action("resuming %s %s in %s namespace", k.human, o.GetName(), g.namespace)
+					u.Action("resuming %s %s in %s namespace", k.Human, o.GetName(), g.namespace)
 					if err := patchSuspend(ctx, c, o, false); err != nil {
 						return err
 					}
-					u.Success("%s resumed", k.human)
+					u.Success("%s resumed", k.Human)
 					resumed = append(resumed, o)
 				}
 			}
 			if !shouldWait || len(resumed) == 0 {
 				return nil
 			}
-			stop := u.Spin(fmt.Sprintf("waiting for %s reconciliation", k.kind))
+			stop := u.Spin(fmt.Sprintf("waiting for %s reconciliation", k.Kind))
 			errs := make([]error, len(resumed))
 			done := make(chan struct{})
 			for i, o := range resumed {
 				go func() {
 					defer func() { done <- struct{}{} }()
-					errs[i] = waitReady(ctx, c, o, k.static, k.kind+" reconciliation")
+					errs[i] = waitReady(ctx, c, k, o, k.Kind+" reconciliation")
 				}()
 			}
 			for range resumed {
@@ -298,14 +246,14 @@ func newResumeCommand(g *globalFlags) *cobra.Command {
 			for _, i := range order {
 				if errs[i] != nil {
 					failed++
-					u.Failure("%s %s reconciliation failed: %s", k.kind, resumed[i].GetName(), errs[i])
+					u.Failure("%s %s reconciliation failed: %s", k.Kind, resumed[i].GetName(), errs[i])
 					continue
 				}
-				u.Success("%s %s reconciliation completed", k.kind, resumed[i].GetName())
-				u.Success("%s", k.resumed(resumed[i]))
+				u.Success("%s %s reconciliation completed", k.Kind, resumed[i].GetName())
+				u.Success("%s", resumedLine(k, resumed[i].(kinds.Object)))
 			}
 			if failed > 0 {
-				return fmt.Errorf("reconciliation failed for %d %s(s)", failed, k.kind)
+				return fmt.Errorf("reconciliation failed for %d %s(s)", failed, k.Kind)
 			}
 			return nil
 		})
@@ -313,12 +261,13 @@ func newResumeCommand(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// waitReady polls obj every status.PollInterval until it is ready as flux
-// judges it (fluxReady): an error when kstatus says it failed (Stalled), a
-// read fails, or, when ctx ends, one naming what and the last Ready reason
-// and message.
-func waitReady(ctx context.Context, c client.Client, obj client.Object, static bool, what string) error {
+// waitReady polls obj, of kind k, every status.PollInterval until it is
+// ready as flux judges it (kinds.Ready): an error when kstatus says it
+// failed (Stalled), a read fails, or, when ctx ends, one naming what and
+// the last Ready reason and message.
+func waitReady(ctx context.Context, c client.Client, k kinds.Kind, obj client.Object, what string) error {
 	key := client.ObjectKeyFromObject(obj)
+	o := obj.(kinds.Object)
 	var failed error
 	err := wait.PollUntilContextCancel(ctx, status.PollInterval, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, key, obj); err != nil {
@@ -328,7 +277,7 @@ func waitReady(ctx context.Context, c client.Client, obj client.Object, static b
 			failed = err
 			return false, err
 		}
-		ok, err := fluxReady(obj, static)
+		ok, err := kinds.Ready(k, o)
 		failed = err
 		return ok, err
 	})
@@ -337,68 +286,12 @@ func waitReady(ctx context.Context, c client.Client, obj client.Object, static b
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		msg := ""
-		if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj); err == nil {
-			if r := readyCondition(u); r != nil {
-				msg = ": last status: " + r.Reason + ": " + ui.OneLine(r.Message)
-			}
+		if r, _ := kinds.ReadyCondition(o); r != nil {
+			msg = ": last status: " + r.Reason + ": " + ui.OneLine(r.Message)
 		}
 		return fmt.Errorf("timed out waiting for %s%s", what, msg)
 	}
 	return ctx.Err()
-}
-
-// readyCondition is the Ready condition of an object's unstructured
-// content, nil without one.
-func readyCondition(u map[string]any) *metav1.Condition {
-	conds, _, _ := unstructured.NestedSlice(u, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if !ok || m["type"] != meta.ReadyCondition {
-			continue
-		}
-		var cond metav1.Condition
-		if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
-			return &cond
-		}
-	}
-	return nil
-}
-
-// fluxReady is flux's readiness of a Flux object: for a kind with a status,
-// status.observedGeneration ≥ 1 and a Ready condition of the current
-// generation (by its own observedGeneration, else the object's); then
-// kstatus Current is ready, InProgress not yet, anything else an error
-// with kstatus's message.
-func fluxReady(obj client.Object, static bool) (bool, error) {
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return false, err
-	}
-	if !static {
-		observed, _, _ := unstructured.NestedInt64(content, "status", "observedGeneration")
-		if observed < 1 {
-			return false, nil
-		}
-		c := readyCondition(content)
-		if c == nil {
-			return false, nil
-		}
-		if c.ObservedGeneration != 0 && c.ObservedGeneration != obj.GetGeneration() ||
-			c.ObservedGeneration == 0 && observed != obj.GetGeneration() {
-			return false, nil
-		}
-	}
-	res, err := health.Compute(&unstructured.Unstructured{Object: content})
-	if err != nil {
-		return false, err
-	}
-	switch res.Status {
-	case kstatus.CurrentStatus:
-		return true, nil
-	case kstatus.InProgressStatus:
-		return false, nil
-	}
-	return false, errors.New(res.Message)
 }
 
 // exported is obj as flux exports it: apiVersion, kind, metadata (name,
@@ -436,7 +329,7 @@ func newExportCommand(g *globalFlags) *cobra.Command {
 		Example: "  eddy export source git flux-system\n  eddy export kustomization --all > kustomizations.yaml",
 	}
 	cmd.PersistentFlags().BoolVar(&all, "all", false, "select all resources")
-	addKindCommands(cmd, "Export", func(k objKind, cmd *cobra.Command, args []string) error {
+	addKindCommands(cmd, "Export", func(k kinds.Kind, cmd *cobra.Command, args []string) error {
 		if !all && len(args) < 1 {
 			return errors.New("name is required")
 		}
@@ -451,10 +344,10 @@ func newExportCommand(g *globalFlags) *cobra.Command {
 					return fmt.Errorf("no objects found in %s namespace", g.namespace)
 				}
 			} else {
-				o := k.newObj()
+				o := k.New()
 				key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
 				if err := c.Get(ctx, key, o); err != nil {
-					return status.NotFound(err, k.kind, key)
+					return status.NotFound(err, k.Kind, key)
 				}
 				objs = []client.Object{o}
 			}
@@ -539,24 +432,24 @@ func newDeleteCommand(g *globalFlags) *cobra.Command {
 		Example: "  eddy delete kustomization apps\n  eddy delete source git podinfo --silent",
 	}
 	cmd.PersistentFlags().BoolVarP(&silent, "silent", "s", false, "delete resource without asking for confirmation")
-	addKindCommands(cmd, "Delete", func(k objKind, cmd *cobra.Command, args []string) error {
+	addKindCommands(cmd, "Delete", func(k kinds.Kind, cmd *cobra.Command, args []string) error {
 		if len(args) < 1 {
-			return fmt.Errorf("%s name is required", k.human)
+			return fmt.Errorf("%s name is required", k.Human)
 		}
 		return g.reconcile(cmd, func(ctx context.Context, c client.Client, u *ui.UI) error {
-			o := k.newObj()
+			o := k.New()
 			key := types.NamespacedName{Namespace: g.namespace, Name: args[0]}
 			if err := c.Get(ctx, key, o); err != nil {
-				return status.NotFound(err, k.kind, key)
+				return status.NotFound(err, k.Kind, key)
 			}
-			if !silent && !confirm(cmd, "Are you sure you want to delete this "+k.human) {
+			if !silent && !confirm(cmd, "Are you sure you want to delete this "+k.Human) {
 				return errors.New("aborting")
 			}
-			u.Action("deleting %s %s in %s namespace", k.human, key.Name, key.Namespace)
+			u.Action("deleting %s %s in %s namespace", k.Human, key.Name, key.Namespace)
 			if err := c.Delete(ctx, o); err != nil {
 				return err
 			}
-			u.Success("%s deleted", k.human)
+			u.Success("%s deleted", k.Human)
 			return nil
 		})
 	})

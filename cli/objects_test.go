@@ -9,8 +9,8 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/ui"
-	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,49 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
-
-// TestFluxReady: flux's readiness of created and resumed objects.
-func TestFluxReady(t *testing.T) {
-	ks := func(gen, observed, condGen int64, status metav1.ConditionStatus, reason string) *kustomizev1.Kustomization {
-		k := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: "flux-system", Generation: gen}}
-		k.Status.ObservedGeneration = observed
-		if status != "" {
-			k.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: status, Reason: reason,
-				Message: "m", ObservedGeneration: condGen}}
-		}
-		return k
-	}
-	stalled := func(k *kustomizev1.Kustomization) *kustomizev1.Kustomization {
-		k.Status.Conditions = append(k.Status.Conditions, metav1.Condition{Type: meta.StalledCondition, Status: metav1.ConditionTrue,
-			Reason: meta.InvalidPathReason, Message: "path not found", ObservedGeneration: 2})
-		return k
-	}
-	for _, tc := range []struct {
-		name    string
-		obj     *kustomizev1.Kustomization
-		ready   bool
-		failing bool
-	}{
-		{"never reconciled", ks(1, 0, 0, "", ""), false, false},
-		{"no Ready condition", ks(1, 1, 0, "", ""), false, false},
-		{"Ready of an older generation", ks(2, 2, 1, metav1.ConditionTrue, meta.ReconciliationSucceededReason), false, false},
-		{"no condition generation, older observed", ks(2, 1, 0, metav1.ConditionTrue, meta.ReconciliationSucceededReason), false, false},
-		{"Ready now", ks(2, 2, 2, metav1.ConditionTrue, meta.ReconciliationSucceededReason), true, false},
-		{"in progress", ks(2, 2, 2, metav1.ConditionUnknown, meta.ProgressingReason), false, false},
-		// As flux (kstatus): Ready=False is waited on, Stalled fails.
-		{"failed, retrying", ks(2, 2, 2, metav1.ConditionFalse, meta.ReconciliationFailedReason), false, false},
-		{"stalled", stalled(ks(2, 2, 2, metav1.ConditionFalse, meta.InvalidPathReason)), false, true},
-	} {
-		ok, err := fluxReady(tc.obj, false)
-		if ok != tc.ready || (err != nil) != tc.failing {
-			t.Errorf("%s: ready %v, err %v; want %v, failing %v", tc.name, ok, err, tc.ready, tc.failing)
-		}
-	}
-	// An Alert has no status: static, ready at once.
-	if ok, err := fluxReady(&notificationv1.Alert{ObjectMeta: metav1.ObjectMeta{Name: "a", Generation: 1}}, true); !ok || err != nil {
-		t.Errorf("static Alert: ready %v, err %v; want ready", ok, err)
-	}
-}
 
 // TestCreateFlagParsing: flux's forms of --source, --path and --health-check.
 func TestCreateFlagParsing(t *testing.T) {
@@ -112,7 +69,7 @@ func TestPrintAll(t *testing.T) {
 		},
 	}).Build()
 	var out, errOut bytes.Buffer
-	if err := printAll(context.Background(), c, &out, ui.New(&errOut), getAllKinds, false, false, client.InNamespace("flux-system")); err != nil {
+	if err := printAll(context.Background(), c, &out, ui.New(&errOut), kinds.All, false, false, client.InNamespace("flux-system")); err != nil {
 		t.Fatal(err)
 	}
 	want := "NAME                 REVISION   SUSPENDED   READY   MESSAGE\n" +
@@ -137,7 +94,7 @@ func TestPrintAllWide(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
 	var out, errOut bytes.Buffer
-	if err := printAll(context.Background(), c, &out, ui.New(&errOut), getAllKinds, true, true); err != nil {
+	if err := printAll(context.Background(), c, &out, ui.New(&errOut), kinds.All, true, true); err != nil {
 		t.Fatal(err)
 	}
 	want := "NAMESPACE     NAME                  REVISION   SUSPENDED   READY   SHARD    MESSAGE\n" +

@@ -7,9 +7,9 @@ import (
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
-	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -122,7 +122,7 @@ func newReconcileHelmReleaseCommand(g *globalFlags) *cobra.Command {
 				if err := status.Reconcile(ctx, c, u, hr, key, also...); err != nil {
 					return err
 				}
-				u.Success("applied revision %s", status.HelmReleaseRevision(hr))
+				u.Success("applied revision %s", kinds.HelmReleaseRevision(hr))
 				return nil
 			})
 		},
@@ -180,44 +180,33 @@ func (g *globalFlags) reconcileObject(cmd *cobra.Command, obj client.Object, nam
 // is reconciled first. An OCI HelmRepository is static, as in flux: nothing
 // is requested. A kind Eddy does not serve is an error.
 func reconcileSource(ctx context.Context, c client.Client, u *ui.UI, kind string, key types.NamespacedName, withSource bool) error {
-	var artifact func() *meta.Artifact
-	var obj client.Object
-	switch kind {
-	case sourcev1.GitRepositoryKind:
-		o := &sourcev1.GitRepository{}
-		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
-	case sourcev1.OCIRepositoryKind:
-		o := &sourcev1.OCIRepository{}
-		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
-	case sourcev1.HelmRepositoryKind:
-		o := &sourcev1.HelmRepository{}
+	k, ok := kinds.ByKind(kind)
+	if !ok || !k.Source {
+		return fmt.Errorf("cannot reconcile source of kind %s", kind)
+	}
+	o := k.New()
+	if k.Unreconciled != nil {
 		if err := c.Get(ctx, key, o); err != nil {
 			return status.NotFound(err, kind, key)
 		}
-		if o.Spec.Type == sourcev1.HelmRepositoryTypeOCI {
+		if k.IsUnreconciled(o) {
 			u.Success("reconciliation not supported by the object")
 			return nil
 		}
-		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
-	case sourcev1.HelmChartKind:
-		o := &sourcev1.HelmChart{}
-		if withSource {
-			if err := status.GetUnsuspended(ctx, c, o, key); err != nil {
-				return err
-			}
-			src := types.NamespacedName{Namespace: o.Namespace, Name: o.Spec.SourceRef.Name}
-			if err := reconcileSource(ctx, c, u, o.Spec.SourceRef.Kind, src, false); err != nil {
-				return err
-			}
-		}
-		obj, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
-	default:
-		return fmt.Errorf("cannot reconcile source of kind %s", kind)
 	}
-	if err := status.Reconcile(ctx, c, u, obj, key); err != nil {
+	if chart, ok := o.(*sourcev1.HelmChart); ok && withSource {
+		if err := status.GetUnsuspended(ctx, c, chart, key); err != nil {
+			return err
+		}
+		src := types.NamespacedName{Namespace: chart.Namespace, Name: chart.Spec.SourceRef.Name}
+		if err := reconcileSource(ctx, c, u, chart.Spec.SourceRef.Kind, src, false); err != nil {
+			return err
+		}
+	}
+	if err := status.Reconcile(ctx, c, u, o, key); err != nil {
 		return err
 	}
-	if a := artifact(); a != nil {
+	if a := o.(sourcev1.Source).GetArtifact(); a != nil {
 		u.Success("fetched revision %s", a.Revision)
 	}
 	return nil

@@ -41,18 +41,12 @@ func (ArtifactChanged) Update(e event.UpdateEvent) bool {
 	return o == nil || o.Revision != n.Revision || o.Digest != n.Digest
 }
 
-// ArtifactOf returns status.artifact of a source object (GitRepository,
-// OCIRepository, HelmRepository, HelmChart), nil for other objects.
+// ArtifactOf returns status.artifact of a source object (any
+// sourcev1.Source: GitRepository, OCIRepository, HelmRepository,
+// HelmChart), nil for other objects.
 func ArtifactOf(obj client.Object) *meta.Artifact {
-	switch o := obj.(type) {
-	case *sourcev1.GitRepository:
-		return o.Status.Artifact
-	case *sourcev1.OCIRepository:
-		return o.Status.Artifact
-	case *sourcev1.HelmRepository:
-		return o.Status.Artifact
-	case *sourcev1.HelmChart:
-		return o.Status.Artifact
+	if s, ok := obj.(sourcev1.Source); ok {
+		return s.GetArtifact()
 	}
 	return nil
 }

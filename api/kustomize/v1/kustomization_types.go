@@ -347,3 +347,6 @@ func (in *Kustomization) GetLastHandledReconcileRequest() string {
 func (in *Kustomization) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)
 }
+
+// IsSuspended returns spec.suspend.
+func (in *Kustomization) IsSuspended() bool { return in.Spec.Suspend }

@@ -78,3 +78,17 @@ type AlertList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Alert `json:"items"`
 }
+
+// IsSuspended returns spec.suspend.
+func (in *Alert) IsSuspended() bool { return in.Spec.Suspend }
+
+// GetConditions returns nil: an Alert has no status (as in Flux), so no
+// conditions; it is ready once the API server accepts it.
+func (in *Alert) GetConditions() []metav1.Condition { return nil }
+
+// GetObservedGeneration returns 0: an Alert has no status.
+func (in *Alert) GetObservedGeneration() int64 { return 0 }
+
+// GetLastHandledReconcileRequest returns "": an Alert has no status, no
+// controller answers its reconcile requests.
+func (in *Alert) GetLastHandledReconcileRequest() string { return "" }

@@ -114,3 +114,17 @@ type ProviderList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Provider `json:"items"`
 }
+
+// IsSuspended returns spec.suspend.
+func (in *Provider) IsSuspended() bool { return in.Spec.Suspend }
+
+// GetConditions returns nil: a Provider has no status (as in Flux), so no
+// conditions; it is ready once the API server accepts it.
+func (in *Provider) GetConditions() []metav1.Condition { return nil }
+
+// GetObservedGeneration returns 0: a Provider has no status.
+func (in *Provider) GetObservedGeneration() int64 { return 0 }
+
+// GetLastHandledReconcileRequest returns "": a Provider has no status, no
+// controller answers its reconcile requests.
+func (in *Provider) GetLastHandledReconcileRequest() string { return "" }

@@ -221,3 +221,6 @@ func (in *Receiver) GetLastHandledReconcileRequest() string {
 func (in *Receiver) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)
 }
+
+// IsSuspended returns spec.suspend.
+func (in *Receiver) IsSuspended() bool { return in.Spec.Suspend }

@@ -256,3 +256,9 @@ func (in *GitRepository) GetLastHandledReconcileRequest() string {
 func (in *GitRepository) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)
 }
+
+// IsSuspended returns spec.suspend.
+func (in *GitRepository) IsSuspended() bool { return in.Spec.Suspend }
+
+// GetArtifact returns status.artifact, nil before the first one is stored.
+func (in *GitRepository) GetArtifact() *meta.Artifact { return in.Status.Artifact }

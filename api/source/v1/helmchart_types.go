@@ -222,3 +222,9 @@ func (in *HelmChart) GetLastHandledReconcileRequest() string {
 func (in *HelmChart) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)
 }
+
+// IsSuspended returns spec.suspend.
+func (in *HelmChart) IsSuspended() bool { return in.Spec.Suspend }
+
+// GetArtifact returns status.artifact, nil before the first one is stored.
+func (in *HelmChart) GetArtifact() *meta.Artifact { return in.Status.Artifact }

@@ -176,3 +176,9 @@ func (in *HelmRepository) GetLastHandledReconcileRequest() string {
 func (in *HelmRepository) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)
 }
+
+// IsSuspended returns spec.suspend.
+func (in *HelmRepository) IsSuspended() bool { return in.Spec.Suspend }
+
+// GetArtifact returns status.artifact, nil before the first one is stored.
+func (in *HelmRepository) GetArtifact() *meta.Artifact { return in.Status.Artifact }

@@ -261,3 +261,9 @@ func (in *OCIRepository) GetLastHandledReconcileRequest() string {
 func (in *OCIRepository) SetLastHandledReconcileRequest(token string) {
 	in.Status.SetLastHandledReconcileRequest(token)
 }
+
+// IsSuspended returns spec.suspend.
+func (in *OCIRepository) IsSuspended() bool { return in.Spec.Suspend }
+
+// GetArtifact returns status.artifact, nil before the first one is stored.
+func (in *OCIRepository) GetArtifact() *meta.Artifact { return in.Status.Artifact }

@@ -19,6 +19,7 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/install"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -112,60 +113,12 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 		return err
 	}
 	secretKey := client.ObjectKey{Namespace: o.Namespace, Name: o.SecretName}
-	secretExists := true
-	if err := c.Get(ctx, secretKey, &corev1.Secret{}); apierrors.IsNotFound(err) {
-		secretExists = false
-	} else if err != nil {
-		return clusterError(err)
-	}
-
-	if o.GenerateKey && !secretExists && o.Secret.KeyPair == nil {
-		kp, err := GenerateKeyPair()
-		if err != nil {
-			return err
-		}
-		o.Secret.KeyPair = kp
-	}
-	if o.Secret.KeyPair != nil && len(o.Secret.KnownHosts) == 0 {
-		kh, err := ScanHostKey(ctx, o.KnownHostsFrom)
-		if err != nil {
-			return err
-		}
-		o.Secret.KnownHosts = kh
-	}
-	if o.Remote.KnownHosts == nil && len(o.Secret.KnownHosts) > 0 && sshHost(o.Remote.URL) == o.KnownHostsFrom {
-		// Clone from the host whose key the cluster will trust.
-		o.Remote.KnownHosts = o.Secret.KnownHosts
-	}
-	if o.Secret.KeyPair != nil && o.OnKey != nil {
-		if err := o.OnKey(ctx, o.Secret.KeyPair.PublicKey); err != nil {
-			return err
-		}
-	}
-
-	objects, err := install.Objects(o.Install)
+	secretExists, err := prepareSecret(ctx, c, &o, secretKey)
 	if err != nil {
 		return err
 	}
-	bundle, err := install.Manifest(o.Install, objects)
-	if err != nil {
-		return err
-	}
-	dir := path.Join(strings.TrimPrefix(o.Path, "./"), o.Namespace)
-	files := commitFiles{
-		components: path.Join(dir, ComponentsFile),
-		sync:       path.Join(dir, SyncFile),
-		kustomize:  path.Join(dir, KustomizationFile),
-	}
-	files.componentsYAML = string(bundle)
-	syncOpts := SyncOptions{
-		Name: o.Namespace, Namespace: o.Namespace, URL: o.SyncURL, Branch: o.Remote.Branch,
-		Secret: o.SecretName, Interval: o.Interval, Path: o.Path,
-	}
-	if files.syncYAML, err = SyncManifest(syncOpts); err != nil {
-		return err
-	}
-	syncObjs, err := SyncObjects(syncOpts)
+
+	objects, files, syncObjs, err := render(o)
 	if err != nil {
 		return err
 	}
@@ -209,10 +162,10 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 	u.Success("reconciled sync configuration")
 
 	revision := fmt.Sprintf("%s@sha1:%s", o.Remote.Branch, head)
-	if err := waitReconciled(ctx, u, c, &sourcev1.GitRepository{}, sourcev1.GitRepositoryKind, key, revision, o); err != nil {
+	if err := waitReconciled(ctx, u, c, &sourcev1.GitRepository{}, key, revision, o); err != nil {
 		return err
 	}
-	if err := waitReconciled(ctx, u, c, &kustomizev1.Kustomization{}, kustomizev1.KustomizationKind, key, revision, o); err != nil {
+	if err := waitReconciled(ctx, u, c, &kustomizev1.Kustomization{}, key, revision, o); err != nil {
 		return err
 	}
 	if err := waitComponents(ctx, u, c, o, objects); err != nil {
@@ -224,6 +177,77 @@ func Run(ctx context.Context, u *ui.UI, c client.Client, o Options) error {
 		u.Success("bootstrap finished: the cluster is synced to %s", revision)
 	}
 	return nil
+}
+
+// prepareSecret reads whether the source Secret secretKey exists and
+// completes o's credentials: a generated key pair (o.GenerateKey, no
+// Secret yet), the scanned host key, and the deploy key offered through
+// o.OnKey.
+func prepareSecret(ctx context.Context, c client.Client, o *Options, secretKey client.ObjectKey) (bool, error) {
+	secretExists := true
+	if err := c.Get(ctx, secretKey, &corev1.Secret{}); apierrors.IsNotFound(err) {
+		secretExists = false
+	} else if err != nil {
+		return false, clusterError(err)
+	}
+
+	if o.GenerateKey && !secretExists && o.Secret.KeyPair == nil {
+		kp, err := GenerateKeyPair()
+		if err != nil {
+			return false, err
+		}
+		o.Secret.KeyPair = kp
+	}
+	if o.Secret.KeyPair != nil && len(o.Secret.KnownHosts) == 0 {
+		kh, err := ScanHostKey(ctx, o.KnownHostsFrom)
+		if err != nil {
+			return false, err
+		}
+		o.Secret.KnownHosts = kh
+	}
+	if o.Remote.KnownHosts == nil && len(o.Secret.KnownHosts) > 0 && sshHost(o.Remote.URL) == o.KnownHostsFrom {
+		// Clone from the host whose key the cluster will trust.
+		o.Remote.KnownHosts = o.Secret.KnownHosts
+	}
+	if o.Secret.KeyPair != nil && o.OnKey != nil {
+		if err := o.OnKey(ctx, o.Secret.KeyPair.PublicKey); err != nil {
+			return false, err
+		}
+	}
+	return secretExists, nil
+}
+
+// render is what bootstrap writes: the components' objects, the files to
+// commit (components, sync and kustomization.yaml) and the sync objects to
+// apply.
+func render(o Options) ([]*unstructured.Unstructured, commitFiles, []*unstructured.Unstructured, error) {
+	objects, err := install.Objects(o.Install)
+	if err != nil {
+		return nil, commitFiles{}, nil, err
+	}
+	bundle, err := install.Manifest(o.Install, objects)
+	if err != nil {
+		return nil, commitFiles{}, nil, err
+	}
+	dir := path.Join(strings.TrimPrefix(o.Path, "./"), o.Namespace)
+	files := commitFiles{
+		components: path.Join(dir, ComponentsFile),
+		sync:       path.Join(dir, SyncFile),
+		kustomize:  path.Join(dir, KustomizationFile),
+	}
+	files.componentsYAML = string(bundle)
+	syncOpts := SyncOptions{
+		Name: o.Namespace, Namespace: o.Namespace, URL: o.SyncURL, Branch: o.Remote.Branch,
+		Secret: o.SecretName, Interval: o.Interval, Path: o.Path,
+	}
+	if files.syncYAML, err = SyncManifest(syncOpts); err != nil {
+		return nil, commitFiles{}, nil, err
+	}
+	syncObjs, err := SyncObjects(syncOpts)
+	if err != nil {
+		return nil, commitFiles{}, nil, err
+	}
+	return objects, files, syncObjs, nil
 }
 
 type commitFiles struct {
@@ -380,38 +404,30 @@ func requestReconcile(ctx context.Context, c client.Client, key client.ObjectKey
 	}
 }
 
-type conditioned interface {
-	client.Object
-	GetConditions() []metav1.Condition
-}
-
 // waitReconciled polls obj until it is Ready at its generation with
 // revision (GitRepository: status.artifact.revision, Kustomization:
 // status.lastAttemptedRevision), as flux's objectReconciled: Ready=False
 // and suspension end the wait with an error.
-func waitReconciled(ctx context.Context, u *ui.UI, c client.Client, obj conditioned, kind string, key client.ObjectKey, revision string, o Options) error {
+func waitReconciled(ctx context.Context, u *ui.UI, c client.Client, obj kinds.Object, key client.ObjectKey, revision string, o Options) error {
+	k, _ := kinds.Of(obj)
+	kind := k.Kind
 	stop := u.Spin(fmt.Sprintf("waiting for %s %q to be reconciled", kind, key.String()))
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, o.Poll, o.Timeout, true, func(ctx context.Context) (bool, error) {
 		if err := c.Get(ctx, key, obj); err != nil {
 			return false, clusterError(err)
 		}
-		var rev string
-		var gen int64
+		if obj.IsSuspended() {
+			return false, fmt.Errorf("%s %s is suspended: resume it with `eddy resume %s %s`", kind, key, k.Human, key.Name)
+		}
+		rev, gen := "", obj.GetObservedGeneration()
 		switch x := obj.(type) {
-		case *sourcev1.GitRepository:
-			if x.Spec.Suspend {
-				return false, fmt.Errorf("%s %s is suspended: resume it with `eddy resume source git %s`", kind, key, key.Name)
+		case sourcev1.Source:
+			if a := x.GetArtifact(); a != nil {
+				rev = a.Revision
 			}
-			if x.Status.Artifact != nil {
-				rev = x.Status.Artifact.Revision
-			}
-			gen = x.Status.ObservedGeneration
 		case *kustomizev1.Kustomization:
-			if x.Spec.Suspend {
-				return false, fmt.Errorf("%s %s is suspended: resume it with `eddy resume kustomization %s`", kind, key, key.Name)
-			}
-			rev, gen = x.Status.LastAttemptedRevision, x.Status.ObservedGeneration
+			rev = x.Status.LastAttemptedRevision
 		}
 		cond := apimeta.FindStatusCondition(obj.GetConditions(), meta.ReadyCondition)
 		if cond != nil {

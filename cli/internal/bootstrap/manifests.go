@@ -11,12 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
-	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/fluxcd/pkg/apis/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/eddyops/eddy/cli/internal/gitsync"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -57,44 +53,13 @@ func Generated(data []byte) bool {
 	return false
 }
 
-// SyncOptions are the objects of gotk-sync.yaml.
-type SyncOptions struct {
-	// Name and Namespace of the GitRepository and Kustomization (flux:
-	// both the namespace, flux-system).
-	Name, Namespace string
-	// URL is the GitRepository's spec.url, Branch its spec.ref.branch.
-	URL, Branch string
-	// Secret is spec.secretRef.name (--secret-name).
-	Secret string
-	// Interval is the GitRepository's interval (--interval, 1m); the
-	// Kustomization's is 10m, as flux's.
-	Interval time.Duration
-	// Path is the Kustomization's path, "./<path>".
-	Path string
-}
+// SyncOptions are the objects of gotk-sync.yaml (gitsync.Options; the
+// Kustomization's interval is flux's 10m).
+type SyncOptions = gitsync.Options
 
 // syncObjects are the GitRepository and the Kustomization of gotk-sync.yaml.
 func syncObjects(o SyncOptions) []any {
-	repo := &sourcev1.GitRepository{
-		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
-		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace},
-		Spec: sourcev1.GitRepositorySpec{
-			URL:       o.URL,
-			Interval:  metav1.Duration{Duration: o.Interval},
-			Reference: &sourcev1.GitRepositoryRef{Branch: o.Branch},
-			SecretRef: &meta.LocalObjectReference{Name: o.Secret},
-		},
-	}
-	ks := &kustomizev1.Kustomization{
-		TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
-		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace},
-		Spec: kustomizev1.KustomizationSpec{
-			Interval:  metav1.Duration{Duration: 10 * time.Minute},
-			Path:      "./" + strings.TrimPrefix(o.Path, "./"),
-			Prune:     true,
-			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: o.Name},
-		},
-	}
+	repo, ks := gitsync.Objects(o)
 	return []any{repo, ks}
 }
 

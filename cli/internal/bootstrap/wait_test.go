@@ -32,7 +32,7 @@ func TestWaitReconciledTimeoutSaysWhy(t *testing.T) {
 		Reason: "AuthenticationFailed", Message: "invalid 'ssh' auth option: 'identity' is required", ObservedGeneration: 4}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(repo).Build()
 	var out bytes.Buffer
-	err := waitReconciled(context.Background(), ui.New(&out), c, &sourcev1.GitRepository{}, sourcev1.GitRepositoryKind,
+	err := waitReconciled(context.Background(), ui.New(&out), c, &sourcev1.GitRepository{},
 		client.ObjectKeyFromObject(repo), "main@sha1:abc", Options{Poll: 5 * time.Millisecond, Timeout: 50 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "'identity' is required") {
 		t.Fatalf("error %v does not name the Ready message", err)

@@ -12,6 +12,7 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/pkg/health"
 	"github.com/eddyops/eddy/pkg/helmstorage"
 	"github.com/eddyops/eddy/pkg/ssa"
@@ -93,15 +94,11 @@ func Tree(ctx context.Context, c client.Client, kind, namespace, name string) (*
 
 // TreeWithOptions is Tree with opts.
 func TreeWithOptions(ctx context.Context, c client.Client, kind, namespace, name string, opts TreeOptions) (*Node, error) {
-	var gvk schema.GroupVersionKind
-	switch kind {
-	case kustomizationGK.Kind:
-		gvk = kustomizev1.GroupVersion.WithKind(kind)
-	case helmReleaseGK.Kind:
-		gvk = helmv2.GroupVersion.WithKind(kind)
-	default:
+	k, ok := kinds.ByKind(kind)
+	if !ok || (kind != kustomizationGK.Kind && kind != helmReleaseGK.Kind) {
 		return nil, fmt.Errorf("kind %q has no tree: use Kustomization or HelmRelease", kind)
 	}
+	gvk := k.GVK()
 	root := &Node{APIVersion: gvk.GroupVersion().String(), Kind: kind, Namespace: namespace, Name: name}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)

@@ -1,6 +1,4 @@
-// Package status reads the status of Eddy's sources (GitRepository,
-// HelmRepository, HelmChart), Kustomizations, HelmReleases and
-// notification objects (Receiver, Alert, Provider) the way the
+// Package status reads the status of the kinds of kinds.All the way the
 // flux CLI shows and waits for it: the `get` table, and the
 // request-and-wait of `reconcile`.
 package status
@@ -11,13 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
-	helmv2 "github.com/eddyops/eddy/api/helm/v2"
-	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -63,137 +59,41 @@ func row(prefix string, o metav1.Object, suspended bool, revision string, conds 
 	return r
 }
 
-// revisionOf is an artifact's revision, "" without one.
-func revisionOf(a *meta.Artifact) string {
-	if a == nil {
-		return ""
-	}
-	return a.Revision
-}
-
-// GitRepositoryRows are the rows of l's items, each named prefix+name.
-func GitRepositoryRows(l *sourcev1.GitRepositoryList, prefix string) []Row {
-	return sourceRows(l.Items, prefix, func(o *sourcev1.GitRepository) (bool, *meta.Artifact, []metav1.Condition) {
-		return o.Spec.Suspend, o.Status.Artifact, o.Status.Conditions
-	})
-}
-
-// OCIRepositoryRows are the rows of l's items, each named prefix+name.
-func OCIRepositoryRows(l *sourcev1.OCIRepositoryList, prefix string) []Row {
-	return sourceRows(l.Items, prefix, func(o *sourcev1.OCIRepository) (bool, *meta.Artifact, []metav1.Condition) {
-		return o.Spec.Suspend, o.Status.Artifact, o.Status.Conditions
-	})
-}
-
-// sourceRows are the rows of a source kind's items: suspend, the
-// artifact's revision and the Ready condition, as of reads them.
-func sourceRows[T any, PT interface {
-	*T
-	metav1.Object
-}](items []T, prefix string, of func(PT) (bool, *meta.Artifact, []metav1.Condition)) []Row {
+// Rows are the rows of l's items, a list of kind k, each named
+// prefix+name: spec.suspend, k's REVISION and the Ready condition. Objects
+// without status (k.NoStatus) or never reconciled (k.Unreconciled) flux
+// shows Ready with k.StaticMessage.
+func Rows(k kinds.Kind, l client.ObjectList, prefix string) []Row {
 	var rs []Row
-	for i := range items {
-		o := PT(&items[i])
-		suspended, a, conds := of(o)
-		rs = append(rs, row(prefix, o, suspended, revisionOf(a), conds))
-	}
-	return rs
-}
-
-// KustomizationRows are the rows of l's items, each named prefix+name.
-func KustomizationRows(l *kustomizev1.KustomizationList, prefix string) []Row {
-	var rs []Row
-	for i := range l.Items {
-		o := &l.Items[i]
-		rs = append(rs, row(prefix, o, o.Spec.Suspend, o.Status.LastAppliedRevision, o.Status.Conditions))
-	}
-	return rs
-}
-
-// HelmRepositoryRows are the rows of l's items, each named prefix+name. An
-// OCI HelmRepository has no artifact and is never reconciled: flux shows
-// it Ready with "Helm repository is Ready".
-func HelmRepositoryRows(l *sourcev1.HelmRepositoryList, prefix string) []Row {
-	var rs []Row
-	for i := range l.Items {
-		o := &l.Items[i]
-		r := row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions)
-		if o.Spec.Type == sourcev1.HelmRepositoryTypeOCI {
-			r.Ready, r.Message = string(metav1.ConditionTrue), "Helm repository is Ready"
+	for _, o := range kinds.Items(l) {
+		if k.NoStatus {
+			rs = append(rs, Row{Namespace: o.GetNamespace(), Name: prefix + o.GetName(), Suspended: o.IsSuspended(),
+				Ready: string(metav1.ConditionTrue), Message: k.StaticMessage, Shard: o.GetLabels()[ShardLabel]})
+			continue
+		}
+		revision := ""
+		if k.Revision != nil {
+			revision = k.Revision(o)
+		}
+		r := row(prefix, o, o.IsSuspended(), revision, o.GetConditions())
+		if k.IsUnreconciled(o) {
+			r.Ready, r.Message = string(metav1.ConditionTrue), k.StaticMessage
 		}
 		rs = append(rs, r)
 	}
 	return rs
 }
 
-// HelmChartRows are the rows of l's items, each named prefix+name; the
-// revision is the artifact's, the chart version.
-func HelmChartRows(l *sourcev1.HelmChartList, prefix string) []Row {
-	var rs []Row
-	for i := range l.Items {
-		o := &l.Items[i]
-		rs = append(rs, row(prefix, o, o.Spec.Suspend, revisionOf(o.Status.Artifact), o.Status.Conditions))
+// Print prints rs in kind k's `get` table (see PrintTable).
+func Print(k kinds.Kind, w io.Writer, rs []Row, withNamespace, withShard bool) {
+	switch k.Columns {
+	case kinds.SuspendedColumns:
+		PrintSuspendedTable(w, rs, withNamespace, withShard)
+	case kinds.ReadyColumns:
+		PrintReadyTable(w, rs, withNamespace, withShard)
+	default:
+		PrintTable(w, rs, withNamespace, withShard)
 	}
-	return rs
-}
-
-// HelmReleaseRevision is the revision flux shows for a HelmRelease: the
-// chart version of the newest release in status.history, else
-// status.lastAttemptedRevision.
-func HelmReleaseRevision(o *helmv2.HelmRelease) string {
-	if len(o.Status.History) > 0 {
-		return o.Status.History[0].ChartVersion
-	}
-	return o.Status.LastAttemptedRevision
-}
-
-// HelmReleaseRows are the rows of l's items, each named prefix+name.
-func HelmReleaseRows(l *helmv2.HelmReleaseList, prefix string) []Row {
-	var rs []Row
-	for i := range l.Items {
-		o := &l.Items[i]
-		rs = append(rs, row(prefix, o, o.Spec.Suspend, HelmReleaseRevision(o), o.Status.Conditions))
-	}
-	return rs
-}
-
-// ReceiverRows are the rows of l's items, each named prefix+name.
-func ReceiverRows(l *notificationv1.ReceiverList, prefix string) []Row {
-	var rs []Row
-	for i := range l.Items {
-		o := &l.Items[i]
-		rs = append(rs, row(prefix, o, o.Spec.Suspend, "", o.Status.Conditions))
-	}
-	return rs
-}
-
-// staticRow is the row of an object without status, which flux shows
-// Ready with msg.
-func staticRow(prefix string, o metav1.Object, suspended bool, msg string) Row {
-	return Row{Namespace: o.GetNamespace(), Name: prefix + o.GetName(), Suspended: suspended,
-		Ready: string(metav1.ConditionTrue), Message: msg, Shard: o.GetLabels()[ShardLabel]}
-}
-
-// AlertRows are the rows of l's items, each named prefix+name. An Alert
-// has no status: flux shows it Ready with "Alert is Ready".
-func AlertRows(l *notificationv1.AlertList, prefix string) []Row {
-	var rs []Row
-	for i := range l.Items {
-		o := &l.Items[i]
-		rs = append(rs, staticRow(prefix, o, o.Spec.Suspend, "Alert is Ready"))
-	}
-	return rs
-}
-
-// ProviderRows are the rows of l's items, each named prefix+name. A
-// Provider has no status: flux shows it Ready with "Provider is Ready".
-func ProviderRows(l *notificationv1.ProviderList, prefix string) []Row {
-	var rs []Row
-	for i := range l.Items {
-		o := &l.Items[i]
-		rs = append(rs, staticRow(prefix, o, o.Spec.Suspend, "Provider is Ready"))
-	}
-	return rs
 }
 
 // NewTable returns a tabwriter with flux's column spacing that has written
@@ -273,34 +173,20 @@ func suspendedOf(r Row) string {
 	return string(metav1.ConditionFalse)
 }
 
-// PrintSyncTable prints every source, Kustomization and HelmRelease as
-// `get -A` does, each name prefixed with its kind in lower case; a kind
-// that cannot be listed is left out.
+// PrintSyncTable prints every source, Kustomization and HelmRelease (the
+// kinds with a REVISION column) as `get -A` does, in the order of `get
+// all`, each name prefixed with its kind in lower case; a kind that cannot
+// be listed is left out.
 func PrintSyncTable(ctx context.Context, w io.Writer, c client.Client) {
 	var rs []Row
-	ociRepos := &sourcev1.OCIRepositoryList{}
-	if err := c.List(ctx, ociRepos); err == nil {
-		rs = append(rs, OCIRepositoryRows(ociRepos, "ocirepository/")...)
-	}
-	repos := &sourcev1.GitRepositoryList{}
-	if err := c.List(ctx, repos); err == nil {
-		rs = append(rs, GitRepositoryRows(repos, "gitrepository/")...)
-	}
-	helmRepos := &sourcev1.HelmRepositoryList{}
-	if err := c.List(ctx, helmRepos); err == nil {
-		rs = append(rs, HelmRepositoryRows(helmRepos, "helmrepository/")...)
-	}
-	charts := &sourcev1.HelmChartList{}
-	if err := c.List(ctx, charts); err == nil {
-		rs = append(rs, HelmChartRows(charts, "helmchart/")...)
-	}
-	kss := &kustomizev1.KustomizationList{}
-	if err := c.List(ctx, kss); err == nil {
-		rs = append(rs, KustomizationRows(kss, "kustomization/")...)
-	}
-	hrs := &helmv2.HelmReleaseList{}
-	if err := c.List(ctx, hrs); err == nil {
-		rs = append(rs, HelmReleaseRows(hrs, "helmrelease/")...)
+	for _, k := range kinds.All {
+		if k.Columns != kinds.RevisionColumns {
+			continue
+		}
+		l := k.NewList()
+		if err := c.List(ctx, l); err == nil {
+			rs = append(rs, Rows(k, l, strings.ToLower(k.Kind)+"/")...)
+		}
 	}
 	if len(rs) > 0 {
 		PrintTable(w, rs, true, false)
@@ -316,75 +202,26 @@ func NotFound(err error, kind string, key types.NamespacedName) error {
 	return err
 }
 
-// reconcilable is what Reconcile reads from the reconciled kinds: the API
-// types' status accessors, and kind and suspend.
-type reconcilable interface {
-	client.Object
-	GetConditions() []metav1.Condition
-	GetObservedGeneration() int64
-	GetLastHandledReconcileRequest() string
-	kind() string
-	suspended() bool
-}
-
-type gitRepo struct{ *sourcev1.GitRepository }
-
-func (o gitRepo) kind() string    { return sourcev1.GitRepositoryKind }
-func (o gitRepo) suspended() bool { return o.Spec.Suspend }
-
-type ociRepo struct{ *sourcev1.OCIRepository }
-
-func (o ociRepo) kind() string    { return sourcev1.OCIRepositoryKind }
-func (o ociRepo) suspended() bool { return o.Spec.Suspend }
-
-type helmRepo struct{ *sourcev1.HelmRepository }
-
-func (o helmRepo) kind() string    { return sourcev1.HelmRepositoryKind }
-func (o helmRepo) suspended() bool { return o.Spec.Suspend }
-
-type helmChart struct{ *sourcev1.HelmChart }
-
-func (o helmChart) kind() string    { return sourcev1.HelmChartKind }
-func (o helmChart) suspended() bool { return o.Spec.Suspend }
-
-type kustomization struct{ *kustomizev1.Kustomization }
-
-func (o kustomization) kind() string    { return kustomizev1.KustomizationKind }
-func (o kustomization) suspended() bool { return o.Spec.Suspend }
-
-type helmRelease struct{ *helmv2.HelmRelease }
-
-func (o helmRelease) kind() string    { return helmv2.HelmReleaseKind }
-func (o helmRelease) suspended() bool { return o.Spec.Suspend }
-
-func wrap(obj client.Object) reconcilable {
-	switch o := obj.(type) {
-	case *sourcev1.GitRepository:
-		return gitRepo{o}
-	case *sourcev1.OCIRepository:
-		return ociRepo{o}
-	case *sourcev1.HelmRepository:
-		return helmRepo{o}
-	case *sourcev1.HelmChart:
-		return helmChart{o}
-	case *kustomizev1.Kustomization:
-		return kustomization{o}
-	case *helmv2.HelmRelease:
-		return helmRelease{o}
+// wrap is obj as a kinds.Object with its row; obj must be of one of the
+// kinds (a programming error otherwise).
+func wrap(obj client.Object) (kinds.Object, kinds.Kind) {
+	k, ok := kinds.Of(obj)
+	if !ok {
+		panic(fmt.Sprintf("cannot reconcile %T", obj))
 	}
-	panic(fmt.Sprintf("cannot reconcile %T", obj))
+	return obj.(kinds.Object), k
 }
 
 // GetUnsuspended reads key into obj (a kind Reconcile takes): an error,
 // worded as flux does, when it is not found or is suspended, which flux
 // checks before it reconciles any source.
 func GetUnsuspended(ctx context.Context, c client.Client, obj client.Object, key types.NamespacedName) error {
-	r := wrap(obj)
+	r, k := wrap(obj)
 	if err := c.Get(ctx, key, obj); err != nil {
-		return NotFound(err, r.kind(), key)
+		return NotFound(err, k.Kind, key)
 	}
-	if r.suspended() {
-		return fmt.Errorf("%s %s is suspended: set spec.suspend to false first", r.kind(), key)
+	if r.IsSuspended() {
+		return fmt.Errorf("%s %s is suspended: set spec.suspend to false first", k.Kind, key)
 	}
 	return nil
 }
@@ -402,8 +239,8 @@ func Reconcile(ctx context.Context, c client.Client, u *ui.UI, obj client.Object
 	if err := GetUnsuspended(ctx, c, obj, key); err != nil {
 		return err
 	}
-	r := wrap(obj)
-	u.Action("annotating %s %s in %s namespace", r.kind(), key.Name, key.Namespace)
+	r, k := wrap(obj)
+	u.Action("annotating %s %s in %s namespace", k.Kind, key.Name, key.Namespace)
 	token := time.Now().Format(time.RFC3339Nano)
 	annotations := map[string]string{meta.ReconcileRequestAnnotation: token}
 	for _, a := range also {
@@ -417,35 +254,34 @@ func Reconcile(ctx context.Context, c client.Client, u *ui.UI, obj client.Object
 		return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 	})
 	if err != nil {
-		return fmt.Errorf("annotating %s %s: %w", r.kind(), key, err)
+		return fmt.Errorf("annotating %s %s: %w", k.Kind, key, err)
 	}
-	u.Success("%s annotated", r.kind())
-	stop := u.Spin(fmt.Sprintf("waiting for %s reconciliation", r.kind()))
+	u.Success("%s annotated", k.Kind)
+	stop := u.Spin(fmt.Sprintf("waiting for %s reconciliation", k.Kind))
 	defer stop()
 	return WaitFor(ctx, c, obj, key, PollInterval, func() (bool, error) {
 		if r.GetLastHandledReconcileRequest() != token {
 			return false, nil
 		}
-		return readyForGeneration(r)
-	}, r.kind()+" reconciliation")
+		return readyForGeneration(k, r)
+	}, k.Kind+" reconciliation")
 }
 
 // readyForGeneration is true when Ready=True for the current generation; an
 // error when the object is Stalled or its last reconcile failed.
-func readyForGeneration(r reconcilable) (bool, error) {
-	conds := r.GetConditions()
-	if s := apimeta.FindStatusCondition(conds, meta.StalledCondition); s != nil && s.Status == metav1.ConditionTrue {
-		return false, fmt.Errorf("%s reconciliation stalled: %s: %s", r.kind(), s.Reason, s.Message)
+func readyForGeneration(k kinds.Kind, r kinds.Object) (bool, error) {
+	if s := apimeta.FindStatusCondition(r.GetConditions(), meta.StalledCondition); s != nil && s.Status == metav1.ConditionTrue {
+		return false, fmt.Errorf("%s reconciliation stalled: %s: %s", k.Kind, s.Reason, s.Message)
 	}
-	ready := apimeta.FindStatusCondition(conds, meta.ReadyCondition)
-	if ready == nil || ready.ObservedGeneration != r.GetGeneration() {
+	ready, current := kinds.ReadyCondition(r)
+	if !current {
 		return false, nil
 	}
 	switch {
 	case ready.Status == metav1.ConditionTrue:
 		return r.GetObservedGeneration() == r.GetGeneration(), nil
 	case ready.Status == metav1.ConditionFalse && ready.Reason != meta.DependencyNotReadyReason && ready.Reason != meta.ProgressingReason:
-		return false, fmt.Errorf("%s reconciliation failed: %s: %s", r.kind(), ready.Reason, ui.OneLine(ready.Message))
+		return false, fmt.Errorf("%s reconciliation failed: %s: %s", k.Kind, ready.Reason, ui.OneLine(ready.Message))
 	}
 	return false, nil
 }
@@ -474,7 +310,7 @@ func WaitFor(ctx context.Context, c client.Client, obj client.Object, key types.
 		return failed
 	}
 	msg := ""
-	if ready := apimeta.FindStatusCondition(wrap(obj).GetConditions(), meta.ReadyCondition); ready != nil {
+	if ready := apimeta.FindStatusCondition(obj.(kinds.Object).GetConditions(), meta.ReadyCondition); ready != nil {
 		msg = ": last status: " + ready.Reason + ": " + ui.OneLine(ready.Message)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -176,7 +176,7 @@ func (a *api) graph(w http.ResponseWriter, _ *http.Request) {
 	var sums []Summary
 	for _, u := range a.st.list() {
 		s := summarize(u)
-		if staticKinds[s.Kind] || s.Kind == "Receiver" {
+		if noStatus(s.Kind) || s.Kind == "Receiver" {
 			continue // notification objects are not in the delivery graph
 		}
 		sums = append(sums, s)

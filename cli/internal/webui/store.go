@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -36,19 +37,16 @@ type fluxKind struct {
 	GVR  schema.GroupVersionResource
 }
 
-// fluxKinds are the kinds shown, in the overview's order: sources, then
-// appliers, then notification. Versions are the storage versions.
-var fluxKinds = []fluxKind{
-	{"GitRepository", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}},
-	{"OCIRepository", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "ocirepositories"}},
-	{"HelmRepository", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "helmrepositories"}},
-	{"HelmChart", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "helmcharts"}},
-	{"Kustomization", schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}},
-	{"HelmRelease", schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}},
-	{"Alert", schema.GroupVersionResource{Group: "notification.toolkit.fluxcd.io", Version: "v1", Resource: "alerts"}},
-	{"Provider", schema.GroupVersionResource{Group: "notification.toolkit.fluxcd.io", Version: "v1", Resource: "providers"}},
-	{"Receiver", schema.GroupVersionResource{Group: "notification.toolkit.fluxcd.io", Version: "v1", Resource: "receivers"}},
-}
+// fluxKinds are the kinds shown (kinds.All), in the overview's order:
+// sources, then appliers, then notification. Versions are the storage
+// versions.
+var fluxKinds = func() []fluxKind {
+	out := make([]fluxKind, 0, len(kinds.All))
+	for _, k := range kinds.All {
+		out = append(out, fluxKind{Kind: k.Kind, GVR: k.GVR()})
+	}
+	return out
+}()
 
 // kindOf is the watched kind, at the version the cluster serves.
 func (s *store) kindOf(kind string) (fluxKind, bool) {

@@ -4,7 +4,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // conditions reads status.conditions.
@@ -44,14 +46,33 @@ func parseTime(s string) *time.Time {
 	return &t
 }
 
-// staticKinds have no status by design (Flux: notification v1 Alert and
-// Provider): accepted by the API server is all there is to know.
-var staticKinds = map[string]bool{"Alert": true, "Provider": true}
+// typed is u as the API type of its kind (kinds.All), with the kind's row;
+// false for another kind or content that does not convert.
+func typed(u *unstructured.Unstructured) (kinds.Kind, kinds.Object, bool) {
+	k, ok := kinds.ByKind(u.GetKind())
+	if !ok {
+		return kinds.Kind{}, nil, false
+	}
+	o := k.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, o); err != nil {
+		return kinds.Kind{}, nil, false
+	}
+	return k, o, true
+}
+
+// noStatus is true of the kinds without status by design (kinds.Kind
+// NoStatus: Alert, Provider): accepted by the API server is all there is
+// to know.
+func noStatus(kind string) bool {
+	k, ok := kinds.ByKind(kind)
+	return ok && k.NoStatus
+}
 
 // summarize derives the overview row of an object. State, in order:
 // suspended; Stalled=True: stalled; Ready=False (of this generation):
 // failed, also while it retries; Reconciling=True: reconciling; no Ready:
-// unknown (ready for the static kinds); Ready of an older generation or
+// unknown (ready for the kinds without status and objects never
+// reconciled, as `get` shows them); Ready of an older generation or
 // Unknown: reconciling; Ready=True: ready.
 func summarize(u *unstructured.Unstructured) Summary {
 	s := Summary{Ref: refOf(u)}
@@ -73,7 +94,12 @@ func summarize(u *unstructured.Unstructured) Summary {
 	}
 	// A Ready condition of an older generation says nothing of the spec
 	// now: the object waits to be reconciled.
-	stale := ready != nil && ready.ObservedGeneration != 0 && ready.ObservedGeneration < u.GetGeneration()
+	k, o, isKind := typed(u)
+	stale := false
+	if isKind && ready != nil {
+		_, current := kinds.ReadyCondition(o)
+		stale = !current
+	}
 	switch {
 	case s.Suspended:
 		s.State = "suspended"
@@ -83,7 +109,7 @@ func summarize(u *unstructured.Unstructured) Summary {
 		s.State = "failed" // also while it retries (Reconciling ProgressingWithRetry)
 	case reconciling != nil && reconciling.Status == "True":
 		s.State = "reconciling"
-	case ready == nil && staticKinds[u.GetKind()]:
+	case ready == nil && isKind && (k.NoStatus || k.IsUnreconciled(o)):
 		s.State = "ready"
 	case ready == nil:
 		s.State = "unknown"
@@ -94,7 +120,9 @@ func summarize(u *unstructured.Unstructured) Summary {
 	default:
 		s.State = "reconciling"
 	}
-	s.Revision = revisionOf(u)
+	if isKind && k.Revision != nil {
+		s.Revision = k.Revision(o)
+	}
 	s.SourceRef = sourceRefOf(u)
 	s.DependsOn = dependsOnOf(u)
 	return s
@@ -102,20 +130,6 @@ func summarize(u *unstructured.Unstructured) Summary {
 
 func refOf(u *unstructured.Unstructured) Ref {
 	return Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
-}
-
-// revisionOf is what `flux get` shows in REVISION: a source's artifact
-// revision, a Kustomization's last applied revision, a HelmRelease's last
-// attempted chart version.
-func revisionOf(u *unstructured.Unstructured) string {
-	if r, _, _ := unstructured.NestedString(u.Object, "status", "artifact", "revision"); r != "" {
-		return r
-	}
-	if r, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision"); r != "" {
-		return r
-	}
-	r, _, _ := unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
-	return r
 }
 
 // sourceRefOf reads spec.sourceRef (Kustomization, HelmChart), or a

@@ -1,0 +1,64 @@
+// Package gitsync builds the pair of objects that syncs a cluster with a
+// Git repository, as `flux bootstrap` writes it in gotk-sync.yaml: a
+// GitRepository and a Kustomization of the same name that applies a path
+// of it. Every command that makes the pair (bootstrap, dev) builds it here.
+package gitsync
+
+import (
+	"strings"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KustomizationInterval is the Kustomization's spec.interval, flux's 10m.
+const KustomizationInterval = 10 * time.Minute
+
+// Options say what the pair syncs.
+type Options struct {
+	// Name and Namespace of both objects (flux: flux-system, flux-system).
+	Name, Namespace string
+	// URL is the GitRepository's spec.url, Branch its spec.ref.branch.
+	URL, Branch string
+	// Secret is the GitRepository's spec.secretRef.name; "" for none.
+	Secret string
+	// Interval is the GitRepository's spec.interval (flux: --interval, 1m).
+	Interval time.Duration
+	// Path is the Kustomization's spec.path, written "./<path>".
+	Path string
+	// TargetNamespace is the Kustomization's spec.targetNamespace; "" for
+	// none.
+	TargetNamespace string
+}
+
+// Objects are the GitRepository and the Kustomization (pruning, at
+// KustomizationInterval) of o, with apiVersion and kind set.
+func Objects(o Options) (*sourcev1.GitRepository, *kustomizev1.Kustomization) {
+	repo := &sourcev1.GitRepository{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.GitRepositoryKind},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace},
+		Spec: sourcev1.GitRepositorySpec{
+			URL:       o.URL,
+			Interval:  metav1.Duration{Duration: o.Interval},
+			Reference: &sourcev1.GitRepositoryRef{Branch: o.Branch},
+		},
+	}
+	if o.Secret != "" {
+		repo.Spec.SecretRef = &meta.LocalObjectReference{Name: o.Secret}
+	}
+	ks := &kustomizev1.Kustomization{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kustomizev1.GroupVersion.String(), Kind: kustomizev1.KustomizationKind},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace},
+		Spec: kustomizev1.KustomizationSpec{
+			Interval:        metav1.Duration{Duration: KustomizationInterval},
+			Path:            "./" + strings.TrimPrefix(o.Path, "./"),
+			Prune:           true,
+			TargetNamespace: o.TargetNamespace,
+			SourceRef:       kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: o.Name},
+		},
+	}
+	return repo, ks
+}

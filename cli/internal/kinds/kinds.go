@@ -1,0 +1,216 @@
+// Package kinds is the eddy command's one table of the Flux kinds it
+// serves: what `get`, `reconcile`, `suspend`, `resume`, `export`,
+// `delete`, `tree`, `events`, the readiness waits and the web UI know of
+// each kind. Serving a new kind takes its API package (with the accessors
+// Object names) and one row in All.
+package kinds
+
+import (
+	"reflect"
+	"strings"
+
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Object is what the command reads of every kind through the API types'
+// accessors. A kind without status (Alert, Provider) answers nil, 0 and "".
+type Object interface {
+	client.Object
+	GetConditions() []metav1.Condition
+	GetObservedGeneration() int64
+	GetLastHandledReconcileRequest() string
+	IsSuspended() bool
+}
+
+// Columns names which of flux's `get` tables a kind is printed in.
+type Columns int
+
+const (
+	// RevisionColumns: NAME, REVISION, SUSPENDED, READY, MESSAGE (sources,
+	// Kustomization, HelmRelease).
+	RevisionColumns Columns = iota
+	// SuspendedColumns: NAME, SUSPENDED, READY, MESSAGE (Receiver, Alert).
+	SuspendedColumns
+	// ReadyColumns: NAME, READY, MESSAGE (Provider).
+	ReadyColumns
+)
+
+// Kind is one row of the table: a Flux kind and flux's names for it.
+type Kind struct {
+	// Kind is the API kind, e.g. "Kustomization".
+	Kind string
+	// GroupVersion is the version the command reads and writes (the
+	// storage version).
+	GroupVersion schema.GroupVersion
+	// Human is flux's human name, e.g. "source git", "alert provider".
+	Human string
+	// Use is the subcommand of suspend, resume, export and delete, e.g.
+	// "git", "kustomization"; Aliases its aliases, e.g. "ks".
+	Use     string
+	Aliases []string
+	// Plural is the `get` subcommand of a kind that is not a source, e.g.
+	// "kustomizations" (its aliases: Use, then Aliases); a source's is Use.
+	Plural string
+	// Source: a subcommand of `source`, and an sourcev1.Source.
+	Source bool
+	// NoStatus: the kind has no status (Alert, Provider): flux shows it
+	// Ready with StaticMessage and takes it as ready once kstatus says
+	// Current.
+	NoStatus bool
+	// Unreconciled, when set, is true of an object no controller
+	// reconciles (an OCI HelmRepository): shown Ready with StaticMessage,
+	// and `reconcile` has nothing to request.
+	Unreconciled func(Object) bool
+	// StaticMessage is the Ready message of NoStatus and Unreconciled
+	// objects, e.g. "Alert is Ready".
+	StaticMessage string
+	// Columns is the kind's `get` table.
+	Columns Columns
+	// Revision is what `flux get` shows in REVISION (nil for the kinds
+	// without that column).
+	Revision func(Object) string
+	// GetExample is the example of the kind's `get` subcommand, GetLong its
+	// long help ("" for the short one).
+	GetExample, GetLong string
+	// EventsAlso, when set, names the object whose events `events --for`
+	// shows beside an object's own (a Kustomization's source), as
+	// kind, namespace and name; ok false for none.
+	EventsAlso func(Object) (kind, namespace, name string, ok bool)
+	// New returns an empty object; NewList an empty list.
+	New     func() Object
+	NewList func() client.ObjectList
+}
+
+// PluralKind is the kind's plural as its API resource spells it, e.g.
+// "GitRepositories", "HelmReleases".
+func (k Kind) PluralKind() string {
+	if strings.HasSuffix(k.Kind, "y") {
+		return strings.TrimSuffix(k.Kind, "y") + "ies"
+	}
+	return k.Kind + "s"
+}
+
+// GVK is the kind at GroupVersion.
+func (k Kind) GVK() schema.GroupVersionKind { return k.GroupVersion.WithKind(k.Kind) }
+
+// GVR is the kind's API resource at GroupVersion, e.g.
+// source.toolkit.fluxcd.io/v1 gitrepositories.
+func (k Kind) GVR() schema.GroupVersionResource {
+	return k.GroupVersion.WithResource(strings.ToLower(k.PluralKind()))
+}
+
+// IsUnreconciled is true of an object no controller reconciles (see
+// Kind.Unreconciled).
+func (k Kind) IsUnreconciled(o Object) bool { return k.Unreconciled != nil && k.Unreconciled(o) }
+
+// artifactRevision is a source's REVISION: its artifact's revision, ""
+// without one.
+func artifactRevision(o Object) string {
+	if a := o.(sourcev1.Source).GetArtifact(); a != nil {
+		return a.Revision
+	}
+	return ""
+}
+
+// HelmReleaseRevision is the REVISION flux shows for a HelmRelease (flux
+// get helmreleases): the chart version of the newest release in
+// status.history, else status.lastAttemptedRevision. After a failed
+// upgrade that is the failed release's chart version.
+func HelmReleaseRevision(o *helmv2.HelmRelease) string {
+	if len(o.Status.History) > 0 {
+		return o.Status.History[0].ChartVersion
+	}
+	return o.Status.LastAttemptedRevision
+}
+
+// kustomizationSource is a Kustomization's spec.sourceRef, in its
+// namespace unless the reference names one.
+func kustomizationSource(o Object) (string, string, string, bool) {
+	ks := o.(*kustomizev1.Kustomization)
+	ns := ks.Spec.SourceRef.Namespace
+	if ns == "" {
+		ns = ks.Namespace
+	}
+	return ks.Spec.SourceRef.Kind, ns, ks.Spec.SourceRef.Name, true
+}
+
+// All are the kinds, in flux's order of `get all`: the sources first, then
+// the appliers, then notification.
+var All = []Kind{
+	{Kind: sourcev1.OCIRepositoryKind, GroupVersion: sourcev1.GroupVersion, Human: "source oci", Use: "oci", Source: true,
+		Revision: artifactRevision, GetExample: "  eddy get sources oci\n  eddy get sources oci --all-namespaces",
+		New: func() Object { return &sourcev1.OCIRepository{} }, NewList: func() client.ObjectList { return &sourcev1.OCIRepositoryList{} }},
+	{Kind: sourcev1.GitRepositoryKind, GroupVersion: sourcev1.GroupVersion, Human: "source git", Use: "git", Source: true,
+		Revision: artifactRevision, GetExample: "  eddy get sources git\n  eddy get sources git flux-system -o yaml",
+		New: func() Object { return &sourcev1.GitRepository{} }, NewList: func() client.ObjectList { return &sourcev1.GitRepositoryList{} }},
+	{Kind: sourcev1.HelmRepositoryKind, GroupVersion: sourcev1.GroupVersion, Human: "source helm", Use: "helm", Source: true,
+		Unreconciled:  func(o Object) bool { return o.(*sourcev1.HelmRepository).Spec.Type == sourcev1.HelmRepositoryTypeOCI },
+		StaticMessage: "Helm repository is Ready",
+		Revision:      artifactRevision, GetExample: "  eddy get sources helm\n  eddy get sources helm -A",
+		New: func() Object { return &sourcev1.HelmRepository{} }, NewList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} }},
+	{Kind: sourcev1.HelmChartKind, GroupVersion: sourcev1.GroupVersion, Human: "source chart", Use: "chart", Source: true,
+		Revision: artifactRevision, GetExample: "  eddy get sources chart\n  eddy get sources chart flux-system-podinfo -o yaml",
+		New: func() Object { return &sourcev1.HelmChart{} }, NewList: func() client.ObjectList { return &sourcev1.HelmChartList{} }},
+	{Kind: helmv2.HelmReleaseKind, GroupVersion: helmv2.GroupVersion, Human: "helmrelease", Use: "helmrelease", Aliases: []string{"hr"},
+		Plural:     "helmreleases",
+		Revision:   func(o Object) string { return HelmReleaseRevision(o.(*helmv2.HelmRelease)) },
+		GetExample: "  eddy get helmreleases\n  eddy get hr -A\n  eddy get hr podinfo -o yaml",
+		GetLong:    "Show the status of HelmReleases; REVISION is the chart version of the newest release (else the one last attempted), as flux shows it.",
+		New:        func() Object { return &helmv2.HelmRelease{} }, NewList: func() client.ObjectList { return &helmv2.HelmReleaseList{} }},
+	{Kind: kustomizev1.KustomizationKind, GroupVersion: kustomizev1.GroupVersion, Human: "kustomization", Use: "kustomization", Aliases: []string{"ks"},
+		Plural:     "kustomizations",
+		Revision:   func(o Object) string { return o.(*kustomizev1.Kustomization).Status.LastAppliedRevision },
+		GetExample: "  eddy get kustomizations\n  eddy get ks -A\n  eddy get ks flux-system -o json",
+		EventsAlso: kustomizationSource,
+		New:        func() Object { return &kustomizev1.Kustomization{} }, NewList: func() client.ObjectList { return &kustomizev1.KustomizationList{} }},
+	{Kind: notificationv1.ReceiverKind, GroupVersion: notificationv1.GroupVersion, Human: "receiver", Use: "receiver",
+		Plural: "receivers", Columns: SuspendedColumns, GetExample: "  eddy get receivers\n  eddy get receiver github -o yaml",
+		New: func() Object { return &notificationv1.Receiver{} }, NewList: func() client.ObjectList { return &notificationv1.ReceiverList{} }},
+	{Kind: notificationv1.ProviderKind, GroupVersion: notificationv1.GroupVersion, Human: "alert provider", Use: "alert-provider",
+		Plural: "alert-providers", NoStatus: true, StaticMessage: "Provider is Ready", Columns: ReadyColumns,
+		GetExample: "  eddy get alert-providers -A",
+		New:        func() Object { return &notificationv1.Provider{} }, NewList: func() client.ObjectList { return &notificationv1.ProviderList{} }},
+	{Kind: notificationv1.AlertKind, GroupVersion: notificationv1.GroupVersion, Human: "alert", Use: "alert",
+		Plural: "alerts", NoStatus: true, StaticMessage: "Alert is Ready", Columns: SuspendedColumns,
+		GetExample: "  eddy get alerts -n apps",
+		New:        func() Object { return &notificationv1.Alert{} }, NewList: func() client.ObjectList { return &notificationv1.AlertList{} }},
+}
+
+// ByKind is the row of the API kind kind, false for a kind not served.
+func ByKind(kind string) (Kind, bool) {
+	for _, k := range All {
+		if k.Kind == kind {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Of is the row of obj's Go type (e.g. *sourcev1.GitRepository), false
+// for another type.
+func Of(obj client.Object) (Kind, bool) {
+	t := reflect.TypeOf(obj)
+	for _, k := range All {
+		if reflect.TypeOf(k.New()) == t {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// Items are the objects of l, a list of one of the kinds filled by a List.
+func Items(l client.ObjectList) []Object {
+	items, _ := apimeta.ExtractList(l) // fails only for a type that is no list
+	out := make([]Object, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.(Object))
+	}
+	return out
+}
