@@ -37,8 +37,8 @@ func IsJob(u *unstructured.Unstructured) bool {
 //   - condition Complete=True ⇒ Current (Flux compatible);
 //   - condition Failed=True ⇒ Failed, so health checks fail fast (Flux
 //     compatible), also when the failed Job was suspended afterwards;
-//   - spec.suspend: true ⇒ Current ("Job is suspended"). Beyond Flux, as
-//     issue #10 asks: Flux's job reader and kstatus v0.37 both say
+//   - spec.suspend: true ⇒ Current ("Job is suspended"). Beyond Flux:
+//     Flux's job reader and kstatus v0.37 both say
 //     InProgress, so a Kustomization with wait and a suspended Job would
 //     time out there although nothing will ever run until someone resumes it;
 //   - otherwise InProgress, whether the Job has started or not: a Job is

@@ -34,8 +34,7 @@ func chartDirFixture(t *testing.T, name, dir string) string {
 // (valuesFrom) that the chart's values schema refuses fails the install;
 // the schema validator quotes the offending value, and that value must
 // appear neither in the HelmRelease's status, nor in its events, nor in
-// the controller's log (issue #12: secrets in values never appear in
-// events, logs or status).
+// the controller's log.
 func TestSecretValueNotInStatusEventsOrLogs(t *testing.T) {
 	t.Parallel()
 	const shard, secret = "secret-values", "Sup3r-S3cret-Pa55"

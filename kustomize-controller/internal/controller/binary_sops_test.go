@@ -25,7 +25,7 @@ import (
 // TestBinarySOPSDecryption runs the built kustomize-controller on a
 // repository with an age-encrypted Secret (YAML), a PGP-encrypted Secret
 // (JSON) and an encrypted dotenv read by a secretGenerator, all encrypted
-// here with the sops library and fresh keys (issue #15): the cluster holds
+// here with the sops library and fresh keys: the cluster holds
 // the plaintext. A revision adding a Secret whose MAC does not match fails
 // the whole set (Ready=False BuildFailed naming the object; the revision's
 // other changes are not applied). No plaintext value is found in the

@@ -48,8 +48,7 @@ spec:
 `, group, kind, plural, strings.ToLower(kind), version)
 }
 
-// TestBinaryAppliesCRDs runs the built kustomize-controller (issue #10,
-// item 1): a Kustomization holding CustomResourceDefinitions reaches Ready,
+// TestBinaryAppliesCRDs runs the built kustomize-controller: a Kustomization holding CustomResourceDefinitions reaches Ready,
 // whether the CRDs are new or already installed, and custom resources of
 // two kinds of one API group, and of a later version of a group the
 // controller already knows, are applied with their CRDs.
@@ -192,8 +191,8 @@ func headlessService(ns, name, spec string) string {
 	return "apiVersion: v1\nkind: Service\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec: {" + spec + "selector: {app: db}, ports: [{port: 5432}]}\n"
 }
 
-// TestBinaryRemovedFieldsKeptByServer runs the built binary through issue
-// #10's inputs: a Service losing `clusterIP: None` (kept by the API server)
+// TestBinaryRemovedFieldsKeptByServer runs the built binary through
+// removed fields: a Service losing `clusterIP: None` (kept by the API server)
 // fails without force, naming the Service and the field, and is replaced
 // with force; a Service losing `type: ClusterIP` and `sessionAffinity: None`
 // (defaults) is configured in place; a key removed from Git is reported

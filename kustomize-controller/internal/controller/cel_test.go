@@ -117,7 +117,7 @@ func getIssuer(name string) error {
 }
 
 // TestBinaryHealthCheckExprs runs the built kustomize-controller on home-ops'
-// cert-manager Kustomization with its healthCheckExprs verbatim (issue 15),
+// cert-manager Kustomization with its healthCheckExprs verbatim,
 // reduced to what the local cluster runs: its ClusterIssuer (a test CRD) and
 // the health check of that issuer (not of the cert-manager HelmRelease,
 // which needs the chart):

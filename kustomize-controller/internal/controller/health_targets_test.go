@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TestHealthCheckClusterScopedWithoutNamespace (adversarial review of
-// issue #11): spec.healthChecks naming a cluster-scoped object without a
+// TestHealthCheckClusterScopedWithoutNamespace:
+// spec.healthChecks naming a cluster-scoped object without a
 // namespace (here the test's own Namespace, which is Active) gets the
 // Kustomization's namespace (healthTargets: nsOr). The old loop's client
 // ignored it for a cluster-scoped kind; the kstatus poller keys its
@@ -42,7 +42,7 @@ func TestHealthCheckClusterScopedWithoutNamespace(t *testing.T) {
 	}
 }
 
-// TestRecreatedWhileWaitOfOldObjectRuns (adversarial review of issue #11):
+// TestRecreatedWhileWaitOfOldObjectRuns:
 // the background waits are keyed by namespace/name only and are stopped
 // only by Finalize or suspend. A Kustomization whose finalizer is removed
 // by hand (a common unsticking step) and that is deleted while its health

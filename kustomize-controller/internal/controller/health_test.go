@@ -39,7 +39,7 @@ func canceledEvent(t *testing.T, k *kustomizev1.Kustomization) string {
 	return evs[0]
 }
 
-// TestHealthChecksHoldNoWorker (issue #11): four Kustomizations (interval
+// TestHealthChecksHoldNoWorker: four Kustomizations (interval
 // 1h, so a timeout of 59m30s) wait for Deployments whose pods can never be
 // scheduled, as many as the controller has workers (--concurrent 4); a
 // fifth, created after them, is still applied and becomes Ready while the

@@ -27,7 +27,7 @@ spec:
 `, name, ns, spec, podSpec)
 }
 
-// TestJobHealth runs the three Job inputs of issue 10 through the built
+// TestJobHealth runs three Job inputs through the built
 // kustomize-controller with spec.wait: a Job whose pod cannot be scheduled
 // is in progress until it times out (kstatus alone says Current once
 // started); a Job with ttlSecondsAfterFinished: 0, deleted once complete,

@@ -30,7 +30,7 @@ const legacyFinalizer = "finalizers.fluxcd.io"
 // regexps compile and its Provider is of a type Eddy delivers to. Problems
 // become Warning events (reason InvalidConfig) on the Alert; the event
 // server reports them again when an event would use the Alert. A Provider
-// that does not exist yet is a wait, not a failure (issue #10 item 6: an
+// that does not exist yet is a wait, not a failure (an
 // Alert is often applied a moment before its Provider, as kustomize orders
 // kinds alphabetically): a Normal event (reason DependencyNotReady), a
 // requeue, and the Alert is checked again when the Provider appears.

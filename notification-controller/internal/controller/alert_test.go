@@ -394,7 +394,7 @@ func warnings(t *testing.T, ns, name string) []string {
 
 // TestAlertWaitsForItsProvider: an Alert applied a moment before its
 // Provider (kustomize-controller applies kind Alert before kind Provider in
-// one set) is waiting, not failing (issue #10 item 6): a Normal
+// one set) is waiting, not failing: a Normal
 // DependencyNotReady event, no Warning, and it delivers once the Provider
 // exists.
 func TestAlertWaitsForItsProvider(t *testing.T) {

@@ -74,8 +74,7 @@ func TestIncludeCycleStalls(t *testing.T) {
 // TestInvalidURLDoesNotLeakCredentials keeps credentials out of the
 // message of a URL that does not parse: a password, and beyond SSH the
 // whole user part, which is often a token (https://<token>@github.com);
-// an SSH login name, which the user needs to recognise the URL, is kept
-// (issue #10).
+// an SSH login name, which the user needs to recognise the URL, is kept.
 func TestInvalidURLDoesNotLeakCredentials(t *testing.T) {
 	ns := newNamespace(t)
 	for _, c := range []struct{ name, url, want string }{

@@ -8,8 +8,7 @@ import (
 
 // TestURLMessagesCarryNoToken: a token as the user of an HTTPS URL
 // (GitHub's https://<token>@github.com/...) and a password with an
-// unencoded '#' or '/' never reach a parse or clone message (issue #10,
-// review of item 7).
+// unencoded '#' or '/' never reach a parse or clone message.
 func TestURLMessagesCarryNoToken(t *testing.T) {
 	const tok = "ghp_S3CRETtoken0123456789"
 	for _, c := range []struct{ raw, want string }{
