@@ -22,7 +22,7 @@ func driftOf(t *testing.T, desired, live map[string]any) []ssa.FieldDrift {
 		}
 		return u
 	}
-	return ssa.Diff(base(live), base(desired))
+	return ssa.DiffFields(base(live), base(desired))
 }
 
 type wantField struct {

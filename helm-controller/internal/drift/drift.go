@@ -150,11 +150,9 @@ func Detect(ctx context.Context, c client.Client, manifest string, releaseName, 
 	}
 	rules := make([]ssa.IgnoreRule, 0, len(dd.Ignore))
 	for i, r := range dd.Ignore {
-		rule := ssa.IgnoreRule{Paths: r.Paths}
-		if r.Target != nil {
-			if rule.Match, err = ssa.SelectorMatcher(r.Target); err != nil {
-				return nil, fmt.Errorf("driftDetection.ignore[%d].target: %w", i, err)
-			}
+		rule, err := ssa.NewIgnoreRule(r.Paths, (*ssa.Selector)(r.Target))
+		if err != nil {
+			return nil, fmt.Errorf("driftDetection.ignore[%d].target: %w", i, err)
 		}
 		rules = append(rules, rule)
 	}
@@ -198,7 +196,6 @@ func detectObject(ctx context.Context, c client.Client, u *unstructured.Unstruct
 		o.State = Excluded
 		return o, nil
 	}
-	ssa.NormalizeSecret(u)
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(u.GroupVersionKind())
 	switch err := c.Get(ctx, client.ObjectKeyFromObject(u), live); {
@@ -211,17 +208,16 @@ func detectObject(ctx context.Context, c client.Client, u *unstructured.Unstruct
 		o.State = Excluded
 		return o, nil
 	}
-	dry := u.DeepCopy()
-	if err := c.Patch(ctx, dry, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner(FieldOwner)); err != nil {
+	m := &ssa.Manager{Client: c, Owner: FieldOwner}
+	d, err := m.Diff(ctx, u, live, rules)
+	if err != nil {
 		return nil, fmt.Errorf("%s dry-run failed: %s", meta, reason(err, u))
 	}
 	if live == nil {
 		o.State = Missing
 		return o, nil
 	}
-	cmp := ssa.WithoutIgnored(rules, u, live, dry)
-	cmpLive, cmpDry := cmp[0], cmp[1]
-	for _, f := range ssa.Diff(cmpLive, cmpDry) {
+	for _, f := range d.Fields() {
 		// Labels and annotations only the cluster has are no drift (Flux
 		// compares metadata for additions and changes only).
 		if desiredAbsent, _ := f.Absent(); desiredAbsent && strings.HasPrefix(f.Path, ".metadata.") {
@@ -232,7 +228,7 @@ func detectObject(ctx context.Context, c client.Client, u *unstructured.Unstruct
 	if len(o.Fields) == 0 {
 		return nil, nil
 	}
-	patch, err := jsonPatch(cmpLive, cmpDry)
+	patch, err := jsonPatch(d.CmpLive, d.CmpDry)
 	if err != nil {
 		return nil, fmt.Errorf("%s diff failed: %w", meta, err)
 	}
