@@ -185,6 +185,26 @@ func healthCheckExprs(obj *kustomizev1.Kustomization) (*cel.HealthChecks, *failu
 	return exprs, nil
 }
 
+// healthCheckRefs checks that each of spec.healthChecks has a valid
+// apiVersion (`group/version` or `version`; empty is the core group). An
+// invalid one is Stalled with Ready=False ReconciliationFailed, the message
+// naming the entry, e.g. "Reconciliation failed terminally due to
+// configuration error: spec.healthChecks[0] Deployment/ns/app: invalid
+// apiVersion "apps/v1/x": unexpected GroupVersion string: apps/v1/x":
+// the check could never pass, so waiting for it until the timeout would
+// only hide the mistake.
+func healthCheckRefs(obj *kustomizev1.Kustomization) *failure {
+	for i, hc := range obj.Spec.HealthChecks {
+		if _, err := schema.ParseGroupVersion(hc.APIVersion); err != nil {
+			f := fail(meta.ReconciliationFailedReason, "%s: spec.healthChecks[%d] %s/%s/%s: invalid apiVersion %q: %s",
+				terminalErrorMessage, i, hc.Kind, nsOr(hc.Namespace, obj.Namespace), hc.Name, hc.APIVersion, err)
+			f.Stalled = true
+			return f
+		}
+	}
+	return nil
+}
+
 // statusFunc is the status of an object in a health check: by the
 // Kustomization's healthCheckExprs when one is for its kind (or its API
 // group), else pkg/health's kstatus rules. A batch Job keeps Flux's Job
@@ -217,7 +237,7 @@ func healthTargets(obj *kustomizev1.Kustomization, changes []ssa.Change, cluster
 		}
 	case len(obj.Spec.HealthChecks) > 0:
 		for _, hc := range obj.Spec.HealthChecks {
-			gv, _ := schemaGV(hc.APIVersion)
+			gv, _ := schema.ParseGroupVersion(hc.APIVersion) // checked by healthCheckRefs
 			gk := gv.WithKind(hc.Kind).GroupKind()
 			// The poller reports a cluster-scoped object under its real,
 			// empty namespace: an id with one would never get a status.
