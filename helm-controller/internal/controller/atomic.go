@@ -12,6 +12,7 @@ import (
 	"github.com/eddyops/eddy/helm-controller/internal/drift"
 	"github.com/eddyops/eddy/helm-controller/internal/postrender"
 	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
@@ -316,7 +317,7 @@ func (r *HelmReleaseReconciler) actionFor(ctx context.Context, req *releaseReque
 		return nil, nil
 	case stateDrifted:
 		cur := latestSnapshot(obj)
-		msg := req.secrets.Redact(fmt.Sprintf("Cluster state of release %s has drifted from the desired state:\n%s", fullReleaseName(cur), req.drift.Summary()))
+		msg := req.secrets.Redact(ssa.ReleaseDriftMessage(fullReleaseName(cur), req.drift.Drifts()))
 		r.Events.Event(obj, corev1.EventTypeWarning, helmv2.DriftDetectedReason, msg, r.snapshotMeta(cur))
 		reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionTrue, helmv2.DriftDetectedReason, msg)
 		if driftMode(obj) == helmv2.DriftDetectionEnabled {

@@ -91,41 +91,27 @@ func (r *Report) Drifted() bool {
 	return false
 }
 
-// Summary is the text after "Cluster state of release <rel> has drifted
-// from the desired state:\n": one line per object, as Flux writes it
-// (`Kind/ns/name removed`, `Kind/ns/name excluded`, `Kind/ns/name changed
-// (A additions, C changes, R removals)`), a changed object's line followed
-// by ": " and its fields (`<path> <release value> → <cluster value> (by
-// <manager>)`, comma-separated, as kustomize-controller's drift events).
-// Additions, changes and removals count fields the cluster lacks, differs
-// in and has beyond the release. Empty when nothing is listed.
-func (r *Report) Summary() string {
-	var lines []string
-	for _, o := range r.Objects {
-		line := o.Meta.String() + " " + string(o.State)
+// Drifts is the report as pkg/ssa words it: each object as
+// `Kind/ns/name`, its state and, for a changed one, its fields.
+func (r *Report) Drifts() []ssa.ObjectDrift {
+	out := make([]ssa.ObjectDrift, len(r.Objects))
+	for i, o := range r.Objects {
+		out[i] = ssa.ObjectDrift{Object: o.Meta.String(), State: string(o.State)}
 		if o.State == Changed {
-			var add, chg, rem int
-			fields := make([]string, 0, len(o.Fields))
-			for _, f := range o.Fields {
-				switch desiredAbsent, liveAbsent := f.Absent(); {
-				case liveAbsent:
-					add++
-				case desiredAbsent:
-					rem++
-				default:
-					chg++
-				}
-				fields = append(fields, f.String())
-			}
-			line += fmt.Sprintf(" (%d additions, %d changes, %d removals)", add, chg, rem)
-			if len(fields) > 0 {
-				line += ": " + strings.Join(fields, ", ")
-			}
+			out[i].Fields = o.Fields
 		}
-		lines = append(lines, line)
 	}
-	return strings.Join(lines, "\n")
+	return out
 }
+
+// Summary is the text after "Cluster state of release <rel> has drifted
+// from the desired state:\n" (ssa.ReleaseDriftSummary): one line per
+// object, as Flux writes it (`Kind/ns/name removed`, `Kind/ns/name
+// excluded`, `Kind/ns/name changed (A additions, C changes, R removals)`),
+// a changed object's line followed by ": " and its fields (`<path>
+// <release value> → <cluster value> (by <manager>)`, comma-separated, as
+// kustomize-controller's drift events). Empty when nothing is listed.
+func (r *Report) Summary() string { return ssa.ReleaseDriftSummary(r.Drifts()) }
 
 // Detect compares the objects of a release manifest (Helm storage's
 // manifest, hooks not included) with the cluster. Each object gets the
