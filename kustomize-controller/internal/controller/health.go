@@ -169,14 +169,21 @@ const terminalErrorMessage = "Reconciliation failed terminally due to configurat
 // "Reconciliation failed terminally due to configuration error: failed to
 // create custom status evaluator for healthchecks[0]: failed to parse the
 // expression Current: failed to parse the CEL expression '<expr>': ERROR: ...".
+//
+// Then it checks spec.healthChecks (healthCheckRefs), so that a
+// Kustomization whose health checks can never pass stalls with nothing
+// applied too.
 func healthCheckExprs(obj *kustomizev1.Kustomization) (*cel.HealthChecks, *failure) {
 	if len(obj.Spec.HealthCheckExprs) == 0 {
-		return nil, nil
+		return nil, healthCheckRefs(obj)
 	}
 	exprs, err := cel.NewHealthChecks(obj.Spec.HealthCheckExprs)
 	if err != nil {
 		f := fail(meta.InvalidCELExpressionReason, "%s: %s", terminalErrorMessage, err)
 		f.Stalled = true
+		return nil, f
+	}
+	if f := healthCheckRefs(obj); f != nil {
 		return nil, f
 	}
 	return exprs, nil

@@ -271,13 +271,9 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return f
 	}
 	// Flux compatible: the health check expressions are compiled first, so
-	// that a malformed one stalls the Kustomization with nothing applied;
-	// so does an invalid healthChecks[].apiVersion.
+	// that a malformed one stalls the Kustomization with nothing applied.
 	exprs, f := healthCheckExprs(obj)
 	if f != nil {
-		return f
-	}
-	if f := healthCheckRefs(obj); f != nil {
 		return f
 	}
 	src, art, f := r.source(ctx, obj)
