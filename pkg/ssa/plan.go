@@ -27,7 +27,7 @@ type planned struct {
 	taken    *fieldpath.Set
 	cleanup  []byte // JSON patch of managed fields and stale metadata, written before the apply
 	// cmpLive and cmpDry are the live object and the dry-run result as
-	// compared (ignored fields left out), for Diff.
+	// compared (ignored fields left out), for DryRun.
 	cmpLive, cmpDry *unstructured.Unstructured
 }
 
