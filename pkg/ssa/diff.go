@@ -1,6 +1,7 @@
 package ssa
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -8,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // FieldDrift is one field in which a live object differs from the desired one.
@@ -34,10 +36,81 @@ func (f FieldDrift) String() string {
 	return s
 }
 
-// Diff lists the fields in which live differs from desired (a dry-run
-// result), with the manager of each live value. Metadata other than labels
-// and annotations, and status, are not compared.
-func Diff(live, desired *unstructured.Unstructured) []FieldDrift {
+// Absent reports whether the field is missing from the desired object, and
+// whether it is missing from the live one.
+func (f FieldDrift) Absent() (desired, live bool) { return f.desiredAbsent, f.liveAbsent }
+
+// ObjectDiff is one desired object against its live one, as Manager.Diff
+// found it.
+type ObjectDiff struct {
+	// Live is the live object, nil when there is none; Dry is the API
+	// server's dry-run result of the desired object.
+	Live, Dry *unstructured.Unstructured
+	// CmpLive and CmpDry are Live and Dry as compared: copies without the
+	// ignored fields (Live and Dry themselves when none is ignored). CmpLive
+	// is nil when Live is.
+	CmpLive, CmpDry *unstructured.Unstructured
+}
+
+// Fields lists the fields in which the live object differs from the
+// dry-run result (DiffFields of CmpLive and CmpDry); nil when there is no
+// live object.
+func (d *ObjectDiff) Fields() []FieldDrift {
+	if d.CmpLive == nil {
+		return nil
+	}
+	return DiffFields(d.CmpLive, d.CmpDry)
+}
+
+// Diff dry-runs desired with server-side apply as field manager m.Owner,
+// conflicts forced, nothing written, and pairs the result with live (nil:
+// the object does not exist), both less the fields (RFC 6901 pointers) of
+// the ignore rules that match desired; an ignored list item is blanked
+// (null), not removed, so the items after it keep their positions. A core
+// Secret's stringData in desired is moved into data first (base64), in
+// place, as ApplyAll does. The error is the API server's, unwrapped, for
+// the caller to word. Used by ApplyAll's plans and helm-controller's drift
+// detection.
+func (m *Manager) Diff(ctx context.Context, desired, live *unstructured.Unstructured, ignore []IgnoreRule) (*ObjectDiff, error) {
+	normalizeSecret(desired)
+	return m.diff(ctx, desired, live, ignoredPaths(ignore, desired))
+}
+
+// diff is Diff with the ignored fields as pointer tokens.
+func (m *Manager) diff(ctx context.Context, desired, live *unstructured.Unstructured, ignored [][]string) (*ObjectDiff, error) {
+	dry := desired.DeepCopy()
+	if err := m.Client.Patch(ctx, dry, client.Apply, client.DryRunAll, client.FieldOwner(m.Owner), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	d := &ObjectDiff{Live: live, Dry: dry, CmpLive: live, CmpDry: dry}
+	if live != nil && len(ignored) > 0 {
+		d.CmpLive, d.CmpDry = withoutPaths(live, ignored), withoutPaths(dry, ignored)
+	}
+	return d, nil
+}
+
+// DryRun plans one desired object as ApplyAll would and writes nothing:
+// the action ApplyAll would take (Created, Configured, Unchanged, Skipped
+// or Replaced) and, for an existing object, every field in which the API
+// server's dry-run result differs from the live object, whoever set it
+// (fields of opts.Ignore left out; Secret values masked). u is not
+// modified. The error is ApplyAll's dry-run error ("<Kind>/<ns>/<name>
+// dry-run failed: <reason>"). Used by `eddy diff kustomization`.
+func (m *Manager) DryRun(ctx context.Context, u *unstructured.Unstructured, opts ApplyOptions) (Action, []FieldDrift, error) {
+	p, err := m.plan(ctx, u.DeepCopy(), opts)
+	if err != nil {
+		return "", nil, err
+	}
+	if p.action == Skipped || p.action == Created || p.cmpLive == nil || p.cmpDry == nil {
+		return p.action, nil, nil
+	}
+	return p.action, DiffFields(p.cmpLive, p.cmpDry), nil
+}
+
+// DiffFields lists the fields in which live differs from desired (a dry-run
+// result), with the manager of each live value, sorted by path. Metadata
+// other than labels and annotations, and status, are not compared.
+func DiffFields(live, desired *unstructured.Unstructured) []FieldDrift {
 	var out []FieldDrift
 	walkDiff("", nil, comparableForDiff(desired), comparableForDiff(live), &out)
 	secret := live.GetKind() == "Secret" && live.GroupVersionKind().Group == ""

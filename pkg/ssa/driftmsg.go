@@ -6,6 +6,11 @@ import (
 	"strings"
 )
 
+// The drift messages of events are written and read here only:
+// kustomize-controller's DriftCorrected (DriftMessage, ParseDriftMessage)
+// and helm-controller's DriftDetected (ReleaseDriftMessage,
+// ParseReleaseDriftMessage), read back by the web UI.
+
 // The words of kustomize-controller's DriftCorrected event message, which
 // DriftMessage writes and ParseDriftMessage reads.
 const (
@@ -174,11 +179,60 @@ type ObjectDrift struct {
 }
 
 // releaseDriftPrefix and releaseDriftInfix frame helm-controller's
-// DriftDetected message (atomic.go).
+// DriftDetected message (ReleaseDriftMessage).
 const (
 	releaseDriftPrefix = "Cluster state of release "
 	releaseDriftInfix  = " has drifted from the desired state:\n"
 )
+
+// String is the object's line of helm-controller's DriftDetected message:
+// `<object> <state>`, for a changed object followed by ` (A additions, C
+// changes, R removals)` and, when it lists fields, `: <fields>`
+// (FieldDrift.String, comma-separated). Additions, changes and removals
+// count the fields the live object lacks, differs in and has beyond the
+// desired one. Flux compatible up to the fields, which are Eddy's.
+func (o ObjectDrift) String() string {
+	line := o.Object + " " + o.State
+	if o.State != "changed" {
+		return line
+	}
+	var add, chg, rem int
+	fields := make([]string, 0, len(o.Fields))
+	for _, f := range o.Fields {
+		switch {
+		case f.liveAbsent:
+			add++
+		case f.desiredAbsent:
+			rem++
+		default:
+			chg++
+		}
+		fields = append(fields, f.String())
+	}
+	line += fmt.Sprintf(" (%d additions, %d changes, %d removals)", add, chg, rem)
+	if len(fields) > 0 {
+		line += ": " + strings.Join(fields, fieldSep)
+	}
+	return line
+}
+
+// ReleaseDriftSummary is one ObjectDrift.String line per object, joined
+// by newlines; "" for none.
+func ReleaseDriftSummary(objects []ObjectDrift) string {
+	lines := make([]string, len(objects))
+	for i, o := range objects {
+		lines[i] = o.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ReleaseDriftMessage is helm-controller's DriftDetected message for
+// release (`<namespace>/<name>.v<version>`): "Cluster state of release
+// <release> has drifted from the desired state:\n" and ReleaseDriftSummary
+// of objects. ParseReleaseDriftMessage reads it back.
+func ReleaseDriftMessage(release string, objects []ObjectDrift) string {
+	return releaseDriftPrefix + release + releaseDriftInfix + ReleaseDriftSummary(objects)
+}
 
 // ParseReleaseDriftMessage reads helm-controller's DriftDetected event
 // message, "Cluster state of release <ns>/<name>.v<version> has drifted

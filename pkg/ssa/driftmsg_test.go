@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// driftOf is the drift pkg/ssa.Diff finds between two objects, so the
-// fields carry Diff's own values and absent flags.
+// driftOf is the drift ssa.DiffFields finds between two objects, so the
+// fields carry its own values and absent flags.
 func driftOf(t *testing.T, desired, live map[string]any) []ssa.FieldDrift {
 	t.Helper()
 	base := func(m map[string]any) *unstructured.Unstructured {
@@ -22,7 +22,7 @@ func driftOf(t *testing.T, desired, live map[string]any) []ssa.FieldDrift {
 		}
 		return u
 	}
-	return ssa.Diff(base(live), base(desired))
+	return ssa.DiffFields(base(live), base(desired))
 }
 
 type wantField struct {
@@ -201,4 +201,39 @@ func TestParseReleaseDriftMessage(t *testing.T) {
 			t.Errorf("ParseReleaseDriftMessage(%q) ok", bad)
 		}
 	}
+}
+
+// TestReleaseDriftMessageRoundTrip: the DriftDetected message helm-controller
+// writes is read back whole, objects, states and fields.
+func TestReleaseDriftMessageRoundTrip(t *testing.T) {
+	fields := driftOf(t,
+		map[string]any{"data": map[string]any{"a": "1", "gone": "v"}},
+		map[string]any{"data": map[string]any{"a": "2", "extra": "e"}})
+	fields[0].Manager = "kubectl-edit"
+	objects := []ssa.ObjectDrift{
+		{Object: "ConfigMap/apps/web", State: "changed", Fields: fields},
+		{Object: "Secret/apps/web", State: "removed"},
+		{Object: "ClusterRole/web", State: "excluded"},
+	}
+	msg := ssa.ReleaseDriftMessage("apps/web.v3", objects)
+	want := "Cluster state of release apps/web.v3 has drifted from the desired state:\n" +
+		`ConfigMap/apps/web changed (1 additions, 1 changes, 1 removals): .data.a "1" → "2" (by kubectl-edit), .data.extra <absent> → "e", .data.gone "v" → <absent>` + "\n" +
+		"Secret/apps/web removed\nClusterRole/web excluded"
+	if msg != want {
+		t.Fatalf("ReleaseDriftMessage:\n got %s\nwant %s", msg, want)
+	}
+	rel, got, ok := ssa.ParseReleaseDriftMessage(msg)
+	if !ok || rel != "apps/web.v3" || len(got) != len(objects) {
+		t.Fatalf("ParseReleaseDriftMessage = %q %+v %v", rel, got, ok)
+	}
+	for i, o := range objects {
+		if got[i].Object != o.Object || got[i].State != o.State || len(got[i].Fields) != len(o.Fields) {
+			t.Errorf("object %d = %+v, want %+v", i, got[i], o)
+		}
+	}
+	checkFields(t, got[0].Fields, []wantField{
+		{".data.a", `"1"`, `"2"`, "kubectl-edit", false, false},
+		{".data.extra", "<absent>", `"e"`, "", true, false},
+		{".data.gone", `"v"`, "<absent>", "", false, true},
+	})
 }

@@ -6,17 +6,43 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-
-	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 )
 
-// SelectorMatcher returns a matcher for an ignore rule's target (a
-// Kustomization's spec.ignore, a HelmRelease's driftDetection.ignore): the
+// Selector selects objects: the target of an ignore rule (a Kustomization's
+// spec.ignore, a HelmRelease's driftDetection.ignore). Its fields are those
+// of the APIs' Selector, in the same order, so that a caller converts one
+// with (*ssa.Selector)(t).
+type Selector struct {
+	// Group, Version, Kind, Namespace and Name are anchored regular
+	// expressions; empty matches everything.
+	Group, Version, Kind, Namespace, Name string
+	// AnnotationSelector and LabelSelector are label-selector expressions
+	// over the object's annotations and labels; empty matches everything.
+	AnnotationSelector, LabelSelector string
+}
+
+// NewIgnoreRule is the rule that leaves paths (RFC 6901 pointers) out of
+// the objects target selects, every object when target is nil. The error
+// is SelectorMatcher's.
+func NewIgnoreRule(paths []string, target *Selector) (IgnoreRule, error) {
+	rule := IgnoreRule{Paths: paths}
+	if target != nil {
+		m, err := SelectorMatcher(*target)
+		if err != nil {
+			return IgnoreRule{}, err
+		}
+		rule.Match = m
+	}
+	return rule, nil
+}
+
+// SelectorMatcher returns a matcher for an ignore rule's target: the
 // group, version, kind, namespace and name are anchored regular
 // expressions, the selectors label-selector expressions over the object's
 // labels and annotations, as in kustomize's patch targets and Flux's
-// jsondiff. Empty fields match everything. Errors name the field.
-func SelectorMatcher(t *kustomizev1.Selector) (func(*unstructured.Unstructured) bool, error) {
+// jsondiff. Empty fields match everything. Errors name the field
+// ("kind: invalid regular expression ...", "labelSelector: ...").
+func SelectorMatcher(t Selector) (func(*unstructured.Unstructured) bool, error) {
 	type field struct {
 		name, expr string
 		get        func(*unstructured.Unstructured) string

@@ -48,6 +48,10 @@ func stage(u *unstructured.Unstructured) int {
 	return 2
 }
 
+// SortObjects orders objects as ApplyAll applies them: by stage, kind
+// order, namespace and name, in place. Flux compatible (ReconcileOrder).
+func SortObjects(objs []*unstructured.Unstructured) { sortObjects(objs) }
+
 // sortObjects orders objects by stage, kind order, namespace and name.
 func sortObjects(objs []*unstructured.Unstructured) {
 	sort.SliceStable(objs, func(i, j int) bool {

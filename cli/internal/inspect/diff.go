@@ -104,7 +104,7 @@ func Build(ctx context.Context, c client.Reader, ks *kustomizev1.Kustomization, 
 // failed: <reason>"), reading a masked object's live state, or
 // spec.ignore's.
 func Diff(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization, objs []*unstructured.Unstructured) ([]ObjectDiff, error) {
-	ignore, err := ssa.SpecIgnoreRules(ks.Spec.Ignore)
+	ignore, err := kustomize.IgnoreRules(ks.Spec.Ignore)
 	if err != nil {
 		return nil, err
 	}

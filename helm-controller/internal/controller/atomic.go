@@ -11,6 +11,7 @@ import (
 	"github.com/eddyops/eddy/helm-controller/internal/action"
 	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
@@ -258,7 +259,7 @@ func (r *HelmReleaseReconciler) inSync(ctx context.Context, req *releaseRequest,
 func (r *HelmReleaseReconciler) drifted(req *releaseRequest) *releaseAction {
 	obj := req.obj
 	cur := release.Latest(obj.Status.History)
-	msg := req.secrets.Redact(fmt.Sprintf("Cluster state of release %s has drifted from the desired state:\n%s", release.FullName(cur), req.drift.Summary()))
+	msg := req.secrets.Redact(ssa.ReleaseDriftMessage(release.FullName(cur), req.drift.Drifts()))
 	r.Events.Event(obj, corev1.EventTypeWarning, helmv2.DriftDetectedReason, msg, r.snapshotMeta(cur))
 	reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionTrue, helmv2.DriftDetectedReason, msg)
 	if driftMode(obj) == helmv2.DriftDetectionEnabled {

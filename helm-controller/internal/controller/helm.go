@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"github.com/eddyops/eddy/pkg/health"
 	helmaction "helm.sh/helm/v3/pkg/action"
+	"github.com/eddyops/eddy/pkg/ssa"
 	"helm.sh/helm/v3/pkg/kube"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
@@ -19,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -109,42 +109,48 @@ func (k *kstatusKube) WaitWithJobs(resources kube.ResourceList, timeout time.Dur
 	return k.wait(resources, timeout, true)
 }
 
-// wait polls every object of resources until each is Current; a Failed
-// object ends it at once. Jobs count only with jobs. The error names the
-// objects not ready: "timeout waiting for: [Kind/ns/name status: 'InProgress', ...]"
-// (the form of Flux's ssa wait).
+// wait polls every object of resources until each is Current
+// (ssa.WaitForSet); a Failed object ends it at once. Jobs count only with
+// jobs. The error names the objects not ready: "timeout waiting for:
+// [Kind/ns/name status: 'InProgress', ...]" (the form of Flux's ssa wait),
+// or a Failed one: "Kind/ns/name status: 'Failed': <kstatus message>".
 func (k *kstatusKube) wait(resources kube.ResourceList, timeout time.Duration, jobs bool) error {
 	ctx, cancel := context.WithTimeout(k.ctx, timeout)
 	defer cancel()
-	tick := time.NewTicker(k.poll)
-	defer tick.Stop()
-	pending := []string{"no status read yet"}
-	for {
-		next, err := k.notReady(ctx, resources, jobs)
-		if cause := canceledBy(k.ctx); cause != nil {
-			return cause
+	var targets []ssa.ObjMeta
+	index := map[ssa.ObjMeta]int{} // of the object in resources
+	for i, info := range resources {
+		if info.Mapping == nil {
+			continue
 		}
-		if ctx.Err() != nil { // a read cut by the deadline decides nothing
-			sort.Strings(pending)
-			return fmt.Errorf("timeout waiting for: [%s]", strings.Join(pending, ", "))
+		gvk := info.Mapping.GroupVersionKind
+		if !jobs && gvk.Group == "batch" && gvk.Kind == "Job" {
+			continue
 		}
-		if err != nil {
-			return err
+		t := ssa.ObjMeta{Name: info.Name, GroupKind: gvk.GroupKind()}
+		if info.Namespaced() {
+			t.Namespace = info.Namespace
 		}
-		if len(next) == 0 {
-			return nil
-		}
-		pending = next
-		select {
-		case <-ctx.Done():
-			if cause := canceledBy(k.ctx); cause != nil {
-				return cause
-			}
-			sort.Strings(pending)
-			return fmt.Errorf("timeout waiting for: [%s]", strings.Join(pending, ", "))
-		case <-tick.C:
-		}
+		targets, index[t] = append(targets, t), i
 	}
+	read := func(ctx context.Context, t ssa.ObjMeta) (ssa.ObjectStatus, error) {
+		return k.read(ctx, resources[index[t]].Mapping.Resource, t.Namespace, t.Name), nil
+	}
+	st, err := ssa.WaitForSet(ctx, targets, ssa.SetWait{Poll: k.poll, Read: read})
+	if cause := canceledBy(k.ctx); cause != nil {
+		return cause
+	}
+	switch {
+	case err == nil && len(st.Failed) > 0:
+		return fmt.Errorf("%s status: 'Failed': %s", st.Failed[0].Meta, st.Failed[0].Message)
+	case ctx.Err() != nil:
+		pending := []string{"no status read yet"}
+		if st.Complete {
+			pending = ssa.StatusLines(st.Pending)
+		}
+		return errors.New(ssa.TimeoutMessage(pending))
+	}
+	return err
 }
 
 // canceledBy returns the healthCheckCanceled that ended ctx, or nil.
@@ -156,44 +162,26 @@ func canceledBy(ctx context.Context) error {
 	return nil
 }
 
-// notReady reads each object of resources once and returns those not
-// Current as "Kind/ns/name status: '<status>'"; a Failed object is an error.
-func (k *kstatusKube) notReady(ctx context.Context, resources kube.ResourceList, jobs bool) ([]string, error) {
-	var pending []string
-	for _, info := range resources {
-		if info.Mapping == nil {
-			continue
-		}
-		gvk := info.Mapping.GroupVersionKind
-		if !jobs && gvk.Group == "batch" && gvk.Kind == "Job" {
-			continue
-		}
-		var ri dynamic.ResourceInterface = k.dyn.Resource(info.Mapping.Resource)
-		ref := gvk.Kind + "/" + info.Name
-		if info.Namespaced() {
-			ri = k.dyn.Resource(info.Mapping.Resource).Namespace(info.Namespace)
-			ref = gvk.Kind + "/" + info.Namespace + "/" + info.Name
-		}
-		u, err := ri.Get(ctx, info.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			pending = append(pending, ref+" status: 'NotFound'")
-			continue
-		case err != nil:
-			pending = append(pending, ref+" status: 'Unknown'")
-			continue
-		}
-		res, err := health.Compute(u)
-		switch {
-		case err != nil:
-			pending = append(pending, ref+" status: 'Unknown'")
-		case res.Status == status.FailedStatus:
-			return nil, fmt.Errorf("%s status: 'Failed': %s", ref, res.Message)
-		case res.Status != status.CurrentStatus:
-			pending = append(pending, fmt.Sprintf("%s status: '%s'", ref, res.Status))
-		}
+// read reads the object of resource gvr named name, in namespace (""
+// for a cluster-scoped one), once: NotFound, Unknown when it cannot be
+// read or its status computed (pkg/health), else its kstatus status.
+func (k *kstatusKube) read(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) ssa.ObjectStatus {
+	var ri dynamic.ResourceInterface = k.dyn.Resource(gvr)
+	if namespace != "" {
+		ri = k.dyn.Resource(gvr).Namespace(namespace)
 	}
-	return pending, nil
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return ssa.ObjectStatus{Status: status.NotFoundStatus}
+	case err != nil:
+		return ssa.ObjectStatus{Status: status.UnknownStatus}
+	}
+	res, err := health.Compute(u)
+	if err != nil {
+		return ssa.ObjectStatus{Status: status.UnknownStatus}
+	}
+	return ssa.ObjectStatus{Status: res.Status, Message: res.Message}
 }
 
 // newHelmConfig is the Helm action configuration of one HelmRelease: the

@@ -91,41 +91,27 @@ func (r *Report) Drifted() bool {
 	return false
 }
 
-// Summary is the text after "Cluster state of release <rel> has drifted
-// from the desired state:\n": one line per object, as Flux writes it
-// (`Kind/ns/name removed`, `Kind/ns/name excluded`, `Kind/ns/name changed
-// (A additions, C changes, R removals)`), a changed object's line followed
-// by ": " and its fields (`<path> <release value> → <cluster value> (by
-// <manager>)`, comma-separated, as kustomize-controller's drift events).
-// Additions, changes and removals count fields the cluster lacks, differs
-// in and has beyond the release. Empty when nothing is listed.
-func (r *Report) Summary() string {
-	var lines []string
-	for _, o := range r.Objects {
-		line := o.Meta.String() + " " + string(o.State)
+// Drifts is the report as pkg/ssa words it: each object as
+// `Kind/ns/name`, its state and, for a changed one, its fields.
+func (r *Report) Drifts() []ssa.ObjectDrift {
+	out := make([]ssa.ObjectDrift, len(r.Objects))
+	for i, o := range r.Objects {
+		out[i] = ssa.ObjectDrift{Object: o.Meta.String(), State: string(o.State)}
 		if o.State == Changed {
-			var add, chg, rem int
-			fields := make([]string, 0, len(o.Fields))
-			for _, f := range o.Fields {
-				switch desiredAbsent, liveAbsent := f.Absent(); {
-				case liveAbsent:
-					add++
-				case desiredAbsent:
-					rem++
-				default:
-					chg++
-				}
-				fields = append(fields, f.String())
-			}
-			line += fmt.Sprintf(" (%d additions, %d changes, %d removals)", add, chg, rem)
-			if len(fields) > 0 {
-				line += ": " + strings.Join(fields, ", ")
-			}
+			out[i].Fields = o.Fields
 		}
-		lines = append(lines, line)
 	}
-	return strings.Join(lines, "\n")
+	return out
 }
+
+// Summary is the text after "Cluster state of release <rel> has drifted
+// from the desired state:\n" (ssa.ReleaseDriftSummary): one line per
+// object, as Flux writes it (`Kind/ns/name removed`, `Kind/ns/name
+// excluded`, `Kind/ns/name changed (A additions, C changes, R removals)`),
+// a changed object's line followed by ": " and its fields (`<path>
+// <release value> → <cluster value> (by <manager>)`, comma-separated, as
+// kustomize-controller's drift events). Empty when nothing is listed.
+func (r *Report) Summary() string { return ssa.ReleaseDriftSummary(r.Drifts()) }
 
 // Detect compares the objects of a release manifest (Helm storage's
 // manifest, hooks not included) with the cluster. Each object gets the
@@ -150,11 +136,9 @@ func Detect(ctx context.Context, c client.Client, manifest string, releaseName, 
 	}
 	rules := make([]ssa.IgnoreRule, 0, len(dd.Ignore))
 	for i, r := range dd.Ignore {
-		rule := ssa.IgnoreRule{Paths: r.Paths}
-		if r.Target != nil {
-			if rule.Match, err = ssa.SelectorMatcher(r.Target); err != nil {
-				return nil, fmt.Errorf("driftDetection.ignore[%d].target: %w", i, err)
-			}
+		rule, err := ssa.NewIgnoreRule(r.Paths, (*ssa.Selector)(r.Target))
+		if err != nil {
+			return nil, fmt.Errorf("driftDetection.ignore[%d].target: %w", i, err)
 		}
 		rules = append(rules, rule)
 	}
@@ -198,7 +182,6 @@ func detectObject(ctx context.Context, c client.Client, u *unstructured.Unstruct
 		o.State = Excluded
 		return o, nil
 	}
-	ssa.NormalizeSecret(u)
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(u.GroupVersionKind())
 	switch err := c.Get(ctx, client.ObjectKeyFromObject(u), live); {
@@ -211,17 +194,16 @@ func detectObject(ctx context.Context, c client.Client, u *unstructured.Unstruct
 		o.State = Excluded
 		return o, nil
 	}
-	dry := u.DeepCopy()
-	if err := c.Patch(ctx, dry, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner(FieldOwner)); err != nil {
+	m := &ssa.Manager{Client: c, Owner: FieldOwner}
+	d, err := m.Diff(ctx, u, live, rules)
+	if err != nil {
 		return nil, fmt.Errorf("%s dry-run failed: %s", meta, reason(err, u))
 	}
 	if live == nil {
 		o.State = Missing
 		return o, nil
 	}
-	cmp := ssa.WithoutIgnored(rules, u, live, dry)
-	cmpLive, cmpDry := cmp[0], cmp[1]
-	for _, f := range ssa.Diff(cmpLive, cmpDry) {
+	for _, f := range d.Fields() {
 		// Labels and annotations only the cluster has are no drift (Flux
 		// compares metadata for additions and changes only).
 		if desiredAbsent, _ := f.Absent(); desiredAbsent && strings.HasPrefix(f.Path, ".metadata.") {
@@ -232,7 +214,7 @@ func detectObject(ctx context.Context, c client.Client, u *unstructured.Unstruct
 	if len(o.Fields) == 0 {
 		return nil, nil
 	}
-	patch, err := jsonPatch(cmpLive, cmpDry)
+	patch, err := jsonPatch(d.CmpLive, d.CmpDry)
 	if err != nil {
 		return nil, fmt.Errorf("%s diff failed: %w", meta, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -23,8 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/polling/clusterreader"
-	"sigs.k8s.io/cli-utils/pkg/kstatus/polling/engine"
-	pollevent "sigs.k8s.io/cli-utils/pkg/kstatus/polling/event"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/polling/statusreaders"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/cli-utils/pkg/object"
@@ -172,9 +169,13 @@ const terminalErrorMessage = "Reconciliation failed terminally due to configurat
 // "Reconciliation failed terminally due to configuration error: failed to
 // create custom status evaluator for healthchecks[0]: failed to parse the
 // expression Current: failed to parse the CEL expression '<expr>': ERROR: ...".
+//
+// Then it checks spec.healthChecks (healthCheckRefs), so that a
+// Kustomization whose health checks can never pass stalls with nothing
+// applied too.
 func healthCheckExprs(obj *kustomizev1.Kustomization) (*cel.HealthChecks, *failure) {
 	if len(obj.Spec.HealthCheckExprs) == 0 {
-		return nil, nil
+		return nil, healthCheckRefs(obj)
 	}
 	exprs, err := cel.NewHealthChecks(obj.Spec.HealthCheckExprs)
 	if err != nil {
@@ -182,7 +183,30 @@ func healthCheckExprs(obj *kustomizev1.Kustomization) (*cel.HealthChecks, *failu
 		f.Stalled = true
 		return nil, f
 	}
+	if f := healthCheckRefs(obj); f != nil {
+		return nil, f
+	}
 	return exprs, nil
+}
+
+// healthCheckRefs checks that each of spec.healthChecks has a valid
+// apiVersion (`group/version` or `version`; empty is the core group). An
+// invalid one is Stalled with Ready=False ReconciliationFailed, the message
+// naming the entry, e.g. "Reconciliation failed terminally due to
+// configuration error: spec.healthChecks[0] Deployment/ns/app: invalid
+// apiVersion "apps/v1/x": unexpected GroupVersion string: apps/v1/x":
+// the check could never pass, so waiting for it until the timeout would
+// only hide the mistake.
+func healthCheckRefs(obj *kustomizev1.Kustomization) *failure {
+	for i, hc := range obj.Spec.HealthChecks {
+		if _, err := schema.ParseGroupVersion(hc.APIVersion); err != nil {
+			f := fail(meta.ReconciliationFailedReason, "%s: spec.healthChecks[%d] %s/%s/%s: invalid apiVersion %q: %s",
+				terminalErrorMessage, i, hc.Kind, nsOr(hc.Namespace, obj.Namespace), hc.Name, hc.APIVersion, err)
+			f.Stalled = true
+			return f
+		}
+	}
+	return nil
 }
 
 // statusFunc is the status of an object in a health check: by the
@@ -217,7 +241,7 @@ func healthTargets(obj *kustomizev1.Kustomization, changes []ssa.Change, cluster
 		}
 	case len(obj.Spec.HealthChecks) > 0:
 		for _, hc := range obj.Spec.HealthChecks {
-			gv, _ := schemaGV(hc.APIVersion)
+			gv, _ := schema.ParseGroupVersion(hc.APIVersion) // checked by healthCheckRefs
 			gk := gv.WithKind(hc.Kind).GroupKind()
 			// The poller reports a cluster-scoped object under its real,
 			// empty namespace: an id with one would never get a status.
@@ -301,18 +325,14 @@ func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kus
 	h.waits[w.key] = w
 	h.wg.Add(1)
 	h.mu.Unlock()
-	// kstatus's poller engine, as polling.NewStatusPoller builds it but with
-	// pkg/health's status for every kind (that package's constructor would
-	// also pull in k8s.io/kubectl). The direct reader makes one GET per
-	// object and round as the applying account: no LIST permission needed.
-	poller := &engine.PollerEngine{
-		Reader: c, Mapper: c.RESTMapper(),
-		DefaultStatusReader:  statusreaders.NewGenericStatusReader(c.RESTMapper(), statusFunc(waitCtx, exprs)),
-		ClusterReaderFactory: engine.ClusterReaderFactoryFunc(clusterreader.NewDirectClusterReader),
-	}
+	// kstatus's generic status reader with pkg/health's status for every
+	// kind (cli-utils' polling.NewStatusPoller would also pull in
+	// k8s.io/kubectl). The direct reader makes one GET per object and round
+	// as the applying account: no LIST permission needed.
+	read := healthReader(c, statusFunc(waitCtx, exprs), w.deletedWhenFinished)
 	go func() {
 		defer h.wg.Done()
-		r.waitHealthy(waitCtx, w, poller)
+		r.waitHealthy(waitCtx, w, read)
 	}()
 
 	<-w.firstRound
@@ -328,54 +348,54 @@ func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kus
 	return r.healthResult(obj, w)
 }
 
-// waitHealthy polls the targets of w every r.HealthPoll (Flux: 5s) until
-// all are healthy, one is Failed, or ctx ends, and records the outcome.
-func (r *KustomizationReconciler) waitHealthy(ctx context.Context, w *healthWait, poller *engine.PollerEngine) {
+// healthReader reads the status of one target as cli-utils' poller engine
+// does, through c: NotFound, or Unknown with the error when it cannot be
+// read or computed. An object that is gone counts as Current when its ID is
+// in deletedWhenFinished (a Job with a TTL).
+func healthReader(c client.Client, compute func(*unstructured.Unstructured) (*status.Result, error),
+	deletedWhenFinished map[string]bool) func(context.Context, ssa.ObjMeta) (ssa.ObjectStatus, error) {
+	reader := statusreaders.NewGenericStatusReader(c.RESTMapper(), compute)
+	cluster := &clusterreader.DirectClusterReader{Reader: c}
+	return func(ctx context.Context, t ssa.ObjMeta) (ssa.ObjectStatus, error) {
+		rs, err := reader.ReadStatus(ctx, cluster, object.ObjMetadata{Namespace: t.Namespace, Name: t.Name, GroupKind: t.GroupKind})
+		if err != nil {
+			return ssa.ObjectStatus{}, err
+		}
+		st := ssa.ObjectStatus{Status: rs.Status, Message: rs.Message, Err: rs.Error}
+		if st.Status == status.NotFoundStatus && deletedWhenFinished[t.ID()] {
+			st.Status = status.CurrentStatus
+		}
+		return st, nil
+	}
+}
+
+// waitHealthy reads the targets of w every r.HealthPoll (Flux: 5s) until
+// all are healthy, one is Failed, or ctx ends (ssa.WaitForSet), and records
+// the outcome.
+func (r *KustomizationReconciler) waitHealthy(ctx context.Context, w *healthWait, read func(context.Context, ssa.ObjMeta) (ssa.ObjectStatus, error)) {
 	poll := r.HealthPoll
 	if poll <= 0 {
 		poll = 5 * time.Second
 	}
-	pollCtx, stopPolling := context.WithCancel(ctx)
-	defer stopPolling()
-	ids := make(object.ObjMetadataSet, len(w.targets))
+	targets := make([]ssa.ObjMeta, len(w.targets))
 	for i, t := range w.targets {
-		ids[i] = object.ObjMetadata{Namespace: t.Meta.Namespace, Name: t.Meta.Name, GroupKind: t.Meta.GroupKind}
+		targets[i] = t.Meta
 	}
-	latest := map[object.ObjMetadata]*pollevent.ResourceStatus{}
+	firstRound := func() { w.firstOnce.Do(func() { close(w.firstRound) }) }
+	st, err := ssa.WaitForSet(ctx, targets, ssa.SetWait{Poll: poll, Read: read, FirstRound: firstRound})
 	var out *healthOutcome
-	events := poller.Poll(pollCtx, ids, engine.Options{PollInterval: poll})
-	for e := range events {
-		switch e.Type {
-		case pollevent.ErrorEvent:
-			out = &healthOutcome{err: e.Error}
-		case pollevent.ResourceUpdateEvent:
-			latest[e.Resource.Identifier] = e.Resource
-			if len(latest) == len(ids) {
-				if out = w.verdict(ids, latest); out == nil {
-					w.firstOnce.Do(func() { close(w.firstRound) })
-				}
-			}
-		}
-		if out != nil {
-			break
-		}
-	}
-	stopPolling()
-	for range events { // the poller's sends block until read
-	}
-	if out == nil {
-		switch {
-		case ctx.Err() == nil:
-			// The poller stopped on its own: decided, so that the
-			// Kustomization is reconciled again rather than left waiting.
-			out = &healthOutcome{err: errors.New("status poller stopped")}
-		case !errors.Is(context.Cause(ctx), context.DeadlineExceeded):
-			w.firstOnce.Do(func() { close(w.firstRound) })
-			return // canceled: nobody waits for the outcome
-		default:
-			_, _, pending := w.pending(ids, latest)
-			out = &healthOutcome{pending: pending}
-		}
+	switch {
+	case err == nil && len(st.Failed) > 0:
+		out = failedOutcome(st.Failed)
+	case err == nil:
+		out = &healthOutcome{}
+	case ctx.Err() == nil:
+		out = &healthOutcome{err: err}
+	case !errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		firstRound()
+		return // canceled: nobody waits for the outcome
+	default:
+		out = &healthOutcome{pending: ssa.StatusLines(st.Pending)}
 	}
 	out.elapsed = time.Since(w.started)
 
@@ -384,7 +404,7 @@ func (r *KustomizationReconciler) waitHealthy(ctx context.Context, w *healthWait
 	w.decided, w.outcome = true, *out
 	notify := w.detached && h.waits[w.key] == w
 	h.mu.Unlock()
-	w.firstOnce.Do(func() { close(w.firstRound) })
+	firstRound()
 	if notify {
 		h.enqueue(w.key)
 	}
@@ -400,55 +420,21 @@ func (h *healthChecks) enqueue(key types.NamespacedName) {
 	}
 }
 
-// verdict is the outcome once each target has a status: a Failed one (the
-// first in target order), else healthy when none is pending; nil while
-// some are.
-func (w *healthWait) verdict(ids object.ObjMetadataSet, latest map[object.ObjMetadata]*pollevent.ResourceStatus) *healthOutcome {
-	failed, detail, pending := w.pending(ids, latest)
-	switch {
-	case failed != "":
-		return &healthOutcome{failed: failed, detail: detail}
-	case len(pending) == 0:
-		return &healthOutcome{}
-	}
-	return nil
-}
-
-// pending lists the targets not healthy in latest, as
-// `Kind/namespace/name status: '<status>'` (`...: <error>` when the status
-// could not be read or computed, e.g. a CEL evaluation error), and the
-// Failed ones as `failed early due to stalled resources: [Kind/namespace/name
-// status: 'Failed', ...]`. Flux compatible (fluxcd/pkg ssa WaitForSet).
-// Beyond Flux, detail gives kstatus's message of each Failed object that
-// has one (`Job/ns/name: Job Failed. failed: 1/1`), for the event only, so
-// the status keeps Flux's text.
-func (w *healthWait) pending(ids object.ObjMetadataSet, latest map[object.ObjMetadata]*pollevent.ResourceStatus) (failed, detail string, pending []string) {
+// failedOutcome lists the Failed objects as `failed early due to stalled
+// resources: [Kind/namespace/name status: 'Failed', ...]`. Flux compatible
+// (fluxcd/pkg ssa WaitForSet). Beyond Flux, detail gives kstatus's message
+// of each Failed object that has one (`Job/ns/name: Job Failed. failed:
+// 1/1`), for the event only, so the status keeps Flux's text.
+func failedOutcome(failed []ssa.ObjectStatus) *healthOutcome {
 	var failures, details []string
-	for i, t := range w.targets {
-		rs := latest[ids[i]]
-		switch {
-		case rs == nil:
-			pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, status.UnknownStatus))
-		case rs.Status == status.CurrentStatus:
-		case rs.Status == status.NotFoundStatus:
-			if !w.deletedWhenFinished[t.Meta.ID()] {
-				pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, status.NotFoundStatus))
-			}
-		case rs.Status == status.FailedStatus:
-			failures = append(failures, fmt.Sprintf("%s status: 'Failed'", t.Meta))
-			if rs.Message != "" {
-				details = append(details, fmt.Sprintf("%s: %s", t.Meta, rs.Message))
-			}
-		case rs.Error != nil:
-			pending = append(pending, fmt.Sprintf("%s status: '%s': %s", t.Meta, rs.Status, rs.Error))
-		default:
-			pending = append(pending, fmt.Sprintf("%s status: '%s'", t.Meta, rs.Status))
+	for _, s := range failed {
+		failures = append(failures, fmt.Sprintf("%s status: 'Failed'", s.Meta))
+		if s.Message != "" {
+			details = append(details, fmt.Sprintf("%s: %s", s.Meta, s.Message))
 		}
 	}
-	if len(failures) > 0 {
-		failed = "failed early due to stalled resources: [" + strings.Join(failures, ", ") + "]"
-	}
-	return failed, strings.Join(details, "; "), pending
+	return &healthOutcome{failed: "failed early due to stalled resources: [" + strings.Join(failures, ", ") + "]",
+		detail: strings.Join(details, "; ")}
 }
 
 // healthResult writes the outcome of w to obj's Healthy condition and,
@@ -465,8 +451,7 @@ func (r *KustomizationReconciler) healthResult(obj *kustomizev1.Kustomization, w
 	case o.err != nil:
 		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s", after, o.err))
 	case len(o.pending) > 0:
-		sort.Strings(o.pending)
-		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: timeout waiting for: [%s]", after, strings.Join(o.pending, ", ")))
+		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s", after, ssa.TimeoutMessage(o.pending)))
 	}
 	msg := fmt.Sprintf("Health check passed in %s", o.elapsed.Round(time.Millisecond))
 	notify := !apimeta.IsStatusConditionTrue(obj.Status.Conditions, kustomizev1.HealthyCondition) ||

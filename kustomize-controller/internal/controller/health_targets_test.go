@@ -10,6 +10,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -94,5 +95,32 @@ func TestRecreatedWhileWaitOfOldObjectRuns(t *testing.T) {
 	cm := &corev1.ConfigMap{}
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cm"}, cm); err != nil {
 		t.Errorf("the new Kustomization's ConfigMap: %v (Ready=True without applying it?)", err)
+	}
+}
+
+// TestInvalidHealthCheckAPIVersionStalls: a spec.healthChecks entry whose
+// apiVersion is no group/version can never pass, so the Kustomization
+// stalls at once with a message naming the entry, nothing applied, instead
+// of waiting for a nameless object until its timeout.
+func TestInvalidHealthCheckAPIVersionStalls(t *testing.T) {
+	ns := newNamespace(t)
+	t.Cleanup(func() { deleteKustomizations(t, ns) })
+	r := newRepo(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: " + ns + "\ndata: {a: b}\n"})
+	src := newSource(t, ns, "src", r)
+	k := newKustomization(t, ns, "bad-apiversion", src.Name, func(k *kustomizev1.Kustomization) {
+		k.Spec.Timeout = &metav1.Duration{Duration: 10 * time.Minute}
+		k.Spec.HealthChecks = []meta.NamespacedObjectKindReference{
+			{APIVersion: "v1", Kind: "ConfigMap", Name: "cm"},
+			{APIVersion: "apps/v1/extra", Kind: "Deployment", Name: "app"},
+		}
+	})
+	waitFor(t, k, "Stalled", func() bool { return apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.StalledCondition) })
+	want := "Reconciliation failed terminally due to configuration error: spec.healthChecks[1] Deployment/" + ns +
+		`/app: invalid apiVersion "apps/v1/extra": unexpected GroupVersion string: apps/v1/extra`
+	if c := readyCond(k); c == nil || c.Status != metav1.ConditionFalse || c.Reason != meta.ReconciliationFailedReason || c.Message != want {
+		t.Errorf("Ready %+v, want False %s %q", c, meta.ReconciliationFailedReason, want)
+	}
+	if k.Status.Inventory != nil {
+		t.Errorf("inventory %v: want nothing applied", k.Status.Inventory)
 	}
 }

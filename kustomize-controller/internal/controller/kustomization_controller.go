@@ -369,7 +369,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		return fail(meta.ReconciliationFailedReason, "%s", err)
 	}
 	step("Detecting drift")
-	ignore, err := ssa.SpecIgnoreRules(obj.Spec.Ignore)
+	ignore, err := kustomize.IgnoreRules(obj.Spec.Ignore)
 	if err != nil {
 		f := fail(meta.ReconciliationFailedReason, "%s", err)
 		f.Stalled = true

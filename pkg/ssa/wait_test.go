@@ -1,0 +1,103 @@
+package ssa_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/eddyops/eddy/pkg/ssa"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+)
+
+func waitTarget(name string) ssa.ObjMeta {
+	return ssa.ObjMeta{Namespace: "ns", Name: name, GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}}
+}
+
+// statuses reads each object's next status from its script, repeating the
+// last one.
+func statuses(script map[string][]status.Status) func(context.Context, ssa.ObjMeta) (ssa.ObjectStatus, error) {
+	reads := map[string]int{}
+	return func(_ context.Context, t ssa.ObjMeta) (ssa.ObjectStatus, error) {
+		s := script[t.Name]
+		n := min(reads[t.Name], len(s)-1)
+		reads[t.Name]++
+		return ssa.ObjectStatus{Status: s[n], Message: "m-" + t.Name}, nil
+	}
+}
+
+func TestWaitForSetEndsWhenEveryObjectIsCurrent(t *testing.T) {
+	read := statuses(map[string][]status.Status{
+		"a": {status.InProgressStatus, status.CurrentStatus},
+		"b": {status.CurrentStatus},
+	})
+	var first atomic.Int32
+	st, err := ssa.WaitForSet(context.Background(), []ssa.ObjMeta{waitTarget("a"), waitTarget("b")},
+		ssa.SetWait{Poll: time.Millisecond, Read: read, FirstRound: func() { first.Add(1) }})
+	if err != nil || len(st.Failed) > 0 || len(st.Pending) > 0 {
+		t.Fatalf("got %+v, %v; want all Current", st, err)
+	}
+	if first.Load() != 1 {
+		t.Errorf("FirstRound called %d times, want once", first.Load())
+	}
+}
+
+func TestWaitForSetListsEveryFailedObjectOnceAllAreRead(t *testing.T) {
+	read := statuses(map[string][]status.Status{
+		"a": {status.FailedStatus}, "b": {status.InProgressStatus}, "c": {status.FailedStatus},
+	})
+	st, err := ssa.WaitForSet(context.Background(), []ssa.ObjMeta{waitTarget("a"), waitTarget("b"), waitTarget("c")},
+		ssa.SetWait{Poll: time.Millisecond, Read: read})
+	if err != nil || len(st.Failed) != 2 || st.Failed[0].Meta.Name != "a" || st.Failed[1].Meta.Name != "c" || st.Failed[0].Message != "m-a" {
+		t.Fatalf("got %+v, %v; want a and c Failed", st, err)
+	}
+}
+
+func TestWaitForSetTimeoutListsPendingObjectsSorted(t *testing.T) {
+	read := statuses(map[string][]status.Status{"b": {status.InProgressStatus}, "a": {status.CurrentStatus}, "c": {status.NotFoundStatus}})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	st, err := ssa.WaitForSet(ctx, []ssa.ObjMeta{waitTarget("c"), waitTarget("b"), waitTarget("a")}, ssa.SetWait{Poll: 5 * time.Millisecond, Read: read})
+	if !errors.Is(err, context.DeadlineExceeded) || !st.Complete {
+		t.Fatalf("got %+v, %v; want a complete set at the deadline", st, err)
+	}
+	want := "timeout waiting for: [Deployment/ns/b status: 'InProgress', Deployment/ns/c status: 'NotFound']"
+	if got := ssa.TimeoutMessage(ssa.StatusLines(st.Pending)); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestWaitForSetObjectNeverReadIsUnknown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	read := func(ctx context.Context, o ssa.ObjMeta) (ssa.ObjectStatus, error) {
+		if o.Name == "b" {
+			cancel() // the read is cut: it decides nothing
+			return ssa.ObjectStatus{Status: status.UnknownStatus, Err: ctx.Err()}, nil
+		}
+		return ssa.ObjectStatus{Status: status.InProgressStatus}, nil
+	}
+	st, err := ssa.WaitForSet(ctx, []ssa.ObjMeta{waitTarget("a"), waitTarget("b")}, ssa.SetWait{Poll: time.Hour, Read: read})
+	if !errors.Is(err, context.Canceled) || st.Complete || len(st.Pending) != 2 {
+		t.Fatalf("got %+v, %v", st, err)
+	}
+	if got, want := st.Pending[1].String(), "Deployment/ns/b status: 'Unknown'"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestWaitForSetStopsOnAReadError(t *testing.T) {
+	boom := errors.New("boom")
+	read := func(context.Context, ssa.ObjMeta) (ssa.ObjectStatus, error) { return ssa.ObjectStatus{}, boom }
+	if _, err := ssa.WaitForSet(context.Background(), []ssa.ObjMeta{waitTarget("a")}, ssa.SetWait{Poll: time.Hour, Read: read}); !errors.Is(err, boom) {
+		t.Fatalf("got %v, want boom", err)
+	}
+}
+
+func TestObjectStatusStringAddsTheReadError(t *testing.T) {
+	s := ssa.ObjectStatus{Meta: ssa.ObjMeta{Name: "x", GroupKind: schema.GroupKind{Kind: "Namespace"}}, Status: status.UnknownStatus, Err: errors.New("no CEL")}
+	if got, want := s.String(), "Namespace/x status: 'Unknown': no CEL"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
