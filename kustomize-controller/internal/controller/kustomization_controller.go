@@ -18,6 +18,7 @@ import (
 	"github.com/eddyops/eddy/pkg/health"
 	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/redact"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -349,7 +350,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		if errors.Is(err, kustomize.ErrPathNotFound) {
 			return fail(meta.ArtifactFailedReason, "%s", err) // Flux compatible reason
 		}
-		return fail(meta.BuildFailedReason, "%s", kustomize.MaskValues(err.Error(), secretValues))
+		return fail(meta.BuildFailedReason, "%s", redact.NewValues(kustomize.SecretMask, secretValues).Mask(err.Error()))
 	}
 	if dec == nil {
 		if f := refuseEncrypted(res.Objects); f != nil {
@@ -395,7 +396,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 				msg += "\n" + ch.String()
 			}
 		}
-		return fail(meta.ReconciliationFailedReason, "%s", kustomize.MaskValues(msg, secretValues))
+		return fail(meta.ReconciliationFailedReason, "%s", redact.NewValues(kustomize.SecretMask, secretValues).Mask(msg))
 	}
 
 	inventory := map[string]kustomizev1.ResourceRef{}
