@@ -598,7 +598,7 @@ func refuseEncrypted(objs []*unstructured.Unstructured) *failure {
 		if u.GetKind() != "Secret" || u.GetAPIVersion() != "v1" {
 			continue
 		}
-		if _, ok := u.Object["sops"]; !ok || strings.EqualFold(u.GetAnnotations()[decryptor.DisabledAnnotation], kustomizev1.DisabledValue) {
+		if !kustomize.SOPSEncrypted(u.Object) || strings.EqualFold(u.GetAnnotations()[decryptor.DisabledAnnotation], kustomizev1.DisabledValue) {
 			continue
 		}
 		return fail(meta.ReconciliationFailedReason, "%s is SOPS encrypted, configuring decryption is required for this secret to be reconciled", ssa.MetaOf(u))

@@ -47,6 +47,7 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/kustomize-controller/internal/sopswire"
+	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -361,40 +362,37 @@ func (d *Decryptor) remember(v string) {
 	}
 }
 
-// markers tell that data holds a SOPS document of a format. Flux
-// compatible; checked in this order (a JSON marker also stands for the
-// binary format, whose encrypted form is a JSON envelope).
-var markers = []struct {
-	format formats.Format
-	marker []byte
-}{
-	{formats.Ini, []byte("[sops]")},
-	{formats.Dotenv, []byte("sops_mac=ENC[")},
-	{formats.Yaml, []byte("mac: ENC[")},
-	{formats.Json, []byte(`"mac": "ENC[`)},
+// sopsFormats are sops' formats of the SOPS documents kustomize.SOPSDocument
+// tells apart; a JSON marker also stands for the binary format.
+var sopsFormats = map[kustomize.SOPSFormat]formats.Format{
+	kustomize.SOPSINI:    formats.Ini,
+	kustomize.SOPSDotenv: formats.Dotenv,
+	kustomize.SOPSYAML:   formats.Yaml,
+	kustomize.SOPSJSON:   formats.Json,
 }
 
 const unknownFormat = formats.Format(-1)
 
+// detectFormat is the format of the SOPS document data holds, or
+// unknownFormat.
 func detectFormat(data []byte) formats.Format {
-	for _, m := range markers {
-		if bytes.Contains(data, m.marker) {
-			return m.format
-		}
+	if f, ok := sopsFormats[kustomize.SOPSDocument(data)]; ok {
+		return f
 	}
 	return unknownFormat
 }
 
-func markerOf(f formats.Format) []byte {
+// hasMarker tells whether data holds the SOPS marker of format f.
+func hasMarker(data []byte, f formats.Format) bool {
 	if f == formats.Binary {
 		f = formats.Json
 	}
-	for _, m := range markers {
-		if m.format == f {
-			return m.marker
+	for sf, ff := range sopsFormats {
+		if ff == f {
+			return kustomize.HasSOPSMarker(data, sf)
 		}
 	}
-	return nil
+	return false
 }
 
 // formatForPath is sops' format for a file name; Flux compatible: a
@@ -453,7 +451,7 @@ func (d *Decryptor) DecryptFile(p string, data []byte) ([]byte, error) {
 	default:
 		return nil, nil
 	}
-	if !bytes.Contains(data, markerOf(f)) {
+	if !hasMarker(data, f) {
 		return nil, nil
 	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
@@ -466,7 +464,7 @@ func (d *Decryptor) DecryptFile(p string, data []byte) ([]byte, error) {
 			}
 			return nil, nil // not Kubernetes YAML: kustomize says so
 		}
-		if !isEncrypted(doc) {
+		if !kustomize.SOPSEncrypted(doc) {
 			continue
 		}
 		u := unstructured.Unstructured{Object: doc}
@@ -490,17 +488,6 @@ func (d *Decryptor) DecryptFile(p string, data []byte) ([]byte, error) {
 	return out, nil
 }
 
-// isEncrypted tells a document with a top-level sops MAC (Flux: a SOPS
-// encrypted resource).
-func isEncrypted(doc map[string]any) bool {
-	s, ok := doc["sops"].(map[string]any)
-	if !ok {
-		return false
-	}
-	mac, _ := s["mac"].(string)
-	return mac != ""
-}
-
 // DecryptObject decrypts a built object: whole when it has a top-level
 // sops (the MAC is not checked: kustomize changed the object, as in Flux),
 // else a Secret's data and stringData values that hold SOPS documents.
@@ -509,7 +496,7 @@ func (d *Decryptor) DecryptObject(u *unstructured.Unstructured) error {
 		return nil
 	}
 	id := d.objectName(u.GetKind(), u.GetNamespace(), u.GetName())
-	if isEncrypted(u.Object) {
+	if kustomize.SOPSEncrypted(u.Object) {
 		js, err := u.MarshalJSON()
 		if err != nil {
 			return err
@@ -616,7 +603,7 @@ func (d *Decryptor) sources(fs filesys.FileSystem, dir string, visited, done map
 		if err != nil {
 			return err
 		}
-		if !bytes.Contains(data, markerOf(f)) {
+		if !hasMarker(data, f) {
 			return nil
 		}
 		if len(data) > MaxFileSize {
