@@ -13,7 +13,6 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor"
 	"github.com/eddyops/eddy/pkg/artifact"
-	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/health"
 	"github.com/eddyops/eddy/pkg/kustomize"
@@ -515,60 +514,23 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 	return src, art, nil
 }
 
-// checkDependencies requires each dependsOn Kustomization to be Ready at its
-// generation and, when it shares the source, at the same revision. A
-// dependency with a readyExpr must make it true instead (both with the
-// feature gate AdditiveCELDependencyCheck), evaluated with `self` (this
-// Kustomization) and `dep` (the dependency) as objects; a readyExpr that does
-// not compile stalls with InvalidCELExpression. Flux compatible: order,
-// messages and gate.
+// checkDependencies evaluates spec.dependsOn (reconcile.Dependencies): a
+// dependency sharing obj's source must also have applied revision.
 func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *kustomizev1.Kustomization, revision string) *failure {
-	for _, d := range obj.Spec.DependsOn {
-		ns := d.Namespace
-		if ns == "" {
-			ns = obj.Namespace
-		}
-		dep := &kustomizev1.Kustomization{}
-		// Flux compatible messages.
-		notReady := func(why string) *failure {
-			f := fail(meta.DependencyNotReadyReason, "dependency '%s/%s' %s", ns, d.Name, why)
-			f.Retry = r.RequeueDependency
-			return f
-		}
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.Name}, dep); err != nil {
-			f := fail(meta.DependencyNotReadyReason, "unable to get '%s/%s' dependency: %s", ns, d.Name, err)
-			f.Retry = r.RequeueDependency
-			return f
-		}
-		if d.ReadyExpr != "" {
-			ready, compileErr, err := cel.DependencyReady(ctx, d.ReadyExpr, obj, dep)
-			if compileErr != nil {
-				f := fail(meta.InvalidCELExpressionReason, "%s: failed to evaluate dependency %s: %s", terminalErrorMessage, dep.Name, compileErr)
-				f.Stalled = true
-				return f
+	return reconcile.Dependencies[*kustomizev1.Kustomization]{
+		Reader: r.APIReader,
+		New:    func() *kustomizev1.Kustomization { return &kustomizev1.Kustomization{} },
+		UpToDate: func(dep *kustomizev1.Kustomization) string {
+			same := dep.Spec.SourceRef.Kind == obj.Spec.SourceRef.Kind && dep.Spec.SourceRef.Name == obj.Spec.SourceRef.Name &&
+				nsOr(dep.Spec.SourceRef.Namespace, dep.Namespace) == nsOr(obj.Spec.SourceRef.Namespace, obj.Namespace)
+			if same && dep.Status.LastAppliedRevision != revision {
+				return "revision is not up to date"
 			}
-			if err != nil {
-				f := fail(meta.DependencyNotReadyReason, "%s", err)
-				f.Retry = r.RequeueDependency
-				return f
-			}
-			if !ready {
-				return notReady("is not ready according to readyExpr eval")
-			}
-			if !r.AdditiveCELDependencyCheck {
-				continue
-			}
-		}
-		if dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition) {
-			return notReady("is not ready")
-		}
-		same := dep.Spec.SourceRef.Kind == obj.Spec.SourceRef.Kind && dep.Spec.SourceRef.Name == obj.Spec.SourceRef.Name &&
-			nsOr(dep.Spec.SourceRef.Namespace, dep.Namespace) == nsOr(obj.Spec.SourceRef.Namespace, obj.Namespace)
-		if same && dep.Status.LastAppliedRevision != revision {
-			return notReady("revision is not up to date")
-		}
-	}
-	return nil
+			return ""
+		},
+		Retry:       r.RequeueDependency,
+		AdditiveCEL: r.AdditiveCELDependencyCheck,
+	}.Check(ctx, obj, obj.Spec.DependsOn)
 }
 
 func nsOr(ns, def string) string {
