@@ -119,44 +119,14 @@ func Build(t *Tree, opts Options) (*Result, error) {
 	if !fs.IsDir(dir) {
 		return nil, fmt.Errorf("%w: '%s' is not a directory in the artifact", ErrPathNotFound, opts.Path)
 	}
-
-	res := &Result{}
-	kfile := findKustomizationFile(fs, dir)
-	var kus kustypes.Kustomization
-	if kfile == "" {
-		res.Generated = true
-		kfile = path.Join(dir, konfig.DefaultKustomizationFileName())
-		resources, err := generateResources(fs, dir)
-		if err != nil {
-			return nil, err
-		}
-		kus = kustypes.Kustomization{
-			TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
-			Resources: resources,
-		}
-		if len(resources) == 0 {
-			// Flux compatible: an empty directory builds nothing (and so
-			// prunes everything) rather than failing as an empty kustomization.
-			kus.Namespace = "_placeholder"
-		}
-	} else {
-		data, err := fs.ReadFile(kfile)
-		if err != nil {
-			return nil, err
-		}
-		if err := yaml.Unmarshal(data, &kus); err != nil {
-			return nil, fmt.Errorf("%s: %w", kfile, err)
-		}
-		if len(kus.Resources) == 0 && !slices.Contains(kus.BuildMetadata, kustypes.OriginAnnotations) {
-			// Flux compatible: a kustomization without resources is not an
-			// "empty kustomization" error.
-			kus.BuildMetadata = append(kus.BuildMetadata, kustypes.OriginAnnotations)
-		}
+	kfile, kus, generated, err := readKustomization(fs, dir)
+	if err != nil {
+		return nil, err
 	}
 	if err := mergeSpec(fs, &kus, dir, opts); err != nil {
 		return nil, err
 	}
-	res.Kustomization = kus
+	res := &Result{Generated: generated, Kustomization: kus}
 	data, err := yaml.Marshal(&kus)
 	if err != nil {
 		return nil, err
@@ -164,43 +134,11 @@ func Build(t *Tree, opts Options) (*Result, error) {
 	if err := fs.WriteFile(kfile, data); err != nil {
 		return nil, err
 	}
-
 	if err := refuseRemote(fs, dir); err != nil {
 		return nil, err
 	}
-	if opts.Decryptor != nil {
-		if err := opts.Decryptor.DecryptSources(fs, dir); err != nil {
-			return nil, err
-		}
-		fs.mu.Lock()
-		fs.onRead = opts.Decryptor.DecryptFile
-		fs.mu.Unlock()
-	}
-	resMap, err := Run(fs, dir)
-	fs.mu.Lock()
-	readErr := fs.readErr
-	fs.mu.Unlock()
-	if readErr != nil {
-		return nil, readErr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kustomize build failed: %s", err)
-	}
-	for _, r := range resMap.Resources() {
-		js, err := r.MarshalJSON()
-		if err != nil {
-			return nil, err
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(js); err != nil {
-			return nil, fmt.Errorf("decoding built object %s: %w", r.CurId(), err)
-		}
-		if opts.Decryptor != nil {
-			if err := opts.Decryptor.DecryptObject(u); err != nil {
-				return nil, err
-			}
-		}
-		res.Objects = append(res.Objects, u)
+	if res.Objects, err = runDecrypting(fs, dir, opts.Decryptor); err != nil {
+		return nil, err
 	}
 	if opts.PostBuild {
 		if err := substitute(res.Objects, opts.Vars, opts.Strategy, !opts.NonStrict); err != nil {
@@ -213,8 +151,95 @@ func Build(t *Tree, opts Options) (*Result, error) {
 			u.SetAnnotations(merge(u.GetAnnotations(), m.Annotations))
 		}
 	}
+	if res.YAML, err = yamlStream(res.Objects); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// readKustomization reads the kustomization file of dir, or generates one
+// (generated true) whose resources are the manifests under dir; kfile is
+// where it is (to be) written.
+func readKustomization(fs *layerFS, dir string) (kfile string, kus kustypes.Kustomization, generated bool, err error) {
+	kfile = findKustomizationFile(fs, dir)
+	if kfile == "" {
+		kfile = path.Join(dir, konfig.DefaultKustomizationFileName())
+		resources, err := generateResources(fs, dir)
+		if err != nil {
+			return "", kus, false, err
+		}
+		kus = kustypes.Kustomization{
+			TypeMeta:  kustypes.TypeMeta{APIVersion: kustypes.KustomizationVersion, Kind: kustypes.KustomizationKind},
+			Resources: resources,
+		}
+		if len(resources) == 0 {
+			// Flux compatible: an empty directory builds nothing (and so
+			// prunes everything) rather than failing as an empty kustomization.
+			kus.Namespace = "_placeholder"
+		}
+		return kfile, kus, true, nil
+	}
+	data, err := fs.ReadFile(kfile)
+	if err != nil {
+		return "", kus, false, err
+	}
+	if err := yaml.Unmarshal(data, &kus); err != nil {
+		return "", kus, false, fmt.Errorf("%s: %w", kfile, err)
+	}
+	if len(kus.Resources) == 0 && !slices.Contains(kus.BuildMetadata, kustypes.OriginAnnotations) {
+		// Flux compatible: a kustomization without resources is not an
+		// "empty kustomization" error.
+		kus.BuildMetadata = append(kus.BuildMetadata, kustypes.OriginAnnotations)
+	}
+	return kfile, kus, false, nil
+}
+
+// runDecrypting runs kustomize at dir of fs and returns the built objects,
+// with dec (when not nil) decrypting the sources first, each resource file
+// as kustomize reads it and each built object.
+func runDecrypting(fs *layerFS, dir string, dec Decryptor) ([]*unstructured.Unstructured, error) {
+	if dec != nil {
+		if err := dec.DecryptSources(fs, dir); err != nil {
+			return nil, err
+		}
+		fs.mu.Lock()
+		fs.onRead = dec.DecryptFile
+		fs.mu.Unlock()
+	}
+	resMap, err := Run(fs, dir)
+	fs.mu.Lock()
+	readErr := fs.readErr
+	fs.mu.Unlock()
+	if readErr != nil {
+		return nil, readErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build failed: %s", err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range resMap.Resources() {
+		js, err := r.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(js); err != nil {
+			return nil, fmt.Errorf("decoding built object %s: %w", r.CurId(), err)
+		}
+		if dec != nil {
+			if err := dec.DecryptObject(u); err != nil {
+				return nil, err
+			}
+		}
+		objs = append(objs, u)
+	}
+	return objs, nil
+}
+
+// yamlStream is objs as a multi-document YAML stream.
+func yamlStream(objs []*unstructured.Unstructured) ([]byte, error) {
 	var out bytes.Buffer
-	for i, u := range res.Objects {
+	for i, u := range objs {
 		doc, err := yaml.Marshal(u.Object)
 		if err != nil {
 			return nil, err
@@ -224,8 +249,7 @@ func Build(t *Tree, opts Options) (*Result, error) {
 		}
 		out.Write(doc)
 	}
-	res.YAML = out.Bytes()
-	return res, nil
+	return out.Bytes(), nil
 }
 
 // kustomizeMu serialises krusty runs: kustomize keeps process-wide state

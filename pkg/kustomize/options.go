@@ -3,7 +3,6 @@ package kustomize
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -84,18 +83,11 @@ func VariablesAndSecrets(ctx context.Context, c client.Reader, obj *kustomizev1.
 	return vars, secrets, nil
 }
 
-// MaskValues replaces each non-empty value of values in msg with "*****":
-// Flux compatible (kustomize-controller v1.9.6), the API server can echo a
-// Secret's substituted value in an apply error, which must not reach the
-// status or events.
-func MaskValues(msg string, values []string) string {
-	for _, v := range values {
-		if v != "" {
-			msg = strings.ReplaceAll(msg, v, "*****")
-		}
-	}
-	return msg
-}
+// SecretMask replaces a secret value (a decrypted value, a value
+// substituted from a Secret) in a Kustomization's messages, masked with
+// redact.Values: the API server can echo such a value in an apply error.
+// Flux compatible (kustomize-controller v1.9.6).
+const SecretMask = "*****"
 
 // The labels naming the Kustomization that applies an object. Flux
 // compatible.

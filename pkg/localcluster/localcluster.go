@@ -124,61 +124,24 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 
 func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	begin := time.Now()
-	if opts.Profile == "" {
-		opts.Profile = ProfileAPI
-	}
-	if opts.Profile != ProfileAPI && opts.Profile != ProfileFull {
-		return nil, fmt.Errorf("unknown profile %q: use %q or %q", opts.Profile, ProfileAPI, ProfileFull)
-	}
-	if opts.Nodes <= 0 {
-		opts.Nodes = DefaultNodes
-	}
-	if opts.ServiceCIDR == "" {
-		opts.ServiceCIDR = DefaultServiceCIDR
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-
 	binDir, err := findBinDir(opts.BinDir)
 	if err != nil {
 		return nil, err
 	}
-	need := []string{"etcd", "kube-apiserver"}
-	if opts.Profile == ProfileFull {
-		need = append(need, "kube-controller-manager", "kube-scheduler", "kwok")
+	if err := checkBinaries(binDir, opts.Profile); err != nil {
+		return nil, err
 	}
-	for _, b := range need {
-		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
-			return nil, fmt.Errorf("%w (no %s in %s)", ErrBinariesMissing, b, binDir)
-		}
-	}
-
-	_, serviceNet, err := net.ParseCIDR(opts.ServiceCIDR)
+	serviceIP, err := serviceIPOf(opts.ServiceCIDR)
 	if err != nil {
-		return nil, fmt.Errorf("service CIDR %q: %w", opts.ServiceCIDR, err)
+		return nil, err
 	}
-	if serviceNet.IP.To4() == nil {
-		return nil, fmt.Errorf("service CIDR %q: only IPv4 is supported", opts.ServiceCIDR)
-	}
-	if ones, _ := serviceNet.Mask.Size(); ones > 16 {
-		return nil, fmt.Errorf("service CIDR %q is smaller than a /16", opts.ServiceCIDR)
-	}
-	serviceIP := firstIP(serviceNet)
-
-	c := &Cluster{Dir: opts.Dir, Profile: opts.Profile}
-	if c.Dir == "" {
-		sweepStaleDirs()
-		if c.Dir, err = os.MkdirTemp("", dirPrefix); err != nil {
-			return nil, err
-		}
-		c.ownDir = true
-		if err := os.WriteFile(filepath.Join(c.Dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-			return nil, err
-		}
-	} else if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+	c, err := newCluster(opts)
+	if err != nil {
 		return nil, err
 	}
 	if opts.HandleSignals {
@@ -204,18 +167,99 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c.ports = ports
-	etcdClient, etcdPeer, apiPort, kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
-
-	host := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	apiPort, kcmPort, schedPort, kwokPort := ports[2], ports[3], ports[4], ports[5]
 	c.KubeconfigPath = filepath.Join(c.Dir, "kubeconfig")
-	if err := writeKubeconfig(c.KubeconfigPath, host, p); err != nil {
+	if err := writeKubeconfig(c.KubeconfigPath, "https://127.0.0.1:"+strconv.Itoa(apiPort), p); err != nil {
 		return nil, err
 	}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.KubeconfigPath); err != nil {
 		return nil, err
 	}
 	c.Config.QPS, c.Config.Burst = 200, 400
+	if err := c.startAPI(ctx, binDir, files, opts.ServiceCIDR, ports[0], ports[1], apiPort); err != nil {
+		return nil, err
+	}
+	if opts.Profile == ProfileFull {
+		if err := c.startFull(ctx, binDir, files, opts, kcmPort, schedPort, kwokPort); err != nil {
+			return nil, err
+		}
+	}
+	c.StartupDuration = time.Since(begin)
+	return c, nil
+}
 
+// setDefaults fills the options left zero with their defaults and refuses
+// an unknown profile.
+func (o *Options) setDefaults() error {
+	if o.Profile == "" {
+		o.Profile = ProfileAPI
+	}
+	if o.Profile != ProfileAPI && o.Profile != ProfileFull {
+		return fmt.Errorf("unknown profile %q: use %q or %q", o.Profile, ProfileAPI, ProfileFull)
+	}
+	if o.Nodes <= 0 {
+		o.Nodes = DefaultNodes
+	}
+	if o.ServiceCIDR == "" {
+		o.ServiceCIDR = DefaultServiceCIDR
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	return nil
+}
+
+// checkBinaries fails with ErrBinariesMissing when binDir lacks a binary
+// that profile runs.
+func checkBinaries(binDir string, profile Profile) error {
+	need := []string{"etcd", "kube-apiserver"}
+	if profile == ProfileFull {
+		need = append(need, "kube-controller-manager", "kube-scheduler", "kwok")
+	}
+	for _, b := range need {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			return fmt.Errorf("%w (no %s in %s)", ErrBinariesMissing, b, binDir)
+		}
+	}
+	return nil
+}
+
+// serviceIPOf is the first address of the service CIDR cidr (the
+// kubernetes Service's), which must be IPv4 and at least a /16.
+func serviceIPOf(cidr string) (net.IP, error) {
+	_, serviceNet, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return nil, fmt.Errorf("service CIDR %q: %w", cidr, err)
+	}
+	if serviceNet.IP.To4() == nil {
+		return nil, fmt.Errorf("service CIDR %q: only IPv4 is supported", cidr)
+	}
+	if ones, _ := serviceNet.Mask.Size(); ones > 16 {
+		return nil, fmt.Errorf("service CIDR %q is smaller than a /16", cidr)
+	}
+	return firstIP(serviceNet), nil
+}
+
+// newCluster is the Cluster of opts with its directory: opts.Dir, created
+// if need be, else a new temporary one owned by this process.
+func newCluster(opts Options) (*Cluster, error) {
+	c := &Cluster{Dir: opts.Dir, Profile: opts.Profile}
+	if c.Dir != "" {
+		return c, os.MkdirAll(c.Dir, 0o700)
+	}
+	sweepStaleDirs()
+	var err error
+	if c.Dir, err = os.MkdirTemp("", dirPrefix); err != nil {
+		return nil, err
+	}
+	c.ownDir = true
+	return c, os.WriteFile(filepath.Join(c.Dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600)
+}
+
+// startAPI starts etcd (client and peer ports) and kube-apiserver (on
+// apiPort, with the certificates files and service CIDR), and waits for
+// the apiserver to be ready.
+func (c *Cluster) startAPI(ctx context.Context, binDir string, files map[string]string, serviceCIDR string, etcdClient, etcdPeer, apiPort int) error {
 	logDir := c.Dir
 	etcdURL := func(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
 	if err := c.start("etcd", binDir, logDir,
@@ -229,7 +273,7 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--unsafe-no-fsync=true", // throw-away data: durability costs start-up and test time
 		"--log-level=warn",
 	); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.start("kube-apiserver", binDir, logDir,
 		"--etcd-servers="+etcdURL(etcdClient),
@@ -244,25 +288,15 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+files["sa.key"],
 		"--service-account-signing-key-file="+files["sa.key"],
-		"--service-cluster-ip-range="+opts.ServiceCIDR,
+		"--service-cluster-ip-range="+serviceCIDR,
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",
 	); err != nil {
-		return nil, err
+		return err
 	}
-	if err := c.waitAPIReady(ctx); err != nil {
-		return nil, err
-	}
-
-	if opts.Profile == ProfileFull {
-		if err := c.startFull(ctx, binDir, files, opts, kcmPort, schedPort, kwokPort); err != nil {
-			return nil, err
-		}
-	}
-	c.StartupDuration = time.Since(begin)
-	return c, nil
+	return c.waitAPIReady(ctx)
 }
 
 func (c *Cluster) startFull(ctx context.Context, binDir string, files map[string]string, opts Options, kcmPort, schedPort, kwokPort int) error {

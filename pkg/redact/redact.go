@@ -1,6 +1,8 @@
-// Package redact masks the credentials a user may write in a URL (a token or
-// a password in its userinfo) before the URL reaches a status message, an
-// event or a log, keeping the rest of what the user wrote.
+// Package redact masks secrets before they reach a status message, an event
+// or a log: the credentials a user may write in a URL (a token or a password
+// in its userinfo), keeping the rest of what the user wrote (URL, Message),
+// and secret values read from Secrets or decrypted, in every form a message
+// can quote them in (Values).
 package redact
 
 import (

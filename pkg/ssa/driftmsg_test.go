@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eddyops/eddy/pkg/kustomize"
+	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -92,7 +92,7 @@ func TestParseDriftMessageMasked(t *testing.T) {
 		map[string]any{"spec": map[string]any{"replicas": int64(1), "token": "other", "port": int64(1)}})
 	// As the controller does: secret values masked after formatting; 4242
 	// whole, 234 inside 12345 (no JSON left there).
-	msg := kustomize.MaskValues(ssa.DriftMessage(meta, fields), []string{"4242", "s3cret", "234"})
+	msg := redact.NewValues("*****", []string{"4242", "s3cret", "234"}).Mask(ssa.DriftMessage(meta, fields))
 	obj, got, ok := ssa.ParseDriftMessage(msg)
 	if !ok || obj != "Deployment/apps/app" {
 		t.Fatalf("ParseDriftMessage(%s) = %q, ok %v", msg, obj, ok)

@@ -19,6 +19,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/eddyops/eddy/pkg/redact"
 )
 
 // Remote is the repository bootstrap clones and pushes to, and how it
@@ -181,7 +183,7 @@ func cloneError(r Remote, err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("cloning %s: timed out: check --url and the network, or raise --timeout", where)
 	}
-	return fmt.Errorf("cloning %s: %s", where, strings.ReplaceAll(err.Error(), r.Password, "***"))
+	return fmt.Errorf("cloning %s: %s", where, redact.NewValues("***", []string{r.Password}).Mask(err.Error()))
 }
 
 // Head returns the hash of the checked-out commit ("" before the first).

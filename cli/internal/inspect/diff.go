@@ -13,9 +13,9 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/kustomize"
+	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -194,30 +194,14 @@ func DiffKustomization(ctx context.Context, cfg *rest.Config, c client.Client, k
 // sourceArtifact reads the artifact of ks's source, and names the source
 // `Kind/namespace/name`.
 func sourceArtifact(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization) (*meta.Artifact, string, error) {
-	ref := ks.Spec.SourceRef
-	ns := ref.Namespace
-	if ns == "" {
-		ns = ks.Namespace
+	src, key, id, ok := kustomize.SourceOf(ks)
+	if !ok {
+		return nil, id, fmt.Errorf("source kind %q is not supported", ks.Spec.SourceRef.Kind)
 	}
-	id := fmt.Sprintf("%s/%s/%s", ref.Kind, ns, ref.Name)
-	var (
-		src client.Object
-		art func() *meta.Artifact
-	)
-	switch ref.Kind {
-	case sourcev1.GitRepositoryKind:
-		o := &sourcev1.GitRepository{}
-		src, art = o, func() *meta.Artifact { return o.Status.Artifact }
-	case sourcev1.OCIRepositoryKind:
-		o := &sourcev1.OCIRepository{}
-		src, art = o, func() *meta.Artifact { return o.Status.Artifact }
-	default:
-		return nil, id, fmt.Errorf("source kind %q is not supported", ref.Kind)
-	}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, src); err != nil {
+	if err := c.Get(ctx, key, src); err != nil {
 		return nil, id, fmt.Errorf("source %s: %w", id, err)
 	}
-	a := art()
+	a := eddyruntime.ArtifactOf(src)
 	if a == nil || a.URL == "" {
 		return nil, id, fmt.Errorf("source %s has no artifact yet", id)
 	}

@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eddyops/eddy/pkg/kustomize"
 )
 
 // SOPSMask stands for each encrypted value of a SOPS-encrypted object in
@@ -19,41 +21,39 @@ const SOPSMask = "**SOPS**"
 var sopsMaskB64 = base64.StdEncoding.EncodeToString([]byte(SOPSMask))
 
 // maskSOPS hides what only kustomize-controller can decrypt: in an object
-// with a top-level `sops` holding a MAC, the `sops` is removed and each
-// encrypted value ("ENC[…]") becomes SOPSMask; in a Secret, a data or
-// stringData value that holds a SOPS document does too. It tells whether
-// u was changed.
+// kustomize.SOPSEncrypted tells, the `sops` is removed and each encrypted
+// value ("ENC[…]") becomes SOPSMask; in a Secret, a data or stringData
+// value that holds a SOPS document (kustomize.SOPSDocument) does too. It
+// tells whether u was changed.
 func maskSOPS(u *unstructured.Unstructured) bool {
 	masked := false
-	if s, ok := u.Object["sops"].(map[string]any); ok {
-		if mac, _ := s["mac"].(string); strings.HasPrefix(mac, "ENC[") {
-			delete(u.Object, "sops")
-			masked = true
-			secretData, _ := u.Object["data"].(map[string]any)
-			var walk func(v any) any
-			walk = func(v any) any {
-				switch v := v.(type) {
-				case map[string]any:
-					for k, e := range v {
-						v[k] = walk(e)
-					}
-				case []any:
-					for i, e := range v {
-						v[i] = walk(e)
-					}
-				case string:
-					if strings.HasPrefix(v, "ENC[") {
-						return SOPSMask
-					}
+	if kustomize.SOPSEncrypted(u.Object) {
+		delete(u.Object, "sops")
+		masked = true
+		secretData, _ := u.Object["data"].(map[string]any)
+		var walk func(v any) any
+		walk = func(v any) any {
+			switch v := v.(type) {
+			case map[string]any:
+				for k, e := range v {
+					v[k] = walk(e)
 				}
-				return v
+			case []any:
+				for i, e := range v {
+					v[i] = walk(e)
+				}
+			case string:
+				if strings.HasPrefix(v, "ENC[") {
+					return SOPSMask
+				}
 			}
-			walk(u.Object)
-			if isSecret(u) {
-				for k, v := range secretData {
-					if v == SOPSMask {
-						secretData[k] = sopsMaskB64
-					}
+			return v
+		}
+		walk(u.Object)
+		if isSecret(u) {
+			for k, v := range secretData {
+				if v == SOPSMask {
+					secretData[k] = sopsMaskB64
 				}
 			}
 		}
@@ -76,7 +76,7 @@ func maskSOPS(u *unstructured.Unstructured) bool {
 				}
 				doc = string(b)
 			}
-			if strings.Contains(doc, "sops") && strings.Contains(doc, "ENC[") {
+			if kustomize.SOPSDocument([]byte(doc)) != kustomize.NotSOPS {
 				masked = true
 				if field == "data" {
 					m[k] = sopsMaskB64

@@ -11,7 +11,6 @@ import (
 	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"github.com/eddyops/eddy/helm-controller/internal/values"
 	"github.com/eddyops/eddy/pkg/artifact"
-	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/reconcile"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
@@ -20,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -263,46 +261,14 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 	return req, nil
 }
 
-// checkDependencies requires each spec.dependsOn HelmRelease Ready at its
-// generation, or, for a dependency with a readyExpr, the expression true
-// over `self` (this HelmRelease) and `dep` (the dependency); both with the
-// feature gate AdditiveCELDependencyCheck. Flux compatible: reason
-// DependencyNotReady, messages "dependency '<ns>/<name>' is not ready" and
-// "... is not ready according to readyExpr eval", retried after
-// --requeue-dependency; a readyExpr that does not compile stalls with
-// InvalidCELExpression.
+// checkDependencies evaluates spec.dependsOn (reconcile.Dependencies).
 func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helmv2.HelmRelease) *failure {
-	for _, d := range obj.Spec.DependsOn {
-		ns := d.Namespace
-		if ns == "" {
-			ns = obj.Namespace
-		}
-		dep := &helmv2.HelmRelease{}
-		var f *failure
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.Name}, dep); err != nil {
-			f = fail(helmv2.DependencyNotReadyReason, "unable to get '%s/%s' dependency: %s", ns, d.Name, err)
-		} else if d.ReadyExpr != "" {
-			ready, compileErr, err := cel.DependencyReady(ctx, d.ReadyExpr, obj, dep)
-			switch {
-			case compileErr != nil:
-				return fail(meta.InvalidCELExpressionReason,
-					"Reconciliation failed terminally due to configuration error: failed to evaluate dependency %s: %s", dep.Name, compileErr).Stall()
-			case err != nil:
-				f = fail(helmv2.DependencyNotReadyReason, "%s", err)
-			case !ready:
-				f = fail(helmv2.DependencyNotReadyReason, "dependency '%s/%s' is not ready according to readyExpr eval", ns, d.Name)
-			}
-		}
-		if f == nil && (d.ReadyExpr == "" || r.AdditiveCELDependencyCheck) &&
-			(dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition)) {
-			f = fail(helmv2.DependencyNotReadyReason, "dependency '%s/%s' is not ready", ns, d.Name)
-		}
-		if f != nil {
-			f.Retry = r.RequeueDependency
-			return f
-		}
-	}
-	return nil
+	return reconcile.Dependencies[*helmv2.HelmRelease]{
+		Reader:      r.APIReader,
+		New:         func() *helmv2.HelmRelease { return &helmv2.HelmRelease{} },
+		Retry:       r.RequeueDependency,
+		AdditiveCEL: r.AdditiveCELDependencyCheck,
+	}.Check(ctx, obj, obj.Spec.DependsOn)
 }
 
 // serviceAccount is spec.serviceAccountName, else --default-service-account.

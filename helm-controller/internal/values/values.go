@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -23,6 +22,7 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	"github.com/eddyops/eddy/pkg/helmvalues"
+	"github.com/eddyops/eddy/pkg/redact"
 )
 
 // Reasons a values reference fails; RefError.Is matches them, so callers can
@@ -305,16 +305,15 @@ func (s *Secrets) addLeaves(v any) {
 	}
 }
 
-// Redact returns msg with each Secret string of s (longest first, so a
-// secret containing another is masked whole) replaced by "***".
+// Redact returns msg with each Secret string of s masked with "***" in
+// every form redact.Values knows (as it is, JSON-escaped, base64, line by
+// line); a secret containing another is masked whole.
 func (s *Secrets) Redact(msg string) string {
 	if s == nil || len(s.list) == 0 {
 		return msg
 	}
-	list := append([]string(nil), s.list...)
-	sort.Slice(list, func(i, j int) bool { return len(list[i]) > len(list[j]) })
-	for _, v := range list {
-		msg = strings.ReplaceAll(msg, v, "***")
-	}
-	return msg
+	return redact.NewValues(SecretMask, s.list).Mask(msg)
 }
+
+// SecretMask replaces a Secret string in a HelmRelease's messages.
+const SecretMask = "***"

@@ -6,6 +6,8 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/kustomize"
+	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +32,7 @@ func TestDriftEventMasksSecretValues(t *testing.T) {
 			{Path: ".data.key", Desired: `"-----BEGIN KEY-----\nsecret-key-body\n"`, Live: `"x"`},
 		},
 	}}
-	r.reportChanges(r.Events, obj, changes, []string{"hunter2-decrypted", "-----BEGIN KEY-----\nsecret-key-body"})
+	r.reportChanges(r.Events, obj, changes, redact.NewValues(kustomize.SecretMask, []string{"hunter2-decrypted", "-----BEGIN KEY-----\nsecret-key-body"}))
 	close(fake.Events)
 	var all []string
 	for e := range fake.Events {

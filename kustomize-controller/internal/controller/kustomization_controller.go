@@ -5,29 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor"
 	"github.com/eddyops/eddy/pkg/artifact"
-	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/health"
 	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/eddyops/eddy/pkg/reconcile"
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
-	digest "github.com/opencontainers/go-digest"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -166,7 +156,6 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // rather than with back-off; a stalled failure is returned as the error.
 func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	start := time.Now()
 	// progress reports a step of a reconcile on the object while it runs.
 	progress := func(msg string) {
 		reconcile.Progressing(obj, msg)
@@ -174,17 +163,11 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 			log.Error(err, "patching status")
 		}
 	}
-	snap := &snapshot{}
-	// A reconcile whose health checks run in the background (healthPending)
-	// writes what it applied and leaves; the reconcile after their end
-	// resumes it (health.go).
-	f, resumed := r.resumeHealthCheck(ctx, obj, snap, &start)
-	if !resumed {
-		f = r.reconcile(ctx, obj, progress, snap)
+	o := r.attempt(ctx, obj, progress)
+	if o.healthPending {
+		return ctrl.Result{}, r.awaitHealthCheck(ctx, obj, p, o.start, &o.snap)
 	}
-	if f == healthPending {
-		return ctrl.Result{}, r.awaitHealthCheck(ctx, obj, p, start, snap)
-	}
+	f, start, snap := o.failure, o.start, o.snap
 	reconcile.Summarize(obj, f, kustomizev1.ReconciliationSucceededReason, "Applied revision: "+obj.Status.LastAppliedRevision)
 	if snap.digest != "" {
 		obj.Status.History.Upsert(snap.digest, time.Now(), time.Since(start),
@@ -259,30 +242,59 @@ func unchangedAndReady(obj *kustomizev1.Kustomization, revision string) bool {
 		ready.ObservedGeneration == obj.Generation
 }
 
+// outcome is what a reconcile attempt ends with: its failure (nil for
+// success), or healthPending when its health checks go on in the
+// background; its start and what status.history records of it.
+type outcome struct {
+	failure       *failure
+	healthPending bool
+	start         time.Time
+	snap          snapshot
+}
+
+// ended is o ended with f, which may be healthPending.
+func (o outcome) ended(f *failure) outcome {
+	if f == healthPending {
+		o.healthPending = true
+		return o
+	}
+	o.failure = f
+	return o
+}
+
+// attempt ends the reconcile whose health checks ran in the background
+// (resumeHealthCheck) or, when there is none, runs a new one.
+func (r *KustomizationReconciler) attempt(ctx context.Context, obj *kustomizev1.Kustomization, progress func(string)) outcome {
+	o := outcome{start: time.Now()}
+	f, resumed := r.resumeHealthCheck(ctx, obj, &o.snap, &o.start)
+	if !resumed {
+		return r.reconcile(ctx, obj, progress, o.start)
+	}
+	return o.ended(f)
+}
+
 // reconcile runs source, dependencies, fetch, build, apply, prune and
 // health checks, recording observations in obj.Status.
-func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization, progress func(string), snap *snapshot) *failure {
+func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization, progress func(string), start time.Time) outcome {
+	o := outcome{start: start}
 	// Refuse rather than ignore what Eddy does not do yet: applying to this
 	// cluster instead of a remote one would be worse than not applying.
-	switch {
-	case obj.Spec.KubeConfig != nil && obj.Spec.KubeConfig.SecretRef == nil:
-		f := fail(meta.ReconciliationFailedReason, "spec.kubeConfig.configMapRef (workload identity) is not supported by Eddy yet; use spec.kubeConfig.secretRef")
-		f.Stalled = true
-		return f
+	if kc := obj.Spec.KubeConfig; kc != nil && kc.SecretRef == nil {
+		return o.ended(fail(meta.ReconciliationFailedReason, "spec.kubeConfig.configMapRef (workload identity) is not supported by Eddy yet; use spec.kubeConfig.secretRef").Stall())
 	}
 	// Flux compatible: the health check expressions are compiled first, so
 	// that a malformed one stalls the Kustomization with nothing applied.
 	exprs, f := healthCheckExprs(obj)
 	if f != nil {
-		return f
+		return o.ended(f)
 	}
 	src, art, f := r.source(ctx, obj)
-	snap.source = src
+	o.snap.source = src
 	if f != nil {
-		return f
+		return o.ended(f)
 	}
 	if f := r.checkDependencies(ctx, obj, art.Revision); f != nil {
-		return f
+		return o.ended(f)
 	}
 	// A periodic reconcile of what is already applied and Ready writes no
 	// progress (beyond Flux, whose every reconcile flips Ready to Unknown
@@ -297,355 +309,41 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		}
 	}
 	step("Fetching manifests")
-
 	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
 	defer cancel()
-	tree, err := r.artifacts.Get(ctx, art.URL, art.Digest)
-	if err != nil {
-		// Flux compatible (v1.10.1): the source may not have updated its
-		// status yet, so a missing artifact or one whose digest changed is
-		// waited for at --requeue-dependency.
-		cause := ""
-		switch {
-		case errors.Is(err, artifact.ErrNotFound):
-			cause = "artifact not found"
-		case errors.Is(err, artifact.ErrDigestMismatch):
-			cause = "artifact digest changed"
-		}
-		if cause != "" {
-			f := fail(meta.ArtifactFailedReason, "Source is not ready, %s, retrying in %s", cause, r.RequeueDependency)
-			f.Retry, f.Waiting = r.RequeueDependency, true
-			return f
-		}
-		return fail(meta.ArtifactFailedReason, "%s", err)
-	}
-
-	step("Building manifests")
-	opts, secretValues, f := r.buildOptions(ctx, obj)
+	tree, f := r.fetch(ctx, art)
 	if f != nil {
-		return f
+		return o.ended(f)
 	}
-	var dec *decryptor.Decryptor
-	if obj.Spec.Decryption != nil {
-		// Flux compatible: the decryption Secret's keys are read for each
-		// build; a failure to read them is a build failure.
-		helper := r.SOPSHelper
-		if helper == "" {
-			helper, _ = decryptor.FindHelper() // "" when missing: New says so
-		}
-		if dec, err = decryptor.New(ctx, r, obj, helper); err != nil {
-			return fail(meta.BuildFailedReason, "%s", err)
-		}
-		opts.Decryptor = dec
+	step("Building manifests")
+	res, secrets, f := r.build(ctx, obj, tree)
+	if f != nil {
+		return o.ended(f)
 	}
-	res, err := kustomize.Build(tree, opts)
-	if dec != nil {
-		dec.Close()
-		// Decrypted values are masked in apply errors as substituted
-		// Secret values are.
-		secretValues = append(dec.Values(), secretValues...)
-	}
-	if err != nil {
-		if errors.Is(err, kustomize.ErrPathNotFound) {
-			return fail(meta.ArtifactFailedReason, "%s", err) // Flux compatible reason
-		}
-		return fail(meta.BuildFailedReason, "%s", kustomize.MaskValues(err.Error(), secretValues))
-	}
-	if dec == nil {
-		if f := refuseEncrypted(res.Objects); f != nil {
-			return f
-		}
-	}
-	// Flux compatible: the history digest is the sha256 of the built YAML.
-	snap.digest = digest.FromBytes(res.YAML).String()
-	snap.metadata = map[string]string{"revision": art.Revision}
-	if origin := art.Metadata["org.opencontainers.image.revision"]; origin != "" {
-		snap.metadata["originRevision"] = origin
-	}
+	o.snap.digest, o.snap.metadata = historyOf(res, art)
 	kustomize.SetOwnerLabels(res.Objects, obj.Name, obj.Namespace)
-
 	c, err := r.clientFor(ctx, obj)
 	if err != nil {
-		return fail(meta.ReconciliationFailedReason, "%s", err)
+		return o.ended(fail(meta.ReconciliationFailedReason, "%s", err))
 	}
 	step("Detecting drift")
-	ignore, err := kustomize.IgnoreRules(obj.Spec.Ignore)
-	if err != nil {
-		f := fail(meta.ReconciliationFailedReason, "%s", err)
-		f.Stalled = true
-		return f
-	}
-	mgr := &ssa.Manager{Client: c, Owner: FieldManager, Poll: time.Second, Concurrency: r.ConcurrentSSA}
-	if _, requested := requestPending(obj); obj.Spec.KubeConfig == nil && !requested {
-		// Objects found unchanged before are not dry-run again while
-		// neither they nor Git changed (ssa.UnchangedMemo); the scope keeps
-		// each Kustomization and the identity it applies as apart. A
-		// requested reconcile (`flux reconcile`) dry-runs everything.
-		mgr.Memo, mgr.MemoScope = r.unchanged, obj.Namespace+"/"+obj.Name+"\x00"+r.serviceAccount(obj)
-	}
-	changes, err := mgr.ApplyAll(ctx, res.Objects, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})
 	rec := r.Events.WithRelated(src)
-	r.reportChanges(rec, obj, changes, secretValues)
-	if err != nil {
-		// Flux compatible: a partial apply lists what it changed; values
-		// substituted from Secrets are masked (v1.9.6).
-		msg := err.Error()
-		for _, ch := range changes {
-			if ch.Action != ssa.Unchanged && ch.Action != ssa.Skipped {
-				msg += "\n" + ch.String()
-			}
-		}
-		return fail(meta.ReconciliationFailedReason, "%s", kustomize.MaskValues(msg, secretValues))
+	mgr, changes, f := r.apply(ctx, obj, c, res.Objects, secrets, rec)
+	if f != nil {
+		return o.ended(f)
 	}
-
-	inventory := map[string]kustomizev1.ResourceRef{}
-	for _, ch := range changes {
-		inventory[ch.Meta.ID()] = kustomizev1.ResourceRef{ID: ch.Meta.ID(), Version: ch.Version}
+	if f := r.prune(ctx, obj, mgr, changes, rec); f != nil {
+		return o.ended(f)
 	}
-	var pruneErr error
-	if obj.Spec.Prune && obj.Status.Inventory != nil {
-		applied := make([]ssa.ObjMeta, 0, len(changes))
-		for _, ch := range changes {
-			applied = append(applied, ch.Meta)
-		}
-		ids := make([]string, 0, len(obj.Status.Inventory.Entries))
-		for _, e := range obj.Status.Inventory.Entries {
-			ids = append(ids, e.ID)
-		}
-		staleByID, invalid := ssa.Stale(ids, applied)
-		for _, id := range invalid {
-			ctrl.LoggerFrom(ctx).Info("skipping an inventory entry that is no object id; its object is not pruned", "id", id)
-		}
-		var stale []ssa.Change
-		for _, e := range obj.Status.Inventory.Entries {
-			if m, ok := staleByID[e.ID]; ok {
-				stale = append(stale, ssa.Change{Meta: m, Version: e.Version})
-			}
-		}
-		if len(stale) > 0 {
-			deleted, failed, err := mgr.DeleteStale(ctx, stale, ssa.PruneOptions{OwnerLabels: map[string]string{NameLabel: obj.Name, NamespaceLabel: obj.Namespace}})
-			r.reportChanges(rec, obj, deleted, nil)
-			for _, fc := range failed {
-				inventory[fc.Meta.ID()] = kustomizev1.ResourceRef{ID: fc.Meta.ID(), Version: fc.Version}
-			}
-			pruneErr = err
-		}
-	}
-	obj.Status.Inventory = &kustomizev1.ResourceInventory{Entries: sortedEntries(inventory)}
-	if pruneErr != nil {
-		return fail(meta.PruneFailedReason, "%s", pruneErr)
-	}
-
 	var deletedWhenFinished map[string]bool
 	if obj.Spec.Wait || len(obj.Spec.HealthChecks) > 0 {
 		step("Running health checks")
-		// Flux compatible: a Job the TTL controller deletes once finished
-		// may be gone by the time it is checked.
-		deletedWhenFinished = map[string]bool{}
-		for _, u := range res.Objects {
-			if health.DeletedWhenFinished(u) {
-				deletedWhenFinished[ssa.MetaOf(u).ID()] = true
-			}
-		}
+		deletedWhenFinished = deletedWhenDone(res.Objects)
 	}
-	if f := r.startHealthCheck(ctx, obj, c, changes, deletedWhenFinished, exprs, src, art); f != nil {
-		return f
+	f = r.startHealthCheck(ctx, obj, c, changes, deletedWhenFinished, exprs, src, art)
+	if f == nil {
+		obj.Status.LastAppliedRevision = art.Revision
+		obj.Status.LastAppliedOriginRevision = art.Metadata["org.opencontainers.image.revision"]
 	}
-	obj.Status.LastAppliedRevision = art.Revision
-	obj.Status.LastAppliedOriginRevision = art.Metadata["org.opencontainers.image.revision"]
-	return nil
-}
-
-func sortedEntries(m map[string]kustomizev1.ResourceRef) []kustomizev1.ResourceRef {
-	out := make([]kustomizev1.ResourceRef, 0, len(m))
-	for _, e := range m {
-		out = append(out, e)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
-}
-
-// source resolves spec.sourceRef to the artifact of a GitRepository or
-// an OCIRepository (the source kinds Eddy serves); any other kind stalls
-// with ArtifactFailed. A missing source or artifact is waited for at
-// --requeue-dependency, with Flux's messages.
-func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (client.Object, *meta.Artifact, *failure) {
-	ref := obj.Spec.SourceRef
-	ns := ref.Namespace
-	if ns == "" {
-		ns = obj.Namespace
-	}
-	id := fmt.Sprintf("%s/%s/%s", ref.Kind, ns, ref.Name)
-	if r.NoCrossNamespaceRefs && ns != obj.Namespace {
-		f := fail(kustomizev1.AccessDeniedReason, "can't access '%s', cross-namespace references have been blocked", id)
-		f.Stalled = true
-		return nil, nil, f
-	}
-	var (
-		src      client.Object
-		artifact func() *meta.Artifact
-	)
-	switch ref.Kind {
-	case sourcev1.GitRepositoryKind:
-		o := &sourcev1.GitRepository{}
-		src, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
-	case sourcev1.OCIRepositoryKind:
-		o := &sourcev1.OCIRepository{}
-		src, artifact = o, func() *meta.Artifact { return o.Status.Artifact }
-	default:
-		f := fail(meta.ArtifactFailedReason, "source kind '%s' is not supported by Eddy yet", ref.Kind)
-		f.Stalled = true
-		return nil, nil, f
-	}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, src); err != nil {
-		f := fail(meta.ArtifactFailedReason, "Source '%s' not found", id)
-		if !apierrors.IsNotFound(err) {
-			f.Message = fmt.Sprintf("Source '%s' could not be read: %s", id, err)
-		}
-		f.Retry, f.Waiting = r.RequeueDependency, true
-		return nil, nil, f
-	}
-	art := artifact()
-	if art == nil {
-		f := fail(meta.ArtifactFailedReason, "Source '%s' is not ready, artifact not found", id)
-		f.Retry, f.Waiting = r.RequeueDependency, true
-		return src, nil, f
-	}
-	return src, art, nil
-}
-
-// checkDependencies requires each dependsOn Kustomization to be Ready at its
-// generation and, when it shares the source, at the same revision. A
-// dependency with a readyExpr must make it true instead (both with the
-// feature gate AdditiveCELDependencyCheck), evaluated with `self` (this
-// Kustomization) and `dep` (the dependency) as objects; a readyExpr that does
-// not compile stalls with InvalidCELExpression. Flux compatible: order,
-// messages and gate.
-func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *kustomizev1.Kustomization, revision string) *failure {
-	for _, d := range obj.Spec.DependsOn {
-		ns := d.Namespace
-		if ns == "" {
-			ns = obj.Namespace
-		}
-		dep := &kustomizev1.Kustomization{}
-		// Flux compatible messages.
-		notReady := func(why string) *failure {
-			f := fail(meta.DependencyNotReadyReason, "dependency '%s/%s' %s", ns, d.Name, why)
-			f.Retry = r.RequeueDependency
-			return f
-		}
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: d.Name}, dep); err != nil {
-			f := fail(meta.DependencyNotReadyReason, "unable to get '%s/%s' dependency: %s", ns, d.Name, err)
-			f.Retry = r.RequeueDependency
-			return f
-		}
-		if d.ReadyExpr != "" {
-			ready, compileErr, err := cel.DependencyReady(ctx, d.ReadyExpr, obj, dep)
-			if compileErr != nil {
-				f := fail(meta.InvalidCELExpressionReason, "%s: failed to evaluate dependency %s: %s", terminalErrorMessage, dep.Name, compileErr)
-				f.Stalled = true
-				return f
-			}
-			if err != nil {
-				f := fail(meta.DependencyNotReadyReason, "%s", err)
-				f.Retry = r.RequeueDependency
-				return f
-			}
-			if !ready {
-				return notReady("is not ready according to readyExpr eval")
-			}
-			if !r.AdditiveCELDependencyCheck {
-				continue
-			}
-		}
-		if dep.Generation != dep.Status.ObservedGeneration || !apimeta.IsStatusConditionTrue(dep.Status.Conditions, meta.ReadyCondition) {
-			return notReady("is not ready")
-		}
-		same := dep.Spec.SourceRef.Kind == obj.Spec.SourceRef.Kind && dep.Spec.SourceRef.Name == obj.Spec.SourceRef.Name &&
-			nsOr(dep.Spec.SourceRef.Namespace, dep.Namespace) == nsOr(obj.Spec.SourceRef.Namespace, obj.Namespace)
-		if same && dep.Status.LastAppliedRevision != revision {
-			return notReady("revision is not up to date")
-		}
-	}
-	return nil
-}
-
-func nsOr(ns, def string) string {
-	if ns == "" {
-		return def
-	}
-	return ns
-}
-
-// buildOptions gathers the spec's overlays and postBuild variables
-// (kustomize.Variables: substituteFrom in order, then substitute), and the
-// values read from Secrets, masked in apply errors.
-func (r *KustomizationReconciler) buildOptions(ctx context.Context, obj *kustomizev1.Kustomization) (kustomize.Options, []string, *failure) {
-	vars, secrets, err := kustomize.VariablesAndSecrets(ctx, r, obj)
-	if err != nil {
-		return kustomize.SpecOptions(obj, nil, r.NonStrictSubstitutions), nil, fail(meta.BuildFailedReason, "%s", err)
-	}
-	return kustomize.SpecOptions(obj, vars, r.NonStrictSubstitutions), secrets, nil
-}
-
-// refuseEncrypted fails a set holding a SOPS-encrypted Secret when
-// spec.decryption is not set, unless the Secret is annotated
-// kustomize.toolkit.fluxcd.io/decrypt: disabled. Flux compatible message
-// and reason (the apply fails, nothing is applied).
-func refuseEncrypted(objs []*unstructured.Unstructured) *failure {
-	for _, u := range objs {
-		if u.GetKind() != "Secret" || u.GetAPIVersion() != "v1" {
-			continue
-		}
-		if _, ok := u.Object["sops"]; !ok || strings.EqualFold(u.GetAnnotations()[decryptor.DisabledAnnotation], kustomizev1.DisabledValue) {
-			continue
-		}
-		return fail(meta.ReconciliationFailedReason, "%s is SOPS encrypted, configuring decryption is required for this secret to be reconciled", ssa.MetaOf(u))
-	}
-	return nil
-}
-
-// serviceAccount is the account impersonated for obj: spec.serviceAccountName,
-// else --default-service-account; "" for the controller's own.
-func (r *KustomizationReconciler) serviceAccount(obj *kustomizev1.Kustomization) string {
-	if sa := obj.Spec.ServiceAccountName; sa != "" {
-		return sa
-	}
-	return r.DefaultServiceAccount
-}
-
-// clientFor returns the client that applies, prunes, corrects drift and
-// checks health: the remote cluster's of spec.kubeConfig.secretRef (cached,
-// see remoteClients) when set, else this cluster's; impersonating
-// spec.serviceAccountName (or the default) when set, on the remote cluster
-// when there is one. A remote cluster must answer first. Flux compatible
-// (pkg/runtime/client Impersonator).
-func (r *KustomizationReconciler) clientFor(ctx context.Context, obj *kustomizev1.Kustomization) (client.Client, error) {
-	impersonate := ""
-	if sa := r.serviceAccount(obj); sa != "" {
-		impersonate = fmt.Sprintf("system:serviceaccount:%s:%s", obj.Namespace, sa)
-	}
-	if kc := obj.Spec.KubeConfig; kc != nil {
-		if kc.SecretRef == nil {
-			return nil, errors.New("spec.kubeConfig.configMapRef (workload identity) is not supported by Eddy yet; use spec.kubeConfig.secretRef")
-		}
-		data, err := kubeConfigData(ctx, r.Client, obj.Namespace, kc)
-		if err != nil {
-			return nil, err
-		}
-		rc, err := r.remotes.get(r, obj.Namespace, kc, data, impersonate)
-		if err != nil {
-			return nil, err
-		}
-		if err := rc.probe(ctx, obj.Namespace+"/"+kc.SecretRef.Name); err != nil {
-			return nil, err
-		}
-		return rc.client, nil
-	}
-	if impersonate == "" || r.Config == nil {
-		return r.Client, nil
-	}
-	cfg := rest.CopyConfig(r.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: impersonate}
-	return client.New(cfg, client.Options{Scheme: r.Scheme(), Mapper: r.RESTMapper()})
+	return o.ended(f)
 }

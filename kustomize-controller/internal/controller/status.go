@@ -1,13 +1,12 @@
 package controller
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/kustomize"
+	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/eddyops/eddy/pkg/ssa"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -25,17 +24,9 @@ func (r *KustomizationReconciler) eventMeta(obj *kustomizev1.Kustomization) map[
 // reportChanges emits the change set as Flux does, and, beyond Flux, one
 // event per corrected drift naming the fields, values and field managers,
 // and one per object whose fields the apply deleted (`FieldsRemoved`).
-// secretValues (decrypted values, values substituted from Secrets) are
+// secrets (decrypted values, values substituted from Secrets) are
 // masked in the drift events, which quote the fields' values.
-func (r *KustomizationReconciler) reportChanges(rec *events.Recorder, obj *kustomizev1.Kustomization, changes []ssa.Change, secretValues []string) {
-	// Drift values are JSON: a value with a newline or a quote is there
-	// escaped.
-	masked := append([]string(nil), secretValues...)
-	for _, v := range secretValues {
-		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v {
-			masked = append(masked, string(b[1:len(b)-1]))
-		}
-	}
+func (r *KustomizationReconciler) reportChanges(rec *events.Recorder, obj *kustomizev1.Kustomization, changes []ssa.Change, secrets *redact.Values) {
 	var lines []string
 	for _, c := range changes {
 		if c.Action == ssa.Unchanged || c.Action == ssa.Skipped {
@@ -44,7 +35,7 @@ func (r *KustomizationReconciler) reportChanges(rec *events.Recorder, obj *kusto
 		lines = append(lines, c.String())
 		if len(c.Drift) > 0 {
 			rec.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
-				kustomize.MaskValues(ssa.DriftMessage(c.Meta, c.Drift), masked), r.eventMeta(obj))
+				secrets.Mask(ssa.DriftMessage(c.Meta, c.Drift)), r.eventMeta(obj))
 		}
 		if len(c.Removed) > 0 {
 			rec.Event(obj, corev1.EventTypeNormal, "FieldsRemoved",

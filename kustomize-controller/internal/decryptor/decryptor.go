@@ -47,16 +47,13 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/kustomize-controller/internal/sopswire"
+	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/konfig"
-	kustypes "sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 )
 
 // Flux compatible names.
@@ -361,40 +358,37 @@ func (d *Decryptor) remember(v string) {
 	}
 }
 
-// markers tell that data holds a SOPS document of a format. Flux
-// compatible; checked in this order (a JSON marker also stands for the
-// binary format, whose encrypted form is a JSON envelope).
-var markers = []struct {
-	format formats.Format
-	marker []byte
-}{
-	{formats.Ini, []byte("[sops]")},
-	{formats.Dotenv, []byte("sops_mac=ENC[")},
-	{formats.Yaml, []byte("mac: ENC[")},
-	{formats.Json, []byte(`"mac": "ENC[`)},
+// sopsFormats are sops' formats of the SOPS documents kustomize.SOPSDocument
+// tells apart; a JSON marker also stands for the binary format.
+var sopsFormats = map[kustomize.SOPSFormat]formats.Format{
+	kustomize.SOPSINI:    formats.Ini,
+	kustomize.SOPSDotenv: formats.Dotenv,
+	kustomize.SOPSYAML:   formats.Yaml,
+	kustomize.SOPSJSON:   formats.Json,
 }
 
 const unknownFormat = formats.Format(-1)
 
+// detectFormat is the format of the SOPS document data holds, or
+// unknownFormat.
 func detectFormat(data []byte) formats.Format {
-	for _, m := range markers {
-		if bytes.Contains(data, m.marker) {
-			return m.format
-		}
+	if f, ok := sopsFormats[kustomize.SOPSDocument(data)]; ok {
+		return f
 	}
 	return unknownFormat
 }
 
-func markerOf(f formats.Format) []byte {
+// hasMarker tells whether data holds the SOPS marker of format f.
+func hasMarker(data []byte, f formats.Format) bool {
 	if f == formats.Binary {
 		f = formats.Json
 	}
-	for _, m := range markers {
-		if m.format == f {
-			return m.marker
+	for sf, ff := range sopsFormats {
+		if ff == f {
+			return kustomize.HasSOPSMarker(data, sf)
 		}
 	}
-	return nil
+	return false
 }
 
 // formatForPath is sops' format for a file name; Flux compatible: a
@@ -453,7 +447,7 @@ func (d *Decryptor) DecryptFile(p string, data []byte) ([]byte, error) {
 	default:
 		return nil, nil
 	}
-	if !bytes.Contains(data, markerOf(f)) {
+	if !hasMarker(data, f) {
 		return nil, nil
 	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
@@ -466,7 +460,7 @@ func (d *Decryptor) DecryptFile(p string, data []byte) ([]byte, error) {
 			}
 			return nil, nil // not Kubernetes YAML: kustomize says so
 		}
-		if !isEncrypted(doc) {
+		if !kustomize.SOPSEncrypted(doc) {
 			continue
 		}
 		u := unstructured.Unstructured{Object: doc}
@@ -490,17 +484,6 @@ func (d *Decryptor) DecryptFile(p string, data []byte) ([]byte, error) {
 	return out, nil
 }
 
-// isEncrypted tells a document with a top-level sops MAC (Flux: a SOPS
-// encrypted resource).
-func isEncrypted(doc map[string]any) bool {
-	s, ok := doc["sops"].(map[string]any)
-	if !ok {
-		return false
-	}
-	mac, _ := s["mac"].(string)
-	return mac != ""
-}
-
 // DecryptObject decrypts a built object: whole when it has a top-level
 // sops (the MAC is not checked: kustomize changed the object, as in Flux),
 // else a Secret's data and stringData values that hold SOPS documents.
@@ -509,7 +492,7 @@ func (d *Decryptor) DecryptObject(u *unstructured.Unstructured) error {
 		return nil
 	}
 	id := d.objectName(u.GetKind(), u.GetNamespace(), u.GetName())
-	if isEncrypted(u.Object) {
+	if kustomize.SOPSEncrypted(u.Object) {
 		js, err := u.MarshalJSON()
 		if err != nil {
 			return err
@@ -563,131 +546,6 @@ func (d *Decryptor) DecryptObject(u *unstructured.Unstructured) error {
 			} else {
 				m[k] = string(out)
 			}
-		}
-	}
-	return nil
-}
-
-// DecryptSources decrypts, in fs, the files read by the generators and
-// patches of the kustomization at dir and of the kustomizations it reaches
-// through resources and components. A file without the SOPS marker of its
-// format is left as it is. Flux compatible formats: a generator file's is
-// that of its key, an env file's that of its name (dotenv when unknown).
-func (d *Decryptor) DecryptSources(fs filesys.FileSystem, dir string) error {
-	done := map[string]bool{}
-	return d.sources(fs, path.Clean("/"+dir), map[string]bool{}, done)
-}
-
-func (d *Decryptor) sources(fs filesys.FileSystem, dir string, visited, done map[string]bool) error {
-	if visited[dir] || !fs.IsDir(dir) {
-		return nil
-	}
-	visited[dir] = true
-	var kfile string
-	for _, n := range konfig.RecognizedKustomizationFileNames() {
-		if p := path.Join(dir, n); fs.Exists(p) && !fs.IsDir(p) {
-			kfile = p
-			break
-		}
-	}
-	if kfile == "" {
-		return nil
-	}
-	data, err := fs.ReadFile(kfile)
-	if err != nil {
-		return err
-	}
-	var kus kustypes.Kustomization
-	if err := yaml.Unmarshal(data, &kus); err != nil {
-		return nil // kustomize reports it
-	}
-	file := func(id, p string, f formats.Format) error {
-		if strings.Contains(p, "://") {
-			return nil
-		}
-		if !path.IsAbs(p) {
-			p = path.Join(dir, p)
-		}
-		p = path.Clean(p)
-		if done[p] || !fs.Exists(p) || fs.IsDir(p) {
-			return nil
-		}
-		data, err := fs.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if !bytes.Contains(data, markerOf(f)) {
-			return nil
-		}
-		if len(data) > MaxFileSize {
-			return fmt.Errorf("decryption failed for '%s': cannot decrypt file with size (%d bytes) exceeding limit (%d)", id, len(data), MaxFileSize)
-		}
-		out, err := d.decrypt(data, f, f, true)
-		if err != nil {
-			return fmt.Errorf("decryption failed for '%s': failed to decrypt '%s': %w", id, strings.TrimPrefix(p, "/"), err)
-		}
-		d.remember(string(out))
-		done[p] = true
-		return fs.WriteFile(p, out)
-	}
-	gens := func(kind string, args []kustypes.GeneratorArgs) error {
-		for _, g := range args {
-			ns := g.Namespace
-			if ns == "" {
-				ns = kus.Namespace
-			}
-			id := d.objectName(kind, ns, g.Name)
-			for _, src := range g.FileSources {
-				key, p, ok := strings.Cut(src, "=")
-				if !ok {
-					p = key
-				}
-				if err := file(id, p, formatForPath(key)); err != nil {
-					return err
-				}
-			}
-			for _, env := range g.EnvSources {
-				f := formatForPath(env)
-				if f == formats.Binary {
-					f = formats.Dotenv
-				}
-				if err := file(id, env, f); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	var secrets, configMaps []kustypes.GeneratorArgs
-	for _, g := range kus.SecretGenerator {
-		secrets = append(secrets, g.GeneratorArgs)
-	}
-	for _, g := range kus.ConfigMapGenerator {
-		configMaps = append(configMaps, g.GeneratorArgs)
-	}
-	if err := gens("Secret", secrets); err != nil {
-		return err
-	}
-	if err := gens("ConfigMap", configMaps); err != nil {
-		return err
-	}
-	for _, p := range kus.Patches {
-		if p.Path == "" {
-			continue
-		}
-		if err := file("patch "+p.Path, p.Path, formatForPath(p.Path)); err != nil {
-			return err
-		}
-	}
-	for _, r := range append(kus.Resources, kus.Components...) {
-		if strings.Contains(r, "://") {
-			continue
-		}
-		if !path.IsAbs(r) {
-			r = path.Join(dir, r)
-		}
-		if err := d.sources(fs, path.Clean(r), visited, done); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 
 	"strings"
@@ -126,49 +127,10 @@ func outcome(log logr.Logger, start time.Time, recErr *reconcile.Failure, done s
 // observations in obj.Status and returns the first failure.
 func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.GitRepository, objDir string, wasReady bool) *reconcile.Failure {
 	r.reconcileStorage(obj)
-
-	u, err := parseURL(obj.Spec.URL)
-	if err != nil {
-		e := fetchFailed(sourcev1.URLInvalidReason, "%s", err)
-		e.Stalled = true
-		return e
+	u, auth, f := r.gitAuth(ctx, obj)
+	if f != nil {
+		return f
 	}
-	if obj.Spec.Verification != nil {
-		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
-		e := &reconcile.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
-			Message: "commit signature verification (spec.verify) is not supported by Eddy yet"}
-		e.Stalled = true
-		return e
-	}
-	switch obj.Spec.Provider {
-	case "", sourcev1.GitProviderGeneric:
-	default:
-		e := fetchFailed(sourcev1.InvalidProviderConfigReason, "provider '%s' is not supported: use 'generic' with spec.secretRef", obj.Spec.Provider)
-		e.Stalled = true
-		return e
-	}
-	var data map[string][]byte
-	if ref := obj.Spec.SecretRef; ref != nil {
-		secret := &corev1.Secret{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, secret); err != nil {
-			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, err)
-		}
-		data = secret.Data
-	}
-	auth, err := newGitAuth(u, data)
-	if err != nil {
-		return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure authentication options: %s", err)
-	}
-	if ref := obj.Spec.ProxySecretRef; ref != nil {
-		secret := &corev1.Secret{}
-		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, secret); err != nil {
-			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, err)
-		}
-		if auth.proxy, err = proxyOptions(secret.Data); err != nil {
-			return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: %s", err)
-		}
-	}
-
 	timeout := 60 * time.Second
 	if obj.Spec.Timeout != nil {
 		timeout = obj.Spec.Timeout.Duration
@@ -180,7 +142,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	// needs none.
 	var refs map[string]string
 	if ref := obj.Spec.Reference; ref == nil || ref.Commit == "" || ref.Branch != "" {
-		if err = bounded(ctx, u, "", func() (e error) { refs, e = listRemote(ctx, obj.Spec.URL, auth); return e }); err != nil {
+		if err := bounded(ctx, u, "", func() (e error) { refs, e = listRemote(ctx, obj.Spec.URL, auth); return e }); err != nil {
 			return gitError(err, obj.Spec.URL, "")
 		}
 	}
@@ -204,21 +166,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 		return nil // up to date: no clone
 	}
 
-	// Flux compatible: a known newer revision or include change marks the
-	// stored artifact outdated until the new one is stored.
-	if cur := obj.Status.Artifact; cur != nil {
-		reason, msg := "", ""
-		switch {
-		case tgt.hash != "" && cur.Revision != tgt.revision(tgt.hash):
-			reason, msg = sourcev1.NewRevisionReason, fmt.Sprintf("new upstream revision '%s'", tgt.revision(tgt.hash))
-		case includesChanged(included, obj.Status.IncludedArtifacts):
-			reason, msg = sourcev1.IncludeChangeReason, "included artifacts differ from last observed includes"
-		}
-		if reason != "" {
-			apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: sourcev1.ArtifactOutdatedCondition,
-				Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: obj.Generation})
-		}
-	}
+	markOutdated(obj, tgt, included)
 	dir, err := os.MkdirTemp("", "gitrepository-")
 	if err != nil {
 		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.DirCreationFailedReason,
@@ -238,6 +186,83 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 		return e
 	}
 
+	return r.store(ctx, obj, objDir, dir, rev, commit, included, wasReady)
+}
+
+// gitAuth parses spec.url and reads the credentials and proxy of
+// spec.secretRef and spec.proxySecretRef; an invalid URL, spec.verify and a
+// provider other than generic stall.
+func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.GitRepository) (*url.URL, *gitAuth, *reconcile.Failure) {
+	u, err := parseURL(obj.Spec.URL)
+	if err != nil {
+		e := fetchFailed(sourcev1.URLInvalidReason, "%s", err)
+		e.Stalled = true
+		return nil, nil, e
+	}
+	if obj.Spec.Verification != nil {
+		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
+		e := &reconcile.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
+			Message: "commit signature verification (spec.verify) is not supported by Eddy yet"}
+		e.Stalled = true
+		return nil, nil, e
+	}
+	switch obj.Spec.Provider {
+	case "", sourcev1.GitProviderGeneric:
+	default:
+		e := fetchFailed(sourcev1.InvalidProviderConfigReason, "provider '%s' is not supported: use 'generic' with spec.secretRef", obj.Spec.Provider)
+		e.Stalled = true
+		return nil, nil, e
+	}
+	var data map[string][]byte
+	if ref := obj.Spec.SecretRef; ref != nil {
+		secret := &corev1.Secret{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, secret); err != nil {
+			return nil, nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, err)
+		}
+		data = secret.Data
+	}
+	auth, err := newGitAuth(u, data)
+	if err != nil {
+		return nil, nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure authentication options: %s", err)
+	}
+	if ref := obj.Spec.ProxySecretRef; ref != nil {
+		secret := &corev1.Secret{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, secret); err != nil {
+			return nil, nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, err)
+		}
+		if auth.proxy, err = proxyOptions(secret.Data); err != nil {
+			return nil, nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: %s", err)
+		}
+	}
+	return u, auth, nil
+}
+
+// markOutdated marks the stored artifact outdated (ArtifactOutdated) when
+// tgt is a newer revision or the includes changed, until the new one is
+// stored. Flux compatible.
+func markOutdated(obj *sourcev1.GitRepository, tgt target, included []*meta.Artifact) {
+	cur := obj.Status.Artifact
+	if cur == nil {
+		return
+	}
+	reason, msg := "", ""
+	switch {
+	case tgt.hash != "" && cur.Revision != tgt.revision(tgt.hash):
+		reason, msg = sourcev1.NewRevisionReason, fmt.Sprintf("new upstream revision '%s'", tgt.revision(tgt.hash))
+	case includesChanged(included, obj.Status.IncludedArtifacts):
+		reason, msg = sourcev1.IncludeChangeReason, "included artifacts differ from last observed includes"
+	}
+	if reason != "" {
+		apimeta.SetStatusCondition(&obj.Status.Conditions, metav1.Condition{Type: sourcev1.ArtifactOutdatedCondition,
+			Status: metav1.ConditionTrue, Reason: reason, Message: msg, ObservedGeneration: obj.Generation})
+	}
+}
+
+// store archives the checkout in dir as the artifact of rev, records it
+// with what it observed of the spec, and emits NewArtifact (or, for a
+// recovery, Succeeded).
+func (r *GitRepositoryReconciler) store(ctx context.Context, obj *sourcev1.GitRepository, objDir, dir, rev string, commit *object.Commit,
+	included []*meta.Artifact, wasReady bool) *reconcile.Failure {
 	ignore, err := artifact.LoadIgnore(dir, obj.Spec.Ignore)
 	if err != nil {
 		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.SourceIgnoreErrorReason,

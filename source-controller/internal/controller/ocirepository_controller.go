@@ -19,6 +19,7 @@ import (
 	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -120,24 +121,9 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 		obj.Status.URL = r.Storage.URL(path.Join(objDir, OCIArtifactLink))
 	}
 
-	if obj.Spec.Verify != nil {
-		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
-		return (&reconcile.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
-			Message: fmt.Sprintf("signature verification with provider '%s' (spec.verify) is not supported by Eddy yet", obj.Spec.Verify.Provider)}).Stall()
-	}
-	// Flux compatible: without spec.verify, no verification is reported.
-	reconcile.RemoveConditions(obj, sourcev1.SourceVerifiedCondition)
-	obj.Status.SourceVerificationFingerprint = ""
-	switch obj.Spec.Provider {
-	case "", sourcev1.OCIProviderGeneric:
-	default:
-		return fetchFailed(sourcev1.InvalidProviderConfigReason,
-			"provider '%s' is not supported: use 'generic' with spec.secretRef or spec.serviceAccountName", obj.Spec.Provider).Stall()
-	}
-	repo, err := parseOCIRepository(obj.Spec.URL, obj.Spec.Insecure)
-	if err != nil {
-		return fetchFailed(sourcev1.URLInvalidReason, "URL validation failed for '%s': %s", redact.URL(obj.Spec.URL),
-			strings.TrimPrefix(err.Error(), errInvalidOCIURL.Error()+": ")).Stall()
+	repo, f := checkOCISpec(obj)
+	if f != nil {
+		return f
 	}
 
 	timeout := 60 * time.Second
@@ -200,13 +186,51 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	}
 	defer layer.Content.Close()
 
-	var art *meta.Artifact
+	art, f := r.storeLayer(obj, objDir, rev, op, layer, lim)
+	if f != nil {
+		return f
+	}
+	art.Metadata = layer.Annotations
+	r.record(ctx, obj, art, wasReady)
+	return nil
+}
+
+// checkOCISpec refuses (stalls on) what Eddy does not do (spec.verify, a
+// provider other than generic) and an invalid spec.url, and returns the
+// repository spec.url names.
+func checkOCISpec(obj *sourcev1.OCIRepository) (name.Repository, *reconcile.Failure) {
+	if obj.Spec.Verify != nil {
+		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
+		return name.Repository{}, (&reconcile.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
+			Message: fmt.Sprintf("signature verification with provider '%s' (spec.verify) is not supported by Eddy yet", obj.Spec.Verify.Provider)}).Stall()
+	}
+	// Flux compatible: without spec.verify, no verification is reported.
+	reconcile.RemoveConditions(obj, sourcev1.SourceVerifiedCondition)
+	obj.Status.SourceVerificationFingerprint = ""
+	switch obj.Spec.Provider {
+	case "", sourcev1.OCIProviderGeneric:
+	default:
+		return name.Repository{}, fetchFailed(sourcev1.InvalidProviderConfigReason,
+			"provider '%s' is not supported: use 'generic' with spec.secretRef or spec.serviceAccountName", obj.Spec.Provider).Stall()
+	}
+	repo, err := parseOCIRepository(obj.Spec.URL, obj.Spec.Insecure)
+	if err != nil {
+		return name.Repository{}, fetchFailed(sourcev1.URLInvalidReason, "URL validation failed for '%s': %s", redact.URL(obj.Spec.URL),
+			strings.TrimPrefix(err.Error(), errInvalidOCIURL.Error()+": ")).Stall()
+	}
+	return repo, nil
+}
+
+// storeLayer stores the layer of revision rev as the artifact of obj in
+// objDir: extracted (and archived without what spec.ignore names) or copied
+// as it is, as op says; nothing is stored on failure.
+func (r *OCIRepositoryReconciler) storeLayer(obj *sourcev1.OCIRepository, objDir, rev, op string, layer *ociLayer, lim artifact.Limits) (*meta.Artifact, *reconcile.Failure) {
 	fileName := digestOfRevision(rev) + ".tar.gz"
 	switch op {
 	case sourcev1.OCILayerExtract:
 		dir, err := os.MkdirTemp("", "ocirepository-")
 		if err != nil {
-			return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.DirCreationFailedReason,
+			return nil, &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.DirCreationFailedReason,
 				Message: "failed to create temporary working directory"}
 		}
 		defer removeWorkDir(dir)
@@ -217,29 +241,37 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 			_, err = io.Copy(io.Discard, layer.Content)
 		}
 		if err != nil {
-			return fetchFailed(sourcev1.OCILayerOperationFailedReason, "failed to extract layer contents from artifact: %s",
+			return nil, fetchFailed(sourcev1.OCILayerOperationFailedReason, "failed to extract layer contents from artifact: %s",
 				strings.ReplaceAll(err.Error(), dir, "."))
 		}
 		ignore, err := artifact.LoadSourceIgnore(dir, obj.Spec.Ignore)
 		if err != nil {
-			return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.SourceIgnoreErrorReason,
+			return nil, &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.SourceIgnoreErrorReason,
 				Message: "failed to load source ignore patterns from repository: " + strings.ReplaceAll(err.Error(), dir, ".")}
 		}
-		if art, err = r.Storage.Archive(objDir, fileName, rev, dir, ignore); err != nil {
-			return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
+		art, err := r.Storage.Archive(objDir, fileName, rev, dir, ignore)
+		if err != nil {
+			return nil, &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
 				Message: "unable to archive artifact to storage: " + strings.ReplaceAll(strings.ReplaceAll(err.Error(), dir, "."), r.Storage.BasePath+"/", "")}
 		}
+		return art, nil
 	case sourcev1.OCILayerCopy:
 		// The layer streams into storage; a read failure (the registry,
 		// the digest check at EOF, the size limit) leaves nothing stored.
-		if art, err = r.Storage.Copy(objDir, fileName, rev, layer.Content); err != nil {
-			return fetchFailed(sourcev1.OCILayerOperationFailedReason, "failed to copy layer from artifact: %s",
+		art, err := r.Storage.Copy(objDir, fileName, rev, layer.Content)
+		if err != nil {
+			return nil, fetchFailed(sourcev1.OCILayerOperationFailedReason, "failed to copy layer from artifact: %s",
 				strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", ""))
 		}
-	default:
-		return fetchFailed(sourcev1.OCILayerOperationFailedReason, "unsupported layer operation: %s", op).Stall()
+		return art, nil
 	}
-	art.Metadata = layer.Annotations
+	return nil, fetchFailed(sourcev1.OCILayerOperationFailedReason, "unsupported layer operation: %s", op).Stall()
+}
+
+// record records art, just stored, in obj's status with what it observed
+// of the spec, points the status URL's link at it, collects old artifacts
+// and emits NewArtifact (or, for a recovery, Succeeded).
+func (r *OCIRepositoryReconciler) record(ctx context.Context, obj *sourcev1.OCIRepository, art *meta.Artifact, wasReady bool) {
 	prev := obj.Status.Artifact
 	obj.Status.Artifact = art
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
@@ -259,7 +291,6 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	case !wasReady:
 		r.notify(obj, corev1.EventTypeNormal, meta.SucceededReason)
 	}
-	return nil
 }
 
 // notify emits the event of a stored artifact. Flux compatible: "stored
