@@ -16,7 +16,9 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/gitsync"
 	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -327,10 +329,18 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
+// syncOptions are the sync pair of src as eddy dev writes it: bootstrap's
+// pair (gitsync) named flux-system, without a Secret, the GitRepository
+// fetching every 1m (flux bootstrap's default --interval).
+func syncOptions(src *Source) gitsync.Options {
+	return gitsync.Options{Name: SyncName, Namespace: Namespace, URL: src.URL, Branch: src.Branch,
+		Interval: time.Minute, Path: src.Path, TargetNamespace: src.TargetNamespace}
+}
+
 // ApplySource creates or updates the flux-system Namespace and GitRepository
-// for src, as `flux bootstrap` writes them (interval 1m), and requests a
-// reconcile so a changed source is fetched at once; and the Receiver
-// HookReceiver the post-commit hook sends commits to.
+// for src (gitsync.SetRepository, interval 1m), and requests a reconcile so
+// a changed source is fetched at once; and the Receiver HookReceiver the
+// post-commit hook sends commits to.
 func ApplySource(ctx context.Context, c client.Client, src *Source) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -338,10 +348,8 @@ func ApplySource(ctx context.Context, c client.Client, src *Source) error {
 	}
 	repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: SyncName, Namespace: Namespace}}
 	if err := createOrUpdate(ctx, c, repo, func() {
-		repo.Spec.URL = src.URL
-		repo.Spec.Interval = metav1.Duration{Duration: time.Minute}
-		repo.Spec.Reference = &sourcev1.GitRepositoryRef{Branch: src.Branch}
-		setAnnotation(repo, "reconcile.fluxcd.io/requestedAt", time.Now().Format(time.RFC3339Nano))
+		gitsync.SetRepository(repo, syncOptions(src))
+		setAnnotation(repo, meta.ReconcileRequestAnnotation, time.Now().Format(time.RFC3339Nano))
 	}); err != nil {
 		return fmt.Errorf("GitRepository %s/%s: %w", Namespace, SyncName, err)
 	}
@@ -349,18 +357,14 @@ func ApplySource(ctx context.Context, c client.Client, src *Source) error {
 }
 
 // ApplyKustomization creates or updates the flux-system Kustomization for
-// src, as `flux bootstrap` writes it (interval 10m, prune), and requests a
-// reconcile.
+// src (gitsync.SetKustomization: interval 10m, prune), resumes it and
+// requests a reconcile.
 func ApplyKustomization(ctx context.Context, c client.Client, src *Source) error {
 	ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: SyncName, Namespace: Namespace}}
 	if err := createOrUpdate(ctx, c, ks, func() {
-		ks.Spec.Interval = metav1.Duration{Duration: 10 * time.Minute}
-		ks.Spec.Path = src.Path
-		ks.Spec.TargetNamespace = src.TargetNamespace
-		ks.Spec.Suspend = false
-		ks.Spec.Prune = true
-		ks.Spec.SourceRef = kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: SyncName}
-		setAnnotation(ks, "reconcile.fluxcd.io/requestedAt", time.Now().Format(time.RFC3339Nano))
+		gitsync.SetKustomization(ks, syncOptions(src))
+		ks.Spec.Suspend = false // SuspendKustomization's, while resync re-points the source
+		setAnnotation(ks, meta.ReconcileRequestAnnotation, time.Now().Format(time.RFC3339Nano))
 	}); err != nil {
 		return fmt.Errorf("Kustomization %s/%s: %w", Namespace, SyncName, err)
 	}

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -274,9 +274,9 @@ func resync(ctx context.Context, c client.Client, u *ui.UI, dir string, src *Sou
 		// source-controller handled the request ApplySource made, for this
 		// generation: a failed fetch leaves status.observedGeneration behind,
 		// so that is not waited for unless the fetch succeeded.
-		ready := apimeta.FindStatusCondition(repo.Status.Conditions, meta.ReadyCondition)
+		ready, current := kinds.ReadyCondition(repo)
 		requested := repo.Annotations[meta.ReconcileRequestAnnotation]
-		if ready == nil || ready.ObservedGeneration != repo.Generation || requested == "" || repo.Status.LastHandledReconcileAt != requested {
+		if ready == nil || !current || requested == "" || repo.Status.LastHandledReconcileAt != requested {
 			return false, nil
 		}
 		if ready.Status == metav1.ConditionFalse && ready.Reason != meta.ProgressingReason && ready.Reason != meta.ProgressingWithRetryReason {

@@ -7,29 +7,28 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // settled reports whether a Kustomization's last reconcile of its current
-// generation has ended: Ready=True, Stalled, or failed with a reason. A
-// Kustomization waiting for its dependencies (DependencyNotReady) has
-// settled only while one of them is not Ready: once they all are, it is
-// retried after --requeue-dependency and is waited for. ready holds the
-// Ready status of each Kustomization by namespace/name.
+// generation (kinds.ReadyCondition) has ended: Ready=True, Stalled, or
+// failed with a reason. Not the readiness of kinds.Ready: a failed sync has
+// settled too, and the wait then says why. A Kustomization waiting for its
+// dependencies (DependencyNotReady) has settled only while one of them is
+// not Ready: once they all are, it is retried after --requeue-dependency
+// and is waited for. ready holds, by namespace/name, whether each
+// Kustomization is Ready (readyNow).
 func settled(k *kustomizev1.Kustomization, ready map[string]bool) bool {
-	cond := apimeta.FindStatusCondition(k.Status.Conditions, meta.ReadyCondition)
-	if cond == nil || cond.ObservedGeneration != k.Generation || k.Status.LastAttemptedRevision == "" && cond.Reason != meta.DependencyNotReadyReason {
+	cond, current := kinds.ReadyCondition(k)
+	if cond == nil || !current || k.Status.LastAttemptedRevision == "" && cond.Reason != meta.DependencyNotReadyReason {
 		return false
 	}
 	if cond.Status != metav1.ConditionTrue && cond.Reason == meta.DependencyNotReadyReason {
@@ -45,6 +44,14 @@ func settled(k *kustomizev1.Kustomization, ready map[string]bool) bool {
 		return len(k.Spec.DependsOn) == 0
 	}
 	return cond.Status == metav1.ConditionTrue || cond.Reason != meta.ProgressingReason && cond.Reason != meta.ProgressingWithRetryReason
+}
+
+// readyNow reports whether o is Ready=True for its current generation
+// (kinds.ReadyCondition), as kustomize-controller requires of a dependency
+// before it applies the Kustomizations that dependsOn it.
+func readyNow(o kinds.Object) bool {
+	cond, current := kinds.ReadyCondition(o)
+	return cond != nil && current && cond.Status == metav1.ConditionTrue
 }
 
 // hint says how to fix the usual causes of a failed first sync, from the
@@ -98,8 +105,8 @@ func waitSynced(ctx context.Context, c client.Client, u *ui.UI, timeout time.Dur
 			}
 			if o.Status.Artifact != nil {
 				artifact = o.Status.Artifact.Revision
-			} else if r := apimeta.FindStatusCondition(o.Status.Conditions, meta.ReadyCondition); r != nil &&
-				r.Status == metav1.ConditionFalse && r.ObservedGeneration == o.Generation && r.Reason != meta.ProgressingReason {
+			} else if r, current := kinds.ReadyCondition(&o); r != nil &&
+				r.Status == metav1.ConditionFalse && current && r.Reason != meta.ProgressingReason {
 				failed = fmt.Errorf("GitRepository %s/%s cannot fetch the repository: %s: %s", o.Namespace, o.Name, r.Reason, ui.OneLine(r.Message))
 				return false, failed
 			}
@@ -107,7 +114,7 @@ func waitSynced(ctx context.Context, c client.Client, u *ui.UI, timeout time.Dur
 		all, rootDone := true, false
 		ready := map[string]bool{}
 		for _, k := range kss.Items {
-			ready[k.Namespace+"/"+k.Name] = apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.ReadyCondition)
+			ready[k.Namespace+"/"+k.Name] = readyNow(&k)
 		}
 		for i := range kss.Items {
 			k := &kss.Items[i]

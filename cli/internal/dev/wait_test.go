@@ -67,3 +67,17 @@ func TestSettledDependencyNotReady(t *testing.T) {
 		t.Error("a Ready Kustomization has not settled")
 	}
 }
+
+// A dependency counts as Ready only when its Ready=True condition speaks of
+// its current generation, as kustomize-controller requires.
+func TestReadyNowWantsTheCurrentGeneration(t *testing.T) {
+	k := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "infra", Namespace: "flux-system", Generation: 2}}
+	k.Status.Conditions = []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.ReconciliationSucceededReason, ObservedGeneration: 1}}
+	if readyNow(k) {
+		t.Error("Ready=True of generation 1 counts as Ready at generation 2")
+	}
+	k.Status.Conditions[0].ObservedGeneration = 2
+	if !readyNow(k) {
+		t.Error("Ready=True of the current generation does not count as Ready")
+	}
+}

@@ -26,3 +26,20 @@ func TestPairAsFluxBootstrapWritesIt(t *testing.T) {
 		t.Errorf("path apps written %q", ks.Spec.Path)
 	}
 }
+
+// Setting the pair's fields on live objects rewrites those fields only: a
+// suspend, or a secretRef when no Secret is named, stays as it was.
+func TestSetKeepsFieldsThePairDoesNotSay(t *testing.T) {
+	o := Options{Name: "flux-system", URL: "http://example.com/b", Branch: "dev", Interval: time.Minute, Path: "./b"}
+	repo, ks := Objects(Options{Name: "flux-system", URL: "http://example.com/a", Secret: "creds", Path: "a"})
+	repo.Spec.Suspend, ks.Spec.Suspend, ks.Spec.Force = true, true, true
+	SetRepository(repo, o)
+	SetKustomization(ks, o)
+	if repo.Spec.URL != o.URL || repo.Spec.Reference.Branch != "dev" || !repo.Spec.Suspend ||
+		repo.Spec.SecretRef == nil || repo.Spec.SecretRef.Name != "creds" {
+		t.Errorf("GitRepository spec %+v", repo.Spec)
+	}
+	if ks.Spec.Path != "./b" || !ks.Spec.Suspend || !ks.Spec.Force {
+		t.Errorf("Kustomization spec %+v", ks.Spec)
+	}
+}
