@@ -14,7 +14,7 @@ CONTROLLER_GEN := bin/controller-gen
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
 # The controllers' --version (pkg/runtime.Version).
-CONTROLLER_LDFLAGS := -X github.com/eddyops/eddy/pkg/runtime.Version=$(VERSION)
+CONTROLLER_LDFLAGS := -X github.com/eddyops/eddy/pkg/controllerkit.Version=$(VERSION)
 EDDY_LDFLAGS := -X main.version=$(VERSION)
 
 .PHONY: all build generate tools test skipped-summary fuzz bench lint clean demo images push-images

@@ -24,10 +24,10 @@ package main
 
 import (
 	"github.com/eddyops/eddy/notification-controller/internal/controller"
-	"github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 )
 
 func main() {
 	var c controller.Config
-	runtime.Main(controller.ControllerName, &c)
+	controllerkit.Main(controller.ControllerName, &c)
 }

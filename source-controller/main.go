@@ -9,11 +9,11 @@
 package main
 
 import (
-	"github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/source-controller/internal/controller"
 )
 
 func main() {
 	var c controller.Config
-	runtime.Main(controller.ControllerName, &c)
+	controllerkit.Main(controller.ControllerName, &c)
 }

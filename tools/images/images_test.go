@@ -305,7 +305,7 @@ func controllerBinary(t *testing.T, dir string) string {
 		return v
 	}
 	const v = "v0.0.0-imagestest"
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-X github.com/eddyops/eddy/pkg/runtime.Version="+v,
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-X github.com/eddyops/eddy/pkg/controllerkit.Version="+v,
 		"-o", dir+"/", "./"+component)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)

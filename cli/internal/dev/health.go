@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/eddyops/eddy/cli/internal/install"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/process"
-	"github.com/eddyops/eddy/pkg/runtime"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,11 +101,11 @@ func leaseName(procName string, shards int) string {
 	for _, name := range Controllers {
 		switch {
 		case procName == name && shards > 0 && slices.Contains(ShardedControllers, name):
-			return runtime.LeaderElectionID(name, install.UnshardedSelector)
+			return controllerkit.LeaderElectionID(name, install.UnshardedSelector)
 		case procName == name:
-			return runtime.LeaderElectionID(name, "")
+			return controllerkit.LeaderElectionID(name, "")
 		case strings.HasPrefix(procName, name+"-shard"):
-			return runtime.LeaderElectionID(name, install.ShardSelector(strings.TrimPrefix(procName, name+"-")))
+			return controllerkit.LeaderElectionID(name, install.ShardSelector(strings.TrimPrefix(procName, name+"-")))
 		}
 	}
 	return ""

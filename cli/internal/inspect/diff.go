@@ -14,8 +14,8 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/kustomize"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -201,7 +201,7 @@ func sourceArtifact(ctx context.Context, c client.Client, ks *kustomizev1.Kustom
 	if err := c.Get(ctx, key, src); err != nil {
 		return nil, id, fmt.Errorf("source %s: %w", id, err)
 	}
-	a := eddyruntime.ArtifactOf(src)
+	a := controllerkit.ArtifactOf(src)
 	if a == nil || a.URL == "" {
 		return nil, id, fmt.Errorf("source %s has no artifact yet", id)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/eddyops/eddy/helm-controller/internal/action"
 	"github.com/eddyops/eddy/helm-controller/internal/drift"
 	"github.com/eddyops/eddy/helm-controller/internal/release"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/fluxcd/pkg/apis/meta"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	corev1 "k8s.io/api/core/v1"
@@ -40,7 +40,7 @@ func (r *HelmReleaseReconciler) releaseStep(req *releaseRequest, name string) *r
 		if name == helmv2.ReleaseActionInstall {
 			obj.Status.History = nil
 		}
-		reconcile.RemoveConditions(obj, helmv2.TestSuccessCondition, helmv2.RemediatedCondition)
+		reconciler.RemoveConditions(obj, helmv2.TestSuccessCondition, helmv2.RemediatedCondition)
 		start := time.Now()
 		_, err = run(ctx, cfg, obj, req.chart, req.values)
 		return r.released(req, name, start, observed, logs, err)
@@ -66,8 +66,8 @@ func (r *HelmReleaseReconciler) released(req *releaseRequest, name string, start
 	if cause := canceledBy(req.waitCtx); err != nil && cause != nil {
 		// A newer desired state cut the wait: not a failure of this
 		// release to remediate; the next reconcile upgrades from it.
-		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, meta.HealthCheckCanceledReason, cause.Error())
-		reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, meta.HealthCheckCanceledReason, cause.Error())
+		reconciler.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, meta.HealthCheckCanceledReason, cause.Error())
+		reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, meta.HealthCheckCanceledReason, cause.Error())
 		r.Events.Event(obj, corev1.EventTypeNormal, meta.HealthCheckCanceledReason, cause.Error(),
 			eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion(), obj.Status.LastAttemptedRevisionDigest))
 		return errMustRequeue
@@ -76,7 +76,7 @@ func (r *HelmReleaseReconciler) released(req *releaseRequest, name string, start
 		msg := fmt.Sprintf(failFmt, release.Namespace(obj), release.Name(obj), req.chart.Name(), req.chart.Metadata.Version,
 			strings.TrimSpace(req.secrets.Redact(err.Error())))
 		obj.Status.Failures++
-		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, failReason, msg)
+		reconciler.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, failReason, msg)
 		r.Events.Event(obj, corev1.EventTypeWarning, failReason, req.secrets.Redact(logs.withLogs(msg)),
 			eventMeta(req.chart.Metadata.Version, req.configDigest, req.chart.AppVersion(), obj.Status.LastAttemptedRevisionDigest))
 		if len(observed) == 0 {
@@ -87,9 +87,9 @@ func (r *HelmReleaseReconciler) released(req *releaseRequest, name string, start
 	}
 	cur := release.Latest(obj.Status.History)
 	msg := fmt.Sprintf(okFmt, release.FullName(cur), release.VersionedChartName(cur))
-	reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, okReason, msg)
+	reconciler.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, okReason, msg)
 	if action.TestSpec(obj).Enable && !release.HasBeenTested(cur) {
-		reconcile.SetCondition(obj, helmv2.TestSuccessCondition, metav1.ConditionUnknown, helmv2.AwaitingTestsReason,
+		reconciler.SetCondition(obj, helmv2.TestSuccessCondition, metav1.ConditionUnknown, helmv2.AwaitingTestsReason,
 			fmt.Sprintf(fmtTestPending, release.FullName(cur), release.VersionedChartName(cur)))
 	}
 	if _, ok := activeRetry(obj); ok {
@@ -145,7 +145,7 @@ func (r *HelmReleaseReconciler) testAction(req *releaseRequest) *releaseAction {
 		if err != nil {
 			msg := fmt.Sprintf(fmtTestFailure, release.FullName(cur), release.VersionedChartName(cur), strings.TrimSpace(req.secrets.Redact(err.Error())))
 			obj.Status.Failures++
-			reconcile.SetCondition(obj, helmv2.TestSuccessCondition, metav1.ConditionFalse, helmv2.TestFailedReason, msg)
+			reconciler.SetCondition(obj, helmv2.TestSuccessCondition, metav1.ConditionFalse, helmv2.TestFailedReason, msg)
 			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.TestFailedReason, msg, r.snapshotMeta(cur))
 			if release.HasBeenTested(cur) {
 				if m := activeRemediation(obj); m != nil && !m.mustIgnoreTestFailures(spec.IgnoreFailures) {
@@ -164,7 +164,7 @@ func (r *HelmReleaseReconciler) testAction(req *releaseRequest) *releaseAction {
 			}
 		}
 		msg := fmt.Sprintf(fmtTestSuccess, release.FullName(cur), release.VersionedChartName(cur), hookMsg)
-		reconcile.SetCondition(obj, helmv2.TestSuccessCondition, metav1.ConditionTrue, helmv2.TestSucceededReason, msg)
+		reconciler.SetCondition(obj, helmv2.TestSuccessCondition, metav1.ConditionTrue, helmv2.TestSucceededReason, msg)
 		r.Events.Event(obj, corev1.EventTypeNormal, helmv2.TestSucceededReason, msg, r.snapshotMeta(cur))
 		return nil
 	}}
@@ -237,7 +237,7 @@ func (r *HelmReleaseReconciler) remediated(req *releaseRequest, s *helmv2.Snapsh
 	if err != nil {
 		msg := fmt.Sprintf(m.failFmt, release.FullName(s), release.VersionedChartName(s), strings.TrimSpace(req.secrets.Redact(err.Error())))
 		obj.Status.Failures++
-		reconcile.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionFalse, m.failReason, msg)
+		reconciler.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionFalse, m.failReason, msg)
 		r.Events.Event(obj, corev1.EventTypeWarning, m.failReason, req.secrets.Redact(logs.withLogs(msg)), r.snapshotMeta(s))
 		if cur := release.Latest(obj.Status.History); cur == nil || cur.Digest == before {
 			return errors.New(msg)
@@ -245,7 +245,7 @@ func (r *HelmReleaseReconciler) remediated(req *releaseRequest, s *helmv2.Snapsh
 		return nil
 	}
 	msg := fmt.Sprintf(m.okFmt, release.FullName(s), release.VersionedChartName(s))
-	reconcile.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionTrue, m.okReason, msg)
+	reconciler.SetCondition(obj, helmv2.RemediatedCondition, metav1.ConditionTrue, m.okReason, msg)
 	r.Events.Event(obj, corev1.EventTypeNormal, m.okReason, msg, r.snapshotMeta(s))
 	return nil
 }
@@ -271,12 +271,12 @@ func (r *HelmReleaseReconciler) unlockAction(req *releaseRequest) *releaseAction
 		if err != nil {
 			msg := fmt.Sprintf(fmtUnlockFailure, full, chartName, status, err)
 			obj.Status.Failures++
-			reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, helmv2.PendingReleaseReason, msg)
+			reconciler.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, helmv2.PendingReleaseReason, msg)
 			r.Events.Event(obj, corev1.EventTypeWarning, helmv2.PendingReleaseReason, msg, nil)
 			return errors.New(msg)
 		}
 		msg := fmt.Sprintf(fmtUnlockSuccess, full, chartName, status)
-		reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, helmv2.PendingReleaseReason, msg)
+		reconciler.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionFalse, helmv2.PendingReleaseReason, msg)
 		r.Events.Event(obj, corev1.EventTypeNormal, helmv2.PendingReleaseReason, msg, r.snapshotMeta(release.Latest(obj.Status.History)))
 		return nil
 	}}

@@ -10,7 +10,7 @@ import (
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	"github.com/eddyops/eddy/helm-controller/internal/action"
 	"github.com/eddyops/eddy/helm-controller/internal/release"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/storage/driver"
@@ -44,7 +44,7 @@ type releaseAction struct {
 // action failed, or a remediation ran: determine the state, pick the next
 // action, run it, again. Each action kind runs at most once per reconcile.
 // Flux compatible (internal/reconcile/atomic_release.go).
-func (r *HelmReleaseReconciler) atomicRelease(ctx context.Context, req *releaseRequest, p *reconcile.StatusPatcher) error {
+func (r *HelmReleaseReconciler) atomicRelease(ctx context.Context, req *releaseRequest, p *reconciler.StatusPatcher) error {
 	log := ctrl.LoggerFrom(ctx)
 	obj := req.obj
 	ran := map[actionKind]bool{}
@@ -54,12 +54,12 @@ func (r *HelmReleaseReconciler) atomicRelease(ctx context.Context, req *releaseR
 		}
 		cfg, err := r.helmConfig(ctx, req, nil)
 		if err != nil {
-			reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, helmv2.FactoryErrorReason, err.Error())
+			reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, helmv2.FactoryErrorReason, err.Error())
 			return err
 		}
 		state, why, err := r.determineState(ctx, req, cfg)
 		if err != nil {
-			reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, helmv2.StateErrorReason, "Could not determine release state: "+err.Error())
+			reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, helmv2.StateErrorReason, "Could not determine release state: "+err.Error())
 			return err
 		}
 		log.V(1).Info("release state", "state", string(state), "reason", why)
@@ -75,28 +75,28 @@ func (r *HelmReleaseReconciler) atomicRelease(ctx context.Context, req *releaseR
 			return err
 		}
 		if next == nil {
-			reconcile.RemoveConditions(obj, meta.ReconcilingCondition)
+			reconciler.RemoveConditions(obj, meta.ReconcilingCondition)
 			summarize(obj)
 			return nil
 		}
 		if ran[next.kind] {
 			if d, ok := activeRetry(obj); ok {
-				reconcile.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, "retrying after "+d.String())
+				reconciler.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, "retrying after "+d.String())
 				return errRetryAfterInterval
 			}
 			if m := activeRemediation(obj); m == nil || !m.retriesExhausted() {
 				r.retrying(obj)
 				return errMustRequeue
 			}
-			reconcile.RemoveConditions(obj, meta.ReconcilingCondition)
+			reconciler.RemoveConditions(obj, meta.ReconcilingCondition)
 			return nil
 		}
 		msg := fmt.Sprintf("Running '%s' action with timeout of %s", next.name, next.timeout)
-		reconcile.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingReason, msg)
+		reconciler.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingReason, msg)
 		// Ready=True goes with no Reconciling (kstatus): any action
 		// after a success reads as in progress.
 		if next.kind == kindRelease || apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
-			reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, msg)
+			reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, msg)
 		}
 		if err := p.Patch(ctx); err != nil {
 			return err
@@ -105,18 +105,18 @@ func (r *HelmReleaseReconciler) atomicRelease(ctx context.Context, req *releaseR
 		if err := next.run(ctx); err != nil {
 			if d, ok := activeRetry(obj); ok {
 				log.Error(err, fmt.Sprintf("failed to run '%s' action", next.name))
-				reconcile.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, "retrying after "+d.String())
+				reconciler.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, "retrying after "+d.String())
 				return errRetryAfterInterval
 			}
 			if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
-				reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, helmv2.ReconcileErrorReason, err.Error())
+				reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, helmv2.ReconcileErrorReason, err.Error())
 			}
 			r.retrying(obj)
 			return err
 		}
 		if next.kind == kindRemediate {
 			if d, ok := activeRetry(obj); ok {
-				reconcile.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, "retrying after "+d.String())
+				reconciler.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, "retrying after "+d.String())
 				return errRetryAfterInterval
 			}
 			m := activeRemediation(obj)
@@ -130,7 +130,7 @@ func (r *HelmReleaseReconciler) atomicRelease(ctx context.Context, req *releaseR
 		}
 		ran[next.kind] = true
 		if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
-			reconcile.RemoveConditions(obj, meta.ReconcilingCondition)
+			reconciler.RemoveConditions(obj, meta.ReconcilingCondition)
 		}
 		if err := p.Patch(ctx); err != nil {
 			return err
@@ -144,16 +144,16 @@ func (r *HelmReleaseReconciler) retrying(obj *helmv2.HelmRelease) {
 	if c := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition); c != nil {
 		msg = c.Message
 	}
-	reconcile.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, msg)
+	reconciler.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingWithRetryReason, msg)
 }
 
 // stall marks Stalled=True (and Ready=False when it is not) and removes
 // Reconciling. No event: Flux emits none for these.
 func (r *HelmReleaseReconciler) stall(obj *helmv2.HelmRelease, reason, msg string) {
-	reconcile.RemoveConditions(obj, meta.ReconcilingCondition)
-	reconcile.SetCondition(obj, meta.StalledCondition, metav1.ConditionTrue, reason, msg)
+	reconciler.RemoveConditions(obj, meta.ReconcilingCondition)
+	reconciler.SetCondition(obj, meta.StalledCondition, metav1.ConditionTrue, reason, msg)
 	if !apimeta.IsStatusConditionFalse(obj.Status.Conditions, meta.ReadyCondition) {
-		reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, reason, msg)
+		reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, reason, msg)
 	}
 }
 
@@ -237,19 +237,19 @@ func (r *HelmReleaseReconciler) inSync(ctx context.Context, req *releaseRequest,
 		if c := apimeta.FindStatusCondition(obj.Status.Conditions, helmv2.ReleasedCondition); c != nil {
 			switch c.Reason {
 			case helmv2.InstallFailedReason:
-				reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, helmv2.InstallSucceededReason,
+				reconciler.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, helmv2.InstallSucceededReason,
 					fmt.Sprintf(fmtInstallSuccess, release.FullName(cur), release.VersionedChartName(cur)))
 			case helmv2.UpgradeFailedReason:
-				reconcile.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, helmv2.UpgradeSucceededReason,
+				reconciler.SetCondition(obj, helmv2.ReleasedCondition, metav1.ConditionTrue, helmv2.UpgradeSucceededReason,
 					fmt.Sprintf(fmtUpgradeSuccess, release.FullName(cur), release.VersionedChartName(cur)))
 			}
 		}
 	}
 	if mode := driftMode(obj); mode == helmv2.DriftDetectionEnabled || mode == helmv2.DriftDetectionWarn {
-		reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionFalse, helmv2.NoDriftDetectedReason,
+		reconciler.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionFalse, helmv2.NoDriftDetectedReason,
 			"No drift detected against the cluster state")
 	} else {
-		reconcile.RemoveConditions(obj, helmv2.DriftedCondition)
+		reconciler.RemoveConditions(obj, helmv2.DriftedCondition)
 	}
 	return nil
 }
@@ -261,7 +261,7 @@ func (r *HelmReleaseReconciler) drifted(req *releaseRequest) *releaseAction {
 	cur := release.Latest(obj.Status.History)
 	msg := req.secrets.Redact(ssa.ReleaseDriftMessage(release.FullName(cur), req.drift.Drifts()))
 	r.Events.Event(obj, corev1.EventTypeWarning, helmv2.DriftDetectedReason, msg, r.snapshotMeta(cur))
-	reconcile.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionTrue, helmv2.DriftDetectedReason, msg)
+	reconciler.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionTrue, helmv2.DriftDetectedReason, msg)
 	if driftMode(obj) == helmv2.DriftDetectionEnabled {
 		return r.correctDriftAction(req, req.drift)
 	}

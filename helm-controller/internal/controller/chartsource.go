@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 
 	"github.com/Masterminds/semver/v3"
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
@@ -232,7 +232,7 @@ func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRele
 		if ready != nil {
 			why = ready.Message
 		}
-	case eddyruntime.ArtifactOf(src) == nil:
+	case controllerkit.ArtifactOf(src) == nil:
 		why = "does not have an artifact"
 	}
 	if why != "" {
@@ -240,7 +240,7 @@ func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRele
 		f.Waiting, f.Retry = true, r.RequeueDependency
 		return nil, f
 	}
-	return &chartSource{ref: ref, artifact: eddyruntime.ArtifactOf(src)}, nil
+	return &chartSource{ref: ref, artifact: controllerkit.ArtifactOf(src)}, nil
 }
 
 // loadChart downloads the source's artifact (a chart .tgz: a HelmChart's,

@@ -11,9 +11,9 @@ import (
 	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"github.com/eddyops/eddy/helm-controller/internal/values"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/reconcile"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
@@ -63,15 +63,15 @@ type HelmReleaseReconciler struct {
 }
 
 // failure is the skeleton's failed reconcile of a prerequisite.
-type failure = reconcile.Failure
+type failure = reconciler.Failure
 
-var fail = reconcile.Fail
+var fail = reconciler.Fail
 
 // Reconcile brings one HelmRelease's Helm release to its spec. The skeleton
-// (pkg/reconcile) runs the finalizer and suspend prologue and writes the
+// (pkg/reconciler) runs the finalizer and suspend prologue and writes the
 // status last; run does the rest.
 func (r *HelmReleaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	skel := reconcile.Skeleton[*helmv2.HelmRelease]{
+	skel := reconciler.Skeleton[*helmv2.HelmRelease]{
 		Client:     r.Client,
 		Kind:       helmv2.HelmReleaseKind,
 		FieldOwner: ControllerName,
@@ -95,20 +95,20 @@ var (
 // status.observedGeneration is written only when the outcome is final for
 // the generation: success, a wait for the retry interval, or a stall.
 // Flux compatible.
-func (r *HelmReleaseReconciler) run(ctx context.Context, obj *helmv2.HelmRelease, p *reconcile.StatusPatcher) (ctrl.Result, error) {
+func (r *HelmReleaseReconciler) run(ctx context.Context, obj *helmv2.HelmRelease, p *reconciler.StatusPatcher) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	reconcile.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingReason, "Fulfilling prerequisites")
+	reconciler.SetCondition(obj, meta.ReconcilingCondition, metav1.ConditionTrue, meta.ProgressingReason, "Fulfilling prerequisites")
 	// Ready=True goes with no Reconciling (kstatus); a failing Ready keeps
 	// its reason until a step clears it.
 	if apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition) {
-		reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, "reconciliation in progress")
+		reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, "reconciliation in progress")
 	}
 	if err := p.Patch(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
 	rel, f := r.prerequisites(ctx, obj, p)
 	if f != nil {
-		reconcile.Summarize(obj, f, "", "")
+		reconciler.Summarize(obj, f, "", "")
 		if err := p.Finish(ctx); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -142,9 +142,9 @@ func (r *HelmReleaseReconciler) run(ctx context.Context, obj *helmv2.HelmRelease
 	var res ctrl.Result
 	switch {
 	case err == nil:
-		res.RequeueAfter = eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
+		res.RequeueAfter = controllerkit.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
 	case errors.Is(err, errRetryAfterInterval):
-		res.RequeueAfter = eddyruntime.Jitter(activeRetryInterval(obj), r.JitterPercent)
+		res.RequeueAfter = controllerkit.Jitter(activeRetryInterval(obj), r.JitterPercent)
 	case errors.Is(err, errMustRequeue):
 		res.Requeue = true //nolint:staticcheck // Flux's immediate requeue
 	}
@@ -185,12 +185,12 @@ type releaseRequest struct {
 // dependencies, source, values, chart download, release target change and
 // failure counter reset. A nil request with a nil failure means the release
 // target changed and the old release was uninstalled: requeue.
-func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.HelmRelease, p *reconcile.StatusPatcher) (*releaseRequest, *failure) {
+func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.HelmRelease, p *reconciler.StatusPatcher) (*releaseRequest, *failure) {
 	progressed := func(reasons ...string) {
 		if c := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition); c != nil && c.Status == metav1.ConditionFalse {
 			for _, reason := range reasons {
 				if c.Reason == reason {
-					reconcile.SetCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, "reconciliation in progress")
+					reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionUnknown, meta.ProgressingReason, "reconciliation in progress")
 				}
 			}
 		}
@@ -261,9 +261,9 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 	return req, nil
 }
 
-// checkDependencies evaluates spec.dependsOn (reconcile.Dependencies).
+// checkDependencies evaluates spec.dependsOn (reconciler.Dependencies).
 func (r *HelmReleaseReconciler) checkDependencies(ctx context.Context, obj *helmv2.HelmRelease) *failure {
-	return reconcile.Dependencies[*helmv2.HelmRelease]{
+	return reconciler.Dependencies[*helmv2.HelmRelease]{
 		Reader:      r.APIReader,
 		New:         func() *helmv2.HelmRelease { return &helmv2.HelmRelease{} },
 		Retry:       r.RequeueDependency,

@@ -16,8 +16,8 @@ import (
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/runtime"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,7 +31,7 @@ const ControllerName = "helm-controller"
 // its own, with Flux's names and defaults (contract §5.6, §9). main and the
 // tests build the manager from it with NewManager.
 type Config struct {
-	runtime.Options
+	controllerkit.Options
 	EventsAddr              string
 	RequeueDependency       time.Duration
 	HTTPRetry               int
@@ -48,7 +48,7 @@ type Config struct {
 
 // BindFlags registers the flags on fs.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	c.Options.BindFlags(fs, 4, runtime.DisableChartDigestTracking, runtime.AdditiveCELDependencyCheck)
+	c.Options.BindFlags(fs, 4, controllerkit.DisableChartDigestTracking, controllerkit.AdditiveCELDependencyCheck)
 	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 	fs.DurationVar(&c.RequeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a HelmRelease whose source or dependencies are not ready.")
 	fs.IntVar(&c.HTTPRetry, "http-retry", 9, "The number of retries of a chart artifact download.")
@@ -61,7 +61,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 // NewScheme returns helm-controller's scheme: the Kubernetes built-in kinds,
 // source.toolkit.fluxcd.io and helm.toolkit.fluxcd.io.
 func NewScheme() (*k8sruntime.Scheme, error) {
-	return runtime.NewScheme(sourcev1.AddToScheme, helmv2.AddToScheme)
+	return controllerkit.NewScheme(sourcev1.AddToScheme, helmv2.AddToScheme)
 }
 
 // NewManager builds helm-controller's manager from c: NewScheme, the
@@ -94,8 +94,8 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		RequeueDependency:          c.RequeueDependency,
 		HealthPoll:                 c.HealthPoll,
 		JitterPercent:              c.IntervalJitter,
-		DisableChartDigestTracking: c.FeatureGates.Enabled(runtime.DisableChartDigestTracking),
-		AdditiveCELDependencyCheck: c.FeatureGates.Enabled(runtime.AdditiveCELDependencyCheck),
+		DisableChartDigestTracking: c.FeatureGates.Enabled(controllerkit.DisableChartDigestTracking),
+		AdditiveCELDependencyCheck: c.FeatureGates.Enabled(controllerkit.AdditiveCELDependencyCheck),
 	}
 	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, err
@@ -103,5 +103,5 @@ func NewManager(c Config) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// Manager is NewManager for runtime.Main.
+// Manager is NewManager for controllerkit.Main.
 func (c *Config) Manager() (ctrl.Manager, error) { return NewManager(*c) }

@@ -5,7 +5,7 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -46,7 +46,7 @@ func (r *HelmReleaseReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		}
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&helmv2.HelmRelease{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		For(&helmv2.HelmRelease{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
 		Watches(&helmv2.HelmRelease{}, cancelOnGeneration).
 		Watches(&sourcev1.HelmChart{}, handler.Funcs{UpdateFunc: r.chartChanged(sourcev1.HelmChartKind)}).
 		Watches(&sourcev1.OCIRepository{}, handler.Funcs{UpdateFunc: r.chartChanged(sourcev1.OCIRepositoryKind)}).
@@ -69,7 +69,7 @@ func (r *HelmReleaseReconciler) chartChanged(kind string) func(context.Context, 
 		if !ok1 || !ok2 {
 			return
 		}
-		oa, na := eddyruntime.ArtifactOf(o), eddyruntime.ArtifactOf(n)
+		oa, na := controllerkit.ArtifactOf(o), controllerkit.ArtifactOf(n)
 		artifactChanged := na != nil && (oa == nil || oa.Revision != na.Revision || oa.Digest != na.Digest)
 		if !artifactChanged && o.GetObservedGeneration() == n.GetObservedGeneration() {
 			return

@@ -4,7 +4,7 @@ import (
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	"github.com/eddyops/eddy/helm-controller/internal/action"
 	"github.com/eddyops/eddy/helm-controller/internal/postrender"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +23,7 @@ func summarize(obj *helmv2.HelmRelease) {
 		order = []string{helmv2.RemediatedCondition, helmv2.TestSuccessCondition, helmv2.ReleasedCondition}
 	}
 	if !ts.Enable {
-		reconcile.RemoveConditions(obj, helmv2.TestSuccessCondition)
+		reconciler.RemoveConditions(obj, helmv2.TestSuccessCondition)
 	}
 	var pick *metav1.Condition
 	for _, typ := range order {
@@ -43,9 +43,9 @@ func summarize(obj *helmv2.HelmRelease) {
 		status = metav1.ConditionFalse
 	}
 	if status == metav1.ConditionTrue {
-		reconcile.RemoveConditions(obj, meta.StalledCondition)
+		reconciler.RemoveConditions(obj, meta.StalledCondition)
 	}
-	reconcile.SetCondition(obj, meta.ReadyCondition, status, pick.Reason, pick.Message)
+	reconciler.SetCondition(obj, meta.ReadyCondition, status, pick.Reason, pick.Message)
 	// The digests the release was last acted on with (Flux does it here).
 	obj.Status.ObservedPostRenderersDigest = postrender.PostRenderersDigest(obj)
 	obj.Status.ObservedCommonMetadataDigest = postrender.CommonMetadataDigest(obj)
@@ -55,8 +55,8 @@ func summarize(obj *helmv2.HelmRelease) {
 // reason and message (status True). Flux compatible.
 func replaceCondition(obj *helmv2.HelmRelease, target, replacement, reason, msg string) {
 	if c := apimeta.FindStatusCondition(obj.Status.Conditions, target); c != nil {
-		reconcile.RemoveConditions(obj, target, replacement)
-		reconcile.SetCondition(obj, replacement, metav1.ConditionTrue, reason, msg)
+		reconciler.RemoveConditions(obj, target, replacement)
+		reconciler.SetCondition(obj, replacement, metav1.ConditionTrue, reason, msg)
 	}
 }
 

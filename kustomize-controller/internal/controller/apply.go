@@ -143,7 +143,7 @@ func (r *KustomizationReconciler) serviceAccount(obj *kustomizev1.Kustomization)
 // see remoteClients) when set, else this cluster's; impersonating
 // spec.serviceAccountName (or the default) when set, on the remote cluster
 // when there is one. A remote cluster must answer first. Flux compatible
-// (pkg/runtime/client Impersonator).
+// (fluxcd/pkg/runtime/client Impersonator).
 func (r *KustomizationReconciler) clientFor(ctx context.Context, obj *kustomizev1.Kustomization) (client.Client, error) {
 	impersonate := ""
 	if sa := r.serviceAccount(obj); sa != "" {

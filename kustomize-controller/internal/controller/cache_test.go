@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TestCacheDropsManagedFields: the manager's informer cache (pkg/runtime's
+// TestCacheDropsManagedFields: the manager's informer cache (pkg/controllerkit's
 // NewManager, as the binary builds it) keeps the Kustomizations without their
 // managedFields, which the API server has; the reconciler reads them from
 // that cache. A Kustomization of a shard of its own, suspended.
@@ -77,7 +77,7 @@ func TestEventsThrottledPerReason(t *testing.T) {
 	}
 }
 
-// startManager starts the binary's manager (pkg/runtime's NewManager from
+// startManager starts the binary's manager (pkg/controllerkit's NewManager from
 // the binary's flags) without the reconciler, for the Kustomizations of
 // shard (one manager per process may run the controller, and the suite's
 // does), until the test ends.

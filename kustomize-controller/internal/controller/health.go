@@ -12,7 +12,7 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/health"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -470,7 +470,7 @@ func (r *KustomizationReconciler) healthResult(obj *kustomizev1.Kustomization, w
 // Ready=Unknown, Reconciling "Running health checks ...") through
 // p.Pending, which leaves the reconcile request unhandled until the
 // outcome is written.
-func (r *KustomizationReconciler) awaitHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, p *reconcile.StatusPatcher,
+func (r *KustomizationReconciler) awaitHealthCheck(ctx context.Context, obj *kustomizev1.Kustomization, p *reconciler.StatusPatcher,
 	start time.Time, snap *snapshot) error {
 	h := r.healthChecks
 	h.mu.Lock()

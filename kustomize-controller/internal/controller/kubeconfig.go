@@ -34,7 +34,7 @@ type KubeConfigOptions struct {
 }
 
 // remoteTimeout bounds each request to a remote cluster. Flux compatible
-// (pkg/runtime/client: 30s).
+// (fluxcd/pkg/runtime/client: 30s).
 const remoteTimeout = 30 * time.Second
 
 // errKubeConfig marks a kubeconfig Secret that cannot be used as it is:
@@ -102,7 +102,7 @@ func kubeConfigData(ctx context.Context, r client.Reader, ns string, ref *meta.K
 // auth-provider plugins always, exec plugins unless opts.InsecureExec.
 // Only the server, TLS data, proxy and credentials are kept (no
 // impersonation from the kubeconfig); insecure-skip-tls-verify only with
-// opts.InsecureTLS. Flux compatible (pkg/runtime/client KubeConfig and the
+// opts.InsecureTLS. Flux compatible (fluxcd/pkg/runtime/client KubeConfig and the
 // kustomize-controller v1.9.5 self-contained rule); secretName names the
 // Secret in messages, which never hold a path or a credential.
 func restConfigFromKubeConfig(data []byte, secretName string, opts KubeConfigOptions) (cfg *rest.Config, insecureIgnored bool, err error) {

@@ -9,10 +9,10 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/kustomize"
-	"github.com/eddyops/eddy/pkg/reconcile"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/ssa"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -107,10 +107,10 @@ type KustomizationReconciler struct {
 
 // failure is the skeleton's failed reconcile; Retry 0 means
 // spec.retryInterval.
-type failure = reconcile.Failure
+type failure = reconciler.Failure
 
 // fail is reconcile.Fail.
-var fail = reconcile.Fail
+var fail = reconciler.Fail
 
 // timeout is spec.timeout, else interval − 30s, never below 30s. Flux compatible.
 func timeout(k *kustomizev1.Kustomization) time.Duration {
@@ -122,10 +122,10 @@ func timeout(k *kustomizev1.Kustomization) time.Duration {
 }
 
 // Reconcile brings one Kustomization's objects to its source's revision.
-// The skeleton (pkg/reconcile) runs the finalizer and suspend prologue and
+// The skeleton (pkg/reconciler) runs the finalizer and suspend prologue and
 // writes the status last; run does the rest.
 func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	skel := reconcile.Skeleton[*kustomizev1.Kustomization]{
+	skel := reconciler.Skeleton[*kustomizev1.Kustomization]{
 		Client: r.Client,
 		Kind:   kustomizev1.KustomizationKind,
 		// The finalizer is written as the status owner, not as the applier:
@@ -154,11 +154,11 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // run reconciles a live, unsuspended Kustomization, writes its status and
 // emits the outcome's event. Flux requeues failures at the retry interval
 // rather than with back-off; a stalled failure is returned as the error.
-func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
+func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, p *reconciler.StatusPatcher) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	// progress reports a step of a reconcile on the object while it runs.
 	progress := func(msg string) {
-		reconcile.Progressing(obj, msg)
+		reconciler.Progressing(obj, msg)
 		if err := p.Patch(ctx); err != nil {
 			log.Error(err, "patching status")
 		}
@@ -168,7 +168,7 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 		return ctrl.Result{}, r.awaitHealthCheck(ctx, obj, p, o.start, &o.snap)
 	}
 	f, start, snap := o.failure, o.start, o.snap
-	reconcile.Summarize(obj, f, kustomizev1.ReconciliationSucceededReason, "Applied revision: "+obj.Status.LastAppliedRevision)
+	reconciler.Summarize(obj, f, kustomizev1.ReconciliationSucceededReason, "Applied revision: "+obj.Status.LastAppliedRevision)
 	if snap.digest != "" {
 		obj.Status.History.Upsert(snap.digest, time.Now(), time.Since(start),
 			apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition).Reason, snap.metadata)
@@ -180,7 +180,7 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 	rec := r.Events.WithRelated(snap.source)
 	switch {
 	case f == nil:
-		next := eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
+		next := controllerkit.Jitter(obj.Spec.Interval.Duration, r.JitterPercent)
 		annotations[kustomizev1.GroupVersion.Group+"/commit_status"] = "update"
 		msg := fmt.Sprintf("Reconciliation finished in %s, next run in %s", time.Since(start).Round(time.Millisecond), obj.Spec.Interval.Duration)
 		// Flux compatible: logged at info too, so `flux logs` shows each success.

@@ -9,8 +9,8 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/pkg/ssa"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -25,7 +25,7 @@ const ControllerName = "kustomize-controller"
 // its own, with Flux's names and defaults (contract §9). main and the tests
 // build the manager from it with NewManager.
 type Config struct {
-	runtime.Options
+	controllerkit.Options
 	EventsAddr            string
 	RequeueDependency     time.Duration
 	DefaultServiceAccount string
@@ -48,14 +48,14 @@ type Config struct {
 
 // BindFlags registers the flags on fs.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	c.Options.BindFlags(fs, 4, runtime.StrictPostBuildSubstitutions, runtime.CancelHealthCheckOnNewRevision, runtime.DisableCommitStatusEvent,
-		runtime.AdditiveCELDependencyCheck)
+	c.Options.BindFlags(fs, 4, controllerkit.StrictPostBuildSubstitutions, controllerkit.CancelHealthCheckOnNewRevision, controllerkit.DisableCommitStatusEvent,
+		controllerkit.AdditiveCELDependencyCheck)
 	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 	fs.DurationVar(&c.RequeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a Kustomization whose source or dependencies are not ready.")
 	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "The service account impersonated when a Kustomization names none.")
 	fs.IntVar(&c.HTTPRetry, "http-retry", 9, "The number of retries of an artifact download.")
 	fs.IntVar(&c.ConcurrentSSA, "concurrent-ssa", 4, "The number of server-side apply dry-runs in flight per reconcile.")
-	// Flux compatible names and defaults (pkg/runtime/client KubeConfigOptions).
+	// Flux compatible names and defaults (fluxcd/pkg/runtime/client KubeConfigOptions).
 	fs.BoolVar(&c.KubeConfig.InsecureExec, "insecure-kubeconfig-exec", false,
 		"Allow use of the user.exec section in kubeconfigs provided for remote apply.")
 	fs.BoolVar(&c.KubeConfig.InsecureTLS, "insecure-kubeconfig-tls", false,
@@ -72,7 +72,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 // kinds, source.toolkit.fluxcd.io and kustomize.toolkit.fluxcd.io. Objects
 // of other groups (CRDs included) are handled as unstructured.
 func NewScheme() (*k8sruntime.Scheme, error) {
-	return runtime.NewScheme(sourcev1.AddToScheme, kustomizev1.AddToScheme)
+	return controllerkit.NewScheme(sourcev1.AddToScheme, kustomizev1.AddToScheme)
 }
 
 // NewManager builds kustomize-controller's manager from c: NewScheme, the
@@ -108,15 +108,15 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		UnchangedRecheck:      c.UnchangedRecheck,
 		SOPSHelper:            c.SOPSHelper,
 	}
-	r.NonStrictSubstitutions = !c.FeatureGates.Enabled(runtime.StrictPostBuildSubstitutions)
-	r.KeepHealthCheckOnNewRevision = !c.FeatureGates.Enabled(runtime.CancelHealthCheckOnNewRevision)
-	r.DisableCommitStatusEvent = c.FeatureGates.Enabled(runtime.DisableCommitStatusEvent)
-	r.AdditiveCELDependencyCheck = c.FeatureGates.Enabled(runtime.AdditiveCELDependencyCheck)
+	r.NonStrictSubstitutions = !c.FeatureGates.Enabled(controllerkit.StrictPostBuildSubstitutions)
+	r.KeepHealthCheckOnNewRevision = !c.FeatureGates.Enabled(controllerkit.CancelHealthCheckOnNewRevision)
+	r.DisableCommitStatusEvent = c.FeatureGates.Enabled(controllerkit.DisableCommitStatusEvent)
+	r.AdditiveCELDependencyCheck = c.FeatureGates.Enabled(controllerkit.AdditiveCELDependencyCheck)
 	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, err
 	}
 	return mgr, nil
 }
 
-// Manager is NewManager for runtime.Main.
+// Manager is NewManager for controllerkit.Main.
 func (c *Config) Manager() (ctrl.Manager, error) { return NewManager(*c) }

@@ -5,7 +5,7 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/ssa"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -45,16 +45,16 @@ func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 	// dependants enqueues the Kustomizations whose sourceRef names a source
 	// of kind.
 	dependants := func(kind string) handler.EventHandler {
-		return eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &kustomizev1.KustomizationList{} },
+		return controllerkit.EnqueueListed(r.Client, func() client.ObjectList { return &kustomizev1.KustomizationList{} },
 			func(src client.Object) []client.ListOption {
 				key := kind + "/" + src.GetNamespace() + "/" + src.GetName()
 				return []client.ListOption{client.MatchingFields{sourceIndex: key}}
 			})
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&kustomizev1.Kustomization{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
-		Watches(&sourcev1.GitRepository{}, dependants(sourcev1.GitRepositoryKind), builder.WithPredicates(eddyruntime.ArtifactChanged{})).
-		Watches(&sourcev1.OCIRepository{}, dependants(sourcev1.OCIRepositoryKind), builder.WithPredicates(eddyruntime.ArtifactChanged{})).
+		For(&kustomizev1.Kustomization{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
+		Watches(&sourcev1.GitRepository{}, dependants(sourcev1.GitRepositoryKind), builder.WithPredicates(controllerkit.ArtifactChanged{})).
+		Watches(&sourcev1.OCIRepository{}, dependants(sourcev1.OCIRepositoryKind), builder.WithPredicates(controllerkit.ArtifactChanged{})).
 		WatchesRawSource(source.Channel(r.healthChecks.done, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Complete(r)

@@ -9,9 +9,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/kustomize"
-	"github.com/eddyops/eddy/pkg/reconcile"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/reconciler"
 )
 
 // source resolves spec.sourceRef (kustomize.SourceOf) to the artifact of a
@@ -34,7 +34,7 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 		f.Retry, f.Waiting = r.RequeueDependency, true
 		return nil, nil, f
 	}
-	art := eddyruntime.ArtifactOf(src)
+	art := controllerkit.ArtifactOf(src)
 	if art == nil {
 		f := fail(meta.ArtifactFailedReason, "Source '%s' is not ready, artifact not found", id)
 		f.Retry, f.Waiting = r.RequeueDependency, true
@@ -43,10 +43,10 @@ func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.K
 	return src, art, nil
 }
 
-// checkDependencies evaluates spec.dependsOn (reconcile.Dependencies): a
+// checkDependencies evaluates spec.dependsOn (reconciler.Dependencies): a
 // dependency sharing obj's source must also have applied revision.
 func (r *KustomizationReconciler) checkDependencies(ctx context.Context, obj *kustomizev1.Kustomization, revision string) *failure {
-	return reconcile.Dependencies[*kustomizev1.Kustomization]{
+	return reconciler.Dependencies[*kustomizev1.Kustomization]{
 		Reader: r.APIReader,
 		New:    func() *kustomizev1.Kustomization { return &kustomizev1.Kustomization{} },
 		UpToDate: func(dep *kustomizev1.Kustomization) string {

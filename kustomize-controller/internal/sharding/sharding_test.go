@@ -18,7 +18,7 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -254,7 +254,7 @@ func TestShards(t *testing.T) {
 	// Each process holds its own shard's lease; no two share one.
 	leases := map[string]string{}
 	for _, c := range append(mapValues(sources), mapValues(kustomizers)...) {
-		id := eddyruntime.LeaderElectionID(c.name, selector(c.shard))
+		id := controllerkit.LeaderElectionID(c.name, selector(c.shard))
 		if other, ok := leases[id]; ok {
 			t.Fatalf("%s shard %q and %s share the lease %s", c.name, c.shard, other, id)
 		}
@@ -339,7 +339,7 @@ func TestShards(t *testing.T) {
 
 	// A second replica of shard1 stands by: it reconciles nothing while the
 	// first holds the lease, and takes over when the first is killed.
-	shard1ID := eddyruntime.LeaderElectionID("kustomize-controller", selector("shard1"))
+	shard1ID := controllerkit.LeaderElectionID("kustomize-controller", selector("shard1"))
 	first := holder(lease(t, shard1ID))
 	standby := start(t, "kustomize-controller", "shard1", "-b")
 	standby.shard = "shard1"

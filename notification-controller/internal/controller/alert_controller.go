@@ -9,8 +9,8 @@ import (
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/notifier"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
-	"github.com/eddyops/eddy/pkg/reconcile"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,7 +56,7 @@ func (r *AlertReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Opt
 		return err
 	}
 	// A Provider's change checks the Alerts whose spec.providerRef names it.
-	alerts := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &notificationv1.AlertList{} },
+	alerts := controllerkit.EnqueueListed(r.Client, func() client.ObjectList { return &notificationv1.AlertList{} },
 		func(p client.Object) []client.ListOption {
 			return []client.ListOption{client.InNamespace(p.GetNamespace()), client.MatchingFields{ProviderRefIndex: p.GetName()}}
 		})
@@ -73,7 +73,7 @@ func (r *AlertReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if err := reconcile.RemoveFinalizers(ctx, r.Client, obj, ControllerName, legacyFinalizer); err != nil {
+	if err := reconciler.RemoveFinalizers(ctx, r.Client, obj, ControllerName, legacyFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
 	if !obj.DeletionTimestamp.IsZero() || obj.Spec.Suspend {
@@ -124,5 +124,5 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return ctrl.Result{}, reconcile.RemoveFinalizers(ctx, r.Client, obj, ControllerName, legacyFinalizer)
+	return ctrl.Result{}, reconciler.RemoveFinalizers(ctx, r.Client, obj, ControllerName, legacyFinalizer)
 }

@@ -10,7 +10,7 @@ import (
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
-	"github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,7 +24,7 @@ const ControllerName = "notification-controller"
 // flags and its own, with Flux's names and defaults (contract §9). main and
 // the tests build the manager from it with NewManager.
 type Config struct {
-	runtime.Options
+	controllerkit.Options
 	EventsAddr        string
 	ReceiverAddr      string
 	RateLimitInterval time.Duration
@@ -48,7 +48,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 // built-in kinds and notification.toolkit.fluxcd.io v1 and v1beta3. The
 // objects Receivers and Alerts refer to are handled as unstructured.
 func NewScheme() (*k8sruntime.Scheme, error) {
-	return runtime.NewScheme(notificationv1.AddToScheme, notificationv1beta3.AddToScheme)
+	return controllerkit.NewScheme(notificationv1.AddToScheme, notificationv1beta3.AddToScheme)
 }
 
 // NewManager builds notification-controller's manager from c: NewScheme,
@@ -106,7 +106,7 @@ func (s serverRunnable) Start(ctx context.Context) error { return server.Serve(c
 // NeedLeaderElection is false: events and webhooks are served by all replicas.
 func (s serverRunnable) NeedLeaderElection() bool { return false }
 
-// Manager is NewManager for runtime.Main, which needs only the manager.
+// Manager is NewManager for controllerkit.Main, which needs only the manager.
 func (c *Config) Manager() (ctrl.Manager, error) {
 	mgr, _, err := NewManager(*c)
 	return mgr, err

@@ -12,8 +12,8 @@ import (
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/eddyops/eddy/notification-controller/internal/server"
-	"github.com/eddyops/eddy/pkg/reconcile"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/webhook"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -82,12 +82,12 @@ func (r *ReceiverReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.
 	secretMeta := &metav1.PartialObjectMetadata{}
 	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	// A Secret's change reconciles the Receivers whose spec.secretRef names it.
-	receivers := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &notificationv1.ReceiverList{} },
+	receivers := controllerkit.EnqueueListed(r.Client, func() client.ObjectList { return &notificationv1.ReceiverList{} },
 		func(s client.Object) []client.ListOption {
 			return []client.ListOption{client.InNamespace(s.GetNamespace()), client.MatchingFields{SecretRefIndex: s.GetName()}}
 		})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&notificationv1.Receiver{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		For(&notificationv1.Receiver{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
 		WatchesRawSource(source.Kind(secrets, client.Object(secretMeta), receivers)).
 		WithOptions(opts).
 		Complete(r)
@@ -105,10 +105,10 @@ func secretIdentity(o any) (any, error) {
 }
 
 // Reconcile computes the receiver's path and status. The skeleton
-// (pkg/reconcile) removes the legacy finalizer, records a suspended
+// (pkg/reconciler) removes the legacy finalizer, records a suspended
 // Receiver's observation and writes the status last.
 func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	skel := reconcile.Skeleton[*notificationv1.Receiver]{
+	skel := reconciler.Skeleton[*notificationv1.Receiver]{
 		Client:     r.Client,
 		FieldOwner: ControllerName,
 		// Flux's v1 Receiver had a finalizer in older versions; nothing needs it.
@@ -119,13 +119,13 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 }
 
 // run sets Ready from the observation, at the object's generation.
-func (r *ReceiverReconciler) run(ctx context.Context, obj *notificationv1.Receiver, _ *reconcile.StatusPatcher) (ctrl.Result, error) {
+func (r *ReceiverReconciler) run(ctx context.Context, obj *notificationv1.Receiver, _ *reconciler.StatusPatcher) (ctrl.Result, error) {
 	reason, msg := r.observe(ctx, obj)
 	status := metav1.ConditionTrue
 	if reason != meta.SucceededReason {
 		status = metav1.ConditionFalse
 	}
-	reconcile.SetCondition(obj, meta.ReadyCondition, status, reason, msg)
+	reconciler.SetCondition(obj, meta.ReadyCondition, status, reason, msg)
 	obj.Status.ObservedGeneration = obj.Generation
 	if reason == notificationv1.TokenNotFoundReason {
 		// Flux returns the error: retried with backoff. msg names the
@@ -136,7 +136,7 @@ func (r *ReceiverReconciler) run(ctx context.Context, obj *notificationv1.Receiv
 	if obj.Spec.Interval != nil {
 		interval = obj.Spec.Interval.Duration
 	}
-	return ctrl.Result{RequeueAfter: eddyruntime.Jitter(interval, r.JitterPercent)}, nil
+	return ctrl.Result{RequeueAfter: controllerkit.Jitter(interval, r.JitterPercent)}, nil
 }
 
 // observe sets status.webhookPath and returns the Ready reason and message.

@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"time"
 
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 )
 
 // MaxBodyBytes bounds request bodies of both servers: 3 MiB, larger ones
@@ -23,7 +23,7 @@ const maxHeaderBytes = 256 << 10
 // Serve serves h on addr until ctx ends, then shuts down within 5s. Read
 // timeouts are Flux's: 10s for headers, 30s for the whole request.
 func Serve(ctx context.Context, addr string, h http.Handler) error {
-	return eddyruntime.Serve(ctx, &http.Server{
+	return controllerkit.Serve(ctx, &http.Server{
 		Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, MaxHeaderBytes: maxHeaderBytes,
 	})

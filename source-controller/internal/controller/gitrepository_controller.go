@@ -13,10 +13,10 @@ import (
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/redact"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-logr/logr"
@@ -57,27 +57,27 @@ func (r *GitRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 		func(o client.Object) []string { return indexIncludes(o.(*sourcev1.GitRepository)) }); err != nil {
 		return err
 	}
-	includers := eddyruntime.EnqueueListed(r.Client, func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
+	includers := controllerkit.EnqueueListed(r.Client, func() client.ObjectList { return &sourcev1.GitRepositoryList{} },
 		func(inc client.Object) []client.ListOption {
 			return []client.ListOption{client.InNamespace(inc.GetNamespace()), client.MatchingFields{includeIndex: inc.GetName()}}
 		})
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&sourcev1.GitRepository{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		For(&sourcev1.GitRepository{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
 		// A new artifact of an included GitRepository rebuilds the includers.
-		Watches(&sourcev1.GitRepository{}, includers, builder.WithPredicates(eddyruntime.ArtifactChanged{})).
+		Watches(&sourcev1.GitRepository{}, includers, builder.WithPredicates(controllerkit.ArtifactChanged{})).
 		WithOptions(opts).
 		Complete(r)
 }
 
 // fetchFailed is a failure of condition FetchFailed.
-func fetchFailed(reason, format string, args ...any) *reconcile.Failure {
-	f := reconcile.Fail(reason, format, args...)
+func fetchFailed(reason, format string, args ...any) *reconciler.Failure {
+	f := reconciler.Fail(reason, format, args...)
 	f.Condition = sourcev1.FetchFailedCondition
 	return f
 }
 
 // Reconcile brings one GitRepository's artifact up to date. The skeleton
-// (pkg/reconcile) runs the finalizer and suspend prologue and writes the
+// (pkg/reconciler) runs the finalizer and suspend prologue and writes the
 // status last; run does the rest.
 func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	skel := sourceSkeleton(r.Client, r.Storage, sourcev1.GitRepositoryKind, func(obj *sourcev1.GitRepository) bool { return obj.Spec.Suspend })
@@ -88,7 +88,7 @@ func (r *GitRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // outcome in its status. A wait is requeued after RequeueDependency; any
 // other failure is returned, retried with the work queue's back-off unless
 // stalled.
-func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepository, _ *reconcile.StatusPatcher) (ctrl.Result, error) {
+func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepository, _ *reconciler.StatusPatcher) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
 	objDir := artifact.ObjectDir(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name)
@@ -99,14 +99,14 @@ func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepo
 	if recErr == nil {
 		done = fmt.Sprintf("stored artifact for revision '%s'", obj.Status.Artifact.Revision)
 	}
-	return outcome(log, start, recErr, done, eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent), r.RequeueDependency)
+	return outcome(log, start, recErr, done, controllerkit.Jitter(obj.Spec.Interval.Duration, r.JitterPercent), r.RequeueDependency)
 }
 
 // outcome is the result of a source reconcile: on success (recErr nil) log
 // done and come back after next; a wait comes back after requeueDependency
 // (0: Flux's 30s); any other failure is returned, retried with the work
 // queue's back-off unless stalled.
-func outcome(log logr.Logger, start time.Time, recErr *reconcile.Failure, done string, next, requeueDependency time.Duration) (ctrl.Result, error) {
+func outcome(log logr.Logger, start time.Time, recErr *reconciler.Failure, done string, next, requeueDependency time.Duration) (ctrl.Result, error) {
 	switch {
 	case recErr == nil:
 		log.Info(done, "duration", time.Since(start).String(), "next", next.String())
@@ -125,7 +125,7 @@ func outcome(log logr.Logger, start time.Time, recErr *reconcile.Failure, done s
 
 // reconcile runs the storage, source and artifact steps; it records
 // observations in obj.Status and returns the first failure.
-func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.GitRepository, objDir string, wasReady bool) *reconcile.Failure {
+func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.GitRepository, objDir string, wasReady bool) *reconciler.Failure {
 	r.reconcileStorage(obj)
 	u, auth, f := r.gitAuth(ctx, obj)
 	if f != nil {
@@ -169,7 +169,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	markOutdated(obj, tgt, included)
 	dir, err := os.MkdirTemp("", "gitrepository-")
 	if err != nil {
-		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.DirCreationFailedReason,
+		return &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.DirCreationFailedReason,
 			Message: "failed to create a temporary working directory"}
 	}
 	defer removeWorkDir(dir)
@@ -192,7 +192,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 // gitAuth parses spec.url and reads the credentials and proxy of
 // spec.secretRef and spec.proxySecretRef; an invalid URL, spec.verify and a
 // provider other than generic stall.
-func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.GitRepository) (*url.URL, *gitAuth, *reconcile.Failure) {
+func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.GitRepository) (*url.URL, *gitAuth, *reconciler.Failure) {
 	u, err := parseURL(obj.Spec.URL)
 	if err != nil {
 		e := fetchFailed(sourcev1.URLInvalidReason, "%s", err)
@@ -201,7 +201,7 @@ func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.Git
 	}
 	if obj.Spec.Verification != nil {
 		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
-		e := &reconcile.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
+		e := &reconciler.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
 			Message: "commit signature verification (spec.verify) is not supported by Eddy yet"}
 		e.Stalled = true
 		return nil, nil, e
@@ -262,15 +262,15 @@ func markOutdated(obj *sourcev1.GitRepository, tgt target, included []*meta.Arti
 // with what it observed of the spec, and emits NewArtifact (or, for a
 // recovery, Succeeded).
 func (r *GitRepositoryReconciler) store(ctx context.Context, obj *sourcev1.GitRepository, objDir, dir, rev string, commit *object.Commit,
-	included []*meta.Artifact, wasReady bool) *reconcile.Failure {
+	included []*meta.Artifact, wasReady bool) *reconciler.Failure {
 	ignore, err := artifact.LoadIgnore(dir, obj.Spec.Ignore)
 	if err != nil {
-		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.SourceIgnoreErrorReason,
+		return &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.SourceIgnoreErrorReason,
 			Message: "failed to load source ignore rules: " + strings.ReplaceAll(err.Error(), dir, ".")}
 	}
 	art, err := r.Storage.Archive(objDir, artifact.FileName(rev), rev, dir, ignore)
 	if err != nil {
-		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
+		return &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
 			Message: "failed to archive the checkout: " + strings.ReplaceAll(err.Error(), dir, ".")}
 	}
 	prev := obj.Status.Artifact
@@ -323,7 +323,7 @@ func normalize(incs []sourcev1.GitRepositoryInclude) []sourcev1.GitRepositoryInc
 
 // summarize writes the conditions for the outcome (summarizeSource), with
 // the GitRepository's artifact message and failure conditions.
-func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr *reconcile.Failure) {
+func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr *reconciler.Failure) {
 	summarizeSource(obj, r.Events, obj.Status.Artifact, "stored artifact for revision '%s'", recErr,
 		sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition,
 		sourcev1.IncludeUnavailableCondition, sourcev1.SourceVerifiedCondition)
@@ -331,7 +331,7 @@ func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr 
 
 // gitError maps a fetch failure to the condition Flux sets for it. dir, the
 // checkout directory, is removed from messages so they stay stable.
-func gitError(err error, rawURL, dir string) *reconcile.Failure {
+func gitError(err error, rawURL, dir string) *reconciler.Failure {
 	var stalling errStalling
 	switch {
 	case errors.Is(err, errEmptyRepository):

@@ -12,9 +12,9 @@ import (
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/reconcile"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/source-controller/internal/helm/chart"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -71,11 +71,11 @@ func (r *HelmChartReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 	}
 	list := func() client.ObjectList { return &sourcev1.HelmChartList{} }
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&sourcev1.HelmChart{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
-		Watches(&sourcev1.HelmRepository{}, eddyruntime.EnqueueListed(r.Client, list, charts(sourcev1.HelmRepositoryKind)),
-			builder.WithPredicates(eddyruntime.ArtifactChanged{})).
-		Watches(&sourcev1.GitRepository{}, eddyruntime.EnqueueListed(r.Client, list, charts(sourcev1.GitRepositoryKind)),
-			builder.WithPredicates(eddyruntime.ArtifactChanged{})).
+		For(&sourcev1.HelmChart{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
+		Watches(&sourcev1.HelmRepository{}, controllerkit.EnqueueListed(r.Client, list, charts(sourcev1.HelmRepositoryKind)),
+			builder.WithPredicates(controllerkit.ArtifactChanged{})).
+		Watches(&sourcev1.GitRepository{}, controllerkit.EnqueueListed(r.Client, list, charts(sourcev1.GitRepositoryKind)),
+			builder.WithPredicates(controllerkit.ArtifactChanged{})).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -87,7 +87,7 @@ func (r *HelmChartReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return skel.Reconcile(ctx, req, &sourcev1.HelmChart{}, r.run)
 }
 
-func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, _ *reconcile.StatusPatcher) (ctrl.Result, error) {
+func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, _ *reconciler.StatusPatcher) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
 	wasReady := apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition)
@@ -97,12 +97,12 @@ func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, 
 	if recErr == nil {
 		done = b.Summary()
 	}
-	return outcome(log, start, recErr, done, eddyruntime.Jitter(obj.Spec.Interval.Duration, r.JitterPercent), r.RequeueDependency)
+	return outcome(log, start, recErr, done, controllerkit.Jitter(obj.Spec.Interval.Duration, r.JitterPercent), r.RequeueDependency)
 }
 
 // reconcile runs the storage, source, build and artifact steps; it records
 // observations in obj.Status and returns the build or the first failure.
-func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmChart, wasReady bool) (*chart.Build, *reconcile.Failure) {
+func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmChart, wasReady bool) (*chart.Build, *reconciler.Failure) {
 	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
 	if obj.Status.Artifact == nil {
 		obj.Status.URL = ""
@@ -111,7 +111,7 @@ func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmC
 	}
 	if obj.Spec.Verify != nil {
 		// Refuse rather than ignore: an unverified chart must not pass for a verified one.
-		e := &reconcile.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
+		e := &reconciler.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
 			Message: fmt.Sprintf("chart signature verification (spec.verify, provider '%s') is not supported by Eddy yet", obj.Spec.Verify.Provider)}
 		return nil, e.Stall()
 	}
@@ -139,12 +139,12 @@ func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmC
 		return b, nil
 	}
 	if cur := obj.Status.Artifact; cur != nil && (cur.Revision != b.Version || obj.Status.ObservedChartName != b.Name) {
-		reconcile.SetCondition(obj, sourcev1.ArtifactOutdatedCondition, metav1.ConditionTrue, "NewChart", b.Summary())
+		reconciler.SetCondition(obj, sourcev1.ArtifactOutdatedCondition, metav1.ConditionTrue, "NewChart", b.Summary())
 	}
 	art, err := r.Storage.Copy(artifact.ObjectDir(sourcev1.HelmChartKind, obj.Namespace, obj.Name),
 		fmt.Sprintf("%s-%s.tgz", b.Name, b.Version), b.Version, bytes.NewReader(b.Data))
 	if err != nil {
-		return nil, &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
+		return nil, &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
 			Message: "unable to copy Helm chart to storage: " + strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", "")}
 	}
 	prev := obj.Status.Artifact
@@ -188,7 +188,7 @@ func linkPath(a meta.Artifact) string {
 // unsupported kind stalls (UnsupportedSourceKind), a source that cannot be
 // read is retried (SourceUnavailable), one without artifact is waited for
 // (NoSourceArtifact; OCI HelmRepositories have none).
-func (r *HelmChartReconciler) getSource(ctx context.Context, obj *sourcev1.HelmChart) (client.Object, *reconcile.Failure) {
+func (r *HelmChartReconciler) getSource(ctx context.Context, obj *sourcev1.HelmChart) (client.Object, *reconciler.Failure) {
 	ref := obj.Spec.SourceRef
 	var src client.Object
 	switch ref.Kind {
@@ -236,7 +236,7 @@ func cached(obj *sourcev1.HelmChart) (*chart.Cached, bool) {
 
 // buildFromTarball extracts the source artifact (digest verified) and
 // packages the chart at spec.chart in it.
-func (r *HelmChartReconciler) buildFromTarball(ctx context.Context, obj *sourcev1.HelmChart, src *meta.Artifact) (*chart.Build, *reconcile.Failure) {
+func (r *HelmChartReconciler) buildFromTarball(ctx context.Context, obj *sourcev1.HelmChart, src *meta.Artifact) (*chart.Build, *reconciler.Failure) {
 	dir, err := os.MkdirTemp("", "helmchart-")
 	if err != nil {
 		return nil, fetchFailed(sourcev1.DirCreationFailedReason, "failed to create temporary working directory")
@@ -281,7 +281,7 @@ func (r *HelmChartReconciler) buildFromTarball(ctx context.Context, obj *sourcev
 
 // buildFromHelmRepository pulls spec.chart at spec.version from the
 // HelmRepository: its stored index (type default) or its OCI registry.
-func (r *HelmChartReconciler) buildFromHelmRepository(ctx context.Context, obj *sourcev1.HelmChart, hr *sourcev1.HelmRepository) (*chart.Build, *reconcile.Failure) {
+func (r *HelmChartReconciler) buildFromHelmRepository(ctx context.Context, obj *sourcev1.HelmChart, hr *sourcev1.HelmRepository) (*chart.Build, *reconciler.Failure) {
 	ctx, cancel := context.WithTimeout(ctx, repositoryTimeout(hr))
 	defer cancel()
 	repo, f := r.chartRepository(ctx, hr)
@@ -307,7 +307,7 @@ func (r *HelmChartReconciler) buildFromHelmRepository(ctx context.Context, obj *
 // buildFailure maps a build error to its condition: BuildFailed for
 // packaging steps, FetchFailed otherwise; persistent kinds stall. dir, the
 // work directory, is removed from the message.
-func buildFailure(err error, dir string) *reconcile.Failure {
+func buildFailure(err error, dir string) *reconciler.Failure {
 	var be *chart.BuildError
 	if !errors.As(err, &be) {
 		be = &chart.BuildError{Kind: chart.Kind{Reason: meta.FailedReason, Summary: "unknown build error"}, Err: err}
@@ -328,24 +328,24 @@ func buildFailure(err error, dir string) *reconcile.Failure {
 // summarize writes the conditions for the outcome. Flux compatible: Ready
 // is the build summary with ChartPullSucceeded/ChartPackageSucceeded, or
 // the failing condition.
-func (r *HelmChartReconciler) summarize(obj *sourcev1.HelmChart, b *chart.Build, recErr *reconcile.Failure) {
-	reconcile.RemoveConditions(obj, sourcev1.FetchFailedCondition, sourcev1.BuildFailedCondition,
+func (r *HelmChartReconciler) summarize(obj *sourcev1.HelmChart, b *chart.Build, recErr *reconciler.Failure) {
+	reconciler.RemoveConditions(obj, sourcev1.FetchFailedCondition, sourcev1.BuildFailedCondition,
 		sourcev1.StorageOperationFailedCondition, sourcev1.SourceVerifiedCondition)
 	if obj.Status.Artifact == nil {
-		reconcile.RemoveConditions(obj, sourcev1.ArtifactInStorageCondition)
+		reconciler.RemoveConditions(obj, sourcev1.ArtifactInStorageCondition)
 	}
 	if recErr == nil {
-		reconcile.RemoveConditions(obj, sourcev1.ArtifactOutdatedCondition)
-		reconcile.SetCondition(obj, sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, b.Reason(), b.Summary())
-		reconcile.Summarize(obj, nil, b.Reason(), b.Summary())
+		reconciler.RemoveConditions(obj, sourcev1.ArtifactOutdatedCondition)
+		reconciler.SetCondition(obj, sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, b.Reason(), b.Summary())
+		reconciler.Summarize(obj, nil, b.Reason(), b.Summary())
 		return
 	}
 	status := metav1.ConditionTrue // the failure conditions are abnormal-true
 	if recErr.Condition == sourcev1.SourceVerifiedCondition {
 		status = metav1.ConditionFalse
 	}
-	reconcile.SetCondition(obj, recErr.Condition, status, recErr.Reason, recErr.Message)
-	reconcile.Summarize(obj, recErr, "", "")
+	reconciler.SetCondition(obj, recErr.Condition, status, recErr.Reason, recErr.Message)
+	reconciler.Summarize(obj, recErr, "", "")
 	eventType := corev1.EventTypeWarning
 	if recErr.Waiting {
 		eventType = events.EventTypeTrace

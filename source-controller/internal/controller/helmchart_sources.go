@@ -10,7 +10,7 @@ import (
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/eddyops/eddy/source-controller/internal/helm/chart"
 	"helm.sh/helm/v3/pkg/registry"
@@ -23,7 +23,7 @@ import (
 // stored artifact. Credentials come from spec.secretRef (username,
 // password) and TLS settings from spec.certSecretRef (ca.crt, tls.crt,
 // tls.key), as in Flux.
-func (r *HelmChartReconciler) chartRepository(ctx context.Context, hr *sourcev1.HelmRepository) (chart.Repository, *reconcile.Failure) {
+func (r *HelmChartReconciler) chartRepository(ctx context.Context, hr *sourcev1.HelmRepository) (chart.Repository, *reconciler.Failure) {
 	// The same Secrets, and the same reading of them, as the index fetch.
 	ic, err := newIndexClient(ctx, r.Client, hr)
 	if err != nil {

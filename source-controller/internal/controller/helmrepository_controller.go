@@ -11,10 +11,10 @@ import (
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/redact"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -53,14 +53,14 @@ type HelmRepositoryReconciler struct {
 // opts: it reconciles on creation, spec change and reconcile request.
 func (r *HelmRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&sourcev1.HelmRepository{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		For(&sourcev1.HelmRepository{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
 		WithOptions(opts).
 		Complete(r)
 }
 
 // Reconcile brings one HelmRepository up to date: type oci objects are
 // made static (migrateToStatic); the others go through the skeleton
-// (pkg/reconcile) with run.
+// (pkg/reconciler) with run.
 func (r *HelmRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	obj := &sourcev1.HelmRepository{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -97,14 +97,14 @@ func (r *HelmRepositoryReconciler) migrateToStatic(ctx context.Context, obj *sou
 			return client.IgnoreNotFound(err)
 		}
 	}
-	return reconcile.RemoveFinalizers(ctx, r.Client, obj, "", sourcev1.SourceFinalizer)
+	return reconciler.RemoveFinalizers(ctx, r.Client, obj, "", sourcev1.SourceFinalizer)
 }
 
 // run reconciles a live, unsuspended HelmRepository of type default and
 // summarizes the outcome in its status. A failure is returned, retried
 // with the work queue's back-off unless stalled; success requeues after
 // spec.interval (1m when 0).
-func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRepository, p *reconcile.StatusPatcher) (ctrl.Result, error) {
+func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRepository, p *reconciler.StatusPatcher) (ctrl.Result, error) {
 	start := time.Now()
 	old := obj.DeepCopy()
 	recErr := r.reconcile(ctx, obj, p)
@@ -117,7 +117,7 @@ func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRe
 	if interval <= 0 {
 		interval = time.Minute
 	}
-	next := eddyruntime.Jitter(interval, r.JitterPercent)
+	next := controllerkit.Jitter(interval, r.JitterPercent)
 	ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("stored artifact: revision '%s'", obj.Status.Artifact.Revision),
 		"duration", time.Since(start).String(), "next", next.String())
 	return ctrl.Result{RequeueAfter: next}, nil
@@ -125,7 +125,7 @@ func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRe
 
 // reconcile runs the storage, fetch and artifact steps; it records
 // observations in obj.Status and returns the first failure.
-func (r *HelmRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmRepository, p *reconcile.StatusPatcher) *reconcile.Failure {
+func (r *HelmRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmRepository, p *reconciler.StatusPatcher) *reconciler.Failure {
 	objDir := artifact.ObjectDir(sourcev1.HelmRepositoryKind, obj.Namespace, obj.Name)
 	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
 	if obj.Status.Artifact == nil {
@@ -170,21 +170,21 @@ func (r *HelmRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.
 	// stored, so a failed store leaves the object saying what it missed.
 	msg := fmt.Sprintf("new index revision '%s'", rev)
 	if obj.Status.Artifact != nil {
-		reconcile.SetCondition(obj, sourcev1.ArtifactOutdatedCondition, metav1.ConditionTrue, sourcev1.NewRevisionReason, msg)
+		reconciler.SetCondition(obj, sourcev1.ArtifactOutdatedCondition, metav1.ConditionTrue, sourcev1.NewRevisionReason, msg)
 	}
-	reconcile.Progressing(obj, "building artifact: "+msg)
+	reconciler.Progressing(obj, "building artifact: "+msg)
 	if err := p.Patch(ctx); err != nil {
-		return &reconcile.Failure{Reason: sourcev1.PatchOperationFailedReason, Message: fmt.Sprintf("patching status: %s", err)}
+		return &reconciler.Failure{Reason: sourcev1.PatchOperationFailedReason, Message: fmt.Sprintf("patching status: %s", err)}
 	}
 
 	b, err := json.MarshalIndent(idx, "", "  ")
 	if err != nil {
-		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
+		return &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
 			Message: fmt.Sprintf("unable to get JSON index from chart repo: %s", err)}
 	}
 	art, err := r.Storage.Copy(objDir, "index-"+strings.TrimPrefix(rev, "sha256:")+".yaml", rev, bytes.NewReader(b))
 	if err != nil {
-		return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
+		return &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
 			Message: "unable to save artifact to storage: " + strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", "")}
 	}
 	obj.Status.Artifact = art
@@ -230,7 +230,7 @@ func (r *HelmRepositoryReconciler) notify(ctx context.Context, old, obj *sourcev
 	ctrl.LoggerFrom(ctx).Info(msg)
 }
 
-func hasAnyCondition(obj reconcile.Object, types []string) bool {
+func hasAnyCondition(obj reconciler.Object, types []string) bool {
 	for _, t := range types {
 		if apimeta.FindStatusCondition(obj.GetConditions(), t) != nil {
 			return true
@@ -243,6 +243,6 @@ func hasAnyCondition(obj reconcile.Object, types []string) bool {
 // and ArtifactInStorage say "stored artifact: revision '<rev>'"; a failure
 // keeps the stored artifact and its ArtifactInStorage condition. Flux
 // compatible.
-func (r *HelmRepositoryReconciler) summarize(obj *sourcev1.HelmRepository, recErr *reconcile.Failure) {
+func (r *HelmRepositoryReconciler) summarize(obj *sourcev1.HelmRepository, recErr *reconciler.Failure) {
 	summarizeSource(obj, r.Events, obj.Status.Artifact, "stored artifact: revision '%s'", recErr, helmRepositoryFailConditions...)
 }

@@ -12,7 +12,7 @@ import (
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -32,9 +32,9 @@ func indexIncludes(obj *sourcev1.GitRepository) []string {
 // includedArtifacts gets the current artifact of each spec.include entry.
 // Flux compatible: a missing object or artifact sets IncludeUnavailable with
 // reason NotFound or NoArtifact, and is a wait, not a failure.
-func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *sourcev1.GitRepository) ([]*meta.Artifact, *reconcile.Failure) {
+func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *sourcev1.GitRepository) ([]*meta.Artifact, *reconciler.Failure) {
 	if r.includeCycle(ctx, obj) {
-		e := &reconcile.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.IllegalPathReason,
+		e := &reconciler.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.IllegalPathReason,
 			Message: "spec.include forms a cycle back to this GitRepository"}
 		e.Stalled = true
 		return nil, e
@@ -45,10 +45,10 @@ func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *so
 		dep := &sourcev1.GitRepository{}
 		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: name}, dep); err != nil {
 			msg := fmt.Sprintf("could not get resource for include '%s': %s", name, err)
-			return nil, &reconcile.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NotFoundReason, Message: msg, Waiting: true}
+			return nil, &reconciler.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NotFoundReason, Message: msg, Waiting: true}
 		}
 		if dep.Status.Artifact == nil || !r.Storage.Exists(*dep.Status.Artifact) {
-			return nil, &reconcile.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NoArtifactReason,
+			return nil, &reconciler.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NoArtifactReason,
 				Message: fmt.Sprintf("no artifact available for include '%s'", name), Waiting: true}
 		}
 		arts = append(arts, dep.Status.Artifact.DeepCopy())
@@ -73,7 +73,7 @@ func includesChanged(cur, prev []*meta.Artifact) bool {
 // copyIncludes extracts each included artifact and copies its fromPath into
 // the checkout at toPath (default: the included object's name), replacing
 // what was there.
-func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, arts []*meta.Artifact, dir string) *reconcile.Failure {
+func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, arts []*meta.Artifact, dir string) *reconciler.Failure {
 	for i, inc := range obj.Spec.Include {
 		to := inc.ToPath
 		if to == "" {
@@ -82,13 +82,13 @@ func (r *GitRepositoryReconciler) copyIncludes(obj *sourcev1.GitRepository, arts
 		from, errFrom := cleanRel(inc.FromPath)
 		to, errTo := cleanRel(to)
 		if errFrom != nil || errTo != nil || to == "." {
-			e := &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.IllegalPathReason,
+			e := &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.IllegalPathReason,
 				Message: fmt.Sprintf("include '%s': fromPath and toPath must be relative paths inside the artifact", inc.GitRepositoryRef.Name)}
 			e.Stalled = true
 			return e
 		}
-		fail := func(err error) *reconcile.Failure {
-			return &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.CopyFailureReason,
+		fail := func(err error) *reconciler.Failure {
+			return &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.CopyFailureReason,
 				Message: fmt.Sprintf("failed to copy include '%s' to '%s': %s", inc.GitRepositoryRef.Name, to,
 					strings.ReplaceAll(err.Error(), r.Storage.BasePath, ""))}
 		}

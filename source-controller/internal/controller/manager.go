@@ -10,8 +10,8 @@ import (
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/runtime"
 	"github.com/eddyops/eddy/source-controller/internal/helm/chart"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -27,7 +27,7 @@ const ControllerName = "source-controller"
 // its own, with Flux's names and defaults (contract §9). main and the tests
 // build the manager from it with NewManager.
 type Config struct {
-	runtime.Options
+	controllerkit.Options
 	EventsAddr               string
 	StoragePath              string
 	StorageAddr              string
@@ -64,7 +64,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 // NewScheme returns source-controller's scheme: the Kubernetes built-in
 // kinds and source.toolkit.fluxcd.io.
 func NewScheme() (*k8sruntime.Scheme, error) {
-	return runtime.NewScheme(sourcev1.AddToScheme)
+	return controllerkit.NewScheme(sourcev1.AddToScheme)
 }
 
 // NewManager builds source-controller's manager from c: NewScheme, the
@@ -91,7 +91,7 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	// Like Flux, only the leader serves artifacts: a manager runnable that
 	// needs leader election.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return runtime.Serve(ctx, artifactServer(c.StorageAddr, storage.Handler()))
+		return controllerkit.Serve(ctx, artifactServer(c.StorageAddr, storage.Handler()))
 	})); err != nil {
 		return nil, nil, err
 	}
@@ -152,7 +152,7 @@ func envOr(key, def string) string {
 	return def
 }
 
-// Manager is NewManager for runtime.Main, which needs only the manager.
+// Manager is NewManager for controllerkit.Main, which needs only the manager.
 func (c *Config) Manager() (ctrl.Manager, error) {
 	mgr, _, err := NewManager(*c)
 	return mgr, err

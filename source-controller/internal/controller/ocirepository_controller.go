@@ -13,10 +13,10 @@ import (
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/redact"
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -60,13 +60,13 @@ type OCIRepositoryReconciler struct {
 // opts: it reconciles on creation, spec change and reconcile request.
 func (r *OCIRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&sourcev1.OCIRepository{}, builder.WithPredicates(eddyruntime.ReconcileOnChange())).
+		For(&sourcev1.OCIRepository{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
 		WithOptions(opts).
 		Complete(r)
 }
 
 // Reconcile brings one OCIRepository's artifact up to date. The skeleton
-// (pkg/reconcile) runs the finalizer and suspend prologue and writes the
+// (pkg/reconciler) runs the finalizer and suspend prologue and writes the
 // status last; run does the rest.
 func (r *OCIRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	skel := sourceSkeleton(r.Client, r.Storage, sourcev1.OCIRepositoryKind, func(obj *sourcev1.OCIRepository) bool { return obj.Spec.Suspend })
@@ -76,7 +76,7 @@ func (r *OCIRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // run reconciles a live, unsuspended OCIRepository and summarizes the
 // outcome in its status. A failure is returned, retried with the work
 // queue's back-off unless stalled; success requeues after spec.interval.
-func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepository, p *reconcile.StatusPatcher) (ctrl.Result, error) {
+func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepository, p *reconciler.StatusPatcher) (ctrl.Result, error) {
 	start := time.Now()
 	wasReady := apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition)
 	recErr := r.reconcile(ctx, obj, p, wasReady)
@@ -89,7 +89,7 @@ func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepo
 	if obj.Spec.Interval != nil && obj.Spec.Interval.Duration > 0 {
 		interval = obj.Spec.Interval.Duration
 	}
-	return outcome(ctrl.LoggerFrom(ctx), start, recErr, done, eddyruntime.Jitter(interval, r.JitterPercent), 0)
+	return outcome(ctrl.LoggerFrom(ctx), start, recErr, done, controllerkit.Jitter(interval, r.JitterPercent), 0)
 }
 
 // ociRepositoryFailConditions are the conditions whose removal is a
@@ -112,7 +112,7 @@ func (r *OCIRepositoryReconciler) limits() artifact.Limits {
 // reconcile runs the storage, source and artifact steps; it records
 // observations in obj.Status and returns the first failure. A failure
 // leaves the stored artifact as it was.
-func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.OCIRepository, p *reconcile.StatusPatcher, wasReady bool) *reconcile.Failure {
+func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.OCIRepository, p *reconciler.StatusPatcher, wasReady bool) *reconciler.Failure {
 	objDir := artifact.ObjectDir(sourcev1.OCIRepositoryKind, obj.Namespace, obj.Name)
 	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
 	if obj.Status.Artifact == nil {
@@ -164,11 +164,11 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	// stored, so a failed pull leaves the object saying what it missed.
 	msg := fmt.Sprintf("new revision '%s' for '%s'", rev, ref)
 	if obj.Status.Artifact != nil {
-		reconcile.SetCondition(obj, sourcev1.ArtifactOutdatedCondition, metav1.ConditionTrue, sourcev1.NewRevisionReason, msg)
+		reconciler.SetCondition(obj, sourcev1.ArtifactOutdatedCondition, metav1.ConditionTrue, sourcev1.NewRevisionReason, msg)
 	}
-	reconcile.Progressing(obj, "building artifact: "+msg)
+	reconciler.Progressing(obj, "building artifact: "+msg)
 	if err := p.Patch(ctx); err != nil {
-		return &reconcile.Failure{Reason: sourcev1.PatchOperationFailedReason, Message: fmt.Sprintf("patching status: %s", err)}
+		return &reconciler.Failure{Reason: sourcev1.PatchOperationFailedReason, Message: fmt.Sprintf("patching status: %s", err)}
 	}
 
 	lim := r.limits()
@@ -198,14 +198,14 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 // checkOCISpec refuses (stalls on) what Eddy does not do (spec.verify, a
 // provider other than generic) and an invalid spec.url, and returns the
 // repository spec.url names.
-func checkOCISpec(obj *sourcev1.OCIRepository) (name.Repository, *reconcile.Failure) {
+func checkOCISpec(obj *sourcev1.OCIRepository) (name.Repository, *reconciler.Failure) {
 	if obj.Spec.Verify != nil {
 		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
-		return name.Repository{}, (&reconcile.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
+		return name.Repository{}, (&reconciler.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
 			Message: fmt.Sprintf("signature verification with provider '%s' (spec.verify) is not supported by Eddy yet", obj.Spec.Verify.Provider)}).Stall()
 	}
 	// Flux compatible: without spec.verify, no verification is reported.
-	reconcile.RemoveConditions(obj, sourcev1.SourceVerifiedCondition)
+	reconciler.RemoveConditions(obj, sourcev1.SourceVerifiedCondition)
 	obj.Status.SourceVerificationFingerprint = ""
 	switch obj.Spec.Provider {
 	case "", sourcev1.OCIProviderGeneric:
@@ -224,13 +224,13 @@ func checkOCISpec(obj *sourcev1.OCIRepository) (name.Repository, *reconcile.Fail
 // storeLayer stores the layer of revision rev as the artifact of obj in
 // objDir: extracted (and archived without what spec.ignore names) or copied
 // as it is, as op says; nothing is stored on failure.
-func (r *OCIRepositoryReconciler) storeLayer(obj *sourcev1.OCIRepository, objDir, rev, op string, layer *ociLayer, lim artifact.Limits) (*meta.Artifact, *reconcile.Failure) {
+func (r *OCIRepositoryReconciler) storeLayer(obj *sourcev1.OCIRepository, objDir, rev, op string, layer *ociLayer, lim artifact.Limits) (*meta.Artifact, *reconciler.Failure) {
 	fileName := digestOfRevision(rev) + ".tar.gz"
 	switch op {
 	case sourcev1.OCILayerExtract:
 		dir, err := os.MkdirTemp("", "ocirepository-")
 		if err != nil {
-			return nil, &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.DirCreationFailedReason,
+			return nil, &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.DirCreationFailedReason,
 				Message: "failed to create temporary working directory"}
 		}
 		defer removeWorkDir(dir)
@@ -246,12 +246,12 @@ func (r *OCIRepositoryReconciler) storeLayer(obj *sourcev1.OCIRepository, objDir
 		}
 		ignore, err := artifact.LoadSourceIgnore(dir, obj.Spec.Ignore)
 		if err != nil {
-			return nil, &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.SourceIgnoreErrorReason,
+			return nil, &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.SourceIgnoreErrorReason,
 				Message: "failed to load source ignore patterns from repository: " + strings.ReplaceAll(err.Error(), dir, ".")}
 		}
 		art, err := r.Storage.Archive(objDir, fileName, rev, dir, ignore)
 		if err != nil {
-			return nil, &reconcile.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
+			return nil, &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
 				Message: "unable to archive artifact to storage: " + strings.ReplaceAll(strings.ReplaceAll(err.Error(), dir, "."), r.Storage.BasePath+"/", "")}
 		}
 		return art, nil
@@ -321,7 +321,7 @@ func (r *OCIRepositoryReconciler) notify(obj *sourcev1.OCIRepository, eventType,
 // `password`). With spec.insecure and no certSecretRef, TLS certificates
 // are not verified, as in Flux. Failures are AuthenticationFailed and name
 // Secrets and keys, never their values.
-func (r *OCIRepositoryReconciler) transport(ctx context.Context, obj *sourcev1.OCIRepository) (ociTransport, *reconcile.Failure) {
+func (r *OCIRepositoryReconciler) transport(ctx context.Context, obj *sourcev1.OCIRepository) (ociTransport, *reconciler.Failure) {
 	var t ociTransport
 	var pull []corev1.Secret
 	if ref := obj.Spec.SecretRef; ref != nil {

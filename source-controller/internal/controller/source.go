@@ -8,7 +8,7 @@ import (
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/events"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -46,8 +46,8 @@ func checkStoredArtifact(st *artifact.Storage, rec *events.Recorder, obj client.
 // sourceSkeleton is the reconcile skeleton of every source kind: the
 // finalizer sourcev1.SourceFinalizer removes the object's stored artifacts,
 // and a suspended object (suspended reports spec.suspend) is only observed.
-func sourceSkeleton[T reconcile.Object](c client.Client, st *artifact.Storage, kind string, suspended func(T) bool) reconcile.Skeleton[T] {
-	return reconcile.Skeleton[T]{
+func sourceSkeleton[T reconciler.Object](c client.Client, st *artifact.Storage, kind string, suspended func(T) bool) reconciler.Skeleton[T] {
+	return reconciler.Skeleton[T]{
 		Client:           c,
 		Kind:             kind,
 		Finalizer:        sourcev1.SourceFinalizer,
@@ -65,8 +65,8 @@ func sourceSkeleton[T reconcile.Object](c client.Client, st *artifact.Storage, k
 // status and message at the new generation, Stalled is dropped, Reconciling
 // becomes ProgressingWithRetry. Flux compatible (summarize with an empty
 // result: ComputeReconcileResult, WithStatusObservedGeneration).
-func observeSuspended[T reconcile.Object](obj T) {
-	reconcile.RecordHandledRequest(obj)
+func observeSuspended[T reconciler.Object](obj T) {
+	reconciler.RecordHandledRequest(obj)
 	conds := obj.GetConditions()
 	if len(conds) > 0 {
 		apimeta.RemoveStatusCondition(&conds, meta.StalledCondition)
@@ -90,20 +90,20 @@ func observeSuspended[T reconcile.Object](obj T) {
 // the bi-polar SourceVerified) with a Warning event (a trace one for a
 // wait); ArtifactOutdated removed on success; Ready mirrors
 // ArtifactInStorage on success and the failure otherwise
-// (reconcile.Summarize: Reconciling stays True with ProgressingWithRetry
+// (reconciler.Summarize: Reconciling stays True with ProgressingWithRetry
 // while retrying; Stalled is set when only a spec change can help).
-func summarizeSource(obj reconcile.Object, rec *events.Recorder, art *meta.Artifact, storedFormat string,
-	recErr *reconcile.Failure, failConds ...string) {
+func summarizeSource(obj reconciler.Object, rec *events.Recorder, art *meta.Artifact, storedFormat string,
+	recErr *reconciler.Failure, failConds ...string) {
 	if art != nil {
-		reconcile.SetCondition(obj, sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, meta.SucceededReason,
+		reconciler.SetCondition(obj, sourcev1.ArtifactInStorageCondition, metav1.ConditionTrue, meta.SucceededReason,
 			fmt.Sprintf(storedFormat, art.Revision))
 	} else {
-		reconcile.RemoveConditions(obj, sourcev1.ArtifactInStorageCondition)
+		reconciler.RemoveConditions(obj, sourcev1.ArtifactInStorageCondition)
 	}
-	reconcile.RemoveConditions(obj, failConds...)
+	reconciler.RemoveConditions(obj, failConds...)
 	if recErr == nil {
-		reconcile.RemoveConditions(obj, sourcev1.ArtifactOutdatedCondition)
-		reconcile.Summarize(obj, nil, meta.SucceededReason, fmt.Sprintf(storedFormat, art.Revision))
+		reconciler.RemoveConditions(obj, sourcev1.ArtifactOutdatedCondition)
+		reconciler.Summarize(obj, nil, meta.SucceededReason, fmt.Sprintf(storedFormat, art.Revision))
 		return
 	}
 	if recErr.Condition != "" {
@@ -111,9 +111,9 @@ func summarizeSource(obj reconcile.Object, rec *events.Recorder, art *meta.Artif
 		if recErr.Condition == sourcev1.SourceVerifiedCondition {
 			status = metav1.ConditionFalse // SourceVerified is bi-polar
 		}
-		reconcile.SetCondition(obj, recErr.Condition, status, recErr.Reason, recErr.Message)
+		reconciler.SetCondition(obj, recErr.Condition, status, recErr.Reason, recErr.Message)
 	}
-	reconcile.Summarize(obj, recErr, "", "")
+	reconciler.Summarize(obj, recErr, "", "")
 	eventType := corev1.EventTypeWarning
 	if recErr.Waiting {
 		eventType = events.EventTypeTrace

@@ -1,7 +1,7 @@
-// Package runtime holds what every Eddy controller binary shares at start-up:
+// Package controllerkit holds what every Eddy controller binary shares at start-up:
 // Flux's runtime flags with Flux's names and defaults (contract §9), logging,
 // and the controller-runtime manager built from them.
-package runtime
+package controllerkit
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package runtime
+package controllerkit
 
 import (
 	"flag"
@@ -21,7 +21,7 @@ type Config interface {
 }
 
 // Version is the controller binaries' version, "dev" unless set at build
-// time with -ldflags "-X github.com/eddyops/eddy/pkg/runtime.Version=<v>"
+// time with -ldflags "-X github.com/eddyops/eddy/pkg/controllerkit.Version=<v>"
 // (make build and make images set it to git describe's output).
 var Version = "dev"
 

@@ -1,4 +1,4 @@
-package reconcile_test
+package reconciler_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -41,7 +41,7 @@ func TestDependenciesCheck(t *testing.T) {
 	).Build()
 	obj := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app",
 		Annotations: map[string]string{"app/version": "failing"}}}
-	deps := reconcile.Dependencies[*kustomizev1.Kustomization]{
+	deps := reconciler.Dependencies[*kustomizev1.Kustomization]{
 		Reader: c,
 		New:    func() *kustomizev1.Kustomization { return &kustomizev1.Kustomization{} },
 		Retry:  7 * time.Second,

@@ -1,4 +1,4 @@
-// Package reconcile is the skeleton every Eddy reconciler shares, so each
+// Package reconciler is the skeleton every Eddy reconciler shares, so each
 // kind writes only what is its own (the steps, its extra conditions, its
 // events) and the Flux status contract is kept in one place.
 //
@@ -34,7 +34,7 @@
 // The shape follows Flux's fluxcd/pkg runtime/patch (a patch helper
 // deferred from Reconcile) and runtime/reconcile's summarize (conditions
 // from the result), reduced to what Eddy's kinds need.
-package reconcile
+package reconciler
 
 import (
 	"context"
@@ -42,7 +42,7 @@ import (
 	"fmt"
 	"time"
 
-	eddyruntime "github.com/eddyops/eddy/pkg/runtime"
+	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/fluxcd/pkg/apis/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -312,7 +312,7 @@ func (s *Skeleton[T]) Reconcile(ctx context.Context, req ctrl.Request, obj T,
 	if err := s.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			if s.Kind != "" {
-				eddyruntime.DeleteDuration(s.Kind, req.Namespace, req.Name)
+				controllerkit.DeleteDuration(s.Kind, req.Namespace, req.Name)
 			}
 			if s.Gone != nil {
 				s.Gone(req.NamespacedName)
@@ -325,7 +325,7 @@ func (s *Skeleton[T]) Reconcile(ctx context.Context, req ctrl.Request, obj T,
 	start, recorded := time.Now(), false
 	record := func() {
 		if s.Kind != "" && !recorded {
-			eddyruntime.RecordDuration(s.Kind, obj.GetNamespace(), obj.GetName(), start)
+			controllerkit.RecordDuration(s.Kind, obj.GetNamespace(), obj.GetName(), start)
 		}
 		recorded = true
 	}
@@ -347,7 +347,7 @@ func (s *Skeleton[T]) Reconcile(ctx context.Context, req ctrl.Request, obj T,
 		// The object goes: so does its duration series.
 		if s.Kind != "" {
 			recorded = true
-			eddyruntime.DeleteDuration(s.Kind, obj.GetNamespace(), obj.GetName())
+			controllerkit.DeleteDuration(s.Kind, obj.GetNamespace(), obj.GetName())
 		}
 		return ctrl.Result{}, nil
 	}

@@ -1,4 +1,4 @@
-package reconcile_test
+package reconciler_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
-	"github.com/eddyops/eddy/pkg/reconcile"
+	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -51,8 +51,8 @@ func newObject(t *testing.T, mutate func(*kustomizev1.Kustomization)) *kustomize
 	return obj
 }
 
-func skeleton(finalize func(context.Context, *kustomizev1.Kustomization) (ctrl.Result, error)) *reconcile.Skeleton[*kustomizev1.Kustomization] {
-	return &reconcile.Skeleton[*kustomizev1.Kustomization]{
+func skeleton(finalize func(context.Context, *kustomizev1.Kustomization) (ctrl.Result, error)) *reconciler.Skeleton[*kustomizev1.Kustomization] {
+	return &reconciler.Skeleton[*kustomizev1.Kustomization]{
 		Client: env.Client, FieldOwner: "reconcile-test", Finalizer: finalizer, Finalize: finalize,
 		Suspended: func(o *kustomizev1.Kustomization) bool { return o.Spec.Suspend },
 	}
@@ -79,9 +79,9 @@ func request(obj client.Object) ctrl.Request {
 func TestStatusWrittenOnEveryReturn(t *testing.T) {
 	obj := newObject(t, nil)
 	_, err := skeleton(nil).Reconcile(context.Background(), request(obj), &kustomizev1.Kustomization{},
-		func(_ context.Context, o *kustomizev1.Kustomization, _ *reconcile.StatusPatcher) (ctrl.Result, error) {
-			f := reconcile.Fail(meta.BuildFailedReason, "refused: %s", "spec.x").Stall()
-			reconcile.Summarize(o, f, "", "")
+		func(_ context.Context, o *kustomizev1.Kustomization, _ *reconciler.StatusPatcher) (ctrl.Result, error) {
+			f := reconciler.Fail(meta.BuildFailedReason, "refused: %s", "spec.x").Stall()
+			reconciler.Summarize(o, f, "", "")
 			return ctrl.Result{}, f
 		})
 	if !errors.Is(err, crreconcile.TerminalError(nil)) {
@@ -111,13 +111,13 @@ func TestRetryKeepsTheStep(t *testing.T) {
 	obj := newObject(t, nil)
 	s := skeleton(nil)
 	_, err := s.Reconcile(context.Background(), request(obj), &kustomizev1.Kustomization{},
-		func(ctx context.Context, o *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
-			reconcile.Progressing(o, "Building manifests")
+		func(ctx context.Context, o *kustomizev1.Kustomization, p *reconciler.StatusPatcher) (ctrl.Result, error) {
+			reconciler.Progressing(o, "Building manifests")
 			if err := p.Patch(ctx); err != nil {
 				return ctrl.Result{}, err
 			}
-			f := reconcile.Fail(meta.BuildFailedReason, "build failed")
-			reconcile.Summarize(o, f, "", "")
+			f := reconciler.Fail(meta.BuildFailedReason, "build failed")
+			reconciler.Summarize(o, f, "", "")
 			return ctrl.Result{RequeueAfter: time.Minute}, f
 		})
 	if err == nil || errors.Is(err, crreconcile.TerminalError(nil)) {
@@ -133,8 +133,8 @@ func TestRetryKeepsTheStep(t *testing.T) {
 	}
 
 	_, err = s.Reconcile(context.Background(), request(obj), &kustomizev1.Kustomization{},
-		func(ctx context.Context, o *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
-			reconcile.Summarize(o, nil, meta.SucceededReason, "done")
+		func(ctx context.Context, o *kustomizev1.Kustomization, p *reconciler.StatusPatcher) (ctrl.Result, error) {
+			reconciler.Summarize(o, nil, meta.SucceededReason, "done")
 			return ctrl.Result{}, p.Finish(ctx)
 		})
 	if err != nil {
@@ -159,8 +159,8 @@ func TestSuspendedAndDeleted(t *testing.T) {
 		finalized++
 		return ctrl.Result{}, nil
 	})
-	ready := func(ctx context.Context, o *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
-		reconcile.Summarize(o, nil, meta.SucceededReason, "done")
+	ready := func(ctx context.Context, o *kustomizev1.Kustomization, p *reconciler.StatusPatcher) (ctrl.Result, error) {
+		reconciler.Summarize(o, nil, meta.SucceededReason, "done")
 		return ctrl.Result{}, nil
 	}
 	if _, err := s.Reconcile(ctx, request(obj), &kustomizev1.Kustomization{}, ready); err != nil {
@@ -172,7 +172,7 @@ func TestSuspendedAndDeleted(t *testing.T) {
 	if err := env.Client.Update(ctx, suspended); err != nil {
 		t.Fatal(err)
 	}
-	never := func(context.Context, *kustomizev1.Kustomization, *reconcile.StatusPatcher) (ctrl.Result, error) {
+	never := func(context.Context, *kustomizev1.Kustomization, *reconciler.StatusPatcher) (ctrl.Result, error) {
 		t.Error("run called for a suspended or deleted object")
 		return ctrl.Result{}, nil
 	}
@@ -204,8 +204,8 @@ func TestSuspendedAndDeleted(t *testing.T) {
 func TestPendingLeavesTheRequest(t *testing.T) {
 	obj := newObject(t, nil)
 	_, err := skeleton(nil).Reconcile(context.Background(), request(obj), &kustomizev1.Kustomization{},
-		func(ctx context.Context, o *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
-			reconcile.Progressing(o, "Running health checks")
+		func(ctx context.Context, o *kustomizev1.Kustomization, p *reconciler.StatusPatcher) (ctrl.Result, error) {
+			reconciler.Progressing(o, "Running health checks")
 			return ctrl.Result{}, p.Pending(ctx)
 		})
 	if err != nil {
@@ -222,7 +222,7 @@ func TestPendingLeavesTheRequest(t *testing.T) {
 // and summarizes; the skeleton does the rest.
 func Example() {
 	var c client.Client // the manager's client
-	skel := reconcile.Skeleton[*kustomizev1.Kustomization]{
+	skel := reconciler.Skeleton[*kustomizev1.Kustomization]{
 		Client:    c,
 		Kind:      kustomizev1.KustomizationKind,
 		Finalizer: kustomizev1.KustomizationFinalizer,
@@ -230,12 +230,12 @@ func Example() {
 	}
 	reconcileOne := func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 		return skel.Reconcile(ctx, req, &kustomizev1.Kustomization{},
-			func(ctx context.Context, obj *kustomizev1.Kustomization, p *reconcile.StatusPatcher) (ctrl.Result, error) {
-				var f *reconcile.Failure // the outcome of the kind's steps
+			func(ctx context.Context, obj *kustomizev1.Kustomization, p *reconciler.StatusPatcher) (ctrl.Result, error) {
+				var f *reconciler.Failure // the outcome of the kind's steps
 				if obj.Spec.Path == "" {
-					f = reconcile.Fail(meta.BuildFailedReason, "spec.path is empty").Stall()
+					f = reconciler.Fail(meta.BuildFailedReason, "spec.path is empty").Stall()
 				}
-				reconcile.Summarize(obj, f, meta.SucceededReason, "Applied")
+				reconciler.Summarize(obj, f, meta.SucceededReason, "Applied")
 				if f != nil {
 					return ctrl.Result{}, f // stalled: a TerminalError
 				}
