@@ -9,8 +9,8 @@ import (
 
 	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"github.com/eddyops/eddy/pkg/health"
-	helmaction "helm.sh/helm/v3/pkg/action"
 	"github.com/eddyops/eddy/pkg/ssa"
+	helmaction "helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/kube"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
