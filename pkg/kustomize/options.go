@@ -43,7 +43,7 @@ func Variables(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomizat
 }
 
 // VariablesAndSecrets is Variables that also returns the values read from
-// Secrets, which an error message must not show (MaskValues).
+// Secrets, which an error message must not show (redact.Values).
 func VariablesAndSecrets(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization) (vars map[string]string, secrets []string, err error) {
 	vars = map[string]string{}
 	if obj.Spec.PostBuild == nil {

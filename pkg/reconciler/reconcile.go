@@ -5,14 +5,14 @@
 // A reconciler declares a Skeleton and calls Skeleton.Reconcile from its
 // Reconcile method with a run function for the kind's steps:
 //
-//	var skel = reconcile.Skeleton[*v1.Thing]{
+//	var skel = reconciler.Skeleton[*v1.Thing]{
 //		Client: c, Kind: "Thing", Finalizer: v1.ThingFinalizer,
 //		Suspended: func(o *v1.Thing) bool { return o.Spec.Suspend },
 //	}
 //	func (r *ThingReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-//		return skel.Reconcile(ctx, req, &v1.Thing{}, func(ctx context.Context, obj *v1.Thing, p *reconcile.StatusPatcher) (ctrl.Result, error) {
-//			f := r.steps(ctx, obj) // nil, or a *reconcile.Failure
-//			reconcile.Summarize(obj, f, meta.SucceededReason, "Thing is ready")
+//		return skel.Reconcile(ctx, req, &v1.Thing{}, func(ctx context.Context, obj *v1.Thing, p *reconciler.StatusPatcher) (ctrl.Result, error) {
+//			f := r.steps(ctx, obj) // nil, or a *reconciler.Failure
+//			reconciler.Summarize(obj, f, meta.SucceededReason, "Thing is ready")
 //			if f != nil {
 //				return ctrl.Result{}, f // a stalled Failure becomes a TerminalError
 //			}

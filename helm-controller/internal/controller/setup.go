@@ -21,7 +21,7 @@ import (
 const chartIndex = ".helmChart"
 
 // SetupWithManager registers the reconciler with the work-queue options
-// opts (runtime.Options.ControllerOptions); it also reconciles the
+// opts (controllerkit.Options.ControllerOptions); it also reconciles the
 // HelmReleases of a HelmChart or OCIRepository whose artifact changed.
 // Flux compatible.
 func (r *HelmReleaseReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {

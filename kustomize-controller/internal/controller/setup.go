@@ -16,9 +16,9 @@ import (
 )
 
 // SetupWithManager registers the reconciler with the work-queue options
-// opts (runtime.Options.ControllerOptions); it also reconciles the
+// opts (controllerkit.Options.ControllerOptions); it also reconciles the
 // Kustomizations of a GitRepository or OCIRepository whose artifact changed
-// (runtime.ArtifactChanged), and those whose background health checks
+// (controllerkit.ArtifactChanged), and those whose background health checks
 // ended (health.go).
 func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.artifacts = newArtifactCache(r.Fetcher, r.ArtifactCacheBytes)

@@ -49,7 +49,7 @@ type GitRepositoryReconciler struct {
 }
 
 // SetupWithManager registers the reconciler with the work-queue options
-// opts (runtime.Options.ControllerOptions): it reconciles on creation, spec
+// opts (controllerkit.Options.ControllerOptions): it reconciles on creation, spec
 // change and reconcile request (not on its own status updates), and the
 // GitRepositories including one whose artifact changed.
 func (r *GitRepositoryReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
