@@ -119,7 +119,9 @@ fuzz:
 ## prune, revert, a killed controller, then a HelmRelease: install, upgrade, a failed upgrade
 ## rolled back, Helm drift; exits 0 with a summary and stops all it started.
 ## The first run builds bin/k8s (about 15 minutes on 2 cores); later runs take about a minute and a half.
-demo: tools build
+## It needs the local cluster's binaries only, not the flux CLI or the browser that make test uses.
+demo: build
+	bash tools/build.sh
 	bin/eddy dev demo
 
 ## bench: benchmarks, each reported as a ratio to a baseline measured in the same run
