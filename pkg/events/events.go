@@ -123,8 +123,9 @@ type Recorder struct {
 	log        logr.Logger
 
 	actions Actions
-	action  string        // overrides actions when not empty
-	related client.Object // the relatedObject, when not nil
+	action  string            // overrides actions when not empty
+	related client.Object     // the relatedObject, when not nil
+	k8sOnly map[string]string // annotations of the Kubernetes Event only
 }
 
 // WithActions returns a recorder whose events get their action from t.
@@ -147,6 +148,16 @@ func (r *Recorder) WithAction(action string) *Recorder {
 func (r *Recorder) WithRelated(obj client.Object) *Recorder {
 	c := *r
 	c.related = obj
+	return &c
+}
+
+// WithAnnotations returns a recorder whose events carry annotations on the
+// Kubernetes Event only: they are not sent to the notification-controller,
+// so alerts and webhook payloads do not change. Used for data a reader of
+// the Events needs structured, e.g. ssa.DriftAnnotation; nil adds none.
+func (r *Recorder) WithAnnotations(annotations map[string]string) *Recorder {
+	c := *r
+	c.k8sOnly = annotations
 	return &c
 }
 
@@ -205,7 +216,7 @@ func (r *Recorder) Event(obj client.Object, eventType, reason, message string, m
 	if eventType == EventTypeTrace {
 		k8sType = corev1.EventTypeNormal
 	}
-	r.k8s.AnnotatedEventf(obj, meta, k8sType, reason, "%s", message)
+	r.k8s.AnnotatedEventf(obj, r.k8sAnnotations(meta), k8sType, reason, "%s", message)
 	if r.webhook == "" || eventType == EventTypeTrace {
 		return
 	}
@@ -217,6 +228,22 @@ func (r *Recorder) Event(obj client.Object, eventType, reason, message string, m
 	if !r.queue.Add(func(ctx context.Context) { r.post(ctx, ev) }) {
 		r.log.V(1).Info("event dropped: the queue to the notification-controller is full", "reason", reason, "object", eventObject(ev))
 	}
+}
+
+// k8sAnnotations are the annotations of the Kubernetes Event: meta and
+// those of WithAnnotations, which win.
+func (r *Recorder) k8sAnnotations(meta map[string]string) map[string]string {
+	if len(r.k8sOnly) == 0 {
+		return meta
+	}
+	out := make(map[string]string, len(meta)+len(r.k8sOnly))
+	for k, v := range meta {
+		out[k] = v
+	}
+	for k, v := range r.k8sOnly {
+		out[k] = v
+	}
+	return out
 }
 
 // Truncate returns s cut to at most n characters (runes), never inside a

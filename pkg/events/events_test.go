@@ -354,3 +354,40 @@ func TestRecorderPostsActionAndRelatedObject(t *testing.T) {
 		}
 	}
 }
+
+// annotationsRecorder keeps the annotations of each Kubernetes Event.
+type annotationsRecorder struct {
+	record.EventRecorder
+	mu          sync.Mutex
+	annotations []map[string]string
+}
+
+func (a *annotationsRecorder) AnnotatedEventf(_ k8sruntime.Object, annotations map[string]string, _, _, _ string, _ ...any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.annotations = append(a.annotations, annotations)
+}
+
+func TestWithAnnotationsReachTheKubernetesEventOnly(t *testing.T) {
+	s, srv := newSink(accept)
+	defer srv.Close()
+	k8s := &annotationsRecorder{}
+	rec := newRecorder(t, k8s, srv.URL)
+
+	rev := map[string]string{"source.toolkit.fluxcd.io/revision": "main@sha1:abc"}
+	rec.WithAnnotations(map[string]string{"eddy.dev/drift": "[]"}).Event(newObj(), corev1.EventTypeNormal, "DriftCorrected", "drifted", rev)
+	rec.Event(newObj(), corev1.EventTypeNormal, "Marker", "without annotations", nil)
+
+	evs := s.wait(t, "Marker", 1)
+	if _, ok := evs[0].Metadata["eddy.dev/drift"]; ok || evs[0].Metadata["source.toolkit.fluxcd.io/revision"] != "main@sha1:abc" {
+		t.Errorf("posted metadata %v: want the revision and no eddy.dev/drift", evs[0].Metadata)
+	}
+	k8s.mu.Lock()
+	defer k8s.mu.Unlock()
+	if got := k8s.annotations[0]; got["eddy.dev/drift"] != "[]" || got["source.toolkit.fluxcd.io/revision"] != "main@sha1:abc" || got["event.toolkit.fluxcd.io/team"] != "apps" {
+		t.Errorf("Kubernetes Event annotations %v: want the metadata and eddy.dev/drift", got)
+	}
+	if _, ok := k8s.annotations[1]["eddy.dev/drift"]; ok {
+		t.Errorf("the recorder itself kept the annotation: %v", k8s.annotations[1])
+	}
+}

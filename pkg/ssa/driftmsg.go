@@ -9,7 +9,9 @@ import (
 // The drift messages of events are written and read here only:
 // kustomize-controller's DriftCorrected (DriftMessage, ParseDriftMessage)
 // and helm-controller's DriftDetected (ReleaseDriftMessage,
-// ParseReleaseDriftMessage), read back by the web UI.
+// ParseReleaseDriftMessage). The events carry the same drift structured in
+// DriftAnnotation; the web UI parses a message only for an event without
+// it (recorded before it existed, or too large) or combined by client-go.
 
 // The words of kustomize-controller's DriftCorrected event message, which
 // DriftMessage writes and ParseDriftMessage reads.

@@ -11,6 +11,7 @@ import (
 	"github.com/eddyops/eddy/cli/internal/inspect"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/pkg/ssa"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +53,8 @@ func treeNode(n *inspect.Node) *TreeNode {
 // DriftCorrected events (one per object, with its fields) and
 // helm-controller's DriftDetected events (one per changed object of the
 // release), newest first; ?owner=Kind/namespace/name keeps one owner's.
+// The drift is read from the event's ssa.DriftAnnotation, else parsed from
+// its message (see eventDrift).
 func (a *api) drift(w http.ResponseWriter, r *http.Request) {
 	owner := r.URL.Query().Get("owner")
 	out := DriftList{Drift: []Drift{}}
@@ -60,19 +63,27 @@ func (a *api) drift(w http.ResponseWriter, r *http.Request) {
 		if owner != "" && owner != o.Kind+"/"+o.Namespace+"/"+o.Name {
 			continue
 		}
-		object, fields, ok := ssa.ParseDriftMessage(uncombined(ev.Message))
+		objects, ok := eventDrift(ev, func(msg string) ([]ssa.ObjectDrift, bool) {
+			object, fields, ok := ssa.ParseDriftMessage(msg)
+			return []ssa.ObjectDrift{{Object: object, State: "changed", Fields: fields}}, ok
+		})
 		if !ok {
 			continue
 		}
-		out.Drift = append(out.Drift, Drift{Owner: o, Object: a.inventoryRef(o, object), Fields: driftFields(fields),
-			Time: status.EventTime(ev), Count: max(ev.Count, 1), Message: ev.Message, Reason: ev.Reason})
+		for _, od := range objects {
+			out.Drift = append(out.Drift, Drift{Owner: o, Object: a.inventoryRef(o, od.Object), Fields: driftFields(od.Fields),
+				Time: status.EventTime(ev), Count: max(ev.Count, 1), Message: ev.Message, Reason: ev.Reason})
+		}
 	}
 	for _, ev := range a.st.eventsWithReason("HelmRelease", "DriftDetected") {
 		o := Ref{Kind: "HelmRelease", Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}
 		if owner != "" && owner != o.Kind+"/"+o.Namespace+"/"+o.Name {
 			continue
 		}
-		_, objects, ok := ssa.ParseReleaseDriftMessage(uncombined(ev.Message))
+		objects, ok := eventDrift(ev, func(msg string) ([]ssa.ObjectDrift, bool) {
+			_, objects, ok := ssa.ParseReleaseDriftMessage(msg)
+			return objects, ok
+		})
 		if !ok {
 			continue
 		}
@@ -86,6 +97,22 @@ func (a *api) drift(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.SliceStable(out.Drift, func(i, j int) bool { return out.Drift[i].Time.After(out.Drift[j].Time) })
 	writeJSON(w, out)
+}
+
+// eventDrift is the drift of a drift event: its ssa.DriftAnnotation, or,
+// when it has none (recorded before the annotation, or drift too large
+// for it) or its message was combined from similar events, parse applied
+// to its message. client-go's correlator updates the message of a combined
+// event with each event it combines, never its annotations, so only the
+// message is current there.
+func eventDrift(ev corev1.Event, parse func(msg string) ([]ssa.ObjectDrift, bool)) ([]ssa.ObjectDrift, bool) {
+	msg := uncombined(ev.Message)
+	if v, ok := ev.Annotations[ssa.DriftAnnotation]; ok && msg == ev.Message {
+		if objects, ok := ssa.ParseDriftAnnotation(v); ok {
+			return objects, true
+		}
+	}
+	return parse(msg)
 }
 
 // driftFields turns drift as a dry-run found it (desired → live) into the

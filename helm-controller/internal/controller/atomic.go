@@ -259,8 +259,9 @@ func (r *HelmReleaseReconciler) inSync(ctx context.Context, req *releaseRequest,
 func (r *HelmReleaseReconciler) drifted(req *releaseRequest) *releaseAction {
 	obj := req.obj
 	cur := release.Latest(obj.Status.History)
-	msg := req.secrets.Redact(ssa.ReleaseDriftMessage(release.FullName(cur), req.drift.Drifts()))
-	r.Events.Event(obj, corev1.EventTypeWarning, helmv2.DriftDetectedReason, msg, r.snapshotMeta(cur))
+	drifts := req.drift.Drifts()
+	msg := req.secrets.Redact(ssa.ReleaseDriftMessage(release.FullName(cur), drifts))
+	r.Events.WithAnnotations(ssa.DriftAnnotations(drifts, req.secrets.Redact)).Event(obj, corev1.EventTypeWarning, helmv2.DriftDetectedReason, msg, r.snapshotMeta(cur))
 	reconciler.SetCondition(obj, helmv2.DriftedCondition, metav1.ConditionTrue, helmv2.DriftDetectedReason, msg)
 	if driftMode(obj) == helmv2.DriftDetectionEnabled {
 		return r.correctDriftAction(req, req.drift)

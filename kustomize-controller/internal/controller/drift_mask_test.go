@@ -46,4 +46,8 @@ func TestDriftEventMasksSecretValues(t *testing.T) {
 	if !strings.Contains(got, `.data.password "*****" → "edited"`) {
 		t.Errorf("events: %s", got)
 	}
+	// The drift also travels as JSON in the Event's annotation, masked alike.
+	if !strings.Contains(got, ssa.DriftAnnotation+`:[{"object":"ConfigMap/apps/conf","state":"changed","fields":[{"path":".data.password","desired":"\"*****\"","live":"\"edited\""}`) {
+		t.Errorf("events lack the masked %s annotation: %s", ssa.DriftAnnotation, got)
+	}
 }

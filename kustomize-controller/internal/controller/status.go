@@ -34,7 +34,8 @@ func (r *KustomizationReconciler) reportChanges(rec *events.Recorder, obj *kusto
 		}
 		lines = append(lines, c.String())
 		if len(c.Drift) > 0 {
-			rec.Event(obj, corev1.EventTypeNormal, "DriftCorrected",
+			drift := []ssa.ObjectDrift{{Object: c.Meta.String(), State: "changed", Fields: c.Drift}}
+			rec.WithAnnotations(ssa.DriftAnnotations(drift, secrets.Mask)).Event(obj, corev1.EventTypeNormal, "DriftCorrected",
 				secrets.Mask(ssa.DriftMessage(c.Meta, c.Drift)), r.eventMeta(obj))
 		}
 		if len(c.Removed) > 0 {
