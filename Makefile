@@ -13,7 +13,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := bin/controller-gen
 GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
-# The controllers' --version (pkg/runtime.Version).
+# The controllers' --version (pkg/controllerkit.Version).
 CONTROLLER_LDFLAGS := -X github.com/eddyops/eddy/pkg/controllerkit.Version=$(VERSION)
 EDDY_LDFLAGS := -X main.version=$(VERSION)
 
