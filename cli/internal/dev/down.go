@@ -130,11 +130,23 @@ func stopOwner(ctx context.Context, u *ui.UI, pid int, spin string) {
 		stop = u.Spin(spin)
 	}
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		return !IsOwner(pid), nil
+		return !stopping(pid), nil
 	})
 	stop()
-	if IsOwner(pid) {
+	if stopping(pid) {
 		u.Warning("pid %d did not stop within 60s: killing it", pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// stopping reports whether pid, an owner that was signalled, still runs:
+// an owner, or a process whose command line is already empty because it
+// is exiting (its memory is gone before it becomes a zombie; IsOwner says
+// false then, though the process is still there).
+func stopping(pid int) bool {
+	if IsOwner(pid) {
+		return true
+	}
+	cl, ok := cmdline(pid)
+	return ok && cl == "" && Alive(pid)
 }
