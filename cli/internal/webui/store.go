@@ -276,7 +276,7 @@ func (s *store) setConnected(ok bool, msg string) {
 	s.connected, s.connMsg = ok, msg
 	s.mu.Unlock()
 	if changed {
-		s.hub.publish("status", Status{Connected: ok, Message: msg})
+		// The log line first: whoever sees the status change finds it logged.
 		if s.log != nil {
 			line := "connected to the API server again"
 			if !ok {
@@ -284,6 +284,7 @@ func (s *store) setConnected(ok bool, msg string) {
 			}
 			fmt.Fprintf(s.log, "%s %s\n", time.Now().UTC().Format(time.RFC3339), line)
 		}
+		s.hub.publish("status", Status{Connected: ok, Message: msg})
 	}
 }
 
