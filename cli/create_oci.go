@@ -91,7 +91,7 @@ func newCreateSourceOCICommand(g *globalFlags, f *createFlags) *cobra.Command {
 			}
 			return g.create(cmd, f, creation{obj: repo, kind: sourcev1.OCIRepositoryKind, created: sourcev1.OCIRepositoryKind,
 				noGenerate: true, completed: "OCIRepository reconciliation completed",
-				done: sourceDone(sourcev1.OCIRepositoryKind, func() *meta.Artifact { return repo.Status.Artifact })})
+				done: sourceDone(sourcev1.OCIRepositoryKind, repo)})
 		},
 	}
 	fs := cmd.Flags()

@@ -61,9 +61,9 @@ func ignoreOf(paths []string) *string {
 
 // sourceDone is flux's last line of `create source`: the fetched
 // revision; no artifact after Ready is an error.
-func sourceDone(kind string, artifact func() *meta.Artifact) func(*ui.UI) error {
+func sourceDone(kind string, src sourcev1.Source) func(*ui.UI) error {
 	return func(u *ui.UI) error {
-		a := artifact()
+		a := src.GetArtifact()
 		if a == nil {
 			return fmt.Errorf("%s source reconciliation completed but no artifact was found", kind)
 		}
@@ -119,7 +119,7 @@ func newCreateSourceGitCommand(g *globalFlags, f *createFlags) *cobra.Command {
 			}
 			return g.create(cmd, f, creation{obj: repo, kind: "GitRepository source", created: "GitRepository source",
 				completed: "GitRepository source reconciliation completed",
-				done:      sourceDone(sourcev1.GitRepositoryKind, func() *meta.Artifact { return repo.Status.Artifact })})
+				done:      sourceDone(sourcev1.GitRepositoryKind, repo)})
 		},
 	}
 	fs := cmd.Flags()
@@ -169,7 +169,7 @@ func newCreateSourceHelmCommand(g *globalFlags, f *createFlags) *cobra.Command {
 			c := creation{obj: repo, kind: "HelmRepository source", created: "source",
 				completed: "HelmRepository source reconciliation completed"}
 			if !oci { // an OCI HelmRepository has no artifact
-				c.done = sourceDone(sourcev1.HelmRepositoryKind, func() *meta.Artifact { return repo.Status.Artifact })
+				c.done = sourceDone(sourcev1.HelmRepositoryKind, repo)
 			}
 			return g.create(cmd, f, c)
 		},
