@@ -77,12 +77,14 @@ func built(t *testing.T) (root, eddy string) {
 func builtVersion(t *testing.T) string {
 	t.Helper()
 	_, eddy := built(t)
-	out, err := exec.Command(eddy, "version", "--client").Output()
-	v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "eddy: ")
-	if err != nil || !ok {
-		t.Fatalf("eddy version --client: %v: %q", err, out)
+	// JSON, not the YAML default: YAML quotes a version that reads as a
+	// number (a short commit hash of digits only, such as 5543604).
+	out, err := exec.Command(eddy, "version", "--client", "-o", "json").Output()
+	var v struct{ Eddy string }
+	if err != nil || json.Unmarshal(out, &v) != nil || v.Eddy == "" {
+		t.Fatalf("eddy version --client -o json: %v: %q", err, out)
 	}
-	return v
+	return v.Eddy
 }
 
 // madeBin reports whether EDDY_BUILT_BIN_DIR is root's bin/ and holds every
