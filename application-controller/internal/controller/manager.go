@@ -1,0 +1,120 @@
+// Package controller is application-controller's manager and reconcilers:
+// the Application reconciler (compare, auto-sync, operations, status) and
+// the AppProject bootstrap. NewManager is what the binary and the tests
+// run.
+package controller
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/controllerkit"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// ControllerName is the controller's name: its event source and
+// leader-election lease prefix.
+const ControllerName = "application-controller"
+
+// FieldManager is the field manager of applied objects: Argo CD's, so that
+// ignoreDifferences.managedFieldsManagers and a cluster moving between
+// Argo CD and Eddy see one owner.
+const FieldManager = "argocd-controller"
+
+// Config is application-controller's command line: the shared runtime
+// flags and Argo CD's own, with Argo CD's names and defaults
+// (argocd-contract §3.3). main and the tests build the manager from it
+// with NewManager.
+type Config struct {
+	controllerkit.Options
+	EventsAddr string
+	// Namespace is the controller's namespace (Argo CD's `argocd`):
+	// Applications there have plain instance names, and it holds the
+	// default AppProject and the source objects.
+	Namespace string
+	// ApplicationNamespaces are the other namespaces whose Applications
+	// are reconciled (--application-namespaces; globs as Argo CD).
+	ApplicationNamespaces []string
+	// AppResync is the period of a full comparison (Argo CD's
+	// timeout.reconciliation, 120s) and AppResyncJitter its jitter (60s).
+	AppResync, AppResyncJitter time.Duration
+	// SelfHeal* are Argo CD's self-heal back-off: the first self-heal
+	// after a full sync waits SelfHealTimeout, the next ones
+	// SelfHealBackoff × SelfHealFactor^n, at most SelfHealCap.
+	SelfHealTimeout, SelfHealBackoff, SelfHealCap time.Duration
+	SelfHealFactor                                int
+	// SyncWaveDelay is the pause between waves (ARGOCD_SYNC_WAVE_DELAY, 2s).
+	SyncWaveDelay time.Duration
+
+	// Not flags; zero in the binary. RESTConfig nil means --kubeconfig,
+	// $KUBECONFIG or the in-cluster account.
+	RESTConfig *rest.Config
+}
+
+// BindFlags registers the flags on fs.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	c.Options.BindFlags(fs, 10)
+	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
+	ns := os.Getenv("RUNTIME_NAMESPACE")
+	if ns == "" {
+		ns = "argocd"
+	}
+	fs.StringVar(&c.Namespace, "namespace", ns, "The controller's namespace, where Applications are reconciled by default and source objects are kept (default $RUNTIME_NAMESPACE, else argocd).")
+	fs.Func("application-namespaces", "Other namespaces whose Applications are reconciled, comma separated (globs allowed), as Argo CD's flag.", func(s string) error {
+		for _, n := range strings.Split(s, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				c.ApplicationNamespaces = append(c.ApplicationNamespaces, n)
+			}
+		}
+		return nil
+	})
+	seconds := func(d *time.Duration, name string, def int, usage string) {
+		*d = time.Duration(def) * time.Second
+		fs.Func(name, usage+" (seconds, default "+strconv.Itoa(def)+")", func(s string) error {
+			v, err := time.ParseDuration(s + "s")
+			*d = v
+			return err
+		})
+	}
+	seconds(&c.AppResync, "app-resync", 120, "The period of a full comparison of each Application with its source; 0 turns it off.")
+	seconds(&c.AppResyncJitter, "app-resync-jitter", 60, "The most random time added to --app-resync.")
+	seconds(&c.SelfHealTimeout, "self-heal-timeout-seconds", 0, "The wait before the first self-heal after a full sync.")
+	seconds(&c.SelfHealBackoff, "self-heal-backoff-timeout-seconds", 2, "The wait before the second self-heal.")
+	seconds(&c.SelfHealCap, "self-heal-backoff-cap-seconds", 300, "The longest wait between self-heals.")
+	fs.IntVar(&c.SelfHealFactor, "self-heal-backoff-factor", 3, "The factor each further self-heal's wait grows by.")
+	c.SyncWaveDelay = 2 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("ARGOCD_SYNC_WAVE_DELAY") + "s"); err == nil && os.Getenv("ARGOCD_SYNC_WAVE_DELAY") != "" {
+		c.SyncWaveDelay = v
+	}
+}
+
+// NewScheme returns application-controller's scheme: the Kubernetes
+// built-in kinds, source.toolkit.fluxcd.io and argoproj.io. Objects of
+// other groups are handled as unstructured.
+func NewScheme() (*k8sruntime.Scheme, error) {
+	return controllerkit.NewScheme(sourcev1.AddToScheme, argov1.AddToScheme)
+}
+
+// NewManager builds application-controller's manager from c. The caller
+// starts it (controllerkit.Main in the binary).
+func NewManager(c Config) (ctrl.Manager, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &argov1.Application{})
+	if err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Manager is NewManager for controllerkit.Main.
+func (c *Config) Manager() (ctrl.Manager, error) { return NewManager(*c) }
