@@ -91,7 +91,7 @@ type SyncStatus struct {
 // ComparedTo is the spec the last comparison used.
 type ComparedTo struct {
 	// +optional
-	Source ApplicationSource `json:"source,omitempty"`
+	Source      ApplicationSource      `json:"source,omitempty"`
 	Destination ApplicationDestination `json:"destination"`
 	// +optional
 	Sources []ApplicationSource `json:"sources,omitempty"`
