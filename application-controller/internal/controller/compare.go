@@ -1,0 +1,308 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/application-controller/internal/health"
+	"github.com/eddyops/eddy/application-controller/internal/normalize"
+	"github.com/eddyops/eddy/application-controller/internal/plan"
+	"github.com/eddyops/eddy/application-controller/internal/project"
+	"github.com/eddyops/eddy/application-controller/internal/tracking"
+	"github.com/eddyops/eddy/pkg/ssa"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// comparison is one full comparison of an Application's target with the
+// live objects (argocd-contract §6.1).
+type comparison struct {
+	target  *target
+	project *argov1.AppProject
+	// err is the comparison's failure, with its condition type in errType.
+	err     error
+	errType string
+	// pending: a source is still being fetched; nothing is decided.
+	pending    bool
+	pendingMsg string
+
+	desired map[string]*unstructured.Unstructured // non-hook objects by plan.Key
+	order   []string                              // keys of desired in render order
+	hooks   []*unstructured.Unstructured
+	live    map[string]*unstructured.Unstructured
+	prune   []*unstructured.Unstructured // tracked live objects no longer rendered
+	status  map[string]string            // key → Synced | OutOfSync | Unknown
+	drift   map[string][]ssa.FieldDrift  // key → differing fields (existing objects)
+	shared  []string                     // SharedResourceWarning messages
+
+	sync      string
+	health    argov1.AppHealthStatus
+	resources []argov1.ResourceStatus
+	summary   argov1.ApplicationSummary
+}
+
+// compare loads the target (at revision, "" for targetRevision) and the
+// live objects, and compares them.
+func (r *ApplicationReconciler) compare(ctx context.Context, app *argov1.Application, revision string) *comparison {
+	c := &comparison{sync: argov1.SyncStatusUnknown}
+	proj, err := r.project(ctx, app)
+	if err != nil {
+		c.err, c.errType = err, argov1.ConditionInvalidSpecError
+		return c
+	}
+	c.project = proj
+	if err := r.checkSpec(app, proj); err != nil {
+		c.err, c.errType = err, argov1.ConditionInvalidSpecError
+		return c
+	}
+	var revs []string
+	if revision != "" {
+		revs = []string{revision}
+	}
+	t, err := r.loadTarget(ctx, app, app.GetSources(), revs)
+	switch {
+	case errors.Is(err, errPending):
+		c.pending, c.pendingMsg = true, err.Error()
+		return c
+	case err != nil:
+		c.err, c.errType = err, argov1.ConditionComparisonError
+		return c
+	}
+	c.target = t
+	if err := r.compareObjects(ctx, app, c); err != nil {
+		c.err, c.errType = err, argov1.ConditionComparisonError
+		c.sync = argov1.SyncStatusUnknown
+	}
+	return c
+}
+
+// checkSpec is Argo CD's spec validation against the project
+// (argocd-contract §1.2, §1.8, §8.1).
+func (r *ApplicationReconciler) checkSpec(app *argov1.Application, proj *argov1.AppProject) error {
+	d := app.Spec.Destination
+	if d.Server != "" && d.Name != "" {
+		return errors.New("application destination can't have both name and server defined")
+	}
+	if d.Server != "" && d.Server != argov1.InClusterServer {
+		return fmt.Errorf("application destination server '%s' is not supported by Eddy yet: there are no clusters with this URL", d.Server)
+	}
+	if d.Name != "" && d.Name != argov1.InClusterName {
+		return fmt.Errorf("unable to find destination server: there are no clusters with this name: %s", d.Name)
+	}
+	srcs := app.GetSources()
+	if len(srcs) == 0 {
+		return errors.New("spec.source.repoURL and either spec.source.path or spec.source.chart are required")
+	}
+	for _, s := range srcs {
+		if s.RepoURL == "" || (s.Path == "" && s.Chart == "" && s.Ref == "") {
+			return errors.New("spec.source.repoURL and either spec.source.path or spec.source.chart are required")
+		}
+		if s.Chart != "" && s.TargetRevision == "" {
+			return errors.New("spec.source.targetRevision is required if the manifest source is a helm chart")
+		}
+		if err := project.CheckSource(proj, s.RepoURL); err != nil {
+			return err
+		}
+	}
+	return project.CheckDestination(proj, argov1.InClusterServer, argov1.InClusterName, d.Namespace)
+}
+
+// compareObjects reads the live objects and compares each with its
+// desired one; it fills c's per-object status, health and summary.
+func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.Application, c *comparison) error {
+	rules, err := normalize.Compile(app.Spec.IgnoreDifferences)
+	if err != nil {
+		return err
+	}
+	instance := app.InstanceName(r.Namespace)
+	c.desired, c.live, c.status = map[string]*unstructured.Unstructured{}, map[string]*unstructured.Unstructured{}, map[string]string{}
+	c.drift = map[string][]ssa.FieldDrift{}
+	for _, u := range c.target.objects {
+		if _, isHook := plan.Hook(u); isHook {
+			c.hooks = append(c.hooks, u)
+			continue
+		}
+		k := keyOf(u)
+		c.desired[k] = u
+		c.order = append(c.order, k)
+	}
+	var unpermitted []string
+	for _, k := range c.order {
+		u := c.desired[k]
+		live, err := r.getLive(ctx, u.GroupVersionKind(), u.GetNamespace(), u.GetName())
+		if err != nil {
+			return err
+		}
+		c.live[k] = live
+		if !project.Permitted(c.project, u.GroupVersionKind().Group, u.GetKind(), u.GetName(), u.GetNamespace() == "") {
+			c.status[k] = argov1.SyncStatusUnknown
+			unpermitted = append(unpermitted, fmt.Sprintf("%s/%s", u.GetKind(), u.GetName()))
+			continue
+		}
+		if live != nil {
+			if other := tracking.OtherOwner(live, instance, u.GetNamespace() == ""); other != "" {
+				c.shared = append(c.shared, fmt.Sprintf("%s/%s is part of applications %s and %s", u.GetKind(), u.GetName(), appRef(app), other))
+			}
+		}
+		c.status[k] = r.compareOne(ctx, c, k, u, live, rules)
+	}
+	if len(unpermitted) > 0 {
+		return fmt.Errorf("resources not permitted in project '%s': %s", c.project.Name, strings.Join(unpermitted, ", "))
+	}
+	if err := r.findPrunable(ctx, app, c, instance); err != nil {
+		return err
+	}
+	r.summarize(app, c)
+	return nil
+}
+
+// compareOne compares one desired object with its live one by a
+// server-side dry-run (three-way in effect: fields others add are kept by
+// the apply, so they are not drift).
+func (r *ApplicationReconciler) compareOne(ctx context.Context, c *comparison, k string, desired, live *unstructured.Unstructured, rules *normalize.Rules) string {
+	if live == nil {
+		return argov1.SyncStatusOutOfSync
+	}
+	paths, err := rules.Paths(desired, live)
+	if err != nil {
+		return argov1.SyncStatusUnknown
+	}
+	var ignore []ssa.IgnoreRule
+	if len(paths) > 0 {
+		ignore = []ssa.IgnoreRule{{Paths: paths}}
+	}
+	d, err := r.SSA.Diff(ctx, desired.DeepCopy(), live, ignore)
+	if err != nil {
+		return argov1.SyncStatusOutOfSync
+	}
+	if fields := d.Fields(); len(fields) > 0 {
+		c.drift[k] = fields
+		return argov1.SyncStatusOutOfSync
+	}
+	return argov1.SyncStatusSynced
+}
+
+// findPrunable reads the objects of the last comparison that are no
+// longer rendered: those still tracked by this Application are pruning
+// candidates (argocd-contract §5).
+func (r *ApplicationReconciler) findPrunable(ctx context.Context, app *argov1.Application, c *comparison, instance string) error {
+	for _, res := range app.Status.Resources {
+		if res.Hook {
+			continue
+		}
+		k := plan.Key(res.Group, res.Kind, res.Namespace, res.Name)
+		if _, ok := c.desired[k]; ok {
+			continue
+		}
+		gvk := schema.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind}
+		live, err := r.getLive(ctx, gvk, res.Namespace, res.Name)
+		if err != nil {
+			return err
+		}
+		if live == nil || !tracking.OwnedBy(live, instance, res.Namespace == "") {
+			continue
+		}
+		c.live[k] = live
+		c.prune = append(c.prune, live)
+		c.status[k] = argov1.SyncStatusOutOfSync
+	}
+	return nil
+}
+
+// getLive reads an object uncached; nil when it or its kind does not exist.
+func (r *ApplicationReconciler) getLive(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s %s: %s", gvk.Kind, name, apiReason(err))
+	}
+	return u, nil
+}
+
+// summarize sets c's sync status, health, resources and summary.
+func (r *ApplicationReconciler) summarize(app *argov1.Application, c *comparison) {
+	c.sync = argov1.SyncStatusSynced
+	var items []health.Item
+	images, urls := map[string]bool{}, map[string]bool{}
+	add := func(k string, u, live *unstructured.Unstructured, requiresPruning bool) {
+		gvk := u.GroupVersionKind()
+		rs := argov1.ResourceStatus{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: u.GetNamespace(),
+			Name: u.GetName(), Status: c.status[k], RequiresPruning: requiresPruning, SyncWave: int64(plan.Wave(u))}
+		if live != nil {
+			if st, ok := health.Of(live); ok {
+				rs.Health = &argov1.HealthStatus{Status: st.Status, Message: st.Message}
+			}
+			collectImages(live, images)
+			collectURLs(live, urls)
+		}
+		if rs.Status == argov1.SyncStatusOutOfSync && !(requiresPruning && plan.IgnoreExtraneous(u)) {
+			c.sync = argov1.SyncStatusOutOfSync
+		}
+		if rs.Status == argov1.SyncStatusUnknown && c.sync == argov1.SyncStatusSynced {
+			c.sync = argov1.SyncStatusUnknown
+		}
+		c.resources = append(c.resources, rs)
+		if !requiresPruning {
+			items = append(items, health.Item{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName(),
+				Live: live, Ignore: u.GetAnnotations()[argov1.AnnotationIgnoreHealth] == "true" || isSelf(app, u)})
+		}
+	}
+	for _, k := range c.order {
+		add(k, c.desired[k], c.live[k], false)
+	}
+	for _, u := range c.prune {
+		add(keyOf(u), u, u, true)
+	}
+	sort.Slice(c.resources, func(i, j int) bool {
+		a, b := c.resources[i], c.resources[j]
+		return a.Group+"/"+a.Kind+"/"+a.Namespace+"/"+a.Name < b.Group+"/"+b.Kind+"/"+b.Namespace+"/"+b.Name
+	})
+	c.health = health.Aggregate(items)
+	c.summary = argov1.ApplicationSummary{Images: sortedKeys(images), ExternalURLs: sortedKeys(urls)}
+	for _, u := range c.target.objects {
+		if u.GetKind() == argov1.ApplicationKind && u.GroupVersionKind().Group == argov1.GroupVersion.Group {
+			c.summary.IsAppOfApps = true
+		}
+	}
+}
+
+func keyOf(u *unstructured.Unstructured) string {
+	return plan.Key(u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), u.GetName())
+}
+
+func isSelf(app *argov1.Application, u *unstructured.Unstructured) bool {
+	return u.GetKind() == argov1.ApplicationKind && u.GetName() == app.Name && u.GetNamespace() == app.Namespace
+}
+
+func appRef(app *argov1.Application) string { return app.Namespace + "/" + app.Name }
+
+func sortedKeys(m map[string]bool) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func apiReason(err error) string {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) && s.Status().Message != "" {
+		return s.Status().Message
+	}
+	return err.Error()
+}

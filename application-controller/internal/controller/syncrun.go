@@ -1,0 +1,203 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/application-controller/internal/plan"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// syncRun is one pass of a sync operation: its tasks in steps, and the
+// results recorded so far in status.operationState.syncResult (which is
+// what makes a pass resumable after a restart: a task with a result is
+// never applied again).
+type syncRun struct {
+	app     *argov1.Application
+	st      *argov1.OperationState
+	c       *comparison
+	opts    plan.Options
+	steps   []plan.Step
+	multi   bool
+	results map[string]*argov1.ResourceResult
+}
+
+// syncPass runs the next group of app's sync (argocd-contract §4.2): the
+// first pass creates the namespace and dry-runs every task; each pass
+// then finishes waiting on the current (phase, wave) or applies the next
+// one.
+func (r *ApplicationReconciler) syncPass(ctx context.Context, app *argov1.Application, st *argov1.OperationState, c *comparison) outcome {
+	sync := st.Operation.Sync
+	c, err := r.compareFor(ctx, app, sync, c)
+	switch {
+	case err != nil:
+		return outcome{phase: argov1.OperationError, message: err.Error()}
+	case c.pending:
+		return outcome{phase: argov1.OperationRunning, message: "waiting for the source's artifact", wait: pollWait}
+	case c.err != nil:
+		return outcome{phase: argov1.OperationError, message: c.err.Error()}
+	}
+	run := r.newSyncRun(app, st, c)
+	first := len(st.SyncResult.Resources) == 0
+	if first {
+		if out, ok := r.prepare(ctx, run); !ok {
+			return out
+		}
+		if sync.DryRun {
+			return outcome{phase: argov1.OperationSucceeded, message: "successfully synced (all tasks run)"}
+		}
+	}
+	for i, step := range run.steps {
+		if !run.applied(step) {
+			if out, ok := r.applyStep(ctx, run, step); !ok {
+				r.cleanupHooks(ctx, st, run, false)
+				return out
+			}
+			if i < len(run.steps)-1 || run.multi {
+				return outcome{phase: argov1.OperationRunning, message: runningMessage(step), wait: max(r.WaveDelay, pollWait)}
+			}
+			continue
+		}
+		if out, done := r.stepDone(ctx, run, step); !done {
+			if out.phase != argov1.OperationRunning {
+				r.cleanupHooks(ctx, st, run, false)
+			}
+			return out
+		}
+	}
+	r.cleanupHooks(ctx, st, run, true)
+	return outcome{phase: argov1.OperationSucceeded, message: "successfully synced (all tasks run)"}
+}
+
+// newSyncRun builds the tasks of the operation from the comparison.
+func (r *ApplicationReconciler) newSyncRun(app *argov1.Application, st *argov1.OperationState, c *comparison) *syncRun {
+	sync := st.Operation.Sync
+	if st.SyncResult == nil {
+		st.SyncResult = &argov1.SyncOperationResult{}
+		if app.IsMultiSource() || len(sync.Sources) > 0 {
+			st.SyncResult.Revisions, st.SyncResult.Sources = c.target.revisions, c.target.sources
+		} else {
+			st.SyncResult.Revision, st.SyncResult.Source = c.target.revisions[0], c.target.sources[0]
+		}
+	}
+	run := &syncRun{app: app, st: st, c: c, opts: plan.ParseOptions(sync.SyncOptions, nil), results: map[string]*argov1.ResourceResult{}}
+	for _, res := range st.SyncResult.Resources {
+		run.results[resultKey(res.SyncPhase, plan.Key(res.Group, res.Kind, res.Namespace, res.Name))] = res
+	}
+	hooks := len(sync.Resources) == 0 && (sync.SyncStrategy == nil || sync.SyncStrategy.Apply == nil)
+	desired := map[string]*unstructured.Unstructured{}
+	for k, u := range c.desired {
+		if selected(sync.Resources, u) && !(run.opts.ApplyOutOfSyncOnly && c.status[k] == argov1.SyncStatusSynced) {
+			desired[k] = u
+		}
+	}
+	if hooks {
+		for _, u := range c.hooks {
+			name := u.GetName()
+			if name == "" {
+				name = u.GetGenerateName()
+			}
+			desired[plan.Key(u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), name)] = u
+		}
+	}
+	var prune []*unstructured.Unstructured
+	for _, u := range c.prune {
+		if selected(sync.Resources, u) {
+			prune = append(prune, u)
+		}
+	}
+	tasks := plan.Tasks(desired, c.live, prune, revisionOf(st), st.StartedAt.Time, sync.SyncOptions, hooks)
+	plan.Sort(tasks)
+	run.steps = plan.Steps(tasks)
+	run.multi = plan.MultiStep(run.steps)
+	return run
+}
+
+// selected: a selective sync's resources name u (namespace optional).
+func selected(rs []argov1.SyncOperationResource, u *unstructured.Unstructured) bool {
+	if len(rs) == 0 {
+		return true
+	}
+	for _, s := range rs {
+		if s.Group == u.GroupVersionKind().Group && s.Kind == u.GetKind() && s.Name == u.GetName() &&
+			(s.Namespace == "" || s.Namespace == u.GetNamespace()) {
+			return true
+		}
+	}
+	return false
+}
+
+func revisionOf(st *argov1.OperationState) string {
+	if st.SyncResult.Revision != "" {
+		return st.SyncResult.Revision
+	}
+	if len(st.SyncResult.Revisions) > 0 {
+		return st.SyncResult.Revisions[0]
+	}
+	return ""
+}
+
+func resultKey(phase, key string) string { return phase + "|" + key }
+
+func taskKey(t *plan.Task) string {
+	return resultKey(t.Phase, keyOf(t.Obj))
+}
+
+// applied: every task of step has a result.
+func (run *syncRun) applied(step plan.Step) bool {
+	for _, t := range step.Tasks {
+		if run.results[taskKey(t)] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// record adds or replaces a task's result.
+func (run *syncRun) record(t *plan.Task, status, message, hookPhase string) *argov1.ResourceResult {
+	gvk := t.Obj.GroupVersionKind()
+	res := &argov1.ResourceResult{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: t.Obj.GetNamespace(),
+		Name: t.Obj.GetName(), Status: status, Message: message, SyncPhase: t.Phase, HookPhase: hookPhase}
+	if t.Hook {
+		res.HookType = t.Phase
+	}
+	imgs := map[string]bool{}
+	collectImages(t.Obj, imgs)
+	res.Images = sortedKeys(imgs)
+	k := taskKey(t)
+	if old := run.results[k]; old != nil {
+		*old = *res
+		return old
+	}
+	run.results[k] = res
+	run.st.SyncResult.Resources = append(run.st.SyncResult.Resources, res)
+	return res
+}
+
+// runningMessage is Argo CD's message while a step is awaited.
+func runningMessage(step plan.Step) string {
+	var names []string
+	for _, t := range step.Tasks {
+		names = append(names, fmt.Sprintf("%s/%s/%s", t.Obj.GroupVersionKind().Group, t.Obj.GetKind(), t.Obj.GetName()))
+	}
+	if len(names) == 0 {
+		return "running"
+	}
+	msg := "waiting for healthy state of " + names[0]
+	if step.Tasks[0].Hook {
+		msg = "waiting for completion of hook " + names[0]
+	}
+	if len(names) > 1 {
+		msg += fmt.Sprintf(" and %d more resources", len(names)-1)
+	}
+	return msg
+}
+
+func failedMessage(prefix string, reasons []string) string {
+	if len(reasons) == 0 {
+		return prefix
+	}
+	return prefix + ", reason: " + strings.Join(reasons, ", ")
+}

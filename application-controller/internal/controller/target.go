@@ -1,0 +1,235 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/application-controller/internal/plan"
+	"github.com/eddyops/eddy/application-controller/internal/render"
+	"github.com/eddyops/eddy/application-controller/internal/source"
+	"github.com/eddyops/eddy/application-controller/internal/tracking"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// target is the desired state of an Application at resolved revisions:
+// every rendered object, namespaced and stamped with the tracking id.
+type target struct {
+	sources     []argov1.ApplicationSource
+	revisions   []string
+	sourceTypes []string
+	objects     []*unstructured.Unstructured
+	repeated    []string
+}
+
+// errPending is a source whose artifact source-controller has not made yet.
+var errPending = errors.New("source pending")
+
+// loadTarget fetches and renders sources at revisions ("" each: the
+// targetRevision). The error is errPending while a source is being
+// fetched, else a ComparisonError message in Argo CD's words.
+func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Application, sources []argov1.ApplicationSource, revisions []string) (*target, error) {
+	t := &target{sources: sources}
+	fetched := make([]*source.Fetched, len(sources))
+	refRoots := map[string]string{}
+	for i, src := range sources {
+		rev := ""
+		if i < len(revisions) {
+			rev = revisions[i]
+		}
+		f, err := r.Sources.Ensure(ctx, app, src, rev)
+		var nr *source.NotReady
+		switch {
+		case errors.As(err, &nr) && !nr.Stalled && nr.Message == "":
+			return nil, errPending
+		case errors.As(err, &nr) && !nr.Stalled:
+			return nil, fmt.Errorf("%w: %s", errPending, nr.Message)
+		case err != nil:
+			return nil, fmt.Errorf("Failed to load target state: failed to generate manifest for source %d of %d: %s", i+1, len(sources), err.Error())
+		}
+		fetched[i] = f
+		t.revisions = append(t.revisions, f.Revision)
+		if src.Ref != "" {
+			refRoots["$"+src.Ref] = f.Dir
+		}
+	}
+	for i, src := range sources {
+		if src.Ref != "" && src.Path == "" && src.Chart == "" {
+			continue // a ref source without a path renders nothing
+		}
+		res, err := r.render(ctx, app, src, fetched[i], refRoots)
+		if err != nil {
+			return nil, fmt.Errorf("Failed to load target state: failed to generate manifest for source %d of %d: %s", i+1, len(sources), err.Error())
+		}
+		t.sourceTypes = append(t.sourceTypes, res.SourceType)
+		t.objects = append(t.objects, res.Objects...)
+	}
+	if err := r.normalizeTarget(app, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// render renders one source, from the cache when the same artifact was
+// rendered with the same inputs.
+func (r *ApplicationReconciler) render(ctx context.Context, app *argov1.Application, src argov1.ApplicationSource, f *source.Fetched, refRoots map[string]string) (*render.Result, error) {
+	in := render.Input{
+		Root: f.Dir, Source: src, AppName: app.Name, AppNamespace: app.Namespace, Project: app.GetProject(),
+		Namespace: app.Spec.Destination.Namespace, Revision: f.Revision,
+		KubeVersion: r.KubeVersion, APIVersions: r.APIVersions, RefRoots: refRoots,
+	}
+	digest := ""
+	if f.Artifact != nil {
+		digest = f.Artifact.Digest
+	}
+	key := renderKey(in, digest)
+	if res, ok := r.renders.get(key); ok {
+		return res, nil
+	}
+	res, err := render.Render(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	r.renders.put(key, res)
+	return copyResult(res), nil
+}
+
+func renderKey(in render.Input, digest string) string {
+	in.Root = ""
+	refs := in.RefRoots
+	in.RefRoots = nil
+	b, _ := json.Marshal(struct {
+		In     render.Input
+		Refs   map[string]string
+		Digest string
+	}{in, refs, digest})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// normalizeTarget gives namespaced objects without a namespace the
+// destination's and clears it on cluster-scoped ones (argocd-contract
+// §1.8), drops duplicates (the last wins, RepeatedResourceWarning) and
+// stamps the tracking id (§5).
+func (r *ApplicationReconciler) normalizeTarget(app *argov1.Application, t *target) error {
+	crdScopes := crdScopes(t.objects)
+	dest := app.Spec.Destination.Namespace
+	seen := map[string]int{}
+	var out []*unstructured.Unstructured
+	for _, u := range t.objects {
+		switch r.namespaced(u.GroupVersionKind(), crdScopes) {
+		case scopeCluster:
+			u.SetNamespace("")
+		case scopeNamespaced:
+			if u.GetNamespace() == "" {
+				if dest == "" {
+					return fmt.Errorf("Namespace for %s %s is missing.", u.GetName(), u.GroupVersionKind())
+				}
+				u.SetNamespace(dest)
+			}
+		}
+		k := plan.Key(u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), u.GetName())
+		if i, ok := seen[k]; ok && u.GetName() != "" {
+			out[i] = u
+			t.repeated = append(t.repeated, u.GetKind()+"/"+u.GetName())
+			continue
+		}
+		seen[k] = len(out)
+		out = append(out, u)
+	}
+	t.objects = out
+	tracking.Stamp(t.objects, app.InstanceName(r.Namespace), dest, func(u *unstructured.Unstructured) bool {
+		return r.namespaced(u.GroupVersionKind(), crdScopes) == scopeCluster
+	})
+	return nil
+}
+
+type scope int
+
+const (
+	scopeUnknown scope = iota
+	scopeNamespaced
+	scopeCluster
+)
+
+// namespaced is the scope of gvk from the API server, else from a CRD of
+// the same set.
+func (r *ApplicationReconciler) namespaced(gvk schema.GroupVersionKind, crds map[schema.GroupKind]string) scope {
+	if m, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		if m.Scope.Name() == "namespace" {
+			return scopeNamespaced
+		}
+		return scopeCluster
+	}
+	switch crds[gvk.GroupKind()] {
+	case "Namespaced":
+		return scopeNamespaced
+	case "Cluster":
+		return scopeCluster
+	}
+	return scopeUnknown
+}
+
+func crdScopes(objs []*unstructured.Unstructured) map[schema.GroupKind]string {
+	out := map[schema.GroupKind]string{}
+	for _, u := range objs {
+		if u.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		g, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+		k, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
+		s, _, _ := unstructured.NestedString(u.Object, "spec", "scope")
+		out[schema.GroupKind{Group: g, Kind: k}] = s
+	}
+	return out
+}
+
+// renderCache keeps recent render results by their inputs and artifact.
+type renderCache struct {
+	mu      sync.Mutex
+	entries map[string]*render.Result
+	order   []string
+	max     int
+}
+
+func newRenderCache(max int) *renderCache {
+	return &renderCache{entries: map[string]*render.Result{}, max: max}
+}
+
+func (c *renderCache) get(key string) (*render.Result, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	res, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	return copyResult(res), true
+}
+
+func (c *renderCache) put(key string, res *render.Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[key]; ok {
+		return
+	}
+	c.entries[key] = copyResult(res)
+	c.order = append(c.order, key)
+	for len(c.order) > c.max {
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+func copyResult(res *render.Result) *render.Result {
+	out := &render.Result{SourceType: res.SourceType, Objects: make([]*unstructured.Unstructured, len(res.Objects))}
+	for i, u := range res.Objects {
+		out.Objects[i] = u.DeepCopy()
+	}
+	return out
+}
