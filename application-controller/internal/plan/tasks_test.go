@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 )
 
 // describe renders tasks as "Phase/wave Kind/name", with " prune" or
@@ -217,5 +219,48 @@ func TestKeyJoinsGroupKindNamespaceName(t *testing.T) {
 	}
 	if got := ObjKey(object("v1", "Namespace", "", "app")); got != "/Namespace//app" {
 		t.Errorf("ObjKey = %q", got)
+	}
+}
+
+func TestNamespaceTaskForCreateNamespace(t *testing.T) {
+	ns := object("v1", "Namespace", "", "prod")
+	meta := &argov1.ManagedNamespaceMetadata{Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "x"}}
+	cases := []struct {
+		name    string
+		ns      string
+		meta    *argov1.ManagedNamespaceMetadata
+		desired map[string]*unstructured.Unstructured
+		live    *unstructured.Unstructured
+		want    bool
+	}{
+		{"missing namespace", "prod", nil, nil, nil, true},
+		{"existing namespace", "prod", nil, nil, ns, false},
+		{"existing namespace with managed metadata", "prod", meta, nil, ns, true},
+		{"namespace in the render wins", "prod", meta, map[string]*unstructured.Unstructured{ObjKey(ns): ns}, nil, false},
+		{"no destination namespace", "", nil, nil, nil, false},
+	}
+	for _, c := range cases {
+		task := NamespaceTask(c.ns, c.meta, c.desired, c.live)
+		if (task != nil) != c.want {
+			t.Errorf("%s: NamespaceTask = %v, want a task %v", c.name, task, c.want)
+			continue
+		}
+		if task == nil {
+			continue
+		}
+		if got := describe([]*Task{task}); got[0] != "PreSync/0 Namespace/prod" || task.Live != c.live {
+			t.Errorf("%s: task %v live %v", c.name, got, task.Live)
+		}
+		if c.meta != nil {
+			ann := task.Obj.GetAnnotations()
+			if task.Obj.GetLabels()["team"] != "a" || ann["note"] != "x" || ann["argocd.argoproj.io/sync-options"] != "ServerSideApply=true" {
+				t.Errorf("%s: metadata %v %v", c.name, task.Obj.GetLabels(), ann)
+			}
+		}
+	}
+	tasks := []*Task{apply(object("v1", "ConfigMap", "prod", "c", wave(2)...)), NamespaceTask("prod", nil, nil, nil)}
+	Sort(tasks)
+	if got := describe(tasks); !slices.Equal(got, []string{"PreSync/0 Namespace/prod", "Sync/2 ConfigMap/c"}) {
+		t.Errorf("sorted = %q", got)
 	}
 }
