@@ -32,17 +32,16 @@ func (r *ApplicationReconciler) finalize(ctx context.Context, app, orig *argov1.
 	if fin == "" {
 		return ctrl.Result{}, r.gcSources(ctx)
 	}
-	waves, err := r.deletableByWave(ctx, app)
+	objs, err := r.deletable(ctx, app)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(waves) > 0 {
-		top := slices.Max(keysOf(waves))
+	if len(objs) > 0 {
 		prop := metav1.DeletePropagationForeground
 		if fin == argov1.FinalizerResourcesBackground {
 			prop = metav1.DeletePropagationBackground
 		}
-		for _, u := range waves[top] {
+		for _, u := range plan.NextDeletionWave(objs) {
 			if u.GetDeletionTimestamp() != nil {
 				continue
 			}
@@ -59,11 +58,10 @@ func (r *ApplicationReconciler) finalize(ctx context.Context, app, orig *argov1.
 	return ctrl.Result{}, r.gcSources(ctx)
 }
 
-// deletableByWave reads the Application's tracked live objects that
-// deletion may remove (never CRDs, Delete=false objects, or those with
-// helm.sh/resource-policy: keep), grouped by sync wave.
-func (r *ApplicationReconciler) deletableByWave(ctx context.Context, app *argov1.Application) (map[int][]*unstructured.Unstructured, error) {
-	out := map[int][]*unstructured.Unstructured{}
+// deletable reads the Application's tracked live objects that deletion
+// may remove (plan.DeletionAllowed).
+func (r *ApplicationReconciler) deletable(ctx context.Context, app *argov1.Application) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
 	instance := app.InstanceName(r.Namespace)
 	for _, res := range app.Status.Resources {
 		if res.Hook || res.Kind == "CustomResourceDefinition" {
@@ -77,22 +75,12 @@ func (r *ApplicationReconciler) deletableByWave(ctx context.Context, app *argov1
 		if live == nil || !tracking.OwnedBy(live, instance, res.Namespace == "") || isSelf(app, live) {
 			continue
 		}
-		opts := plan.ParseOptions(app.GetSyncOptions(), live)
-		if opts.Delete == "false" || live.GetAnnotations()["helm.sh/resource-policy"] == "keep" {
+		if !plan.DeletionAllowed(live, app.GetSyncOptions()) {
 			continue
 		}
-		w := plan.Wave(live)
-		out[w] = append(out[w], live)
+		out = append(out, live)
 	}
 	return out, nil
-}
-
-func keysOf(m map[int][]*unstructured.Unstructured) []int {
-	out := make([]int, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // gcSources deletes the source objects no Application uses any more.

@@ -5,7 +5,9 @@
 package controller
 
 import (
+	"context"
 	"flag"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -13,10 +15,16 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/application-controller/internal/source"
+	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/controllerkit"
+	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/ssa"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // ControllerName is the controller's name: its event source and
@@ -113,7 +121,64 @@ func NewManager(c Config) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	cacheDir, err := os.MkdirTemp("", "application-controller-")
+	if err != nil {
+		return nil, err
+	}
+	r := &ApplicationReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(),
+		Sources: &source.Manager{
+			Client: mgr.GetClient(), Namespace: c.Namespace, CacheDir: cacheDir, Interval: 3 * time.Minute,
+			Fetcher: &artifact.Fetcher{
+				Client:       &http.Client{Timeout: 30 * time.Second},
+				Retries:      9,
+				HostOverride: os.Getenv("SOURCE_CONTROLLER_LOCALHOST"), // Flux compatible
+			},
+		},
+		SSA: &ssa.Manager{Client: mgr.GetClient(), Owner: FieldManager, StageTimeout: time.Minute, Poll: time.Second},
+		Events: events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
+			ctrl.Log.WithName("events")),
+		Log:       ctrl.Log.WithName(ControllerName),
+		Namespace: c.Namespace, AppNamespaces: c.ApplicationNamespaces,
+		Resync: c.AppResync, ResyncJitter: c.AppResyncJitter,
+		SelfHeal: SelfHealBackoff{Timeout: c.SelfHealTimeout, Backoff: c.SelfHealBackoff, Cap: c.SelfHealCap, Factor: c.SelfHealFactor},
+		WaveDelay: c.SyncWaveDelay,
+	}
+	r.KubeVersion, r.APIVersions = discoverCluster(mgr.GetConfig())
+	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		return os.RemoveAll(cacheDir)
+	})); err != nil {
+		return nil, err
+	}
 	return mgr, nil
+}
+
+// discoverCluster reads the cluster's version and group/versions for
+// Helm's .Capabilities; empty when discovery fails (Helm's defaults).
+func discoverCluster(cfg *rest.Config) (string, []string) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", nil
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", nil
+	}
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		return v.GitVersion, nil
+	}
+	var gvs []string
+	for _, g := range groups.Groups {
+		for _, gv := range g.Versions {
+			gvs = append(gvs, gv.GroupVersion)
+		}
+	}
+	return v.GitVersion, gvs
 }
 
 // Manager is NewManager for controllerkit.Main.

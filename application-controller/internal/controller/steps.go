@@ -162,7 +162,7 @@ func (r *ApplicationReconciler) pruneOne(ctx context.Context, run *syncRun, t *p
 	if !run.st.Operation.Sync.Prune {
 		return "ignored (requires pruning)", nil
 	}
-	if plan.PruneDisabled(t.Obj, opts) {
+	if plan.PruneDisabled(t.Obj, run.st.Operation.Sync.SyncOptions) {
 		return "ignored (no prune)", nil
 	}
 	prop := metav1.DeletePropagationForeground

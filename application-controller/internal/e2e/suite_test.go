@@ -1,0 +1,138 @@
+// Package e2e holds application-controller's acceptance tests: the built
+// source-controller and application-controller run as processes against a
+// `full` local cluster (kwok nodes, so Deployments become Available), with
+// Argo CD Applications pointing at a real Git server.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/testenv"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// argocd is the controller's namespace, as in an Argo CD install.
+const argocd = "argocd"
+
+var (
+	env    *testenv.Environment
+	gitSrv *testenv.GitServer
+	procs  = map[string]*testenv.Process{}
+	exes   = map[string]string{}
+	args   map[string][]string
+	logs   string
+)
+
+func TestMain(m *testing.M) {
+	testenv.MainWithOptions(m, &env, testenv.Options{Cluster: localcluster.Options{Profile: localcluster.ProfileFull}},
+		testenv.WithGitServer(&gitSrv), setupScheme, startControllers)
+}
+
+func setupScheme(e *testenv.Environment) (func(), error) {
+	if err := argov1.AddToScheme(e.Scheme); err != nil {
+		return nil, err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: argocd}}
+	return func() {}, e.Client.Create(context.Background(), ns)
+}
+
+// startControllers builds and runs source-controller and
+// application-controller, as `eddy dev` does.
+func startControllers(e *testenv.Environment) (func(), error) {
+	dir, err := os.MkdirTemp("", "eddy-app-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	ports, err := localcluster.FreePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	storage := ports[0]
+	logs = dir
+	args = map[string][]string{
+		"source-controller": {"--storage-path=" + filepath.Join(dir, "storage"), "--min-retry-delay=200ms", "--max-retry-delay=5s",
+			fmt.Sprintf("--storage-addr=127.0.0.1:%d", storage), fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storage)},
+		"application-controller": {"--namespace=" + argocd, "--min-retry-delay=200ms", "--max-retry-delay=5s", "--app-resync=30"},
+	}
+	stop := func() {
+		for _, p := range procs {
+			p.Stop()
+		}
+		os.RemoveAll(dir)
+	}
+	for _, name := range []string{"source-controller", "application-controller"} {
+		exe, err := testenv.BuildController(name, dir)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		exes[name] = exe
+		p, err := testenv.StartController(e, exe, filepath.Join(dir, name+".log"), args[name]...)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		procs[name] = p
+	}
+	return stop, nil
+}
+
+// restart starts the controller name again, its log in a new file.
+func restart(t *testing.T, name string) {
+	t.Helper()
+	p, err := testenv.StartController(env, exes[name], filepath.Join(logs, fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano())), args[name]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs[name] = p
+}
+
+// logsOnFailure prints the controllers' logs when t fails.
+func logsOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, p := range procs {
+			b, _ := os.ReadFile(p.LogPath)
+			if len(b) > 20000 {
+				b = b[len(b)-20000:]
+			}
+			t.Logf("%s (last 20 kB):\n%s", filepath.Base(p.LogPath), b)
+		}
+	})
+}
+
+// appTimeout bounds a wait for an Application to sync and become healthy.
+const appTimeout = 3 * time.Minute
+
+// waitApp waits until app (read again each time) satisfies cond.
+func waitApp(t *testing.T, app *argov1.Application, what string, cond func() bool) {
+	t.Helper()
+	testenv.WaitForTimeout(t, env.Client, app, what, appTimeout, cond)
+}
+
+// syncedHealthy: Synced and Healthy.
+func syncedHealthy(app *argov1.Application) func() bool {
+	return func() bool {
+		return app.Status.Sync.Status == argov1.SyncStatusSynced && app.Status.Health.Status == argov1.HealthHealthy
+	}
+}
+
+// create creates obj and deletes it when the test ends.
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+}
