@@ -62,6 +62,9 @@ func (r *ApplicationReconciler) compare(ctx context.Context, app *argov1.Applica
 		c.err, c.errType = err, argov1.ConditionInvalidSpecError
 		return c
 	}
+	if _, ok := app.Annotations[argov1.AnnotationRefresh]; ok && revision == "" {
+		r.requestSourceRefresh(ctx, app)
+	}
 	var revs []string
 	if revision != "" {
 		revs = []string{revision}
@@ -239,10 +242,10 @@ func (r *ApplicationReconciler) summarize(app *argov1.Application, c *comparison
 		gvk := u.GroupVersionKind()
 		rs := argov1.ResourceStatus{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: u.GetNamespace(),
 			Name: u.GetName(), Status: c.status[k], RequiresPruning: requiresPruning, SyncWave: int64(plan.Wave(u))}
+		item := health.Item{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName(),
+			Live: live, Ignore: u.GetAnnotations()[argov1.AnnotationIgnoreHealth] == "true" || isSelf(app, u)}
+		rs.Health = health.ResourceHealth(item)
 		if live != nil {
-			if st, ok := health.Of(live); ok {
-				rs.Health = &argov1.HealthStatus{Status: st.Status, Message: st.Message}
-			}
 			collectImages(live, images)
 			collectURLs(live, urls)
 		}
@@ -254,8 +257,7 @@ func (r *ApplicationReconciler) summarize(app *argov1.Application, c *comparison
 		}
 		c.resources = append(c.resources, rs)
 		if !requiresPruning {
-			items = append(items, health.Item{Group: gvk.Group, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName(),
-				Live: live, Ignore: u.GetAnnotations()[argov1.AnnotationIgnoreHealth] == "true" || isSelf(app, u)})
+			items = append(items, item)
 		}
 	}
 	for _, k := range c.order {

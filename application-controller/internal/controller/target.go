@@ -8,14 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/application-controller/internal/plan"
 	"github.com/eddyops/eddy/application-controller/internal/render"
 	"github.com/eddyops/eddy/application-controller/internal/source"
 	"github.com/eddyops/eddy/application-controller/internal/tracking"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // target is the desired state of an Application at resolved revisions:
@@ -232,4 +236,21 @@ func copyResult(res *render.Result) *render.Result {
 		out.Objects[i] = u.DeepCopy()
 	}
 	return out
+}
+
+// requestSourceRefresh asks source-controller to fetch an Application's
+// sources now (Flux's reconcile.fluxcd.io/requestedAt on each source
+// object), for the refresh annotation (argocd-contract §3.2).
+func (r *ApplicationReconciler) requestSourceRefresh(ctx context.Context, app *argov1.Application) {
+	now := r.clock().Format(time.RFC3339Nano)
+	for _, src := range app.GetSources() {
+		for _, kind := range source.Kinds(src) {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(kind))
+			u.SetNamespace(r.Namespace)
+			u.SetName(source.ObjectName(src, ""))
+			patch := []byte(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"` + now + `"}}}`)
+			_ = r.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
+		}
+	}
 }
