@@ -173,7 +173,7 @@ func (r *ApplicationReconciler) compareOne(ctx context.Context, c *comparison, k
 	if live == nil {
 		return argov1.SyncStatusOutOfSync
 	}
-	paths, err := rules.Paths(desired, live)
+	paths, err := rules.Paths(live, live) // the dry-run keeps live's list order
 	if err != nil {
 		return argov1.SyncStatusUnknown
 	}
