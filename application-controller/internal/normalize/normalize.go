@@ -116,8 +116,8 @@ func managersOf(rules []rule) []string {
 // it. A removed list item shifts the ones after it. A pointer or an
 // expression that selects nothing in u (a missing field, a failed jq
 // evaluation) removes nothing. u may be the desired object or a copy of
-// the live one (pass live for both to normalise live). The error is
-// reserved for a u that is not an object; there is none today.
+// the live one (to normalise live, pass a copy as u and live itself).
+// Errors: none today; the signature leaves room for one.
 func (r *Rules) Apply(u *unstructured.Unstructured, live *unstructured.Unstructured) error {
 	rules := r.matching(u)
 	if len(rules) == 0 {

@@ -428,3 +428,14 @@ func TestNilRulesIgnoreNothing(t *testing.T) {
 		t.Errorf("replicas = %v", v)
 	}
 }
+
+func TestEmptyGroupMatchesCoreKinds(t *testing.T) {
+	cm := load(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg","namespace":"production"},"data":{"a":"1","b":"2"}}`)
+	r := compile(t, argov1.ResourceIgnoreDifferences{Kind: "ConfigMap", JSONPointers: []string{"/data/a"}})
+	if err := r.Apply(cm, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := cm.Object["data"]; !reflect.DeepEqual(got, map[string]any{"b": "2"}) {
+		t.Errorf("data = %v, want only b", got)
+	}
+}
