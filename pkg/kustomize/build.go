@@ -279,7 +279,7 @@ func Run(fs filesys.FileSystem, dir string) (res resmap.ResMap, err error) {
 	return krusty.MakeKustomizer(kopts).Run(fs, dir)
 }
 
-func findKustomizationFile(fs *layerFS, dir string) string {
+func findKustomizationFile(fs filesys.FileSystem, dir string) string {
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
 		p := path.Join(dir, name)
 		if fs.Exists(p) && !fs.IsDir(p) {
