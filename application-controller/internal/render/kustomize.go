@@ -11,6 +11,7 @@ import (
 	"github.com/eddyops/eddy/pkg/kustomize"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/kustomize/api/krusty"
 	kustypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -52,7 +53,7 @@ func renderKustomize(in Input) ([]*unstructured.Unstructured, error) {
 	if err := refuseOutside(fsys, vdir, map[string]bool{}); err != nil {
 		return nil, err
 	}
-	resMap, err := kustomize.Run(fsys, vdir)
+	resMap, err := kustomize.RunOrdered(fsys, vdir, krusty.ReorderOptionUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("kustomize build failed: %s", err)
 	}
