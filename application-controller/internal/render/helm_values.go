@@ -29,7 +29,7 @@ var errMissingValueFile = errors.New("does not exist")
 func helmValues(in Input, app string, h *argov1.ApplicationSourceHelm, vars map[string]string) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, vf := range h.ValueFiles {
-		data, err := readValueFile(in, app, envsubst(vf, vars))
+		data, err := readValueFile(in, app, vf, vars)
 		if errors.Is(err, errMissingValueFile) && h.IgnoreMissingValueFiles {
 			continue
 		}
@@ -70,12 +70,11 @@ func helmValues(in Input, app string, h *argov1.ApplicationSourceHelm, vars map[
 		}
 	}
 	for _, p := range h.FileParameters {
-		file := envsubst(p.Path, vars)
 		read := func([]rune) (any, error) {
-			data, err := readValueFile(in, app, file)
+			data, err := readValueFile(in, app, p.Path, vars)
 			return string(data), err
 		}
-		if err := strvals.ParseIntoFile(p.Name+"="+escapeSet(file), vals, read); err != nil {
+		if err := strvals.ParseIntoFile(p.Name+"="+escapeSet(p.Path), vals, read); err != nil {
 			return nil, fmt.Errorf("failed parsing helm file parameter '%s': %s", p.Name, err)
 		}
 	}
@@ -83,16 +82,17 @@ func helmValues(in Input, app string, h *argov1.ApplicationSourceHelm, vars map[
 }
 
 // readValueFile reads a value or --set-file file as written in the
-// source. A URL is refused (Eddy fetches nothing at render time); a path
-// that leaves its repository is refused; a missing file wraps
-// errMissingValueFile.
-func readValueFile(in Input, app, p string) ([]byte, error) {
-	if u, err := url.Parse(p); err == nil && len(u.Scheme) > 1 {
-		return nil, fmt.Errorf("value file '%s': URLs are not supported by Eddy, put the file in a repository", p)
-	}
-	root, base, rest := in.Root, app, p
+// source, $ARGOCD_APP_* expanded (after its "$ref/" prefix, as Argo CD
+// expands it). A URL is refused (Eddy fetches nothing at render time); a
+// path that leaves its repository is refused; a missing file wraps
+// errMissingValueFile. Messages name the file as written.
+func readValueFile(in Input, app, p string, vars map[string]string) ([]byte, error) {
+	root, base, rest := in.Root, app, envsubst(p, vars)
 	if r, sub, ok := refRoot(in, p); ok {
-		root, base, rest = r, ".", sub
+		root, base, rest = r, ".", envsubst(sub, vars)
+	}
+	if u, err := url.Parse(rest); err == nil && len(u.Scheme) > 1 {
+		return nil, fmt.Errorf("value file '%s': URLs are not supported by Eddy, put the file in a repository", p)
 	}
 	abs, err := inRoot(root, base, rest)
 	if err != nil {
