@@ -68,7 +68,8 @@ type Result struct {
 var ErrPlugin = errors.New("config management plugins are not supported by Eddy")
 
 // Render renders in.Source from the checkout at in.Root, with the tool
-// DetectType picks. Errors are stable and name paths as the source writes
+// DetectType picks after the app path's `.argocd-source.yaml` and
+// `.argocd-source-<AppName>.yaml` overrides are merged into the source. Errors are stable and name paths as the source writes
 // them or relative to the repository root, never the checkout's directory:
 // a path, value file, kustomize resource, jsonnet import or symlink that
 // leaves Root is refused (argocd-contract §1.2, Argo CD's out-of-bounds
@@ -86,11 +87,17 @@ func Render(ctx context.Context, in Input) (*Result, error) {
 		return nil, errors.New("repository checkout is missing")
 	}
 	in.Root = root
-	typ, err := DetectType(root, in.Source)
-	if err != nil {
+	if _, err := DetectType(root, in.Source); err != nil {
 		return nil, err
 	}
 	if err := checkSymlinks(root); err != nil {
+		return nil, err
+	}
+	if in.Source, err = mergeSourceFiles(root, in.Source, in.AppName); err != nil {
+		return nil, err
+	}
+	typ, err := DetectType(root, in.Source)
+	if err != nil {
 		return nil, err
 	}
 	var objs []*unstructured.Unstructured

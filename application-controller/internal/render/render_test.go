@@ -382,3 +382,50 @@ func TestErrPluginIsStable(t *testing.T) {
 		t.Fatal(ErrPlugin)
 	}
 }
+
+// TestSourceFilesOverrideTheSource checks Argo CD's parameter override
+// files in the app path: the generic one, then the app's own, over the
+// Application's source; neither is read as a manifest.
+func TestSourceFilesOverrideTheSource(t *testing.T) {
+	root := repo(t, map[string]string{
+		"chart/Chart.yaml":              "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		"chart/templates/cm.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  tag: {{ .Values.tag | quote }}\n  env: {{ .Values.env | default \"\" | quote }}\n",
+		"chart/.argocd-source.yaml":     "helm:\n  parameters:\n  - name: tag\n    value: from-generic\n  - name: env\n    value: generic\n",
+		"chart/.argocd-source-app.yaml": "helm:\n  parameters:\n  - name: tag\n    value: from-app-file\n",
+		"plain/a.yaml":                  cm("a"),
+		"plain/.argocd-source.yaml":     "directory:\n  recurse: true\n",
+		"plain/sub/b.yaml":              cm("b"),
+	})
+	res, err := render(t, root, argov1.ApplicationSource{Path: "chart"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, _ := unstructured.NestedStringMap(res.Objects[0].Object, "data")
+	if data["tag"] != "from-app-file" || data["env"] != "" {
+		t.Errorf("data = %v, want the app file's parameters replacing the generic file's list", data)
+	}
+	res, err = render(t, root, argov1.ApplicationSource{Path: "plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(res.Objects); !slices.Equal(got, []string{"ConfigMap/a", "ConfigMap/b"}) || res.SourceType != argov1.SourceTypeDirectory {
+		t.Errorf("objects = %v (%s), want recursion from .argocd-source.yaml", got, res.SourceType)
+	}
+}
+
+// TestHelmRepositoryChartRendersFromRoot checks a chart source: Root is the
+// unpacked chart, and source.path plays no part.
+func TestHelmRepositoryChartRendersFromRoot(t *testing.T) {
+	root := repo(t, map[string]string{
+		"Chart.yaml":          "apiVersion: v2\nname: podinfo\nversion: 6.0.0\n",
+		"templates/cm.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-{{ .Chart.Version }}\n",
+		"templates/NOTES.txt": "hello",
+	})
+	res, err := render(t, root, argov1.ApplicationSource{RepoURL: "https://charts.example.com", Chart: "podinfo", TargetRevision: "6.*", Path: "nowhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(res.Objects); !slices.Equal(got, []string{"ConfigMap/app-6.0.0"}) || res.SourceType != argov1.SourceTypeHelm {
+		t.Errorf("objects = %v (%s)", got, res.SourceType)
+	}
+}
