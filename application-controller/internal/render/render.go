@@ -69,34 +69,45 @@ var ErrPlugin = errors.New("config management plugins are not supported by Eddy"
 
 // Render renders in.Source from the checkout at in.Root, with the tool
 // DetectType picks after the app path's `.argocd-source.yaml` and
-// `.argocd-source-<AppName>.yaml` overrides are merged into the source. Errors are stable and name paths as the source writes
-// them or relative to the repository root, never the checkout's directory:
-// a path, value file, kustomize resource, jsonnet import or symlink that
-// leaves Root is refused (argocd-contract §1.2, Argo CD's out-of-bounds
-// checks), a plugin source returns ErrPlugin, a chart whose dependencies
-// are not vendored under charts/ is refused (no `helm dependency build`).
+// `.argocd-source-<AppName>.yaml` overrides are merged into the source.
+// Errors are stable and name paths as the source writes them or relative
+// to the repository root, never the checkout's directory: a path, value
+// file, kustomize resource, jsonnet import or symlink that leaves Root is
+// refused (argocd-contract §1.2, Argo CD's out-of-bounds checks), a plugin
+// source returns ErrPlugin itself, a chart whose dependencies are not
+// vendored under charts/ is refused (no `helm dependency build`).
 func Render(ctx context.Context, in Input) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	root, err := filepath.Abs(in.Root)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
 	}
-	if root, err = filepath.EvalSymlinks(root); err != nil {
+	if err != nil {
 		return nil, errors.New("repository checkout is missing")
 	}
 	in.Root = root
-	if _, err := DetectType(root, in.Source); err != nil {
+	res, err := renderSource(ctx, in)
+	if err != nil && !errors.Is(err, ErrPlugin) && !errors.Is(err, ctx.Err()) {
+		return nil, errors.New(scrub(err.Error(), root))
+	}
+	return res, err
+}
+
+// renderSource is Render on a checkout whose Root is absolute and resolved.
+func renderSource(ctx context.Context, in Input) (*Result, error) {
+	if _, err := DetectType(in.Root, in.Source); err != nil {
 		return nil, err
 	}
-	if err := checkSymlinks(root); err != nil {
+	if err := checkSymlinks(in.Root); err != nil {
 		return nil, err
 	}
-	if in.Source, err = mergeSourceFiles(root, in.Source, in.AppName); err != nil {
+	var err error
+	if in.Source, err = mergeSourceFiles(in.Root, in.Source, in.AppName); err != nil {
 		return nil, err
 	}
-	typ, err := DetectType(root, in.Source)
+	typ, err := DetectType(in.Root, in.Source)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +121,7 @@ func Render(ctx context.Context, in Input) (*Result, error) {
 		objs, err = renderDirectory(in)
 	}
 	if err != nil {
-		return nil, errors.New(scrub(err.Error(), root))
+		return nil, err
 	}
 	return &Result{Objects: objs, SourceType: typ}, nil
 }

@@ -283,6 +283,8 @@ data:
   file: {{ .Values.file | default "" | quote }}
   kube: {{ .Capabilities.KubeVersion.Version | quote }}
   str: {{ kindOf .Values.num | quote }}
+  lookup: {{ len (lookup "v1" "ConfigMap" "dest" "x") | quote }}
+  api: {{ .Capabilities.APIVersions.Has "example.com/v1" | quote }}
 `
 	hooks := `apiVersion: batch/v1
 kind: Job
@@ -322,7 +324,7 @@ metadata:
 		// Helm orders hooks by weight, then kind (Pod before Job).
 		{name: "defaults: CRDs first, hooks and test hooks after the manifest, no NOTES", src: argov1.ApplicationSource{Path: "chart"},
 			want: []string{"CustomResourceDefinition/things.example.com", "ConfigMap/app", "Pod/test", "Job/pre"},
-			data: map[string]string{"a": "default", "kube": "v1.37.2", "str": "float64"}, objNs: "dest"},
+			data: map[string]string{"a": "default", "kube": "v1.37.2", "str": "float64", "lookup": "0", "api": "true"}, objNs: "dest"},
 		{name: "value files in order, the ref source, inline values, parameters last",
 			src: helm(argov1.ApplicationSourceHelm{
 				ValueFiles: []string{"v1.yaml", "/shared/v2.yaml", "$values/env/prod.yaml", "missing.yaml"}, IgnoreMissingValueFiles: true,
@@ -343,7 +345,7 @@ metadata:
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := Render(context.Background(), Input{
 				Root: root, Source: tt.src, AppName: "app", Namespace: "dest", KubeVersion: "v1.37.2",
-				Revision: "0123456789abcdef", RefRoots: map[string]string{"$values": other},
+				Revision: "0123456789abcdef", RefRoots: map[string]string{"$values": other}, APIVersions: []string{"example.com/v1"},
 			})
 			if err != nil {
 				t.Fatal(err)
