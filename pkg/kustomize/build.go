@@ -265,6 +265,14 @@ var kustomizeMu sync.Mutex
 // kustomize returned as "recovered from kustomize build panic: ...". Shared
 // with helm-controller's post-renderer.
 func Run(fs filesys.FileSystem, dir string) (res resmap.ResMap, err error) {
+	return RunOrdered(fs, dir, krusty.MakeDefaultOptions().Reorder)
+}
+
+// RunOrdered is Run with kustomize's output order: krusty's
+// ReorderOptionUnspecified is the kustomize command's default (legacy kind
+// order unless the kustomization sets sortOptions), which Argo CD's
+// `kustomize build` produces; Run keeps krusty's library default.
+func RunOrdered(fs filesys.FileSystem, dir string, reorder krusty.ReorderOption) (res resmap.ResMap, err error) {
 	kustomizeMu.Lock()
 	defer kustomizeMu.Unlock()
 	defer openapi.ResetOpenAPI()
@@ -274,12 +282,13 @@ func Run(fs filesys.FileSystem, dir string) (res resmap.ResMap, err error) {
 		}
 	}()
 	kopts := krusty.MakeDefaultOptions()
+	kopts.Reorder = reorder
 	kopts.LoadRestrictions = kustypes.LoadRestrictionsNone // Flux builds without load restrictions; only the artifact is reachable
 	kopts.PluginConfig = kustypes.DisabledPluginConfig()
 	return krusty.MakeKustomizer(kopts).Run(fs, dir)
 }
 
-func findKustomizationFile(fs *layerFS, dir string) string {
+func findKustomizationFile(fs filesys.FileSystem, dir string) string {
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
 		p := path.Join(dir, name)
 		if fs.Exists(p) && !fs.IsDir(p) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/eddyops/eddy/pkg/redact"
 	kustypes "sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -40,7 +41,7 @@ var (
 // nothing is cloned or downloaded: krusty is not run on such a
 // kustomization at all. A kustomization file that does not parse is an
 // error, as kustomize would fail on it too.
-func refuseRemote(fs *layerFS, dir string) error {
+func refuseRemote(fs filesys.FileSystem, dir string) error {
 	seen := map[string]bool{}
 	var walk func(dir string) error
 	walk = func(dir string) error {
@@ -119,6 +120,14 @@ func refuseRemote(fs *layerFS, dir string) error {
 	return walk(dir)
 }
 
+// RefuseRemote is the check Build makes before kustomize runs, for a
+// caller running Run on a filesystem of its own rooted at "/": it returns
+// the error naming the first entry, of the kustomizations reachable from
+// dir, that kustomize would fetch from outside fs (see refuseRemote).
+func RefuseRemote(fs filesys.FileSystem, dir string) error {
+	return refuseRemote(fs, dir)
+}
+
 // kvFiles lists the files a generator reads; a file source may be
 // "key=path".
 func kvFiles(s kustypes.KvPairSources) []string {
@@ -144,7 +153,7 @@ func resolve(dir, entry string) string {
 // entry from outside the artifact. It follows kustomize's order: a URL is
 // fetched before anything local is tried; otherwise a local file wins, then
 // a repository form, then a local directory.
-func isRemoteTarget(fs *layerFS, dir, entry string) bool {
+func isRemoteTarget(fs filesys.FileSystem, dir, entry string) bool {
 	e := strings.TrimSpace(entry)
 	if urlScheme.MatchString(e) {
 		return true
