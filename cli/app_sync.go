@@ -185,7 +185,7 @@ func (s *appSession) awaitOperation(cmd *cobra.Command, requested time.Time, sel
 		_ = app.PrintApp(cmd.OutOrStdout(), a, true, time.Now())
 		return err
 	}
-	s.u.Success("operation %s: %s", a.Status.OperationState.Phase, app.StateLine(a))
+	s.u.Success("operation %s: %s", a.Status.OperationState.Phase, app.AppState(a))
 	fmt.Fprintln(cmd.OutOrStdout())
 	return app.PrintApp(cmd.OutOrStdout(), a, true, time.Now())
 }

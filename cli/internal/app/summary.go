@@ -64,18 +64,31 @@ func PrintSummary(w io.Writer, a *argov1.Application) {
 }
 
 // PrintConditions writes the CONDITION, MESSAGE, LAST TRANSITION table of
-// status.conditions (nothing without conditions).
+// status.conditions (nothing without conditions); LAST TRANSITION only when
+// a condition has a time, so that no row ends in blanks.
 func PrintConditions(w io.Writer, a *argov1.Application) error {
 	if len(a.Status.Conditions) == 0 {
 		return nil
 	}
-	rows := [][]string{{"CONDITION", "MESSAGE", "LAST TRANSITION"}}
+	timed := false
 	for _, c := range a.Status.Conditions {
-		at := ""
-		if c.LastTransitionTime != nil {
-			at = c.LastTransitionTime.UTC().Format(time.RFC3339)
+		timed = timed || c.LastTransitionTime != nil
+	}
+	header := []string{"CONDITION", "MESSAGE"}
+	if timed {
+		header = append(header, "LAST TRANSITION")
+	}
+	rows := [][]string{header}
+	for _, c := range a.Status.Conditions {
+		r := []string{c.Type, ui.OneLine(c.Message)}
+		if timed {
+			at := ""
+			if c.LastTransitionTime != nil {
+				at = c.LastTransitionTime.UTC().Format(time.RFC3339)
+			}
+			r = append(r, at)
 		}
-		rows = append(rows, []string{c.Type, ui.OneLine(c.Message), at})
+		rows = append(rows, r)
 	}
 	return ui.WriteTable(w, rows, 2)
 }

@@ -62,8 +62,7 @@ func Done(a *argov1.Application, w WaitFor) bool {
 // and the operation's phase (or "requested" before the controller took it
 // up).
 func StateLine(a *argov1.Application) string {
-	parts := []string{"sync " + firstNonEmpty(a.Status.Sync.Status, "Unknown"),
-		"health " + firstNonEmpty(a.Status.Health.Status, "Unknown")}
+	parts := []string{AppState(a)}
 	switch st := a.Status.OperationState; {
 	case a.Operation != nil && (st == nil || st.FinishedAt != nil):
 		parts = append(parts, "operation requested")
@@ -71,6 +70,12 @@ func StateLine(a *argov1.Application) string {
 		parts = append(parts, "operation "+st.Phase)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// AppState is "sync <status>, health <status>" of a ("Unknown" for an
+// empty status).
+func AppState(a *argov1.Application) string {
+	return "sync " + firstNonEmpty(a.Status.Sync.Status, "Unknown") + ", health " + firstNonEmpty(a.Status.Health.Status, "Unknown")
 }
 
 // Wait reads the Application with get every interval until it meets w
