@@ -101,6 +101,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 		},
 	})
 	get.AddCommand(sources)
+	get.AddCommand(newGetAppsCommand(g, &allNamespaces, &output))
 	get.AddCommand(&cobra.Command{
 		Use: "all", Short: "Show the status of all objects", Args: cobra.NoArgs,
 		Long: "Show the status of every kind in a table of its own, each name prefixed with its kind; " +

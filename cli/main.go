@@ -33,6 +33,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newBootstrapCommand(g))
 	root.AddCommand(newPushCommand(g), newPullCommand(g), newTagCommand(g), newListCommand(g))
 	root.AddCommand(newUICommand(g))
+	root.AddCommand(newAppCommand(g))
 	return root
 }
 

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/cli/internal/app"
+	"github.com/eddyops/eddy/cli/internal/ui"
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// appPollInterval is how often the app commands read an Application while
+// they wait.
+const appPollInterval = 500 * time.Millisecond
+
+// newGetAppsCommand is `get applications`: argocd app list's table of the
+// Applications of -n (argocd when not given) or of every namespace with -A.
+func newGetAppsCommand(g *globalFlags, allNamespaces *bool, output *string) *cobra.Command {
+	return &cobra.Command{
+		Use: "applications [NAME]", Aliases: []string{"apps", "app"}, Args: cobra.MaximumNArgs(1),
+		Short: "Show Argo CD Applications as argocd app list does",
+		Long: "Show Argo CD Applications in argocd app list's table (NAME, CLUSTER, NAMESPACE of the destination, " +
+			"PROJECT, STATUS, HEALTH, SYNCPOLICY, CONDITIONS; -o wide adds REPO, PATH and TARGET). " +
+			"Without -n the Applications of the argocd namespace; a name outside it reads namespace/name.",
+		Example: "  eddy get apps\n  eddy get apps -A -o wide\n  eddy get app guestbook -o yaml",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if *output != "table" && *output != "wide" && *output != "yaml" && *output != "json" {
+				return fmt.Errorf("--output %q: use table, wide, yaml or json", *output)
+			}
+			c, ctx, cancel, _, err := g.listing(cmd, *allNamespaces)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			ns := appNamespace(cmd, g)
+			var opts []client.ListOption
+			if !*allNamespaces {
+				opts = append(opts, client.InNamespace(ns))
+			}
+			if len(args) == 1 {
+				ns, name := app.ParseQualifiedName(args[0], ns)
+				opts = append(opts, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+			}
+			l := &argov1.ApplicationList{}
+			if err := c.List(ctx, l, opts...); err != nil {
+				if apimeta.IsNoMatchError(err) {
+					return errors.New("the Application CRD (argoproj.io/v1alpha1) is not installed")
+				}
+				return err
+			}
+			if len(args) == 1 && len(l.Items) == 0 {
+				return fmt.Errorf("Application %q not found in namespace %s", args[0], ns)
+			}
+			if *output == "yaml" || *output == "json" {
+				return printObjects(cmd.OutOrStdout(), c.Scheme(), l, *output, len(args) == 1)
+			}
+			if len(l.Items) == 0 {
+				where := ns + " namespace"
+				if *allNamespaces {
+					where = "any namespace"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "no Application objects found in %s\n", where)
+				return nil
+			}
+			return app.PrintList(cmd.OutOrStdout(), l.Items, *output == "wide")
+		},
+	}
+}
+
+// appNamespace is -n when given, else Argo CD's namespace.
+func appNamespace(cmd *cobra.Command, g *globalFlags) string {
+	if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed {
+		return g.namespace
+	}
+	return app.DefaultNamespace
+}
+
+func newAppCommand(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "app", Aliases: []string{"application"},
+		Short: "Show, diff, sync and roll back Argo CD Applications as the argocd CLI does",
+		Long: "Show, diff, sync and roll back Argo CD Applications (argoproj.io/v1alpha1) with the argocd CLI's verbs, " +
+			"talking to the Kubernetes API as kubectl does (no Argo CD API server). NAME is a name in -n " +
+			"(argocd when not given) or namespace/name.",
+	}
+	cmd.AddCommand(newAppGetCommand(g), newAppDiffCommand(g), newAppHistoryCommand(g))
+	cmd.AddCommand(newAppSyncCommand(g), newAppRollbackCommand(g), newAppWaitCommand(g))
+	return cmd
+}
+
+// appSession is what an app command works with: a client, a context bounded
+// by --timeout, the Application's key and the command's UI on stdout.
+type appSession struct {
+	c   client.Client
+	ctx context.Context
+	key types.NamespacedName
+	u   *ui.UI
+	// requested is the Application as an operation request wrote it.
+	requested *argov1.Application
+}
+
+// openApp starts an appSession for the Application named arg; the returned
+// function ends it.
+func (g *globalFlags) openApp(cmd *cobra.Command, arg string) (*appSession, func(), error) {
+	c, err := g.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := g.ctx(cmd)
+	ns, name := app.ParseQualifiedName(arg, appNamespace(cmd, g))
+	return &appSession{c: c, ctx: ctx, key: types.NamespacedName{Namespace: ns, Name: name}, u: ui.New(cmd.OutOrStdout())}, cancel, nil
+}
+
+// get reads the Application; NotFound worded with its name and namespace.
+func (s *appSession) get(ctx context.Context) (*argov1.Application, error) {
+	a := &argov1.Application{}
+	if err := s.c.Get(ctx, s.key, a); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("Application %s not found in namespace %s", s.key.Name, s.key.Namespace)
+		}
+		if apimeta.IsNoMatchError(err) {
+			return nil, errors.New("the Application CRD (argoproj.io/v1alpha1) is not installed")
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+func newAppGetCommand(g *globalFlags) *cobra.Command {
+	var output string
+	var showOperation bool
+	cmd := &cobra.Command{
+		Use: "get NAME", Short: "Show an Application's summary, conditions and resources as argocd app get",
+		Args: cobra.ExactArgs(1), Example: "  eddy app get guestbook\n  eddy app get guestbook --show-operation\n  eddy app get team-a/guestbook -o yaml",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "wide" && output != "yaml" && output != "json" {
+				return fmt.Errorf("--output %q: use wide, yaml or json", output)
+			}
+			s, done, err := g.openApp(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			a, err := s.get(s.ctx)
+			if err != nil {
+				return err
+			}
+			if output != "wide" {
+				return printObjects(cmd.OutOrStdout(), s.c.Scheme(), &argov1.ApplicationList{Items: []argov1.Application{*a}}, output, true)
+			}
+			return app.PrintApp(cmd.OutOrStdout(), a, showOperation, time.Now())
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "wide", "output format: wide, yaml or json")
+	cmd.Flags().BoolVar(&showOperation, "show-operation", false, "show the last operation's result")
+	return cmd
+}
+
+func newAppHistoryCommand(g *globalFlags) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use: "history NAME", Short: "Show an Application's sync history as argocd app history",
+		Args: cobra.ExactArgs(1), Example: "  eddy app history guestbook\n  eddy app history guestbook -o id",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "wide" && output != "id" {
+				return fmt.Errorf("--output %q: use wide or id", output)
+			}
+			s, done, err := g.openApp(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer done()
+			a, err := s.get(s.ctx)
+			if err != nil {
+				return err
+			}
+			if output == "id" {
+				for _, h := range a.Status.History {
+					fmt.Fprintln(cmd.OutOrStdout(), h.ID)
+				}
+				return nil
+			}
+			return app.PrintHistory(cmd.OutOrStdout(), a.Status.History)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "wide", "output format: wide or id")
+	return cmd
+}
+
+func newAppDiffCommand(g *globalFlags) *cobra.Command {
+	var exitCode bool
+	cmd := &cobra.Command{
+		Use:   "diff NAME",
+		Short: "Show what differs between Git and the live objects of an Application",
+		Long: "Show, per object and field, what differs between Git and the live objects of an Application, " +
+			"with the field manager that last changed each field: the pending diff application-controller publishes " +
+			"(annotation eddy.dev/diff). Secret values are masked. Exit codes as argocd app diff: " +
+			"0 when nothing differs, 1 when something does, 2 on errors.",
+		Args: cobra.ExactArgs(1), Example: "  eddy app diff guestbook",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, done, err := g.openApp(cmd, args[0])
+			if err != nil {
+				return &exitError{2, err}
+			}
+			defer done()
+			a, err := s.get(s.ctx)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			objs, err := app.PendingDiff(a)
+			if err != nil {
+				return &exitError{2, err}
+			}
+			app.PrintDiff(cmd.OutOrStdout(), objs)
+			if len(objs) > 0 && exitCode {
+				return &exitError{1, fmt.Errorf("%d objects differ from Git", len(objs))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&exitCode, "exit-code", true, "exit with 1 when something differs")
+	return cmd
+}
+
+// kubeconfigUser is the user of the kubeconfig's current context (after
+// --context), the initiator Argo CD records; "eddy" when there is none.
+func (g *globalFlags) kubeconfigUser() string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if g.kubeconfig != "" {
+		rules.ExplicitPath = g.kubeconfig
+	}
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: g.context}).RawConfig()
+	if err != nil {
+		return "eddy"
+	}
+	name := firstNonEmpty(g.context, raw.CurrentContext)
+	if ctx, ok := raw.Contexts[name]; ok && ctx.AuthInfo != "" {
+		return ctx.AuthInfo
+	}
+	return "eddy"
+}
