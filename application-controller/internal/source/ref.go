@@ -1,6 +1,7 @@
 package source
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -103,7 +104,7 @@ func gitURL(repoURL string) (string, error) {
 	if strings.Contains(u, "://") {
 		parsed, err := url.Parse(u)
 		if err != nil {
-			return "", fmt.Errorf("invalid repoURL: %s", err.(*url.Error).Err)
+			return "", errors.New("repoURL is not a valid URL") // url's error may quote userinfo
 		}
 		switch parsed.Scheme {
 		case "http", "https", "ssh":
