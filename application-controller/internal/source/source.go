@@ -55,7 +55,7 @@ type Manager struct {
 	CacheGrace time.Duration
 
 	cacheMu  sync.Mutex
-	lastUse  map[string]time.Time      // cache directory name → last Ensure that returned it
+	lastUse  map[string]time.Time       // cache directory name → last Ensure that returned it
 	inflight map[string]*sync.WaitGroup // cache directory name → extraction under way
 }
 
@@ -76,7 +76,10 @@ type Fetched struct {
 // repository that cannot be reached or refuses the credentials; Stalled
 // is its Stalled condition (retrying will not help until something
 // changes).
-type NotReady struct{ Kind, Name, Message string; Stalled bool }
+type NotReady struct {
+	Kind, Name, Message string
+	Stalled             bool
+}
 
 // Error is "<Kind> <Name> is not ready: <Message>".
 func (e *NotReady) Error() string {
