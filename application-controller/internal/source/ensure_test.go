@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,5 +214,63 @@ func TestEnsureMissingArtifactIsNotReady(t *testing.T) {
 	entries, _ := os.ReadDir(m.CacheDir)
 	if len(entries) != 0 {
 		t.Errorf("a failed download left %d entries in the cache", len(entries))
+	}
+}
+
+func TestRefreshRequestsAFetch(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	src := argov1.ApplicationSource{RepoURL: "https://charts.example.com", Chart: "x", TargetRevision: "1.0.0"}
+	if err := m.Refresh(ctx, src, ""); err != nil {
+		t.Fatalf("before the objects exist: %v", err)
+	}
+	_, err := m.Ensure(ctx, app("a", src), src, "")
+	asNotReady(t, err)
+	if err := m.Refresh(ctx, src, ""); err != nil {
+		t.Fatal(err)
+	}
+	var chart sourcev1.HelmChart
+	get(t, m, &chart, ObjectName(src, ""))
+	var repo sourcev1.HelmRepository
+	get(t, m, &repo, repositoryName(src))
+	if chart.Annotations[meta.ReconcileRequestAnnotation] == "" || repo.Annotations[meta.ReconcileRequestAnnotation] == "" {
+		t.Errorf("annotations %v %v", chart.Annotations, repo.Annotations)
+	}
+}
+
+func TestConcurrentEnsuresShareOneDownload(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	srv := newArtifactServer(t)
+	src := argov1.ApplicationSource{RepoURL: "https://git.example.com/acme/busy.git"}
+	_, err := m.Ensure(ctx, app("a", src), src, "")
+	asNotReady(t, err)
+	var repo sourcev1.GitRepository
+	get(t, m, &repo, ObjectName(src, ""))
+	art := srv.add("/busy.tar.gz", "HEAD@sha1:"+sha, artifacttest.Files(t, map[string]string{"a.yaml": "a: 1\n"}))
+	setStatus(t, &repo, art, true, meta.SucceededReason, "stored artifact", false)
+	var wg sync.WaitGroup
+	dirs := make([]string, 8)
+	for i := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := m.Ensure(ctx, app("a", src), src, "")
+			if err != nil {
+				t.Errorf("Ensure %d: %v", i, err)
+				return
+			}
+			dirs[i] = f.Dir
+		}()
+	}
+	wg.Wait()
+	for _, d := range dirs {
+		if d != dirs[0] {
+			t.Errorf("directories differ: %v", dirs)
+			break
+		}
+	}
+	if n := srv.hitsOf("/busy.tar.gz"); n != 1 {
+		t.Errorf("downloaded %d times, want 1", n)
 	}
 }
