@@ -203,3 +203,21 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+func TestCredentialsInTheURLGoToTheSecret(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	src := argov1.ApplicationSource{RepoURL: "https://bot:t0ken@git.example.com/acme/infra.git"}
+	_, err := m.Ensure(ctx, app("a", src), src, "")
+	if nr := asNotReady(t, err); strings.Contains(nr.Error(), "t0ken") {
+		t.Errorf("error shows the password: %v", nr)
+	}
+	var repo sourcev1.GitRepository
+	get(t, m, &repo, ObjectName(src, ""))
+	if repo.Spec.URL != "https://git.example.com/acme/infra.git" {
+		t.Errorf("spec.url %q", repo.Spec.URL)
+	}
+	if got := derived(t, m, repo.Name); !equalMaps(got, map[string]string{"username": "bot", "password": "t0ken"}) {
+		t.Errorf("derived Secret %v", got)
+	}
+}

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
@@ -123,6 +127,12 @@ func TestEnsureTriesAMissingBranchAsATag(t *testing.T) {
 	get(t, m, &repo, repo.Name)
 	if repo.Spec.Reference.Tag != "v1.2.0" {
 		t.Fatalf("the switch was undone: %+v", repo.Spec.Reference)
+	}
+	setStatus(t, &repo, nil, false, "GitOperationFailed",
+		`failed to checkout and determine revision: unable to clone 'https://git.example.com/acme/infra.git': couldn't find remote ref "refs/tags/v1.2.0"`, false)
+	_, err = m.Ensure(ctx, app("a", src), src, "")
+	if nr := asNotReady(t, err); nr.Message != `revision "v1.2.0" is neither a branch nor a tag of the repository` {
+		t.Errorf("neither: %+v", nr)
 	}
 	art := srv.add("/t.tar.gz", "v1.2.0@sha1:"+sha, artifacttest.Files(t, map[string]string{"x.yaml": "a: 1\n"}))
 	setStatus(t, &repo, art, true, meta.SucceededReason, "stored artifact", false)
@@ -272,5 +282,45 @@ func TestConcurrentEnsuresShareOneDownload(t *testing.T) {
 	}
 	if n := srv.hitsOf("/busy.tar.gz"); n != 1 {
 		t.Errorf("downloaded %d times, want 1", n)
+	}
+}
+
+func TestEnsureWritesNothingWhenUpToDate(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	argoSecret(t, m, "creds", "repo-creds", map[string]string{"url": "https://", "username": "u", "password": "p"})
+	sources := []argov1.ApplicationSource{
+		{RepoURL: "https://git.example.com/acme/infra.git", TargetRevision: "main"},
+		{RepoURL: "https://charts.example.com", Chart: "x", TargetRevision: "1.0.0"},
+		{RepoURL: "oci://registry.example.com/acme/manifests"},
+	}
+	versions := func() map[string]string {
+		out := map[string]string{}
+		for _, l := range []client.ObjectList{&sourcev1.GitRepositoryList{}, &sourcev1.HelmRepositoryList{},
+			&sourcev1.HelmChartList{}, &sourcev1.OCIRepositoryList{}, &corev1.SecretList{}} {
+			if err := env.Client.List(ctx, l, client.InNamespace(m.Namespace)); err != nil {
+				t.Fatal(err)
+			}
+			items, _ := apimeta.ExtractList(l)
+			for _, o := range items {
+				obj := o.(client.Object)
+				out[fmt.Sprintf("%T/%s", obj, obj.GetName())] = obj.GetResourceVersion()
+			}
+		}
+		return out
+	}
+	for _, src := range sources {
+		_, err := m.Ensure(ctx, app("a", src), src, "")
+		asNotReady(t, err)
+	}
+	before := versions()
+	for _, src := range sources {
+		_, err := m.Ensure(ctx, app("a", src), src, "")
+		asNotReady(t, err)
+	}
+	after := versions()
+	// Seven: the OCI source has no Secret (https:// does not prefix oci://).
+	if len(before) != 7 || !equalMaps(before, after) {
+		t.Errorf("objects changed by an Ensure with nothing new:\nbefore %v\nafter  %v", before, after)
 	}
 }

@@ -37,6 +37,7 @@ func (m *Manager) ensureGit(ctx context.Context, project string, src argov1.Appl
 	if err != nil {
 		return nil, err
 	}
+	u, argo = withURLCredentials(u, argo)
 	data, err := m.gitSecretData(ctx, argo, u)
 	if err != nil {
 		return nil, err
@@ -75,7 +76,27 @@ func (m *Manager) ensureGit(ctx context.Context, project string, src argov1.Appl
 		return nil, &NotReady{Kind: sourcev1.GitRepositoryKind, Name: obj.Name,
 			Message: fmt.Sprintf("no branch %q: trying the tag %q", branch, branch)}
 	}
+	if tag := obj.Spec.Reference.Tag; tag != "" && ref.Branch == tag && missingRef(nr.Message, "refs/tags/"+tag) {
+		nr.Message = fmt.Sprintf("revision %q is neither a branch nor a tag of the repository", tag)
+	}
 	return nil, nr
+}
+
+// withURLCredentials moves credentials written in an http(s) URL into
+// the repository settings (a copy), unless those have their own.
+func withURLCredentials(rawURL string, argo map[string][]byte) (string, map[string][]byte) {
+	clean, user, pass := splitUserinfo(rawURL)
+	if clean == rawURL {
+		return rawURL, argo
+	}
+	out := map[string][]byte{}
+	for k, v := range argo {
+		out[k] = v
+	}
+	if !hasCredentials(argo) {
+		out["username"], out["password"] = []byte(user), []byte(pass)
+	}
+	return clean, out
 }
 
 // missingRef reports whether a GitRepository message says the remote has

@@ -118,6 +118,20 @@ func gitURL(repoURL string) (string, error) {
 	return "", fmt.Errorf("repoURL %q is neither an http(s):// nor an SSH URL", u)
 }
 
+// splitUserinfo takes the credentials out of an http(s) URL
+// (https://user:pass@host/...): they go to the derived Secret, never into
+// the source object's spec. Other URLs come back as they are.
+func splitUserinfo(raw string) (clean, user, pass string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return raw, "", ""
+	}
+	user = u.User.Username()
+	pass, _ = u.User.Password()
+	u.User = nil
+	return u.String(), user, pass
+}
+
 // normalURL is Argo CD's normal form of a repository URL for comparing
 // Secrets' urls with a repoURL (argocd-contract §8.3): lower case, no
 // ".git" suffix nor trailing slash, scp-like SSH as a host/path, no
