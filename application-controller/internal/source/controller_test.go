@@ -1,0 +1,86 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/pkg/testenv"
+)
+
+// TestEnsureWithSourceController runs the built source-controller against
+// a real Git server and checks each form of targetRevision end to end:
+// HEAD (the default branch), a branch, a tag (tried as a branch first), a
+// semver constraint and a commit.
+func TestEnsureWithSourceController(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs source-controller")
+	}
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.RunController(t, env, "source-controller", "--storage-path="+t.TempDir(),
+		fmt.Sprintf("--storage-addr=127.0.0.1:%d", port), fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", port),
+		"--concurrent=4", "--min-retry-delay=200ms", "--max-retry-delay=1s")
+	gs, err := testenv.StartGitServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gs.Close)
+	r := gs.NewRepo(t, map[string]string{"apps/app.yaml": "v: 1\n"})
+	c1 := r.MustGit(t, "rev-parse", "HEAD")
+	r.MustGit(t, "tag", "-a", "v1.0.0", "-m", "release")
+	r.MustGit(t, "push", "-q", r.Bare, "v1.0.0")
+	c2 := r.MustCommit(t, map[string]string{"apps/app.yaml": "v: 2\n"}, "second")
+	r.MustGit(t, "push", "-q", r.Bare, "HEAD:refs/heads/dev")
+
+	m := newManager(t)
+	cases := []struct {
+		target, revision, want, content string
+	}{
+		{"", "", c2, "v: 2\n"},
+		{"HEAD", "", c2, "v: 2\n"},
+		{"dev", "", c2, "v: 2\n"},
+		{"v1.0.0", "", c1, "v: 1\n"},
+		{"1.*", "", c1, "v: 1\n"},
+		{"main", c1, c1, "v: 1\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.target+"@"+tc.revision, func(t *testing.T) {
+			src := argov1.ApplicationSource{RepoURL: r.URL(), Path: "apps", TargetRevision: tc.target}
+			f := ensureEventually(t, m, src, tc.revision)
+			if f.Revision != tc.want {
+				t.Errorf("revision %s, want %s", f.Revision, tc.want)
+			}
+			b, err := os.ReadFile(filepath.Join(f.Dir, "apps", "app.yaml"))
+			if err != nil || string(b) != tc.content {
+				t.Errorf("apps/app.yaml = %q, %v; want %q", b, err, tc.content)
+			}
+		})
+	}
+}
+
+// ensureEventually calls Ensure until it stops returning NotReady.
+func ensureEventually(t *testing.T, m *Manager, src argov1.ApplicationSource, revision string) *Fetched {
+	t.Helper()
+	deadline := time.Now().Add(testenv.WaitTimeout)
+	for {
+		f, err := m.Ensure(context.Background(), app("a", src), src, revision)
+		var nr *NotReady
+		switch {
+		case err == nil:
+			return f
+		case !errors.As(err, &nr):
+			t.Fatal(err)
+		case time.Now().After(deadline):
+			t.Fatalf("still not ready: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
