@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/eddyops/eddy/pkg/testenv/helmtest"
 )
 
 // TestEnsureWithSourceController runs the built source-controller against
@@ -41,6 +44,47 @@ func TestEnsureWithSourceController(t *testing.T) {
 	r.MustGit(t, "push", "-q", r.Bare, "HEAD:refs/heads/dev")
 
 	m := newManager(t)
+	t.Run("helm chart with credentials", func(t *testing.T) {
+		cs := helmtest.NewChartServer(t, helmtest.WithBasicAuth("chart-user", "chart-pw"))
+		for _, v := range []string{"1.0.0", "1.0.3", "1.1.0"} {
+			cs.Add(helmtest.PackageChart(t, helmtest.MinimalChart(t, "hello", v)))
+		}
+		argoSecret(t, m, "charts", "repository", map[string]string{"url": cs.URL(), "type": "helm",
+			"username": "chart-user", "password": "chart-pw"})
+		src := argov1.ApplicationSource{RepoURL: cs.URL(), Chart: "hello", TargetRevision: "1.0.*"}
+		f := ensureEventually(t, m, src, "")
+		if f.Revision != "1.0.3" || filepath.Base(f.Dir) != "hello" {
+			t.Errorf("Fetched %+v", f)
+		}
+		if _, err := os.Stat(filepath.Join(f.Dir, "templates")); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("wrong credentials", func(t *testing.T) {
+		auth, err := gitserver.Start(gitserver.Options{Root: gs.Root, Username: "bot", Password: "right-pw"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(auth.Close)
+		url := auth.URL + "/" + r.Name
+		argoSecret(t, m, "private", "repository", map[string]string{"url": url, "username": "bot", "password": "wrong-pw"})
+		src := argov1.ApplicationSource{RepoURL: url, Path: "apps"}
+		var nr *NotReady
+		deadline := time.Now().Add(testenv.WaitTimeout)
+		for nr == nil || nr.Message == waitingMessage {
+			if time.Now().After(deadline) {
+				t.Fatalf("no failure reported: %+v", nr)
+			}
+			time.Sleep(100 * time.Millisecond)
+			_, err := m.Ensure(context.Background(), app("a", src), src, "")
+			if !errors.As(err, &nr) {
+				t.Fatalf("want NotReady, got %v", err)
+			}
+		}
+		if !strings.Contains(nr.Message, "authentication required") || strings.Contains(nr.Error(), "wrong-pw") {
+			t.Errorf("NotReady %q", nr.Error())
+		}
+	})
 	cases := []struct {
 		target, revision, want, content string
 	}{
