@@ -24,3 +24,9 @@ var (
 	_ Source = &HelmRepository{}
 	_ Source = &HelmChart{}
 )
+
+// Artifact is the artifact a source stores (Flux's meta.Artifact), under
+// the source API's own name.
+//
+// +kubebuilder:object:generate=false
+type Artifact = meta.Artifact

@@ -181,6 +181,13 @@ func listRemote(ctx context.Context, rawURL string, a *gitAuth) (map[string]stri
 			out[r.Name().String()] = r.Hash().String()
 		}
 	}
+	// A symbolic ref (HEAD, advertised as a symref) gets its target's
+	// hash, so that ref.name HEAD resolves to the default branch.
+	for _, r := range refs {
+		if h, ok := out[r.Target().String()]; ok && r.Type() == plumbing.SymbolicReference {
+			out[r.Name().String()] = h
+		}
+	}
 	if len(out) == 0 {
 		return nil, errEmptyRepository
 	}
@@ -287,7 +294,7 @@ func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, sub
 	case t.commit:
 		opts.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", t.refName, t.refName))}
 	default:
-		opts.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", t.refName, t.refName))}
+		opts.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", t.refName, localRef(t.refName)))}
 		opts.Depth = 1
 	}
 	if err := rem.FetchContext(ctx, opts); err != nil {
@@ -304,7 +311,7 @@ func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, sub
 			return nil, errStalling{fmt.Errorf("commit %q is not a full 40-character SHA-1", t.hash)}
 		}
 	} else {
-		ref, err := repo.Reference(t.refName, true)
+		ref, err := repo.Reference(localRef(t.refName), true)
 		if err != nil {
 			return nil, fmt.Errorf("couldn't find remote ref %q", t.refName)
 		}
@@ -349,6 +356,16 @@ func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, sub
 		}
 	}
 	return commit, nil
+}
+
+// localRef is where a fetched ref is stored: its own name, but the
+// remote's HEAD under refs/remotes/origin/HEAD (a fetch does not write the
+// local HEAD).
+func localRef(name plumbing.ReferenceName) plumbing.ReferenceName {
+	if name == plumbing.HEAD {
+		return "refs/remotes/origin/HEAD"
+	}
+	return name
 }
 
 // commitSubject is the first line of a commit message, at most 50 runes
