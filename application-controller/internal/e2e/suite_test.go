@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -115,10 +117,21 @@ func logsOnFailure(t *testing.T) {
 // appTimeout bounds a wait for an Application to sync and become healthy.
 const appTimeout = 3 * time.Minute
 
-// waitApp waits until app (read again each time) satisfies cond.
+// waitApp waits until app (read again each time) satisfies cond; on
+// timeout it fails t with app's status and operation. (testenv.WaitFor
+// checks Flux's status conventions, which an Application does not follow.)
 func waitApp(t *testing.T, app *argov1.Application, what string, cond func() bool) {
 	t.Helper()
-	testenv.WaitForTimeout(t, env.Client, app, what, appTimeout, cond)
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, appTimeout, true, func(ctx context.Context) (bool, error) {
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(app), app) == nil && cond(), nil
+	})
+	if err != nil {
+		b, _ := json.MarshalIndent(struct {
+			Operation *argov1.Operation        `json:"operation,omitempty"`
+			Status    argov1.ApplicationStatus `json:"status"`
+		}{app.Operation, app.Status}, "", "  ")
+		t.Fatalf("%s/%s: %s not reached in %s: %s", app.Namespace, app.Name, what, appTimeout, b)
+	}
 }
 
 // syncedHealthy: Synced and Healthy.
