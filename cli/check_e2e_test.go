@@ -42,8 +42,8 @@ func checkDevInstalled(t *testing.T, u *user) {
 				ptr.Deref(d.Spec.Replicas, 1), dev.RunsAsAnnotation, d.Annotations[dev.RunsAsAnnotation], dev.RunsAsLocalProcess)
 		}
 	}
-	if strings.Join(names, " ") != "helm-controller kustomize-controller notification-controller source-controller" {
-		t.Errorf("eddy dev's controller Deployments: %v; want the four controllers", names)
+	if strings.Join(names, " ") != "application-controller helm-controller kustomize-controller notification-controller source-controller" {
+		t.Errorf("eddy dev's controller Deployments: %v; want the five controllers", names)
 	}
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(dev.Namespace)); err != nil || len(pods.Items) != 0 {
@@ -73,8 +73,8 @@ func checkDevInstalled(t *testing.T, u *user) {
 	wantLines = append(wantLines, "► checking crds", "✔ gitrepositories.source.toolkit.fluxcd.io/v1",
 		"✔ helmreleases.helm.toolkit.fluxcd.io/v2", "✔ kustomizations.kustomize.toolkit.fluxcd.io/v1", "✔ all checks passed")
 	inOrder(t, "eddy check", out, wantLines)
-	if images := regexp.MustCompile(`(?m)^► \S+/(source|kustomize|helm|notification)-controller:\S+$`).FindAllString(out, -1); len(images) != 4 {
-		t.Errorf("eddy check prints %d controller images (► <image>), want 4", len(images))
+	if images := regexp.MustCompile(`(?m)^► \S+/(source|kustomize|helm|notification|application)-controller:\S+$`).FindAllString(out, -1); len(images) != 5 {
+		t.Errorf("eddy check prints %d controller images (► <image>), want 5", len(images))
 	}
 
 	out = u.must("check", "--pre")
@@ -93,8 +93,8 @@ func checkDevInstalled(t *testing.T, u *user) {
 	for _, item := range got {
 		keys = append(keys, item.Key.(string))
 	}
-	if strings.Join(keys, " ") != "eddy distribution helm-controller kustomize-controller notification-controller source-controller" {
-		t.Errorf("eddy version keys %v; want eddy, distribution and the four controllers in that order", keys)
+	if strings.Join(keys, " ") != "eddy distribution application-controller helm-controller kustomize-controller notification-controller source-controller" {
+		t.Errorf("eddy version keys %v; want eddy, distribution and the five controllers in that order", keys)
 	}
 	var js map[string]string
 	if err := json.Unmarshal([]byte(u.must("version", "-o", "json")), &js); err != nil {

@@ -265,10 +265,10 @@ func TestTerminalDevStatusReportsControllersWithoutFluxSystem(t *testing.T) {
 	if screen := u.upAtTerminal(); !strings.Contains(screen, "re-created namespace flux-system") {
 		t.Errorf("eddy dev up on the environment without flux-system does not say it re-created it")
 	}
-	allReady := regexp.MustCompile(`(?m)^(source|kustomize|helm|notification)-controller\s+\d+\s+ready\s+\d+\s+held\s`)
+	allReady := regexp.MustCompile(`(?m)^(source|kustomize|helm|notification|application)-controller\s+\d+\s+ready\s+\d+\s+held\s`)
 	waitUntil(t, "every controller ready with its lease, the sync Ready", 3*time.Minute, func() (bool, string) {
 		out, err := u.command("dev", "status").CombinedOutput()
 		s := string(out)
-		return err == nil && len(allReady.FindAllString(s, -1)) == 4 && regexp.MustCompile(`kustomization/flux-system\s+\S+\s+False\s+True`).MatchString(s), s
+		return err == nil && len(allReady.FindAllString(s, -1)) == len(dev.Controllers) && regexp.MustCompile(`kustomization/flux-system\s+\S+\s+False\s+True`).MatchString(s), s
 	})
 }

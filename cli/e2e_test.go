@@ -21,6 +21,8 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -30,7 +32,9 @@ import (
 // kustomize's, Deployment Available on a kwok node; check and version
 // against the environment (checkDevInstalled); a commit applied by
 // `reconcile ks --with-source`; get/events; a killed controller restarted
-// (status shows it, and helm-controller as the fourth process); bad path
+// (status shows it, helm-controller as the fourth process and
+// application-controller as the fifth, with Argo CD's CRDs and namespace
+// argocd); bad path
 // and invalid manifests on the running environment;
 // flux2-kustomize-helm-example-v2.6 ./clusters/staging (its HelmRepositories
 // and HelmReleases applied and listed by get); check fails without the
@@ -161,8 +165,18 @@ func TestDevE2E(t *testing.T) {
 		}
 		return false, string(out)
 	})
-	if status := u.must("dev", "status"); !regexp.MustCompile(`(?m)^helm-controller\s+\d+\s+ready\s+0\s`).MatchString(status) {
-		t.Error("dev status does not show helm-controller ready, never restarted")
+	status := u.must("dev", "status")
+	for _, name := range []string{"helm-controller", "application-controller"} {
+		if !regexp.MustCompile(`(?m)^` + name + `\s+\d+\s+ready\s+0\s`).MatchString(status) {
+			t.Errorf("dev status does not show %s ready, never restarted", name)
+		}
+	}
+	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "argocd"}},
+		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "applications.argoproj.io"}},
+		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "appprojects.argoproj.io"}}} {
+		if err := u.client().Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Errorf("eddy dev did not install %s: %v", obj.GetName(), err)
+		}
 	}
 
 	// Bad input on the running environment: one line or Ready=False, and it keeps running.

@@ -38,6 +38,9 @@ version changed.`,
   # Three shards besides the main controllers (objects opt in with the label sharding.fluxcd.io/key=a, b or c)
   eddy install --shards=a,b,c
 
+  # Flux's four controllers and application-controller, which runs Argo CD's Applications
+  eddy install --components-extra=application-controller
+
   # Only the sources and Kustomizations, from a mirror registry
   eddy install --components=source-controller,kustomize-controller --registry=registry.example.com/eddyops`,
 		Args: cobra.NoArgs,
@@ -65,7 +68,7 @@ version changed.`,
 	fs.BoolVar(&export, "export", false, "write the install manifests to stdout and exit (needs no cluster)")
 	fs.StringVarP(&o.Version, "version", "v", def.Version, "the image tag of the controllers; this eddy's version by default")
 	fs.StringSliceVar(&o.Components, "components", def.Components, "list of components, accepts comma-separated values")
-	fs.StringSliceVar(&o.ComponentsExtra, "components-extra", nil, "list of components in addition to those supplied or defaulted (Eddy has no extra components: flux's image automation and source-watcher controllers are not part of it)")
+	fs.StringSliceVar(&o.ComponentsExtra, "components-extra", nil, "list of components in addition to those supplied or defaulted: application-controller (Argo CD's Applications, in namespace "+install.ApplicationNamespace+"); flux's image automation and source-watcher controllers are not part of Eddy")
 	fs.StringVar(&o.Registry, "registry", def.Registry, "container registry where the controller images are published")
 	fs.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", def.WatchAllNamespaces, "watch for custom resources in all namespaces, if set to false it will only watch the namespace where the controllers are installed")
 	fs.StringVar(&o.LogLevel, "log-level", def.LogLevel, "log level of the controllers, one of: "+strings.Join(install.LogLevels, ", "))

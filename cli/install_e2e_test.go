@@ -97,6 +97,30 @@ current-context: c
 		if err := c.Get(ctx, client.ObjectKey{Name: "gitops"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 			t.Errorf("install --export touched the cluster: namespace gitops: %v", err)
 		}
+		// application-controller only when asked for, with its CRDs and RBAC.
+		o.Namespace, o.NetworkPolicy, o.ComponentsExtra = "flux-system", true, []string{install.ApplicationController}
+		if want, err = install.Render(o); err != nil {
+			t.Fatal(err)
+		}
+		extra := u.must("install", "--export", "--components-extra=application-controller")
+		if extra != string(want) {
+			t.Errorf("eddy install --export --components-extra=application-controller differs from install.Render; got %d bytes, want %d", len(extra), len(want))
+		}
+		names := func(objs []*unstructured.Unstructured) string {
+			var out []string
+			for _, u := range objs {
+				out = append(out, u.GetKind()+"/"+u.GetName())
+			}
+			return strings.Join(out, " ") + " "
+		}
+		extraNames, defaultNames := names(builtObjects(t, extra)), names(builtObjects(t, string(out)))
+		for _, want := range []string{"Namespace/argocd", "CustomResourceDefinition/applications.argoproj.io", "CustomResourceDefinition/appprojects.argoproj.io",
+			"ServiceAccount/application-controller", "Deployment/application-controller"} {
+			if !strings.Contains(extraNames, want+" ") || strings.Contains(defaultNames, want+" ") {
+				t.Errorf("%s: in the export with application-controller %v, in the default export %v", want,
+					strings.Contains(extraNames, want+" "), strings.Contains(defaultNames, want+" "))
+			}
+		}
 	})
 
 	t.Run("Install", func(t *testing.T) {
@@ -121,7 +145,7 @@ current-context: c
 				t.Errorf("CRD %s: Established %v, labels %v", crd.Name, established, crd.Labels)
 			}
 		}
-		for _, name := range install.Components {
+		for _, name := range install.DefaultComponents {
 			var d appsv1.Deployment
 			if err := c.Get(ctx, client.ObjectKey{Namespace: "flux-system", Name: name}, &d); err != nil {
 				t.Fatal(err)
@@ -285,6 +309,42 @@ current-context: c
 		}
 	})
 
+	// --components-extra=application-controller adds its Deployment, its
+	// Argo CD CRDs and the argocd namespace to the sharded install; the
+	// uninstall below has to remove them too.
+	t.Run("ApplicationController", func(t *testing.T) {
+		u := &user{t: t, eddy: u.eddy, state: u.state}
+		o := install.DefaultOptions(builtVersion(t))
+		o.Shards, o.ComponentsExtra = []string{"a", "b"}, []string{install.ApplicationController}
+		withApps, err := install.Objects(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := u.must(kc, "install", "--shards=a,b", "--components-extra=application-controller")
+		for _, want := range []string{"Namespace/argocd created", "CustomResourceDefinition/applications.argoproj.io created",
+			"CustomResourceDefinition/appprojects.argoproj.io created", "Deployment/flux-system/application-controller created",
+			"✔ application-controller: deployment ready", "✔ install finished"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("eddy install --components-extra=application-controller does not print %q", want)
+			}
+		}
+		bundle = withApps
+		for _, ra := range []authorizationv1.ResourceAttributes{
+			{Verb: "create", Group: "apps", Resource: "deployments", Namespace: "apps"},
+			{Verb: "patch", Group: "argoproj.io", Resource: "applications", Namespace: "argocd"},
+			{Verb: "create", Group: "source.toolkit.fluxcd.io", Resource: "gitrepositories", Namespace: "argocd"},
+		} {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: "system:serviceaccount:flux-system:application-controller", ResourceAttributes: &ra}}
+			if err := c.Create(ctx, sar); err != nil {
+				t.Fatal(err)
+			}
+			if !sar.Status.Allowed {
+				t.Errorf("application-controller may not %s %s.%s in %q", ra.Verb, ra.Resource, ra.Group, ra.Namespace)
+			}
+		}
+	})
+
 	t.Run("Uninstall", func(t *testing.T) {
 		u := &user{t: t, eddy: u.eddy, state: u.state}
 		// A workload a Kustomization applied, and the Kustomization with its
@@ -299,7 +359,15 @@ current-context: c
 		ks := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Name: "apps", Namespace: "flux-system", Finalizers: []string{kustomizev1.KustomizationFinalizer}},
 			Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: time.Minute}, Prune: true,
 				SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "flux-system"}}}
-		for _, obj := range []client.Object{workload, repo, ks} {
+		// An Application with Argo CD's resources finalizer, as
+		// application-controller leaves it: uninstall releases it, as it
+		// does the Kustomization, so its CRD's deletion does not hang.
+		app := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+			"metadata": map[string]any{"name": "guestbook", "namespace": install.ApplicationNamespace,
+				"finalizers": []any{"resources-finalizer.argocd.argoproj.io"}},
+			"spec": map[string]any{"project": "default", "source": map[string]any{"repoURL": "https://example.com/repo.git", "path": "guestbook"},
+				"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "apps"}}}}
+		for _, obj := range []client.Object{workload, repo, ks, app} {
 			if err := c.Create(ctx, obj); err != nil {
 				t.Fatal(err)
 			}
@@ -314,7 +382,8 @@ current-context: c
 		out := u.must(kc, "uninstall", "--dry-run")
 		for _, want := range []string{"✔ Deployment/flux-system/source-controller deleted (dry run)", "✔ ClusterRole/crd-controller-flux-system deleted (dry run)",
 			"✔ Kustomization/flux-system/apps finalizers deleted (dry run)", "✔ CustomResourceDefinition/kustomizations.kustomize.toolkit.fluxcd.io deleted (dry run)",
-			"✔ Namespace/flux-system deleted (dry run)", "✔ uninstall finished"} {
+			"✔ Application/argocd/guestbook finalizers deleted (dry run)", "✔ Deployment/flux-system/application-controller deleted (dry run)",
+			"✔ Namespace/flux-system deleted (dry run)", "✔ Namespace/argocd deleted (dry run)", "✔ uninstall finished"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("eddy uninstall --dry-run does not print %q", want)
 			}
@@ -332,7 +401,9 @@ current-context: c
 			t.Fatalf("eddy uninstall answered y: %v\n%s", err, out)
 		}
 		testenv.WaitGone(t, c, ks, "Kustomization deleted with its CRD, its finalizer removed")
+		testenv.WaitGone(t, c, app, "Application deleted with its CRD, its finalizer removed")
 		testenv.WaitGone(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}, "namespace deleted")
+		testenv.WaitGone(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: install.ApplicationNamespace}}, "namespace deleted")
 		for _, obj := range bundle {
 			if obj.GetKind() == "Namespace" {
 				continue
@@ -351,7 +422,7 @@ current-context: c
 			t.Fatal(err)
 		}
 		for _, crd := range crds.Items {
-			if strings.HasSuffix(crd.Spec.Group, ".toolkit.fluxcd.io") {
+			if strings.HasSuffix(crd.Spec.Group, ".toolkit.fluxcd.io") || crd.Spec.Group == "argoproj.io" {
 				t.Errorf("CRD %s left after uninstall", crd.Name)
 			}
 		}

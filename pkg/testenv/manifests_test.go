@@ -127,8 +127,88 @@ func TestInstallManifests(t *testing.T) {
 	}
 	checkNotificationController(t, objs)
 	checkHelmController(t, objs)
-	if len(crb.Subjects) != 4 || crb.Subjects[0].Namespace != "flux-system" {
-		t.Errorf("ClusterRoleBinding crd-controller subjects %+v, want the four flux-system ServiceAccounts", crb.Subjects)
+	if len(crb.Subjects) != 5 || crb.Subjects[0].Namespace != "flux-system" || crb.Subjects[4].Name != "application-controller" {
+		t.Errorf("ClusterRoleBinding crd-controller subjects %+v, want the five flux-system ServiceAccounts", crb.Subjects)
+	}
+	// application-controller is not one of Flux's defaults: neither it nor
+	// its Argo CD CRDs are in the bundle.
+	for key := range found {
+		if strings.HasSuffix(key, "/application-controller") || strings.HasSuffix(key, ".argoproj.io") {
+			t.Errorf("config/default has %s", key)
+		}
+	}
+}
+
+// TestApplicationControllerManifests builds config/application-controller
+// with kustomize: a ServiceAccount and a Deployment of the others' shape
+// (probes on healthz, metrics on 8080, requests 100m/64Mi, limits
+// 1000m/1Gi, the restricted security context, /tmp an emptyDir), Flux's
+// runtime flags with --events-addr first and Argo CD's namespace argocd;
+// the API server accepts both.
+func TestApplicationControllerManifests(t *testing.T) {
+	root, err := localcluster.WorkspaceRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "application-controller"))
+	if err != nil {
+		t.Fatalf("kustomize build config/application-controller: %v", err)
+	}
+	var objs []*unstructured.Unstructured
+	var names []string
+	for _, res := range resMap.Resources() {
+		data, err := res.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(data); err != nil {
+			t.Fatal(err)
+		}
+		u.SetNamespace("default")
+		if l := u.GetLabels(); l["app.kubernetes.io/component"] != "application-controller" || l["app.kubernetes.io/part-of"] != "flux" {
+			t.Errorf("%s/%s labels %v", u.GetKind(), u.GetName(), l)
+		}
+		if err := env.Client.Patch(context.Background(), u.DeepCopy(), client.Apply, client.DryRunAll, client.FieldOwner("manifests-test"), client.ForceOwnership); err != nil {
+			t.Errorf("%s/%s rejected by the API server: %v", u.GetKind(), u.GetName(), err)
+		}
+		objs = append(objs, u)
+		names = append(names, u.GetKind()+"/"+u.GetName())
+	}
+	if strings.Join(names, " ") != "ServiceAccount/application-controller Deployment/application-controller" {
+		t.Fatalf("objects %v, want its ServiceAccount and Deployment", names)
+	}
+	var dep appsv1.Deployment
+	decodeNamed(t, objs, map[string]any{"Deployment/application-controller": &dep})
+	spec := dep.Spec.Template.Spec
+	c := spec.Containers
+	if spec.ServiceAccountName != "application-controller" || len(c) != 1 || c[0].Name != "manager" || c[0].Image != "eddy/application-controller:latest" {
+		t.Fatalf("application-controller pod %+v", spec)
+	}
+	wantArgs := []string{"--events-addr=http://notification-controller.$(RUNTIME_NAMESPACE).svc.cluster.local./",
+		"--watch-all-namespaces", "--log-level=info", "--log-encoding=json", "--enable-leader-election", "--namespace=argocd"}
+	if strings.Join(c[0].Args, " ") != strings.Join(wantArgs, " ") {
+		t.Errorf("application-controller args %q, want %q", c[0].Args, wantArgs)
+	}
+	ports := map[string]int32{}
+	for _, p := range c[0].Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["http-prom"] != 8080 || ports["healthz"] != 9440 || len(ports) != 2 {
+		t.Errorf("application-controller ports %v, want http-prom 8080 and healthz 9440", ports)
+	}
+	if p := c[0].ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.String() != "healthz" {
+		t.Errorf("application-controller readinessProbe %+v", p)
+	}
+	if c[0].Resources.Requests.Cpu().Cmp(resource.MustParse("100m")) != 0 || c[0].Resources.Requests.Memory().Cmp(resource.MustParse("64Mi")) != 0 ||
+		c[0].Resources.Limits.Cpu().Cmp(resource.MustParse("1")) != 0 || c[0].Resources.Limits.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("application-controller resources %+v, want requests 100m/64Mi and limits 1000m/1Gi", c[0].Resources)
+	}
+	if sc := c[0].SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+		t.Errorf("application-controller securityContext %+v", sc)
+	}
+	if len(c[0].VolumeMounts) != 1 || c[0].VolumeMounts[0].MountPath != "/tmp" || len(spec.Volumes) != 1 || spec.Volumes[0].EmptyDir == nil {
+		t.Errorf("application-controller volumes %+v mounted %+v, want /tmp an emptyDir", spec.Volumes, c[0].VolumeMounts)
 	}
 }
 
@@ -225,8 +305,9 @@ func checkHelmController(t *testing.T, objs []*unstructured.Unstructured) {
 	if p := c[0].LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "healthz" {
 		t.Errorf("helm-controller livenessProbe %+v, want GET /healthz on healthz", p)
 	}
-	if crb.RoleRef.Name != "cluster-admin" || len(crb.Subjects) != 2 || crb.Subjects[1].Name != "helm-controller" || crb.Subjects[1].Namespace != "flux-system" {
-		t.Errorf("ClusterRoleBinding cluster-reconciler %+v, want cluster-admin for flux-system/kustomize-controller and helm-controller", crb)
+	if crb.RoleRef.Name != "cluster-admin" || len(crb.Subjects) != 3 || crb.Subjects[1].Name != "helm-controller" || crb.Subjects[1].Namespace != "flux-system" ||
+		crb.Subjects[2].Name != "application-controller" {
+		t.Errorf("ClusterRoleBinding cluster-reconciler %+v, want cluster-admin for flux-system/kustomize-controller, helm-controller and application-controller", crb)
 	}
 	granted := map[string]bool{}
 	for _, r := range scRole.Rules {
@@ -238,7 +319,7 @@ func checkHelmController(t *testing.T, objs []*unstructured.Unstructured) {
 			}
 		}
 	}
-	for _, group := range []string{"source.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io", "notification.toolkit.fluxcd.io"} {
+	for _, group := range []string{"source.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io", "notification.toolkit.fluxcd.io", "argoproj.io"} {
 		if !granted[group+" * *"] {
 			t.Errorf("ClusterRole crd-controller does not grant every verb on %s", group)
 		}

@@ -11,7 +11,9 @@ import (
 )
 
 // BootstrappedRepo copies the real repository testdata/repos/<name> into
-// dir and writes Eddy's CRDs (config/crd/bases) into
+// dir and writes Eddy's CRDs of Flux's groups (config/crd/bases/
+// *.toolkit.fluxcd.io_*.yaml; Argo CD's go only with application-controller,
+// not one of bootstrap's default components) into
 // clusters/<cluster>/flux-system/gotk-components.yaml, as `flux bootstrap`
 // writes Flux's components there: a real repository that carries CRDs, all
 // of them already installed in a test cluster. It returns the CRDs' names.
@@ -23,7 +25,7 @@ func BootstrappedRepo(testdata, name, cluster, dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.toolkit.fluxcd.io_*.yaml"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no CRD files in config/crd/bases (%v)", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
@@ -55,7 +56,7 @@ type Options struct {
 }
 
 // NewScheme returns a scheme with the Kubernetes built-in kinds, CRDs and
-// Eddy's API groups.
+// Eddy's API groups (Argo CD's argoproj.io included).
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -65,6 +66,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(helmv2.AddToScheme(s))
 	utilruntime.Must(notificationv1.AddToScheme(s))
 	utilruntime.Must(notificationv1beta3.AddToScheme(s))
+	utilruntime.Must(argov1.AddToScheme(s))
 	return s
 }
 

@@ -20,6 +20,15 @@ const RunsAsAnnotation = "eddy.dev/runs-as"
 // RunsAsLocalProcess is RunsAsAnnotation's value.
 const RunsAsLocalProcess = "local-process"
 
+// BundleOptions are the install options of eddy dev's bundle: `eddy
+// install`'s defaults with application-controller, which eddy dev runs as
+// its fifth process (its CRDs and the argocd namespace come with it).
+func BundleOptions(version string) install.Options {
+	o := install.DefaultOptions(version)
+	o.ComponentsExtra = []string{install.ApplicationController}
+	return o
+}
+
 // installBundle installs from the install bundle objs (`eddy install`'s
 // objects) what makes the environment look installed to `eddy check`,
 // `eddy version` and the flux CLI: the labelled CRDs (waiting until they

@@ -45,8 +45,10 @@ import (
 )
 
 // Controllers are the controller binaries `eddy dev` runs, in start order:
-// notification-controller first, so the others' first events reach it.
-var Controllers = []string{"notification-controller", "source-controller", "kustomize-controller", "helm-controller"}
+// notification-controller first, so the others' first events reach it;
+// application-controller last, reconciling Argo CD's Applications in
+// install.ApplicationNamespace.
+var Controllers = []string{"notification-controller", "source-controller", "kustomize-controller", "helm-controller", install.ApplicationController}
 
 // Options configure Start.
 type Options struct {
@@ -243,7 +245,7 @@ func (e *Env) startCluster(ctx context.Context) (err error) {
 		return err
 	}
 	e.progress("installing the CRDs, the %s namespace and the controllers' Deployments (0 replicas: the controllers run here as processes)", Namespace)
-	objs, err := install.Objects(install.DefaultOptions(e.Opts.Version))
+	objs, err := install.Objects(BundleOptions(e.Opts.Version))
 	if err != nil {
 		return err
 	}
@@ -478,6 +480,10 @@ func (e *Env) controllerSpec(name string, shard int) (process.Spec, []int, error
 		args = append(args, "--watch-label-selector="+install.UnshardedSelector)
 	}
 	used := []int{health, metrics}
+	if name == install.ApplicationController {
+		// Argo CD's namespace, whatever RUNTIME_NAMESPACE (its leases) says.
+		args = append(args, "--namespace="+install.ApplicationNamespace)
+	}
 	if name == "source-controller" {
 		storage := ports[2]
 		args = append(args, "--storage-path="+storageDir,

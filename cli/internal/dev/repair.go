@@ -55,7 +55,7 @@ func repair(ctx context.Context, c client.Client, u *ui.UI, dir, version string,
 	if err != nil && !recreate {
 		return fmt.Errorf("namespace %s: %w", Namespace, err)
 	}
-	objs, err := install.Objects(install.DefaultOptions(version))
+	objs, err := install.Objects(BundleOptions(version))
 	if err != nil {
 		return err
 	}

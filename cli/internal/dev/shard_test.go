@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eddyops/eddy/cli/internal/install"
 	"github.com/eddyops/eddy/pkg/localcluster"
 )
 
@@ -68,5 +69,49 @@ func TestControllerSpecShards(t *testing.T) {
 	kc, _, err := e.controllerSpec("kustomize-controller", 0)
 	if err != nil || arg(kc.Args, "--watch-label-selector=") != "" || kc.Name != "kustomize-controller" {
 		t.Errorf("unsharded kustomize-controller %s args %q, %v", kc.Name, kc.Args, err)
+	}
+}
+
+// TestApplicationControllerProcess: application-controller is eddy dev's
+// fifth process, last to start, reconciling Argo CD's namespace argocd
+// with its lease in flux-system as the others; the bundle eddy dev
+// installs has its CRDs, its Deployment and that namespace, and no shard
+// process of it runs.
+func TestApplicationControllerProcess(t *testing.T) {
+	if len(Controllers) != 5 || Controllers[4] != "application-controller" || slices.Contains(ShardedControllers, "application-controller") {
+		t.Fatalf("Controllers %v, sharded %v", Controllers, ShardedControllers)
+	}
+	e := &Env{Opts: Options{Root: "/eddy", StateDir: t.TempDir(), Shards: 1}, Cluster: &localcluster.Cluster{KubeconfigPath: "/k"}}
+	e.state.EventsAddr = "http://127.0.0.1:1"
+	spec, ports, err := e.controllerSpec("application-controller", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(spec.Args, " ")
+	for _, want := range []string{"--namespace=argocd", "--events-addr=http://127.0.0.1:1", "--enable-leader-election", "--kubeconfig=/k"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("application-controller args %q lack %s", spec.Args, want)
+		}
+	}
+	if strings.Contains(args, "--watch-label-selector") || len(ports) != 2 || !slices.Equal(spec.Env, []string{"RUNTIME_NAMESPACE=flux-system"}) {
+		t.Errorf("application-controller args %q, ports %v, env %v", spec.Args, ports, spec.Env)
+	}
+	if got := leaseName("application-controller", 1); got != "application-controller-leader-election" {
+		t.Errorf("application-controller's lease %q", got)
+	}
+	objs, err := install.Objects(BundleOptions("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, u := range objs {
+		if u.GetLabels()[install.ComponentLabel] == "application-controller" {
+			names = append(names, u.GetKind()+"/"+u.GetName())
+		}
+	}
+	slices.Sort(names)
+	if want := []string{"CustomResourceDefinition/applications.argoproj.io", "CustomResourceDefinition/appprojects.argoproj.io",
+		"Deployment/application-controller", "Namespace/argocd", "ServiceAccount/application-controller"}; !slices.Equal(names, want) {
+		t.Errorf("eddy dev's bundle has of application-controller %v, want %v", names, want)
 	}
 }

@@ -35,8 +35,26 @@ const DefaultRegistry = "ghcr.io/eddyops"
 // pins DefaultOptions' images to those digests.
 var DefaultImageDigests string
 
-// Components are Eddy's controllers, in Flux's default order.
-var Components = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"}
+// Components are Eddy's controllers: Flux's four in Flux's default order,
+// then application-controller (Argo CD's Applications).
+var Components = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller", ApplicationController}
+
+// DefaultComponents are those installed unless --components says otherwise:
+// Flux's default four. application-controller is an extra component, added
+// with --components-extra=application-controller as flux adds its image
+// automation controllers.
+var DefaultComponents = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"}
+
+// ApplicationController is the component that reconciles Argo CD's
+// Application and AppProject kinds (argoproj.io); its CRDs carry its
+// component label.
+const ApplicationController = "application-controller"
+
+// ApplicationNamespace is the namespace application-controller reconciles
+// Applications in, Argo CD's default (argocd-contract §1.0: Applications
+// live in the controller's namespace, argocd): the bundle has it when the
+// component is installed, so Argo CD's own YAML applies unchanged.
+const ApplicationNamespace = "argocd"
 
 // fluxExtraComponents are the flux components Eddy does not have.
 var fluxExtraComponents = []string{"image-reflector-controller", "image-automation-controller", "source-watcher"}
@@ -61,8 +79,9 @@ type Options struct {
 	Registry      string
 	ClusterDomain string
 	LogLevel      string
-	// Components are installed; ComponentsExtra are added to them (Eddy has
-	// none of Flux's extra components, so any is an error).
+	// Components are installed; ComponentsExtra are added to them (of
+	// Flux's extra components Eddy has none; its own extra one is
+	// application-controller).
 	Components, ComponentsExtra []string
 	WatchAllNamespaces          bool
 	NetworkPolicy               bool
@@ -95,7 +114,7 @@ func DefaultOptions(version string) Options {
 		Registry:           DefaultRegistry,
 		ClusterDomain:      "cluster.local",
 		LogLevel:           "info",
-		Components:         slices.Clone(Components),
+		Components:         slices.Clone(DefaultComponents),
 		WatchAllNamespaces: true,
 		NetworkPolicy:      true,
 	}
@@ -265,7 +284,25 @@ func Objects(o Options) ([]*unstructured.Unstructured, error) {
 		}
 		out = append(out, u)
 	}
-	return addShards(out, o)
+	return addShards(withApplicationNamespace(out, o, comps), o)
+}
+
+// withApplicationNamespace adds the Namespace ApplicationNamespace after
+// the install namespace when comps has application-controller, labelled as
+// the bundle's objects are, with the component's label (uninstall deletes
+// it by those labels).
+func withApplicationNamespace(objs []*unstructured.Unstructured, o Options, comps []string) []*unstructured.Unstructured {
+	if !slices.Contains(comps, ApplicationController) || o.Namespace == ApplicationNamespace {
+		return objs
+	}
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(ApplicationNamespace)
+	ns.SetLabels(map[string]string{PartOfLabel: PartOfValue, InstanceLabel: o.Namespace, VersionLabel: o.Version,
+		ComponentLabel: ApplicationController})
+	at := slices.IndexFunc(objs, func(u *unstructured.Unstructured) bool { return u.GetKind() == "Namespace" }) + 1
+	return slices.Insert(objs, at, ns)
 }
 
 // finish sets what kustomize cannot: ServiceAccount subjects of bindings in

@@ -190,7 +190,7 @@ func TestArgs(t *testing.T) {
 func TestImages(t *testing.T) {
 	digest := testDigest
 	objs := objects(t, custom())
-	for _, c := range Components {
+	for _, c := range DefaultComponents {
 		d := find(objs, "Deployment", c)
 		cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 		want := "registry.local:5000/eddy/" + c + ":v9.8.7"
@@ -230,7 +230,7 @@ func TestComponentsSubset(t *testing.T) {
 		extra, components []string
 		want              string
 	}{
-		{components: []string{"source-controler"}, want: `component "source-controler" is not available (available: source-controller, kustomize-controller, helm-controller, notification-controller)`},
+		{components: []string{"source-controler"}, want: `component "source-controler" is not available (available: source-controller, kustomize-controller, helm-controller, notification-controller, application-controller)`},
 		{extra: []string{"image-automation-controller"}, want: "component image-automation-controller is not available: Eddy has no image automation"},
 		{components: []string{}, want: "no components to install"},
 	} {
@@ -332,5 +332,60 @@ func TestDefaultImageDigests(t *testing.T) {
 	DefaultImageDigests = "helm-controller=latest"
 	if err := DefaultOptions("v1").Validate(); err == nil || !strings.Contains(err.Error(), "malformed image digest") {
 		t.Errorf("a malformed DefaultImageDigests: %v", err)
+	}
+}
+
+// TestApplicationControllerExtra: application-controller is not a default
+// component; --components-extra=application-controller adds its
+// Deployment, ServiceAccount, both Argo CD CRDs with its component label,
+// the argocd namespace it watches, and it is bound to cluster-admin.
+func TestApplicationControllerExtra(t *testing.T) {
+	argoCRDs := []string{"applications.argoproj.io", "appprojects.argoproj.io"}
+	for _, u := range objects(t, DefaultOptions("v1")) {
+		if u.GetLabels()[ComponentLabel] == ApplicationController || u.GetName() == ApplicationNamespace ||
+			slices.Contains(argoCRDs, u.GetName()) {
+			t.Errorf("the default bundle has %s/%s", u.GetKind(), u.GetName())
+		}
+	}
+	o := DefaultOptions("v1")
+	o.ComponentsExtra = []string{ApplicationController}
+	objs := objects(t, o)
+	if len(objs) != 35 {
+		t.Errorf("%d objects, want 35 (the default 30, 2 CRDs, a ServiceAccount, a Deployment and a Namespace)", len(objs))
+	}
+	for _, want := range []string{"Deployment/application-controller", "ServiceAccount/application-controller",
+		"CustomResourceDefinition/applications.argoproj.io", "CustomResourceDefinition/appprojects.argoproj.io", "Namespace/argocd"} {
+		kind, name, _ := strings.Cut(want, "/")
+		u := find(objs, kind, name)
+		if u == nil {
+			t.Errorf("no %s", want)
+			continue
+		}
+		if l := u.GetLabels(); l[ComponentLabel] != ApplicationController || l[PartOfLabel] != PartOfValue || l[InstanceLabel] != "flux-system" {
+			t.Errorf("%s labels %v", want, l)
+		}
+	}
+	if objs[0].GetName() != "flux-system" || objs[1].GetName() != ApplicationNamespace {
+		t.Errorf("first objects %s/%s, %s/%s; want the two Namespaces", objs[0].GetKind(), objs[0].GetName(), objs[1].GetKind(), objs[1].GetName())
+	}
+	wantArgs := []string{"--events-addr=http://notification-controller.$(RUNTIME_NAMESPACE).svc.cluster.local./", "--watch-all-namespaces=true",
+		"--log-level=info", "--log-encoding=json", "--enable-leader-election", "--namespace=argocd"}
+	if got := managerArgs(t, objs, ApplicationController); !slices.Equal(got, wantArgs) {
+		t.Errorf("application-controller args\n%q, want\n%q", got, wantArgs)
+	}
+	d := find(objs, "Deployment", ApplicationController)
+	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if img := cs[0].(map[string]any)["image"]; img != "ghcr.io/eddyops/application-controller:v1" {
+		t.Errorf("image %v", img)
+	}
+	for _, binding := range []string{"crd-controller-flux-system", "cluster-reconciler-flux-system"} {
+		crb := find(objs, "ClusterRoleBinding", binding)
+		subjects, _, _ := unstructured.NestedSlice(crb.Object, "subjects")
+		if !strings.Contains(fmt.Sprint(subjects), "map[kind:ServiceAccount name:application-controller namespace:flux-system]") {
+			t.Errorf("%s subjects %v lack application-controller", binding, subjects)
+		}
+	}
+	if h := Header(o); !strings.Contains(h, "# Components: source-controller,kustomize-controller,helm-controller,notification-controller,application-controller\n") {
+		t.Errorf("header %q", h)
 	}
 }

@@ -52,10 +52,14 @@ var (
 // §7): (1) the components labelled part-of=flux in the namespace, and the
 // ClusterRoles and ClusterRoleBindings labelled part-of=flux and
 // instance=<namespace>; (2) the finalizers of every object of a
-// *.toolkit.fluxcd.io kind in all namespaces, so that the controllers'
-// deletion does not prune the workloads they applied; (3) the CRDs labelled
-// part-of=flux; (4) the namespace, unless KeepNamespace. Each object gets a
-// line; a failure does not stop the rest, and the error counts them.
+// *.toolkit.fluxcd.io kind in all namespaces, and of the argoproj.io kinds
+// when the install labelled their CRDs (application-controller's: an
+// Application's resources finalizer would otherwise hold its CRD's
+// deletion once the controller is gone), so that the controllers' deletion
+// does not prune the workloads they applied; (3) the CRDs labelled
+// part-of=flux; (4) the namespace and, when this install created it (its
+// labels say so), ApplicationNamespace, unless KeepNamespace. Each object
+// gets a line; a failure does not stop the rest, and the error counts them.
 func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, log Logger) error {
 	suffix, dry := "", []client.DeleteOption(nil)
 	if o.DryRun {
@@ -101,7 +105,7 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, log Log
 		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
 		version := storageVersion(crd)
-		if !strings.HasSuffix(group, ".toolkit.fluxcd.io") || version == "" {
+		if !releasable(crd, group) || version == "" {
 			continue
 		}
 		items, err := list(ctx, c, schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
@@ -139,11 +143,35 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, log Log
 		ns.SetKind("Namespace")
 		ns.SetName(o.Namespace)
 		del(ns, "Namespace/"+o.Namespace)
+		apps, err := list(ctx, c, ns.GroupVersionKind(), client.MatchingLabels{PartOfLabel: PartOfValue, InstanceLabel: o.Namespace,
+			ComponentLabel: ApplicationController})
+		if err != nil {
+			return err
+		}
+		for _, u := range apps {
+			if u.GetName() != o.Namespace {
+				del(u, "Namespace/"+u.GetName())
+			}
+		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("uninstall failed: %d object(s) could not be deleted or released", failed)
 	}
 	return nil
+}
+
+// releasable says whether uninstall removes the finalizers of the objects
+// of crd (of group): Flux's toolkit kinds, and Argo CD's when the install
+// put their CRD there (labelled part-of=flux), not an Argo CD install,
+// whose Applications are left as they are.
+func releasable(crd *unstructured.Unstructured, group string) bool {
+	switch {
+	case strings.HasSuffix(group, ".toolkit.fluxcd.io"):
+		return true
+	case group == "argoproj.io":
+		return crd.GetLabels()[PartOfLabel] == PartOfValue
+	}
+	return false
 }
 
 // list returns the objects of gvk, sorted by namespace and name; a kind the
