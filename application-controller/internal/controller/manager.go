@@ -141,7 +141,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		Log:       ctrl.Log.WithName(ControllerName),
 		Namespace: c.Namespace, AppNamespaces: c.ApplicationNamespaces,
 		Resync: c.AppResync, ResyncJitter: c.AppResyncJitter,
-		SelfHeal: SelfHealBackoff{Timeout: c.SelfHealTimeout, Backoff: c.SelfHealBackoff, Cap: c.SelfHealCap, Factor: c.SelfHealFactor},
+		SelfHeal:  SelfHealBackoff{Timeout: c.SelfHealTimeout, Backoff: c.SelfHealBackoff, Cap: c.SelfHealCap, Factor: c.SelfHealFactor},
 		WaveDelay: c.SyncWaveDelay,
 	}
 	r.KubeVersion, r.APIVersions = discoverCluster(mgr.GetConfig())

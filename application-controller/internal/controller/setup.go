@@ -40,9 +40,13 @@ func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 		return err
 	}
 	users := controllerkit.EnqueueListed(r.Client, func() client.ObjectList { return &argov1.ApplicationList{} },
-		func(src client.Object) []client.ListOption { return []client.ListOption{client.MatchingFields{sourceIndex: src.GetName()}} })
+		func(src client.Object) []client.ListOption {
+			return []client.ListOption{client.MatchingFields{sourceIndex: src.GetName()}}
+		})
 	inProject := controllerkit.EnqueueListed(r.Client, func() client.ObjectList { return &argov1.ApplicationList{} },
-		func(p client.Object) []client.ListOption { return []client.ListOption{client.MatchingFields{projectIndex: p.GetName()}} })
+		func(p client.Object) []client.ListOption {
+			return []client.ListOption{client.MatchingFields{projectIndex: p.GetName()}}
+		})
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&argov1.Application{}, builder.WithPredicates(applicationChanged{})).
@@ -112,4 +116,3 @@ func (sourceChanged) Update(e event.UpdateEvent) bool {
 	nc, _ := e.ObjectNew.(interface{ GetConditions() []metav1.Condition })
 	return oc == nil || nc == nil || !equality.Semantic.DeepEqual(oc.GetConditions(), nc.GetConditions())
 }
-
