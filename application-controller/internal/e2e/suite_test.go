@@ -47,23 +47,26 @@ func setupScheme(e *testenv.Environment) (func(), error) {
 	return func() {}, e.Client.Create(context.Background(), ns)
 }
 
-// startControllers builds and runs source-controller and
-// application-controller, as `eddy dev` does.
+// startControllers builds and runs notification-, source- and
+// application-controller, the last posting its events to the first, as
+// `eddy dev` does.
 func startControllers(e *testenv.Environment) (func(), error) {
 	dir, err := os.MkdirTemp("", "eddy-app-e2e-")
 	if err != nil {
 		return nil, err
 	}
-	ports, err := localcluster.FreePorts(1)
+	ports, err := localcluster.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	storage := ports[0]
+	storage, events, receiver := ports[0], ports[1], ports[2]
+	eventsURL := fmt.Sprintf("--events-addr=http://127.0.0.1:%d", events)
 	logs = dir
 	args = map[string][]string{
+		"notification-controller": {fmt.Sprintf("--events-addr=127.0.0.1:%d", events), fmt.Sprintf("--receiverAddr=127.0.0.1:%d", receiver)},
 		"source-controller": {"--storage-path=" + filepath.Join(dir, "storage"), "--min-retry-delay=200ms", "--max-retry-delay=5s",
 			fmt.Sprintf("--storage-addr=127.0.0.1:%d", storage), fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storage)},
-		"application-controller": {"--namespace=" + argocd, "--min-retry-delay=200ms", "--max-retry-delay=5s", "--app-resync=30"},
+		"application-controller": {"--namespace=" + argocd, eventsURL, "--min-retry-delay=200ms", "--max-retry-delay=5s", "--app-resync=30"},
 	}
 	stop := func() {
 		for _, p := range procs {
@@ -71,7 +74,7 @@ func startControllers(e *testenv.Environment) (func(), error) {
 		}
 		os.RemoveAll(dir)
 	}
-	for _, name := range []string{"source-controller", "application-controller"} {
+	for _, name := range []string{"notification-controller", "source-controller", "application-controller"} {
 		exe, err := testenv.BuildController(name, dir)
 		if err != nil {
 			stop()
