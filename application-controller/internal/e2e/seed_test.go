@@ -44,11 +44,20 @@ spec:
 // writes it, its repoURL pointed at url.
 func seedApplication(t *testing.T, name, url, namespace string, automated bool) *argov1.Application {
 	t.Helper()
+	app := &argov1.Application{}
+	if err := yaml.UnmarshalStrict([]byte(seedYAML(name, url, namespace, automated)), app); err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
+// seedYAML is seedApplication's YAML document.
+func seedYAML(name, url, namespace string, automated bool) string {
 	policy := "  syncPolicy:\n    automated: {prune: true, selfHeal: true}\n    syncOptions: [CreateNamespace=true]\n"
 	if !automated {
 		policy = "  syncPolicy:\n    syncOptions: [CreateNamespace=true]\n"
 	}
-	doc := `apiVersion: argoproj.io/v1alpha1
+	return `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata: {name: ` + name + `, namespace: argocd}
 spec:
@@ -56,11 +65,6 @@ spec:
   source: {repoURL: ` + url + `, targetRevision: main, path: apps/payment-api}
   destination: {server: https://kubernetes.default.svc, namespace: ` + namespace + `}
 ` + policy
-	app := &argov1.Application{}
-	if err := yaml.UnmarshalStrict([]byte(doc), app); err != nil {
-		t.Fatal(err)
-	}
-	return app
 }
 
 // TestSeedApplicationSyncsAndSelfHeals runs the seed Application: it
