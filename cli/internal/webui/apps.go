@@ -99,9 +99,11 @@ func appDetail(a *argov1.Application) AppDetail {
 	return d
 }
 
-// appHistory lists status.history newest first, one row per source, with
-// the REVISION of `argocd app history` (target, then the commit's first 7
-// digits in parentheses).
+// appHistory lists status.history (stored oldest first, argocd-contract
+// §2) newest first, as Argo CD's UI does, one row per source of a
+// multi-source entry, with the REVISION of `argocd app history` (target,
+// then the commit's first 7 digits in parentheses); InitiatedBy is the
+// username, or "automated".
 func appHistory(hist []argov1.RevisionHistory) []AppHistory {
 	out := []AppHistory{}
 	for i := len(hist) - 1; i >= 0; i-- {
@@ -190,9 +192,11 @@ func (a *api) app(w http.ResponseWriter, r *http.Request) {
 
 // appSync serves POST /api/app/{namespace}/{name}/sync: it writes the
 // operation `eddy app sync` writes (app.SyncOperation, app.OperationPatch:
-// Argo CD's API server's sync request), as the user, read anew after a
-// conflict. 409 while another operation is in progress, 403 when the user
-// may not patch the Application.
+// Argo CD's API server's sync request, the operation field of
+// argocd-contract §3.1), as the user, read anew after a conflict. 409
+// while another operation is in progress (Argo CD refuses to replace one),
+// 403 when the user may not patch the Application, 400 when SyncOperation
+// refuses (the Application is being deleted).
 func (a *api) appSync(w http.ResponseWriter, r *http.Request) {
 	if !a.s.checkCSRF(r) {
 		writeError(w, http.StatusForbidden, "missing or wrong CSRF token: reload the page")

@@ -255,3 +255,37 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+func TestAppHistoryNewestFirstPerSource(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	git := argov1.ApplicationSource{RepoURL: "https://example.com/a.git", TargetRevision: "main"}
+	chart := argov1.ApplicationSource{RepoURL: "https://charts.example.com", Chart: "web", TargetRevision: "1.2.3"}
+	tests := []struct {
+		name string
+		in   []argov1.RevisionHistory
+		want []AppHistory
+	}{
+		{"none", nil, []AppHistory{}},
+		{"single source, newest first, commit shortened", []argov1.RevisionHistory{
+			{ID: 0, Revision: olderCommit, DeployedAt: at, Source: git, InitiatedBy: argov1.OperationInitiator{Username: "alice"}},
+			{ID: 1, Revision: guestbookCommit, DeployedAt: at, Source: git, InitiatedBy: argov1.OperationInitiator{Automated: true}},
+		}, []AppHistory{
+			{ID: 1, DeployedAt: at.Time, RepoURL: git.RepoURL, Revision: "main (0123456)", InitiatedBy: "automated"},
+			{ID: 0, DeployedAt: at.Time, RepoURL: git.RepoURL, Revision: "main (fedcba9)", InitiatedBy: "alice"},
+		}},
+		{"multi-source: one row per source; a chart version is not shortened", []argov1.RevisionHistory{
+			{ID: 4, DeployedAt: at, Sources: []argov1.ApplicationSource{git, chart}, Revisions: []string{guestbookCommit, "1.2.3"}},
+		}, []AppHistory{
+			{ID: 4, DeployedAt: at.Time, RepoURL: git.RepoURL, Revision: "main (0123456)"},
+			{ID: 4, DeployedAt: at.Time, RepoURL: chart.RepoURL, Revision: "1.2.3"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, want := string(must(json.Marshal(appHistory(tt.in)))), string(must(json.Marshal(tt.want)))
+			if got != want {
+				t.Errorf("\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
