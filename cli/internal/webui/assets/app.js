@@ -443,11 +443,11 @@ function pageOverview(main) {
   }
 
   // renderApps shows the Argo CD Applications apart from the Flux objects:
-  // they have sync and health statuses, not Flux's states (the state
-  // filter and counts leave them out).
+  // they have sync and health statuses, not Flux's states, so the counts
+  // leave them out and a state filter hides them.
   function renderApps(apps) {
     const shown = apps.filter((a) => {
-      if (f.kind && f.kind !== 'Application') return false;
+      if (f.state || (f.kind && f.kind !== 'Application')) return false;
       if (f.namespace && a.namespace !== f.namespace) return false;
       if (!f.q) return true;
       const hay = [a.kind, a.namespace, a.name, a.project, a.repoURL, a.path, a.sync, a.health, a.destNamespace].join(' ').toLowerCase();
