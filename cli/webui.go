@@ -76,7 +76,7 @@ or TLS (then, without --auth-token, a random token is required and printed in th
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&opts.Listen, "listen", webui.DefaultListen, "host:port to serve on (port 0: a free port)")
-	fs.BoolVar(&opts.ReadOnly, "read-only", false, "no actions (reconcile, suspend, resume)")
+	fs.BoolVar(&opts.ReadOnly, "read-only", false, "no actions (reconcile, suspend, resume, sync)")
 	fs.StringVar(&opts.AuthToken, "auth-token", "", "require this token (open the page once with ?token=...); needed for a non-loopback --listen without TLS, generated (and printed in the address) with TLS")
 	fs.StringVar(&opts.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (PEM)")
 	fs.StringVar(&opts.TLSKeyFile, "tls-key-file", "", "the certificate's private key (PEM)")

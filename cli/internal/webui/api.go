@@ -39,8 +39,10 @@ type Summary struct {
 
 // Objects is GET /api/objects.
 type Objects struct {
-	Objects   []Summary `json:"objects"`
-	Connected bool      `json:"connected"`
+	Objects []Summary `json:"objects"`
+	// Apps are the Argo CD Applications, by namespace and name.
+	Apps      []AppSummary `json:"apps"`
+	Connected bool         `json:"connected"`
 	// Hidden lists the kinds the user may not list (RBAC), or whose CRD
 	// is not installed: absent, not an error.
 	Hidden []string `json:"hidden,omitempty"`

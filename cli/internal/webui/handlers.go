@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/pkg/ssa"
@@ -67,8 +68,10 @@ func (s *Server) handler(ctx context.Context) (http.Handler, error) {
 	mux.HandleFunc("GET /api/yaml", a.yaml)
 	mux.HandleFunc("GET /api/diff/{namespace}/{name}", a.diff)
 	mux.HandleFunc("GET /api/stream", a.stream)
+	mux.HandleFunc("GET /api/app/{namespace}/{name}", a.app)
 	if !s.opts.ReadOnly {
 		mux.HandleFunc("POST /api/action/{verb}", a.action)
+		mux.HandleFunc("POST /api/app/{namespace}/{name}/sync", a.appSync)
 	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API: "+r.Method+" "+r.URL.Path)
@@ -97,7 +100,7 @@ func (a *api) session(w http.ResponseWriter, _ *http.Request) {
 
 func (a *api) objects(w http.ResponseWriter, _ *http.Request) {
 	objs := a.st.list()
-	out := Objects{Objects: make([]Summary, 0, len(objs)), Connected: a.st.status().Connected, Hidden: a.st.hidden}
+	out := Objects{Objects: make([]Summary, 0, len(objs)), Apps: a.appSummaries(), Connected: a.st.status().Connected, Hidden: a.st.hidden}
 	for _, u := range objs {
 		out.Objects = append(out.Objects, summarize(u))
 	}
@@ -114,6 +117,10 @@ func nsParam(r *http.Request) string {
 
 func (a *api) object(w http.ResponseWriter, r *http.Request) {
 	kind, ns, name := r.PathValue("kind"), nsParam(r), r.PathValue("name")
+	if kind == argov1.ApplicationKind {
+		writeError(w, http.StatusBadRequest, "an Application is read at /api/app/{namespace}/{name}")
+		return
+	}
 	u := a.st.get(kind, ns, name)
 	if u == nil {
 		writeError(w, http.StatusNotFound, notReadable)
@@ -314,7 +321,9 @@ func (a *api) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k, ok := a.st.kindOf(act.Kind)
-	if !ok {
+	if !ok || act.Kind == argov1.ApplicationKind {
+		// An Application is synced (its operation field), not reconciled
+		// or suspended: POST /api/app/{namespace}/{name}/sync.
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a Flux kind", act.Kind))
 		return
 	}

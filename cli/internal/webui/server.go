@@ -45,7 +45,8 @@ type Options struct {
 	// Namespaces limits the UI to these namespaces; empty: every namespace
 	// the user may read each kind in.
 	Namespaces []string
-	// ReadOnly leaves the actions (reconcile, suspend, resume) out.
+	// ReadOnly leaves the actions (reconcile, suspend, resume, an
+	// Application's sync) out.
 	ReadOnly bool
 	// AuthToken, when set, is required of every request: once as ?token=
 	// (the server then sets a cookie) or as `Authorization: Bearer`.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -41,11 +42,13 @@ type fluxKind struct {
 // sources, then appliers, then notification. Versions are the storage
 // versions.
 var fluxKinds = func() []fluxKind {
-	out := make([]fluxKind, 0, len(kinds.All))
+	out := make([]fluxKind, 0, len(kinds.All)+1)
 	for _, k := range kinds.All {
 		out = append(out, fluxKind{Kind: k.Kind, GVR: k.GVR()})
 	}
-	return out
+	// Argo CD's Application is watched with them (for its own page and
+	// overview section), but it is not a Flux object: list leaves it out.
+	return append(out, fluxKind{Kind: argov1.ApplicationKind, GVR: argov1.GroupVersion.WithResource("applications")})
 }()
 
 // kindOf is the watched kind, at the version the cluster serves.
@@ -294,10 +297,25 @@ func (s *store) status() Status {
 	return Status{Connected: s.connected, Message: s.connMsg}
 }
 
-// list returns every watched object, in kind order then namespace/name.
+// list returns every watched Flux object (Applications apart: listKind),
+// in kind order then namespace/name.
 func (s *store) list() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, k := range s.kinds {
+		if k.Kind != argov1.ApplicationKind {
+			out = append(out, s.listKind(k.Kind)...)
+		}
+	}
+	return out
+}
+
+// listKind returns the watched objects of one kind, by namespace/name.
+func (s *store) listKind(kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, k := range s.kinds {
+		if k.Kind != kind {
+			continue
+		}
 		var us []*unstructured.Unstructured
 		for _, l := range s.objects[k.Kind] {
 			objs, _ := l.List(labels.Everything())

@@ -348,9 +348,10 @@ function pageOverview(main) {
   const text = h('input', { type: 'search', testid: 'filter-text', placeholder: 'Filter: name, message, revision…', 'aria-label': 'Filter text' });
   text.value = f.q;
   const note = h('div', { class: 'note' });
+  const appsBox = h('div', { class: 'apps-section' });
   const body = h('div', null, loading());
   put(main, h('h1', null, 'Overview'), counts,
-    h('div', { class: 'filters' }, selKind, selNs, selState, text), note, body);
+    h('div', { class: 'filters' }, selKind, selNs, selState, text), note, appsBox, body);
 
   let data = null, dataSig = '';
   // Sorting is the page's own (not in the URL, which holds the filters).
@@ -409,8 +410,10 @@ function pageOverview(main) {
       return h('a', { class: `count st-${st}${f.state === st ? ' active' : ''}`, href: '/' + (p.toString() ? '?' + p : ''), title: f.state === st ? 'Show all states' : `Show only ${st}` },
         h('span', { class: 'n', testid: `count-${st}` }, String(n[st])), h('span', { class: 'label' }, st));
     }));
-    fill(selKind, 'kinds', objs.map((o) => o.kind), f.kind);
-    fill(selNs, 'namespaces', objs.map((o) => o.namespace), f.namespace);
+    const apps = data.apps || [];
+    fill(selKind, 'kinds', [...objs.map((o) => o.kind), ...apps.map((a) => a.kind)], f.kind);
+    fill(selNs, 'namespaces', [...objs.map((o) => o.namespace), ...apps.map((a) => a.namespace)], f.namespace);
+    renderApps(apps);
     fill(selState, 'states', STATES, f.state);
     const byName = (a, b) => a.kind.localeCompare(b.kind) || (a.namespace || '').localeCompare(b.namespace || '') || a.name.localeCompare(b.name);
     const key = COLUMNS.find((c) => c[1] === sort.key)[2];
@@ -435,8 +438,23 @@ function pageOverview(main) {
     put(note,
       data.hidden && data.hidden.length ? h('p', { class: 'muted' }, `Not listed (not installed in this cluster, or your permissions do not allow listing): ${data.hidden.join(', ')}. If you may read them in some namespaces only, start eddy ui with -n NAMESPACE.`) : null,
       h('p', { class: 'muted small' }, `${shown.length} of ${objs.length} objects`));
-    swap(body, table('objects', head, rows,
+    swap(body, f.kind === 'Application' ? [] : table('objects', head, rows,
       objs.length ? 'No object matches the filters.' : 'No Flux objects found.'));
+  }
+
+  // renderApps shows the Argo CD Applications apart from the Flux objects:
+  // they have sync and health statuses, not Flux's states, so the counts
+  // leave them out and a state filter hides them.
+  function renderApps(apps) {
+    const shown = apps.filter((a) => {
+      if (f.state || (f.kind && f.kind !== 'Application')) return false;
+      if (f.namespace && a.namespace !== f.namespace) return false;
+      if (!f.q) return true;
+      const hay = [a.kind, a.namespace, a.name, a.project, a.repoURL, a.path, a.sync, a.health, a.destNamespace].join(' ').toLowerCase();
+      return f.q.toLowerCase().split(/\s+/).filter(Boolean).every((w) => hay.includes(w));
+    });
+    if (!shown.length) { swap(appsBox, []); return; }
+    swap(appsBox, section(`Applications (${shown.length})`, appsTable(shown)));
   }
 
   const onFilter = () => {
@@ -457,7 +475,7 @@ function pageOverview(main) {
         // Changes that leave every row as it was (an annotation, a status
         // written again with the same values) cost no re-render: building
         // 1,000 rows keeps the page busy for a few hundred ms.
-        const sig = JSON.stringify([next.objects, next.hidden]);
+        const sig = JSON.stringify([next.objects, next.apps, next.hidden]);
         if (refresh && data && sig === dataSig) return;
         data = next;
         dataSig = sig;
@@ -808,6 +826,221 @@ function pageDiff(main, namespace, name) {
   };
 }
 
+// ---------- Argo CD Applications ----------
+
+const appHref = (a) => `/app/${encodeURIComponent(a.namespace)}/${encodeURIComponent(a.name)}`;
+const resourceId = (r) => `${r.kind}/${r.namespace || ''}/${r.name}`;
+
+// argoBadge shows a sync, health or operation status in Argo CD's colours.
+function argoBadge(value, testid) {
+  const v = value || 'Unknown';
+  return h('span', { class: `badge argo argo-${v.toLowerCase()}`, testid, data: { status: v } }, v);
+}
+
+function appsTable(apps) {
+  const rows = apps.map((a) => h('tr', { data: { app: `${a.namespace}/${a.name}` } },
+    h('td', { class: 'name' }, h('a', { href: appHref(a) }, a.name)),
+    h('td', null, a.namespace),
+    h('td', null, a.project),
+    h('td', null, argoBadge(a.sync, 'sync-status')),
+    h('td', { title: a.healthMessage || null }, argoBadge(a.health, 'health-status')),
+    h('td', null, a.syncPolicy),
+    h('td', { class: 'mono msg-wrap' }, a.repoURL, a.path ? h('span', { class: 'muted' }, ` ${a.path}`) : null),
+    h('td', { class: 'mono', title: a.revision || '' }, a.targetRevision || 'HEAD', a.revision ? h('span', { class: 'muted' }, ` (${a.revision.slice(0, 7)})`) : null),
+    h('td', null, `${a.destServer}${a.destNamespace ? ' · ' + a.destNamespace : ''}`),
+    h('td', null, a.conditions === '<none>' ? '' : a.conditions),
+  ));
+  return table('apps', ['Name', 'Namespace', 'Project', 'Sync status', 'Health status', 'Sync policy', 'Repository', 'Target', 'Destination', 'Conditions'],
+    rows, 'No Applications.', 'apps');
+}
+
+function pageApp(main, namespace, name) {
+  const ref = { kind: 'Application', namespace, name };
+  document.title = `Eddy · Application ${namespace}/${name}`;
+  const head = h('div', { class: 'obj-head' });
+  const result = h('span', { class: 'action-result', testid: 'action-result', 'aria-live': 'polite' });
+  const buttons = h('span', { class: 'buttons' });
+  const prune = h('input', { type: 'checkbox', testid: 'sync-prune' });
+  const dryRun = h('input', { type: 'checkbox', testid: 'sync-dry-run' });
+  const actions = h('div', { class: 'actions' }, buttons, result);
+  const body = h('div', null, loading());
+  put(main, head, actions, body);
+  let detail = null, busy = false;
+  renderHead();
+
+  async function sync() {
+    if (busy) return;
+    busy = true;
+    renderButtons();
+    result.className = 'action-result';
+    result.textContent = 'Sending…';
+    try {
+      const sess = await sessionReady;
+      const r = await api(`/api/app/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/sync`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': sess.csrfToken || '' },
+        body: JSON.stringify({ prune: prune.checked, dryRun: dryRun.checked }),
+      });
+      result.classList.add('ok');
+      result.textContent = r.message || 'sync requested';
+    } catch (e) {
+      result.classList.add('err');
+      result.textContent = `sync failed: ${e.message}`;
+    } finally {
+      busy = false;
+      renderButtons();
+      scheduleRefresh();
+    }
+  }
+
+  // The Sync button shows only to a user who may patch the Application
+  // (canSync, from a SelfSubjectAccessReview); disabled while an operation
+  // is in progress, which Argo CD refuses to replace.
+  function renderButtons() {
+    if (session.readOnly || !detail) { put(buttons); return; }
+    if (!detail.canSync) {
+      put(buttons, h('span', { class: 'muted', testid: 'no-patch' }, 'your permissions do not allow syncing this Application'));
+      return;
+    }
+    const operating = detail.summary.operating;
+    put(buttons,
+      h('button', { type: 'button', testid: 'action-sync', disabled: busy || operating, onclick: sync,
+        title: operating ? 'An operation is in progress' : 'Sync to the target revision, as eddy app sync' }, 'Sync'),
+      h('label', { class: 'sync-opts' }, prune, 'Prune'),
+      h('label', { class: 'sync-opts' }, dryRun, 'Dry run'));
+  }
+
+  function renderHead() {
+    const sm = detail ? detail.summary : ref;
+    put(head,
+      h('p', { class: 'crumbs' }, h('a', { href: '/?kind=Application' }, 'Application'), ' / ',
+        h('a', { href: '/?namespace=' + encodeURIComponent(namespace) }, namespace)),
+      h('h1', null, h('span', { class: 'muted' }, 'Application '), name,
+        detail ? [' ', argoBadge(sm.sync, 'app-sync'), ' ', argoBadge(sm.health, 'app-health')] : null),
+      detail ? h('p', { class: 'links' },
+        h('a', { href: yamlHref({ ...ref, apiVersion: sm.apiVersion }), testid: 'link-yaml' }, 'YAML')) : null,
+      detail && sm.healthMessage ? h('p', { class: 'msg-full' }, sm.healthMessage) : null,
+    );
+  }
+
+  function summaryPanel(d) {
+    const sm = d.summary;
+    const kv = (label, value, testid) => [h('dt', null, label), h('dd', { testid, class: 'msg-wrap' }, value || '')];
+    return section('Summary', h('dl', { class: 'kv', testid: 'app-summary' },
+      kv('Project', sm.project, 'app-project'),
+      (d.sources || []).map((src, i) => [
+        kv(d.sources.length > 1 ? `Source ${i + 1}` : 'Repository', src.repoURL, 'app-repo'),
+        src.path ? kv('Path', src.path, 'app-path') : null,
+        src.chart ? kv('Chart', src.chart) : null,
+        kv('Target', src.targetRevision || 'HEAD', 'app-target'),
+        src.ref ? kv('Ref', src.ref) : null]),
+      kv('Destination', `${sm.destServer}${sm.destNamespace ? ' · namespace ' + sm.destNamespace : ''}`, 'app-destination'),
+      kv('Sync policy', sm.syncPolicy + (d.selfHeal ? ' (self-heal)' : ''), 'app-sync-policy'),
+      d.syncOptions && d.syncOptions.length ? kv('Sync options', d.syncOptions.join(', ')) : null,
+      kv('Sync status', d.syncStatus, 'app-sync-status'),
+      kv('Revision', sm.revision, 'app-revision')));
+  }
+
+  function operationPanel(d) {
+    const op = d.operation;
+    if (!op && !d.summary.operating) return null;
+    if (!op) return section('Operation', h('p', { testid: 'app-operation' }, argoBadge('Running'), ' requested; waiting for the controller'));
+    return section('Operation', h('dl', { class: 'kv', testid: 'app-operation' },
+      h('dt', null, 'Phase'), h('dd', { testid: 'operation-phase' }, argoBadge(op.phase)),
+      op.message ? [h('dt', null, 'Message'), h('dd', { class: 'msg-wrap' }, op.message)] : null,
+      op.revision ? [h('dt', null, 'Revision'), h('dd', { class: 'mono' }, op.revision)] : null,
+      op.initiatedBy ? [h('dt', null, 'Initiated by'), h('dd', null, op.initiatedBy)] : null,
+      h('dt', null, 'Started'), h('dd', null, when(op.startedAt)),
+      h('dt', null, 'Finished'), h('dd', null, when(op.finishedAt))));
+  }
+
+  function conditionsPanel(d) {
+    const rows = (d.conditions || []).map((c) => h('tr', { data: { condition: c.type }, class: /Error$/.test(c.type) ? 'warning' : null },
+      h('td', { class: 'name' }, c.type),
+      h('td', { class: 'msg-wrap' }, c.message || ''),
+      h('td', null, when(c.lastTransitionTime))));
+    return section('Conditions', table('conditions', ['Condition', 'Message', 'Changed'], rows, 'No conditions.'));
+  }
+
+  function resourcesPanel(d) {
+    const rows = (d.resources || []).map((r) => h('tr', { data: { resource: resourceId(r) } },
+      h('td', null, r.group || ''),
+      h('td', null, r.kind),
+      h('td', null, r.namespace || ''),
+      h('td', { class: 'name' }, r.name),
+      h('td', { testid: 'resource-status' }, r.status ? argoBadge(r.status) : ''),
+      h('td', { testid: 'resource-health' }, r.health ? argoBadge(r.health) : ''),
+      h('td', null, r.hook || ''),
+      h('td', { class: 'msg-wrap' }, r.message || '')));
+    return section('Resources', table('app-resources', ['Group', 'Kind', 'Namespace', 'Name', 'Status', 'Health', 'Hook', 'Message'], rows, 'No resources yet.'));
+  }
+
+  function diffPanel(d) {
+    const rows = [];
+    for (const o of d.diff || []) {
+      const fields = o.fields && o.fields.length ? o.fields : [null];
+      for (const f of fields) {
+        rows.push(h('tr', { data: { object: resourceId(o), path: f ? f.path : '' } },
+          h('td', null, `${o.group ? o.group + '/' : ''}${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`),
+          h('td', { class: 'mono', testid: 'diff-path' }, f ? f.path : h('span', { class: 'muted' }, 'out of sync; no field differences published')),
+          h('td', { class: 'mono val', testid: 'diff-live' }, f ? (f.live === '' ? '(absent)' : f.live) : ''),
+          h('td', { class: 'mono val', testid: 'diff-desired' }, f ? (f.desired === '' ? '(absent)' : f.desired) : ''),
+          h('td', { testid: 'diff-manager' }, f ? f.manager || '' : '')));
+      }
+    }
+    return section('Pending diff',
+      d.diffError ? h('p', { class: 'error' }, d.diffError) : null,
+      table('app-diff', ['Object', 'Field', 'Live', 'Desired (Git)', 'Changed by'], rows, 'No pending changes.'));
+  }
+
+  function historyPanel(d) {
+    const rows = (d.history || []).map((e) => h('tr', { data: { historyId: String(e.id) } },
+      h('td', { class: 'num' }, String(e.id)),
+      h('td', null, when(e.deployedAt)),
+      h('td', { class: 'mono msg-wrap' }, e.repoURL || ''),
+      h('td', { class: 'mono', testid: 'history-revision' }, e.revision || ''),
+      h('td', null, e.initiatedBy || '')));
+    return section('History', table('app-history', ['ID', 'Deployed', 'Source', 'Revision', 'Initiated by'], rows, 'No deployments yet.'));
+  }
+
+  function eventsPanel(d) {
+    const rows = (d.events || []).map((e) => h('tr', { data: { reason: e.reason }, class: e.type === 'Warning' ? 'warning' : null },
+      h('td', null, h('span', { class: `badge ${e.type === 'Warning' ? 'st-failed' : 'st-info'}` }, e.type || '')),
+      h('td', { class: 'reason' }, e.reason || ''),
+      h('td', { class: 'msg-wrap' }, e.message || ''),
+      h('td', null, when(e.time)),
+      h('td', { class: 'num' }, e.count > 1 ? `×${e.count}` : '')));
+    return section('Events', table('events', ['Type', 'Reason', 'Message', 'Time', 'Count'], rows, 'No events (Kubernetes keeps them for one hour by default).'));
+  }
+
+  const self = {
+    async update(refresh) {
+      let d;
+      try {
+        d = await api(`/api/app/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`);
+      } catch (e) {
+        if (current !== self) return;
+        if (!refresh || !detail || e.status === 404) { detail = null; renderHead(); renderButtons(); swap(body, errorBox(e)); }
+        return;
+      }
+      if (current !== self) return;
+      detail = d;
+      await sessionReady;
+      renderHead();
+      if (!busy) renderButtons();
+      swap(body, [
+        h('div', { class: 'cols' }, summaryPanel(d), operationPanel(d)),
+        conditionsPanel(d),
+        resourcesPanel(d),
+        diffPanel(d),
+        historyPanel(d),
+        eventsPanel(d),
+      ]);
+    },
+  };
+  return self;
+}
+
 // ---------- graph ----------
 
 function pageGraph(main) {
@@ -966,7 +1199,9 @@ function route() {
   clearTimeout(refreshTimer);
   refreshTimer = 0;
   if (parts.length === 0) { nav = 'overview'; page = pageOverview(main); }
+  else if (parts[0] === 'object' && parts.length === 4 && parts[1] === 'Application') page = pageApp(main, parts[2], parts[3]);
   else if (parts[0] === 'object' && parts.length === 4) page = pageObject(main, parts[1], parts[2], parts[3]);
+  else if (parts[0] === 'app' && parts.length === 3) page = pageApp(main, parts[1], parts[2]);
   else if (parts[0] === 'drift' && parts.length === 1) { nav = 'drift'; page = pageDrift(main); }
   else if (parts[0] === 'graph' && parts.length === 1) { nav = 'graph'; page = pageGraph(main); }
   else if (parts[0] === 'yaml' && parts.length === 1) page = pageYAML(main);
