@@ -261,6 +261,28 @@ func (m *Manager) configMapValue(ctx context.Context, name, key string) (string,
 	return cm.Data[key], nil
 }
 
+// presetSecret creates the Secret name with data, not yet owned, when it
+// does not exist: the source object that refers to it is created next,
+// and source-controller must find the Secret at its first reconcile
+// (syncSecret then gives it its owner). Nothing for data nil.
+func (m *Manager) presetSecret(ctx context.Context, name string, data map[string][]byte, typ corev1.SecretType) error {
+	if data == nil {
+		return nil
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: name, Labels: map[string]string{LabelSource: "true"}},
+		Type:       typ, Data: data,
+	}
+	var cur corev1.Secret
+	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(s), &cur); !apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err := m.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Secret %s: %w", name, err)
+	}
+	return nil
+}
+
 // syncSecret makes the Secret named after owner hold data (of type typ),
 // owned by owner and labelled LabelSource, and returns a reference to
 // it; with data nil it deletes that Secret and returns nil. Errors name

@@ -43,6 +43,9 @@ func (m *Manager) ensureGit(ctx context.Context, project string, src argov1.Appl
 		return nil, err
 	}
 	obj := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: ObjectName(src, revision)}}
+	if err := m.presetSecret(ctx, obj.Name, data, corev1.SecretTypeOpaque); err != nil {
+		return nil, err
+	}
 	_, err = controllerutil.CreateOrUpdate(ctx, m.Client, obj, func() error {
 		setLabel(obj)
 		obj.Spec.URL = u

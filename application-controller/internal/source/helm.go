@@ -75,6 +75,9 @@ func (m *Manager) ensureHelmRepository(ctx context.Context, project string, src 
 		return nil, err
 	}
 	repo := &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: repositoryName(src)}}
+	if err := m.presetSecret(ctx, repo.Name, data, corev1.SecretTypeOpaque); err != nil {
+		return nil, err
+	}
 	_, err = controllerutil.CreateOrUpdate(ctx, m.Client, repo, func() error {
 		setLabel(repo)
 		repo.Spec.URL = u
@@ -148,6 +151,9 @@ func (m *Manager) ensureOCI(ctx context.Context, project string, src argov1.Appl
 	typ := corev1.SecretTypeOpaque
 	if len(data[corev1.DockerConfigJsonKey]) > 0 {
 		typ = corev1.SecretTypeDockerConfigJson
+	}
+	if err := m.presetSecret(ctx, obj.Name, data, typ); err != nil {
+		return nil, err
 	}
 	_, err = controllerutil.CreateOrUpdate(ctx, m.Client, obj, func() error {
 		setLabel(obj)
