@@ -71,9 +71,21 @@ type Registry struct {
 	version map[string]string  // resourceVersion each target was built from
 }
 
-// ErrDestinationMissing is Argo CD's error for a destination with neither
-// server nor name.
-var ErrDestinationMissing = errors.New("Destination server missing from app spec")
+// ErrNoCluster is matched (errors.Is) by For's errors that say the
+// destination names no cluster: both or neither of server and name, or no
+// cluster with them. Argo CD then deletes nothing when the Application is
+// deleted: it drops the resource finalizers (argocd-contract §1.12).
+var ErrNoCluster = errors.New("no such destination cluster")
+
+// noCluster is a resolution failure, in Argo CD's words.
+type noCluster struct{ msg string }
+
+func (e *noCluster) Error() string        { return e.msg }
+func (e *noCluster) Is(target error) bool { return target == ErrNoCluster }
+
+func noClusterf(format string, args ...any) error {
+	return &noCluster{msg: fmt.Sprintf(format, args...)}
+}
 
 // For resolves dest as Argo CD does (argocd-contract §1.8): exactly one
 // of server (trailing slashes ignored) or name; a cluster Secret with that
@@ -82,16 +94,16 @@ var ErrDestinationMissing = errors.New("Destination server missing from app spec
 // local cluster its name. Errors are Argo CD's words for resolution
 // ("application destination can't have both name and server defined: …",
 // "there are no clusters with this name: …", "error getting cluster by
-// server …"), the Secret's fault (unsupported auth, bad config), or the
-// cluster's answer to discovery (unreachable, 401); none holds a secret
-// value.
+// server …", all matching ErrNoCluster), the Secret's fault (unsupported
+// auth, bad config), or the cluster's answer to discovery (unreachable,
+// 401); none holds a secret value.
 func (r *Registry) For(ctx context.Context, dest argov1.ApplicationDestination) (*Target, error) {
 	server := strings.TrimRight(dest.Server, "/")
 	switch {
 	case dest.Name != "" && dest.Server != "":
-		return nil, fmt.Errorf("application destination can't have both name and server defined: %s %s", dest.Name, dest.Server)
+		return nil, noClusterf("application destination can't have both name and server defined: %s %s", dest.Name, dest.Server)
 	case dest.Name == "" && server == "":
-		return nil, ErrDestinationMissing
+		return nil, noClusterf("Destination server missing from app spec")
 	}
 	secrets, err := r.secrets(ctx)
 	if err != nil {
@@ -124,15 +136,15 @@ func match(secrets []*Secret, name, server string) (*Secret, error) {
 		for i, s := range found {
 			servers[i] = s.Server
 		}
-		return nil, fmt.Errorf("there are %d clusters with the same name: [%s]", len(found), strings.Join(servers, " "))
+		return nil, noClusterf("there are %d clusters with the same name: [%s]", len(found), strings.Join(servers, " "))
 	case len(found) > 1:
 		return found[0], nil // secrets are sorted by name: a stable pick
 	case name == argov1.InClusterName || (name == "" && server == argov1.InClusterServer):
 		return nil, nil
 	case name != "":
-		return nil, fmt.Errorf("there are no clusters with this name: %s", name)
+		return nil, noClusterf("there are no clusters with this name: %s", name)
 	}
-	return nil, fmt.Errorf("error getting cluster by server %q: cluster %q not found", server, server)
+	return nil, noClusterf("error getting cluster by server %q: cluster %q not found", server, server)
 }
 
 // secrets lists the cluster Secrets, sorted by name, and forgets the

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
@@ -112,5 +113,24 @@ func TestDeletedSecretIsForgotten(t *testing.T) {
 	}
 	if len(r.targets) != 0 {
 		t.Errorf("targets still cached: %v", r.targets)
+	}
+}
+
+func TestResolutionErrorsMatchErrNoCluster(t *testing.T) {
+	r := fakeRegistry(clusterSecret("broken", map[string]string{"name": "broken", "server": "https://broken", "config": `{"awsAuthConfig":{}}`}))
+	for _, tc := range []struct {
+		dest argov1.ApplicationDestination
+		want bool
+	}{
+		{argov1.ApplicationDestination{Name: "nope"}, true},
+		{argov1.ApplicationDestination{Server: "https://nope"}, true},
+		{argov1.ApplicationDestination{Name: "a", Server: "https://a"}, true},
+		{argov1.ApplicationDestination{}, true},
+		{argov1.ApplicationDestination{Name: "broken"}, false},
+	} {
+		_, err := r.For(context.Background(), tc.dest)
+		if err == nil || errors.Is(err, ErrNoCluster) != tc.want {
+			t.Errorf("%+v: %v, ErrNoCluster %v", tc.dest, err, tc.want)
+		}
 	}
 }
