@@ -15,13 +15,23 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// ErrUnavailable is matched (errors.Is) by the errors of a cluster that
+// does not answer discovery: unreachable, or refusing the credentials.
+var ErrUnavailable = errors.New("destination cluster unavailable")
+
+type unavailable struct{ msg string }
+
+func (e *unavailable) Error() string        { return e.msg }
+func (e *unavailable) Is(target error) bool { return target == ErrUnavailable }
+
 // NewTarget builds the Target of cfg: an uncached client (scheme's typed
 // kinds, nil for client-go's; any other kind unstructured) and the
 // cluster's version and group/versions read by discovery, which also
 // proves the cluster answers and accepts the credentials. Server and Name
 // are left to the caller. The error is "failed to get cluster info for
 // <server>: <reason>", Argo CD's words, the server shown without user
-// information or query and the reason without the request URL.
+// information or query and the reason without the request URL; it matches
+// ErrUnavailable.
 func NewTarget(ctx context.Context, cfg *rest.Config, s *runtime.Scheme) (*Target, error) {
 	if s == nil {
 		s = scheme.Scheme
@@ -31,7 +41,7 @@ func NewTarget(ctx context.Context, cfg *rest.Config, s *runtime.Scheme) (*Targe
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("failed to get cluster info for %q: %s", remotecluster.DisplayHost(cfg.Host), err)
+		return &unavailable{msg: fmt.Sprintf("failed to get cluster info for %q: %s", remotecluster.DisplayHost(cfg.Host), err)}
 	}
 	c, err := remotecluster.New(cfg, s)
 	if err != nil {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -106,7 +107,7 @@ func TestRegistryAgainstTwoClusters(t *testing.T) {
 		}
 		_, err := r.For(ctx, argov1.ApplicationDestination{Name: "wrong"})
 		want := `failed to get cluster info for "` + spoke.Config.Host + `": the server has asked for the client to provide credentials`
-		if err == nil || err.Error() != want {
+		if err == nil || err.Error() != want || !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("error %v, want %q", err, want)
 		}
 		if strings.Contains(err.Error(), secretValue) {
