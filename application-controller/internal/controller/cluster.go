@@ -58,11 +58,10 @@ func (r *ApplicationReconciler) destination() (server, name string) {
 	return r.dest.Server, r.dest.Name
 }
 
-// local reports whether r acts on the controller's own cluster, whose
-// objects the live watches see.
+// local reports whether r acts on the controller's own cluster with its
+// own client, whose objects the live watches see.
 func (r *ApplicationReconciler) local() bool {
-	return r.dest == nil || r.dest.Client == nil || r.Clusters == nil || r.dest == r.Clusters.Local ||
-		r.dest.Config == r.Clusters.Local.Config
+	return r.dest == nil || r.dest.Client == r.Client
 }
 
 // destinationFailure is the comparison of an Application whose destination
