@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 
+	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/eddyops/eddy/pkg/remotecluster"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
@@ -37,11 +37,7 @@ func NewTarget(ctx context.Context, cfg *rest.Config, s *runtime.Scheme) (*Targe
 		s = scheme.Scheme
 	}
 	fail := func(err error) error {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return &unavailable{msg: fmt.Sprintf("failed to get cluster info for %q: %s", remotecluster.DisplayHost(cfg.Host), err)}
+		return &unavailable{msg: fmt.Sprintf("failed to get cluster info for %q: %s", remotecluster.DisplayHost(cfg.Host), redact.URLError(err))}
 	}
 	c, err := remotecluster.New(cfg, s)
 	if err != nil {
