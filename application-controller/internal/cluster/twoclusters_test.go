@@ -9,10 +9,13 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/pkg/localcluster"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -100,6 +103,21 @@ func TestRegistryAgainstTwoClusters(t *testing.T) {
 		}
 	})
 
+	t.Run("a service account's bearer token works", func(t *testing.T) {
+		token := serviceAccountToken(t, spoke)
+		cfg := Config{BearerToken: token, TLSClientConfig: TLSClientConfig{CAData: spoke.Config.CAData}}
+		if err := hubClient.Create(ctx, secretFor(t, "by-token", spoke, cfg)); err != nil {
+			t.Fatal(err)
+		}
+		tgt, err := r.For(ctx, argov1.ApplicationDestination{Name: "by-token"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tgt.Reader.Get(ctx, client.ObjectKey{Namespace: "default", Name: "deployed-to-spoke"}, &corev1.ConfigMap{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("wrong credentials give the server's answer and no secret", func(t *testing.T) {
 		wrong := Config{BearerToken: secretValue, TLSClientConfig: TLSClientConfig{CAData: spoke.Config.CAData}}
 		if err := hubClient.Create(ctx, secretFor(t, "wrong", spoke, wrong)); err != nil {
@@ -142,4 +160,29 @@ func TestRegistryAgainstTwoClusters(t *testing.T) {
 			t.Error("the deleted Secret's target is still cached")
 		}
 	})
+}
+
+// serviceAccountToken is a token of a cluster-admin service account of c.
+func serviceAccountToken(t *testing.T, c *localcluster.Cluster) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "argocd-manager", Namespace: "kube-system"}}
+	if _, err := cs.CoreV1().ServiceAccounts("kube-system").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "argocd-manager"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("kube-system").CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
 }
