@@ -2,11 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"path"
 	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/application-controller/internal/cluster"
 	"github.com/eddyops/eddy/application-controller/internal/source"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/ssa"
@@ -27,7 +29,11 @@ type ApplicationReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
 	Mapper    meta.RESTMapper
-	Sources   *source.Manager
+	// Clusters resolves destinations; nil: in-cluster only. The fields
+	// above act on the controller's cluster; a reconcile acts on its
+	// destination through on(target).
+	Clusters *cluster.Registry
+	Sources  *source.Manager
 	// SSA compares and applies as FieldManager.
 	SSA    *ssa.Manager
 	Events *events.Recorder
@@ -48,6 +54,8 @@ type ApplicationReconciler struct {
 	renders *renderCache
 	live    *liveWatches
 	now     func() time.Time
+	// dest is the cluster this copy of the reconciler acts on (see on).
+	dest *cluster.Target
 }
 
 // SelfHealBackoff is the wait before a self-heal: Timeout for the first
@@ -86,11 +94,25 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, nil
 	}
 	orig := app.DeepCopy()
+	t, terr := r.target(ctx, app)
+	if terr == nil && t.SkipReconcile {
+		return ctrl.Result{}, nil // the cluster Secret's skip-reconcile (argocd-contract §8.2)
+	}
 	if !app.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, app, orig)
+		switch {
+		case errors.Is(terr, cluster.ErrNoCluster):
+			return r.forgetResources(ctx, app, orig)
+		case terr != nil:
+			return ctrl.Result{}, terr
+		}
+		return r.on(t).finalize(ctx, app, orig)
 	}
 	normalizeSpec(app)
-	cmp := r.compare(ctx, app, "")
+	cmp := destinationFailure(terr)
+	if terr == nil {
+		r = r.on(t)
+		cmp = r.compare(ctx, app, "")
+	}
 	r.setComparison(app, cmp)
 	next := r.resyncAfter()
 	if cmp.pending {
@@ -114,7 +136,9 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
-	r.live.track(ctx, app, cmp)
+	if r.local() {
+		r.live.track(ctx, app, cmp)
+	}
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 

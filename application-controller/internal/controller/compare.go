@@ -89,16 +89,7 @@ func (r *ApplicationReconciler) compare(ctx context.Context, app *argov1.Applica
 // checkSpec is Argo CD's spec validation against the project
 // (argocd-contract §1.2, §1.8, §8.1).
 func (r *ApplicationReconciler) checkSpec(app *argov1.Application, proj *argov1.AppProject) error {
-	d := app.Spec.Destination
-	if d.Server != "" && d.Name != "" {
-		return errors.New("application destination can't have both name and server defined")
-	}
-	if d.Server != "" && d.Server != argov1.InClusterServer {
-		return fmt.Errorf("application destination server '%s' is not supported by Eddy yet: there are no clusters with this URL", d.Server)
-	}
-	if d.Name != "" && d.Name != argov1.InClusterName {
-		return fmt.Errorf("unable to find destination server: there are no clusters with this name: %s", d.Name)
-	}
+	d := app.Spec.Destination // resolved by target before the comparison
 	srcs := app.GetSources()
 	if len(srcs) == 0 {
 		return errors.New("spec.source.repoURL and either spec.source.path or spec.source.chart are required")
@@ -114,7 +105,8 @@ func (r *ApplicationReconciler) checkSpec(app *argov1.Application, proj *argov1.
 			return err
 		}
 	}
-	return project.CheckDestination(proj, argov1.InClusterServer, argov1.InClusterName, d.Namespace)
+	server, name := r.destination()
+	return project.CheckDestination(proj, server, name, d.Namespace)
 }
 
 // compareObjects reads the live objects and compares each with its

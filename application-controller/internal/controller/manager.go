@@ -15,13 +15,13 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/application-controller/internal/cluster"
 	"github.com/eddyops/eddy/application-controller/internal/source"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/ssa"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -144,7 +144,12 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		SelfHeal:  SelfHealBackoff{Timeout: c.SelfHealTimeout, Backoff: c.SelfHealBackoff, Cap: c.SelfHealCap, Factor: c.SelfHealFactor},
 		WaveDelay: c.SyncWaveDelay,
 	}
-	r.KubeVersion, r.APIVersions = discoverCluster(mgr.GetConfig())
+	// Helm's capabilities of the controller's cluster; Helm's defaults
+	// when discovery fails.
+	r.KubeVersion, r.APIVersions, _ = cluster.Discover(context.Background(), mgr.GetConfig())
+	r.Clusters = &cluster.Registry{Client: mgr.GetClient(), Namespace: c.Namespace, Scheme: mgr.GetScheme(),
+		Local: &cluster.Target{Server: argov1.InClusterServer, Name: argov1.InClusterName, Client: r.Client,
+			Reader: r.APIReader, Mapper: r.Mapper, Config: mgr.GetConfig(), KubeVersion: r.KubeVersion, APIVersions: r.APIVersions}}
 	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, err
 	}
@@ -155,30 +160,6 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
-}
-
-// discoverCluster reads the cluster's version and group/versions for
-// Helm's .Capabilities; empty when discovery fails (Helm's defaults).
-func discoverCluster(cfg *rest.Config) (string, []string) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return "", nil
-	}
-	v, err := dc.ServerVersion()
-	if err != nil {
-		return "", nil
-	}
-	groups, err := dc.ServerGroups()
-	if err != nil {
-		return v.GitVersion, nil
-	}
-	var gvs []string
-	for _, g := range groups.Groups {
-		for _, gv := range g.Versions {
-			gvs = append(gvs, gv.GroupVersion)
-		}
-	}
-	return v.GitVersion, gvs
 }
 
 // Manager is NewManager for controllerkit.Main.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/remotecluster"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // KubeConfigOptions are the controller-wide switches for the kubeconfigs of
@@ -207,19 +207,11 @@ func (rc *remoteClients) get(r *KustomizationReconciler, ns string, ref *meta.Ku
 	if impersonate != "" {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: impersonate}
 	}
-	hc, err := rest.HTTPClientFor(cfg)
+	rcl, err := remotecluster.New(cfg, r.Scheme())
 	if err != nil {
 		return nil, refuse("KubeConfig secret '%s' holds no usable kubeconfig: %s", secretName, err)
 	}
-	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{HTTPClient: hc, Scheme: r.Scheme(), Mapper: mapper})
-	if err != nil {
-		return nil, err
-	}
-	entry := &remoteClient{hash: hash, client: c, http: hc, host: cfg.Host, insecureIgnored: insecureIgnored}
+	entry := &remoteClient{hash: hash, client: rcl.Client, http: rcl.HTTP, host: cfg.Host, insecureIgnored: insecureIgnored}
 	// The replaced client's connections would otherwise stay open to the
 	// old server or with the old credentials.
 	if old := rc.m[key]; old != nil {
@@ -253,22 +245,11 @@ func (rc *remoteClient) probe(ctx context.Context, secretName string) error {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		msg := fmt.Sprintf("remote cluster '%s' of KubeConfig secret '%s' is unreachable: %s", displayHost(rc.host), secretName, err)
+		msg := fmt.Sprintf("remote cluster '%s' of KubeConfig secret '%s' is unreachable: %s", remotecluster.DisplayHost(rc.host), secretName, err)
 		if rc.insecureIgnored {
 			msg += " (insecure-skip-tls-verify is ignored without the controller flag --insecure-kubeconfig-tls)"
 		}
 		return errors.New(msg)
 	}
 	return nil
-}
-
-// displayHost is a server URL for messages: without user information,
-// query or fragment, which may hold credentials.
-func displayHost(host string) string {
-	u, err := url.Parse(host)
-	if err != nil {
-		return "<unparsable server URL>"
-	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
 }
