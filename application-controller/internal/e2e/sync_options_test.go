@@ -38,15 +38,14 @@ func syncedApp(t *testing.T, prefix string, files map[string]string, edit func(*
 	return app, ns, commit
 }
 
-// sync requests a sync with opts and waits for its end in phase.
-func syncWith(t *testing.T, app *argov1.Application, phase string, opts ...string) {
+// syncWith requests a sync with opts and waits until it succeeded (a new
+// history entry: start times have a one-second resolution).
+func syncWith(t *testing.T, app *argov1.Application, opts ...string) {
 	t.Helper()
 	n := len(app.Status.History)
-	started := app.Status.OperationState.StartedAt
 	requestSync(t, app, syncOp(append([]string{"CreateNamespace=true"}, opts...)...))
-	waitApp(t, app, "operation "+phase, func() bool {
-		st := app.Status.OperationState
-		return opPhase(app, phase)() && !st.StartedAt.Equal(&started) && (phase != argov1.OperationSucceeded || len(app.Status.History) == n+1)
+	waitApp(t, app, "operation Succeeded", func() bool {
+		return opPhase(app, argov1.OperationSucceeded)() && len(app.Status.History) == n+1
 	})
 }
 
@@ -78,7 +77,7 @@ func TestSyncOptions(t *testing.T) {
 		}
 		commit(map[string]string{"app/b.yaml": configMapDoc("b", "0", "two")})
 		rv := getCM(t, ns, "a").ResourceVersion
-		syncWith(t, app, argov1.OperationSucceeded, "ApplyOutOfSyncOnly=true")
+		syncWith(t, app, "ApplyOutOfSyncOnly=true")
 		if b := getCM(t, ns, "b"); b.Data["v"] != "two" {
 			t.Errorf("b %v, want the new commit's value", b.Data)
 		}
@@ -94,7 +93,7 @@ func TestSyncOptions(t *testing.T) {
 		app, ns, commit := syncedApp(t, "prunelast", map[string]string{"app/old.yaml": configMapDoc("old", "0", "one")}, nil)
 		rec := record(t, ns)
 		commit(map[string]string{"app/old.yaml": "", "app/w0.yaml": configMapDoc("w0", "0", "one"), "app/w1.yaml": configMapDoc("w1", "1", "one")})
-		syncWith(t, app, argov1.OperationSucceeded, "PruneLast=true")
+		syncWith(t, app, "PruneLast=true")
 		gone(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old"}}, "the pruned ConfigMap")
 		pruned, w1 := rec.rvOf("ConfigMap/old", watch.Deleted, false), rec.rvOf("ConfigMap/w1", watch.Added, false)
 		if pruned == 0 || w1 == 0 || pruned < w1 {
@@ -113,7 +112,7 @@ func TestSyncOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		commit(map[string]string{"app/r.yaml": configMapDoc("r", "0", "two")})
-		syncWith(t, app, argov1.OperationSucceeded, "Replace=true")
+		syncWith(t, app, "Replace=true")
 		if r := getCM(t, ns, "r"); r.Data["v"] != "two" || r.Data["extra"] != "" {
 			t.Errorf("data %v, want only v: two", r.Data)
 		}
@@ -125,7 +124,7 @@ func TestSyncOptions(t *testing.T) {
 		t.Parallel()
 		app, ns, commit := syncedApp(t, "novalidate", map[string]string{"app/c.yaml": configMapDoc("c", "0", "one")}, nil)
 		commit(map[string]string{"app/c.yaml": configMapDoc("c", "0", "two")})
-		syncWith(t, app, argov1.OperationSucceeded, "Validate=false")
+		syncWith(t, app, "Validate=false")
 		if c := getCM(t, ns, "c"); c.Data["v"] != "two" {
 			t.Errorf("data %v", c.Data)
 		}
