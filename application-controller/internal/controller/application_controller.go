@@ -46,6 +46,7 @@ type ApplicationReconciler struct {
 	APIVersions []string
 
 	renders *renderCache
+	waves   waveGate
 	live    *liveWatches
 	now     func() time.Time
 }

@@ -85,6 +85,7 @@ func completed(phase string) bool {
 // full successful sync, the event, and app.Operation cleared.
 func (r *ApplicationReconciler) finish(app *argov1.Application, st *argov1.OperationState, out outcome) {
 	now := metav1.NewTime(r.clock())
+	r.waves.forget(waveKey(app, st))
 	st.Phase, st.Message, st.FinishedAt = out.phase, out.message, &now
 	app.Operation = nil
 	sync := st.Operation.Sync

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/application-controller/internal/plan"
@@ -58,13 +60,18 @@ func (r *ApplicationReconciler) syncPass(ctx context.Context, app *argov1.Applic
 	if run.failed() {
 		return r.failPhase(ctx, run, "one or more synchronization tasks completed unsuccessfully")
 	}
+	gate := waveKey(app, st)
 	for i, step := range run.steps {
 		if !run.applied(step) {
+			if wait := r.waves.remaining(gate, r.WaveDelay, r.clock()); i > 0 && wait > 0 {
+				return outcome{phase: argov1.OperationRunning, message: st.Message, wait: wait}
+			}
 			if out, ok := r.applyStep(ctx, run, step); !ok {
 				return r.failPhase(ctx, run, out.message)
 			}
 			switch {
 			case i < len(run.steps)-1:
+				r.waves.mark(gate, r.clock())
 				return outcome{phase: argov1.OperationRunning, message: runningMessage(step), wait: max(r.WaveDelay, pollWait)}
 			case hasHook(step):
 				return outcome{phase: argov1.OperationRunning, message: runningMessage(step), wait: pollWait}
@@ -107,6 +114,46 @@ func (r *ApplicationReconciler) failPhase(ctx context.Context, run *syncRun, mes
 	}
 	r.cleanupHooks(ctx, run, false)
 	return outcome{phase: argov1.OperationFailed, message: message}
+}
+
+// waveGate remembers when each running operation applied its last step,
+// so that the next one starts WaveDelay later (argocd-contract §4.2 step
+// 5: Argo CD sleeps between waves so that other controllers see the
+// change first). In memory only: after a restart the next step does not
+// wait.
+type waveGate struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func waveKey(app *argov1.Application, st *argov1.OperationState) string {
+	return fmt.Sprintf("%s/%s@%d", app.Namespace, app.Name, st.StartedAt.Unix())
+}
+
+// remaining is the wait left before key's next step.
+func (g *waveGate) remaining(key string, delay time.Duration, now time.Time) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.at[key]
+	if !ok {
+		return 0
+	}
+	return at.Add(delay).Sub(now)
+}
+
+func (g *waveGate) mark(key string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.at == nil {
+		g.at = map[string]time.Time{}
+	}
+	g.at[key] = now
+}
+
+func (g *waveGate) forget(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.at, key)
 }
 
 // newSyncRun builds the tasks of the operation from the comparison.

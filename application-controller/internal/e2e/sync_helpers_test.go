@@ -113,6 +113,21 @@ func (r *recorder) rvOf(obj string, typ watch.EventType, avail bool) uint64 {
 	return 0
 }
 
+// waitEvent waits until an event of obj (Kind/name) of type typ was
+// recorded and returns its resourceVersion.
+func (r *recorder) waitEvent(t *testing.T, obj string, typ watch.EventType) uint64 {
+	t.Helper()
+	var rv uint64
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		rv = r.rvOf(obj, typ, false)
+		return rv != 0, nil
+	})
+	if err != nil {
+		t.Fatalf("no %s event of %s", typ, obj)
+	}
+	return rv
+}
+
 // checkSteps checks that created (creation order) runs through steps in
 // order: every object of a step is created after every object of the
 // steps before it. Objects not named in steps are ignored.
