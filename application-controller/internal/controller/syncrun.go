@@ -174,7 +174,10 @@ func (r *ApplicationReconciler) newSyncRun(app *argov1.Application, st *argov1.O
 	hooks := len(sync.Resources) == 0 && (sync.SyncStrategy == nil || sync.SyncStrategy.Apply == nil)
 	desired := map[string]*unstructured.Unstructured{}
 	for k, u := range c.desired {
-		if selected(sync.Resources, u) && !(run.opts.ApplyOutOfSyncOnly && c.status[k] == argov1.SyncStatusSynced) {
+		// ApplyOutOfSyncOnly leaves out the Synced objects, but not those
+		// this operation applied already: their health is still awaited.
+		skip := run.opts.ApplyOutOfSyncOnly && c.status[k] == argov1.SyncStatusSynced && run.results[resultKey(plan.PhaseSync, k)] == nil
+		if selected(sync.Resources, u) && !skip {
 			desired[k] = u
 		}
 	}
@@ -324,9 +327,11 @@ func runningMessage(step plan.Step) string {
 	return msg
 }
 
+// failedMessage is prefix with the reasons, comma separated as Argo CD
+// joins them.
 func failedMessage(prefix string, reasons []string) string {
 	if len(reasons) == 0 {
 		return prefix
 	}
-	return prefix + ", reason: " + strings.Join(reasons, ", ")
+	return prefix + ", reason: " + strings.Join(reasons, ",")
 }
