@@ -243,3 +243,23 @@ func (r *ApplicationReconciler) terminateHooks(ctx context.Context, st *argov1.O
 	}
 	return ok
 }
+
+// releaseHooks takes the hook finalizer off every hook of st's results,
+// at the end of an attempt that did not succeed, so that no later
+// operation mistakes them for its own.
+func (r *ApplicationReconciler) releaseHooks(ctx context.Context, st *argov1.OperationState) {
+	if st.SyncResult == nil {
+		return
+	}
+	for _, res := range st.SyncResult.Resources {
+		if res.HookType == "" {
+			continue
+		}
+		gvk := schema.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind}
+		if live, err := r.getLive(ctx, gvk, res.Namespace, res.Name); err == nil && live != nil {
+			if err := r.removeHookFinalizer(ctx, live); err != nil {
+				r.Log.Info("hook cleanup", "error", err.Error())
+			}
+		}
+	}
+}

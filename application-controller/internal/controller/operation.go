@@ -66,6 +66,7 @@ func (r *ApplicationReconciler) runOperation(ctx context.Context, app *argov1.Ap
 		r.finish(app, st, out)
 		return time.Millisecond
 	}
+	r.releaseHooks(ctx, st)
 	if limit := st.Operation.Retry.Limit; limit < 0 || st.RetryCount < limit {
 		st.RetryCount++
 		st.FinishedAt = &now

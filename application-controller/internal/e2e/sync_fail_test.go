@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // job is a Job manifest with annotations (YAML lines, indented by four)
@@ -76,6 +80,19 @@ func TestSyncFailingHookRunsSyncFailHooks(t *testing.T) {
 	}
 	if app.Status.Sync.Status != argov1.SyncStatusOutOfSync || len(app.Status.History) != 0 {
 		t.Errorf("sync %s, %d history entries: want OutOfSync and none", app.Status.Sync.Status, len(app.Status.History))
+	}
+	want := fmt.Sprintf("Sync operation to %s failed: one or more synchronization tasks completed unsuccessfully", app.Status.Sync.Revision)
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var events corev1.EventList
+		if err := env.Client.List(ctx, &events, inNS(argocd)); err != nil {
+			return false, nil
+		}
+		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.InvolvedObject.Name == app.Name && e.Type == corev1.EventTypeWarning && e.Reason == "OperationCompleted" && e.Message == want
+		}), nil
+	})
+	if err != nil {
+		t.Errorf("no Warning event %q", want)
 	}
 }
 
