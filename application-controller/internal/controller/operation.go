@@ -39,10 +39,16 @@ func (r *ApplicationReconciler) runOperation(ctx context.Context, app *argov1.Ap
 		if !op.InitiatedBy.Automated {
 			r.event(app, corev1.EventTypeNormal, ReasonOperationStarted, "Initiated sync to "+describeRevision(op.Sync))
 		}
+		// The start is written before anything is applied: its time names
+		// generated hooks, so a restart must find the same one.
+		return time.Millisecond
 	}
 	if st.Phase == argov1.OperationTerminating {
-		r.cleanupHooks(ctx, st, nil, true)
-		r.finish(app, st, outcome{phase: argov1.OperationFailed, message: "Operation terminated"})
+		out := outcome{phase: argov1.OperationFailed, message: "Operation terminated"}
+		if !r.terminateHooks(ctx, st) {
+			out = outcome{phase: argov1.OperationError, message: "Operation termination had errors"}
+		}
+		r.finish(app, st, out)
 		return time.Millisecond
 	}
 	if st.FinishedAt != nil { // waiting to retry
@@ -60,6 +66,7 @@ func (r *ApplicationReconciler) runOperation(ctx context.Context, app *argov1.Ap
 		r.finish(app, st, out)
 		return time.Millisecond
 	}
+	r.releaseHooks(ctx, st)
 	if limit := st.Operation.Retry.Limit; limit < 0 || st.RetryCount < limit {
 		st.RetryCount++
 		st.FinishedAt = &now
@@ -79,6 +86,7 @@ func completed(phase string) bool {
 // full successful sync, the event, and app.Operation cleared.
 func (r *ApplicationReconciler) finish(app *argov1.Application, st *argov1.OperationState, out outcome) {
 	now := metav1.NewTime(r.clock())
+	r.waves.forget(waveKey(app, st))
 	st.Phase, st.Message, st.FinishedAt = out.phase, out.message, &now
 	app.Operation = nil
 	sync := st.Operation.Sync

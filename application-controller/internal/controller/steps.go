@@ -3,12 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
-	"github.com/eddyops/eddy/application-controller/internal/health"
 	"github.com/eddyops/eddy/application-controller/internal/plan"
 	"github.com/eddyops/eddy/application-controller/internal/project"
 	"github.com/eddyops/eddy/pkg/ssa"
@@ -23,9 +21,17 @@ import (
 const pollWait = time.Second
 
 // compareFor is the comparison at the operation's revision and source:
-// c itself when they are the compared ones.
-func (r *ApplicationReconciler) compareFor(ctx context.Context, app *argov1.Application, sync *argov1.SyncOperation, c *comparison) (*comparison, error) {
-	if sync.Source == nil && len(sync.Sources) == 0 && (sync.Revision == "" || (c.target != nil && len(c.target.revisions) > 0 && sync.Revision == c.target.revisions[0])) {
+// c itself when they are the compared ones. Once the first pass resolved
+// the revision (status.operationState.syncResult.revision) the operation
+// stays on it, so a commit pushed meanwhile does not change a running
+// sync (Argo CD resumes an operation the same way).
+func (r *ApplicationReconciler) compareFor(ctx context.Context, app *argov1.Application, st *argov1.OperationState, c *comparison) (*comparison, error) {
+	sync := st.Operation.Sync
+	revision := sync.Revision
+	if st.SyncResult != nil && st.SyncResult.Revision != "" && len(sync.Sources) == 0 && !app.IsMultiSource() {
+		revision = st.SyncResult.Revision
+	}
+	if sync.Source == nil && len(sync.Sources) == 0 && (revision == "" || (c.target != nil && len(c.target.revisions) > 0 && revision == c.target.revisions[0])) {
 		return c, nil
 	}
 	pinned := app.DeepCopy()
@@ -35,7 +41,7 @@ func (r *ApplicationReconciler) compareFor(ctx context.Context, app *argov1.Appl
 	if len(sync.Sources) > 0 {
 		pinned.Spec.Sources = sync.Sources
 	}
-	return r.compare(ctx, pinned, sync.Revision), nil
+	return r.compare(ctx, pinned, revision), nil
 }
 
 // prepare is the once-per-operation start: CreateNamespace, then a
@@ -68,7 +74,8 @@ func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outc
 		}
 	}
 	if len(reasons) > 0 {
-		return outcome{phase: argov1.OperationFailed, message: failedMessage("one or more objects failed to apply (dry run)", reasons)}, false
+		// Argo CD's message names no object: the results do.
+		return outcome{phase: argov1.OperationFailed, message: "one or more objects failed to apply (dry run)"}, false
 	}
 	return outcome{}, true
 }
@@ -100,10 +107,19 @@ func (r *ApplicationReconciler) createNamespace(ctx context.Context, run *syncRu
 }
 
 // applyStep applies (or prunes) the tasks of step that have no result.
+// Hooks get the hook finalizer while they run; a BeforeHookCreation hook
+// of an earlier sync is deleted first, but one that still carries the
+// finalizer was created by this operation before a restart and is
+// adopted, never created twice (argocd-contract §4.3). Replace=true
+// objects are created or replaced whole instead of applied (§1.9).
 func (r *ApplicationReconciler) applyStep(ctx context.Context, run *syncRun, step plan.Step) (outcome, bool) {
 	var objs []*unstructured.Unstructured
 	byKey := map[string]*plan.Task{}
 	var reasons []string
+	fail := func(t *plan.Task, err error, hookPhase string) {
+		run.record(t, argov1.ResultSyncFailed, err.Error(), hookPhase)
+		reasons = append(reasons, err.Error())
+	}
 	for _, t := range step.Tasks {
 		if run.results[taskKey(t)] != nil {
 			continue
@@ -111,20 +127,30 @@ func (r *ApplicationReconciler) applyStep(ctx context.Context, run *syncRun, ste
 		switch {
 		case t.Prune:
 			if msg, err := r.pruneOne(ctx, run, t); err != nil {
-				run.record(t, argov1.ResultSyncFailed, err.Error(), "")
-				reasons = append(reasons, err.Error())
+				fail(t, err, "")
 			} else if msg != "" {
 				run.record(t, argov1.ResultPruneSkipped, msg, "")
 			} else {
 				run.record(t, argov1.ResultPruned, "pruned", "")
 			}
 			continue
-		case t.Hook && hasPolicy(t, plan.PolicyBeforeHookCreation):
-			if err := r.deleteAndWait(ctx, t.Obj); err != nil {
-				run.record(t, argov1.ResultSyncFailed, err.Error(), argov1.OperationFailed)
-				reasons = append(reasons, err.Error())
+		case t.Hook:
+			adopted, err := r.prepareHook(ctx, t)
+			if err != nil {
+				fail(t, err, argov1.OperationFailed)
 				continue
 			}
+			if adopted {
+				run.record(t, argov1.ResultSynced, strings.ToLower(t.Obj.GetKind())+"/"+t.Obj.GetName()+" created", argov1.OperationRunning)
+				continue
+			}
+		case plan.ParseOptions(run.st.Operation.Sync.SyncOptions, t.Obj).Replace:
+			if action, err := r.replace(ctx, t.Obj); err != nil {
+				fail(t, err, "")
+			} else {
+				run.record(t, argov1.ResultSynced, strings.ToLower(t.Obj.GetKind())+"/"+t.Obj.GetName()+" "+action, "")
+			}
+			continue
 		}
 		objs = append(objs, t.Obj)
 		byKey[keyOf(t.Obj)] = t
@@ -143,16 +169,36 @@ func (r *ApplicationReconciler) applyStep(ctx context.Context, run *syncRun, ste
 		if err != nil {
 			for _, t := range byKey {
 				if run.results[taskKey(t)] == nil {
-					run.record(t, argov1.ResultSyncFailed, err.Error(), "")
+					fail(t, err, "")
 				}
 			}
-			reasons = append(reasons, err.Error())
 		}
 	}
 	if len(reasons) > 0 {
 		return outcome{phase: argov1.OperationFailed, message: failedMessage("one or more objects failed to apply", reasons)}, false
 	}
 	return outcome{}, true
+}
+
+// replace creates u or replaces the live object by it (kubectl replace),
+// as Replace=true asks; the action is "created" or "replaced".
+func (r *ApplicationReconciler) replace(ctx context.Context, u *unstructured.Unstructured) (string, error) {
+	live, err := r.getLive(ctx, u.GroupVersionKind(), u.GetNamespace(), u.GetName())
+	if err != nil {
+		return "", err
+	}
+	obj := u.DeepCopy()
+	if live == nil {
+		if err := r.Client.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+			return "", fmt.Errorf("%s/%s: %s", u.GetKind(), u.GetName(), apiReason(err))
+		}
+		return "created", nil
+	}
+	obj.SetResourceVersion(live.GetResourceVersion())
+	if err := r.Client.Update(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		return "", fmt.Errorf("%s/%s: %s", u.GetKind(), u.GetName(), apiReason(err))
+	}
+	return "replaced", nil
 }
 
 // pruneOne deletes a pruning candidate unless pruning is off for it; msg
@@ -177,125 +223,4 @@ func (r *ApplicationReconciler) pruneOne(ctx context.Context, run *syncRun, t *p
 		return "", fmt.Errorf("%s/%s: %s", t.Obj.GetKind(), t.Obj.GetName(), apiReason(err))
 	}
 	return "", nil
-}
-
-func hasPolicy(t *plan.Task, p string) bool {
-	for _, x := range t.Policies {
-		if x == p {
-			return true
-		}
-	}
-	return false
-}
-
-// deleteAndWait deletes a hook of the same name from an earlier sync and
-// waits until it is gone (BeforeHookCreation).
-func (r *ApplicationReconciler) deleteAndWait(ctx context.Context, u *unstructured.Unstructured) error {
-	live, err := r.getLive(ctx, u.GroupVersionKind(), u.GetNamespace(), u.GetName())
-	if err != nil || live == nil {
-		return err
-	}
-	if err := r.Client.Delete(ctx, live, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting hook %s/%s: %s", u.GetKind(), u.GetName(), apiReason(err))
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		live, err := r.getLive(ctx, u.GroupVersionKind(), u.GetNamespace(), u.GetName())
-		if err != nil || live == nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for deletion of hook %s/%s", u.GetKind(), u.GetName())
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// stepDone checks an applied step: hooks must complete; in a multi-step
-// sync every other object must be Healthy (argocd-contract §4.2 step 3).
-func (r *ApplicationReconciler) stepDone(ctx context.Context, run *syncRun, step plan.Step) (outcome, bool) {
-	var waiting, failed []string
-	for _, t := range step.Tasks {
-		res := run.results[taskKey(t)]
-		if t.Prune || res.Status == argov1.ResultSyncFailed || (!t.Hook && !run.multi) {
-			continue
-		}
-		if t.Hook && completed(res.HookPhase) {
-			if res.HookPhase != argov1.OperationSucceeded {
-				failed = append(failed, res.Message)
-			}
-			continue
-		}
-		live, err := r.getLive(ctx, t.Obj.GroupVersionKind(), t.Obj.GetNamespace(), t.Obj.GetName())
-		if err != nil {
-			return outcome{phase: argov1.OperationRunning, message: err.Error(), wait: pollWait}, false
-		}
-		name := fmt.Sprintf("%s/%s/%s", t.Obj.GroupVersionKind().Group, t.Obj.GetKind(), t.Obj.GetName())
-		if t.Hook {
-			phase := argov1.OperationRunning
-			if live != nil {
-				phase = health.HookPhase(live)
-			}
-			res.HookPhase = phase
-			switch phase {
-			case argov1.OperationSucceeded:
-				res.Message = strings.ToLower(t.Obj.GetKind()) + "/" + t.Obj.GetName() + " completed"
-			case argov1.OperationFailed, argov1.OperationError:
-				st, _ := health.Of(live)
-				res.Status, res.Message = argov1.ResultSyncFailed, st.Message
-				failed = append(failed, name+": "+st.Message)
-			default:
-				waiting = append(waiting, "hook "+name)
-			}
-			continue
-		}
-		st, ok := health.Of(live)
-		switch {
-		case live == nil:
-			waiting = append(waiting, name)
-		case !ok || st.Status == argov1.HealthHealthy:
-		case st.Status == argov1.HealthDegraded:
-			failed = append(failed, name+": "+st.Message)
-		default:
-			waiting = append(waiting, name)
-		}
-	}
-	if len(failed) > 0 {
-		sort.Strings(failed)
-		return outcome{phase: argov1.OperationFailed, message: failedMessage("one or more synchronization tasks completed unsuccessfully", failed)}, false
-	}
-	if len(waiting) > 0 {
-		msg := "waiting for healthy state of " + waiting[0]
-		if strings.HasPrefix(waiting[0], "hook ") {
-			msg = "waiting for completion of " + waiting[0]
-		}
-		if len(waiting) > 1 {
-			msg += fmt.Sprintf(" and %d more resources", len(waiting)-1)
-		}
-		return outcome{phase: argov1.OperationRunning, message: msg, wait: pollWait}, false
-	}
-	return outcome{}, true
-}
-
-// cleanupHooks deletes, at the end of an operation, the hooks whose delete
-// policy asks for it: HookSucceeded on success, HookFailed on failure
-// (argocd-contract §4.3). With run nil (terminated) it deletes every hook
-// the operation created that is still running.
-func (r *ApplicationReconciler) cleanupHooks(ctx context.Context, st *argov1.OperationState, run *syncRun, succeeded bool) {
-	if run == nil || st.Operation.Sync.DryRun {
-		return
-	}
-	want := plan.PolicyHookFailed
-	if succeeded {
-		want = plan.PolicyHookSucceeded
-	}
-	for _, step := range run.steps {
-		for _, t := range step.Tasks {
-			if t.Hook && hasPolicy(t, want) && run.results[taskKey(t)] != nil {
-				_ = r.Client.Delete(ctx, t.Obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
-			}
-		}
-	}
 }

@@ -3,7 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/application-controller/internal/plan"
@@ -15,22 +18,25 @@ import (
 // what makes a pass resumable after a restart: a task with a result is
 // never applied again).
 type syncRun struct {
-	app     *argov1.Application
-	st      *argov1.OperationState
-	c       *comparison
-	opts    plan.Options
-	steps   []plan.Step
-	multi   bool
-	results map[string]*argov1.ResourceResult
+	app   *argov1.Application
+	st    *argov1.OperationState
+	c     *comparison
+	opts  plan.Options
+	steps []plan.Step
+	multi bool
+	// failSteps holds the SyncFail hooks, run only when the sync fails.
+	failSteps plan.Step
+	results   map[string]*argov1.ResourceResult
 }
 
 // syncPass runs the next group of app's sync (argocd-contract §4.2): the
 // first pass creates the namespace and dry-runs every task; each pass
 // then finishes waiting on the current (phase, wave) or applies the next
-// one.
+// one. A failed step starts the SyncFail hooks; the operation fails once
+// they completed (§4.1, §4.2 step 7).
 func (r *ApplicationReconciler) syncPass(ctx context.Context, app *argov1.Application, st *argov1.OperationState, c *comparison) outcome {
 	sync := st.Operation.Sync
-	c, err := r.compareFor(ctx, app, sync, c)
+	c, err := r.compareFor(ctx, app, st, c)
 	switch {
 	case err != nil:
 		return outcome{phase: argov1.OperationError, message: err.Error()}
@@ -40,8 +46,10 @@ func (r *ApplicationReconciler) syncPass(ctx context.Context, app *argov1.Applic
 		return outcome{phase: argov1.OperationError, message: c.err.Error()}
 	}
 	run := r.newSyncRun(app, st, c)
-	first := len(st.SyncResult.Resources) == 0
-	if first {
+	if run.opts.FailOnSharedResource && len(c.shared) > 0 {
+		return outcome{phase: argov1.OperationFailed, message: "Shared resource found: " + c.shared[0]}
+	}
+	if len(st.SyncResult.Resources) == 0 {
 		if out, ok := r.prepare(ctx, run); !ok {
 			return out
 		}
@@ -49,26 +57,103 @@ func (r *ApplicationReconciler) syncPass(ctx context.Context, app *argov1.Applic
 			return outcome{phase: argov1.OperationSucceeded, message: "successfully synced (all tasks run)"}
 		}
 	}
+	if run.failed() {
+		return r.failPhase(ctx, run, "one or more synchronization tasks completed unsuccessfully")
+	}
+	gate := waveKey(app, st)
 	for i, step := range run.steps {
 		if !run.applied(step) {
+			if wait := r.waves.remaining(gate, r.WaveDelay, r.clock()); i > 0 && wait > 0 {
+				return outcome{phase: argov1.OperationRunning, message: st.Message, wait: wait}
+			}
 			if out, ok := r.applyStep(ctx, run, step); !ok {
-				r.cleanupHooks(ctx, st, run, false)
-				return out
+				return r.failPhase(ctx, run, out.message)
 			}
-			if i < len(run.steps)-1 || run.multi {
+			switch {
+			case i < len(run.steps)-1:
+				r.waves.mark(gate, r.clock())
 				return outcome{phase: argov1.OperationRunning, message: runningMessage(step), wait: max(r.WaveDelay, pollWait)}
+			case hasHook(step):
+				return outcome{phase: argov1.OperationRunning, message: runningMessage(step), wait: pollWait}
 			}
+			// The last step without hooks succeeds once applied, even in a
+			// multi-step sync (Argo CD's rule).
 			continue
 		}
 		if out, done := r.stepDone(ctx, run, step); !done {
 			if out.phase != argov1.OperationRunning {
-				r.cleanupHooks(ctx, st, run, false)
+				return r.failPhase(ctx, run, out.message)
 			}
 			return out
 		}
 	}
-	r.cleanupHooks(ctx, st, run, true)
+	r.cleanupHooks(ctx, run, true)
 	return outcome{phase: argov1.OperationSucceeded, message: "successfully synced (all tasks run)"}
+}
+
+// failPhase ends a failed sync: it runs the SyncFail hooks (applied once,
+// then awaited), deletes the hooks whose policy is HookFailed and fails
+// with message and the reasons of the tasks that failed to apply.
+func (r *ApplicationReconciler) failPhase(ctx context.Context, run *syncRun, message string) outcome {
+	if !strings.Contains(message, ", reason: ") {
+		message = failedMessage(message, run.applyFailures())
+	}
+	if run.failSteps.Tasks != nil && !run.st.Operation.Sync.DryRun {
+		if !run.applied(run.failSteps) {
+			if out, ok := r.applyStep(ctx, run, run.failSteps); !ok {
+				message += "\none or more SyncFail hooks failed, reason: " + strings.TrimPrefix(out.message, "one or more objects failed to apply, reason: ")
+			} else {
+				return outcome{phase: argov1.OperationRunning, message: runningMessage(run.failSteps), wait: pollWait}
+			}
+		} else if out, done := r.stepDone(ctx, run, run.failSteps); !done {
+			if out.phase == argov1.OperationRunning {
+				return out
+			}
+			message += "\none or more SyncFail hooks failed"
+		}
+	}
+	r.cleanupHooks(ctx, run, false)
+	return outcome{phase: argov1.OperationFailed, message: message}
+}
+
+// waveGate remembers when each running operation applied its last step,
+// so that the next one starts WaveDelay later (argocd-contract §4.2 step
+// 5: Argo CD sleeps between waves so that other controllers see the
+// change first). In memory only: after a restart the next step does not
+// wait.
+type waveGate struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func waveKey(app *argov1.Application, st *argov1.OperationState) string {
+	return fmt.Sprintf("%s/%s@%d", app.Namespace, app.Name, st.StartedAt.Unix())
+}
+
+// remaining is the wait left before key's next step.
+func (g *waveGate) remaining(key string, delay time.Duration, now time.Time) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.at[key]
+	if !ok {
+		return 0
+	}
+	return at.Add(delay).Sub(now)
+}
+
+func (g *waveGate) mark(key string, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.at == nil {
+		g.at = map[string]time.Time{}
+	}
+	g.at[key] = now
+}
+
+func (g *waveGate) forget(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.at, key)
 }
 
 // newSyncRun builds the tasks of the operation from the comparison.
@@ -89,7 +174,10 @@ func (r *ApplicationReconciler) newSyncRun(app *argov1.Application, st *argov1.O
 	hooks := len(sync.Resources) == 0 && (sync.SyncStrategy == nil || sync.SyncStrategy.Apply == nil)
 	desired := map[string]*unstructured.Unstructured{}
 	for k, u := range c.desired {
-		if selected(sync.Resources, u) && !(run.opts.ApplyOutOfSyncOnly && c.status[k] == argov1.SyncStatusSynced) {
+		// ApplyOutOfSyncOnly leaves out the Synced objects, but not those
+		// this operation applied already: their health is still awaited.
+		skip := run.opts.ApplyOutOfSyncOnly && c.status[k] == argov1.SyncStatusSynced && run.results[resultKey(plan.PhaseSync, k)] == nil
+		if selected(sync.Resources, u) && !skip {
 			desired[k] = u
 		}
 	}
@@ -110,7 +198,14 @@ func (r *ApplicationReconciler) newSyncRun(app *argov1.Application, st *argov1.O
 	}
 	tasks := plan.Tasks(desired, c.live, prune, revisionOf(st), st.StartedAt.Time, sync.SyncOptions, hooks)
 	plan.Sort(tasks)
-	run.steps = plan.Steps(tasks)
+	for _, step := range plan.Steps(tasks) {
+		if step.Phase == plan.PhaseSyncFail {
+			run.failSteps.Phase = step.Phase
+			run.failSteps.Tasks = append(run.failSteps.Tasks, step.Tasks...)
+			continue
+		}
+		run.steps = append(run.steps, step)
+	}
 	run.multi = plan.MultiStep(run.steps)
 	return run
 }
@@ -155,6 +250,43 @@ func (run *syncRun) applied(step plan.Step) bool {
 	return true
 }
 
+// failed: a task of an earlier pass failed to apply or completed
+// unsuccessfully (the SyncFail hooks are then running).
+func (run *syncRun) failed() bool {
+	for _, step := range run.steps {
+		for _, t := range step.Tasks {
+			if res := run.results[taskKey(t)]; res != nil && (res.Status == argov1.ResultSyncFailed ||
+				res.HookPhase == argov1.OperationFailed || res.HookPhase == argov1.OperationError) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// applyFailures are the messages of the tasks that failed to apply, the
+// reasons of a failed operation (Argo CD names only those).
+func (run *syncRun) applyFailures() []string {
+	var out []string
+	for _, step := range run.steps {
+		for _, t := range step.Tasks {
+			if res := run.results[taskKey(t)]; res != nil && res.Status == argov1.ResultSyncFailed && !slices.Contains(out, res.Message) {
+				out = append(out, res.Message)
+			}
+		}
+	}
+	return out
+}
+
+func hasHook(step plan.Step) bool {
+	for _, t := range step.Tasks {
+		if t.Hook {
+			return true
+		}
+	}
+	return false
+}
+
 // record adds or replaces a task's result.
 func (run *syncRun) record(t *plan.Task, status, message, hookPhase string) *argov1.ResourceResult {
 	gvk := t.Obj.GroupVersionKind()
@@ -195,9 +327,11 @@ func runningMessage(step plan.Step) string {
 	return msg
 }
 
+// failedMessage is prefix with the reasons, comma separated as Argo CD
+// joins them.
 func failedMessage(prefix string, reasons []string) string {
 	if len(reasons) == 0 {
 		return prefix
 	}
-	return prefix + ", reason: " + strings.Join(reasons, ", ")
+	return prefix + ", reason: " + strings.Join(reasons, ",")
 }
