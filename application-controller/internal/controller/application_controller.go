@@ -52,7 +52,7 @@ type ApplicationReconciler struct {
 	APIVersions []string
 
 	renders *renderCache
-	waves   waveGate
+	waves   *waveGate
 	live    *liveWatches
 	now     func() time.Time
 	// dest is the cluster this copy of the reconciler acts on (see on).

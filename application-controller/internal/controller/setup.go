@@ -30,6 +30,7 @@ const (
 // them, the kinds of their objects (watch.go).
 func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	r.renders = newRenderCache(512)
+	r.waves = &waveGate{}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(context.Background(), &argov1.Application{}, sourceIndex, sourceObjects); err != nil {
 		return err
