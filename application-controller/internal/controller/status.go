@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/pkg/appdiff"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +28,10 @@ var comparisonConditions = []string{
 }
 
 // setComparison writes c into app's status (a pending source changes
-// nothing) and records the sync and health transitions as events.
+// nothing) and the pending diff annotation, and records the sync and
+// health transitions as events, and each new or changed condition as a
+// Warning event whose reason is the condition's type (the issue's "a
+// condition and an event" for bad input).
 func (r *ApplicationReconciler) setComparison(app *argov1.Application, c *comparison) {
 	if c.pending {
 		return
@@ -69,9 +73,19 @@ func (r *ApplicationReconciler) setComparison(app *argov1.Application, c *compar
 			found[argov1.ConditionSharedResourceWarning] = c.shared[0]
 		}
 	}
+	setPendingDiff(app, pendingDiff(c))
 	st.ReconciledAt = &now
 	st.ControllerNamespace = r.Namespace
+	before := map[string]string{}
+	for _, cond := range st.Conditions {
+		before[cond.Type] = cond.Message
+	}
 	setConditions(st, comparisonConditions, found, now)
+	for _, cond := range st.Conditions {
+		if msg, ok := before[cond.Type]; !ok || msg != cond.Message {
+			r.event(app, corev1.EventTypeWarning, cond.Type, cond.Message)
+		}
+	}
 	delete(app.Annotations, argov1.AnnotationRefresh)
 	delete(app.Annotations, "argocd.argoproj.io/refresh-timestamp")
 	if oldSync != st.Sync.Status && oldSync != "" {
@@ -139,4 +153,17 @@ func (r *ApplicationReconciler) event(app *argov1.Application, eventType, reason
 		meta["revision"] = rev
 	}
 	r.Events.Event(app, eventType, reason, message, meta)
+}
+
+// setPendingDiff writes the pending diff annotation (appdiff.Annotation),
+// removing it when nothing differs.
+func setPendingDiff(app *argov1.Application, diff string) {
+	if diff == "" {
+		delete(app.Annotations, appdiff.Annotation)
+		return
+	}
+	if app.Annotations == nil {
+		app.Annotations = map[string]string{}
+	}
+	app.Annotations[appdiff.Annotation] = diff
 }
