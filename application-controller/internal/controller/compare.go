@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,6 +82,10 @@ func (r *ApplicationReconciler) compare(ctx context.Context, app *argov1.Applica
 	c.target = t
 	if err := r.compareObjects(ctx, app, c); err != nil {
 		c.err, c.errType = err, argov1.ConditionComparisonError
+		var se *specError
+		if errors.As(err, &se) {
+			c.errType = argov1.ConditionInvalidSpecError
+		}
 		c.sync = argov1.SyncStatusUnknown
 	}
 	return c
@@ -114,8 +119,22 @@ func (r *ApplicationReconciler) checkSpec(app *argov1.Application, proj *argov1.
 			return err
 		}
 	}
-	return project.CheckDestination(proj, argov1.InClusterServer, argov1.InClusterName, d.Namespace)
+	if !project.DestinationPermitted(proj, argov1.InClusterServer, argov1.InClusterName, d.Namespace) {
+		shown := d.Server // the destination as the Application writes it
+		if shown == "" {
+			shown = d.Name
+		}
+		return fmt.Errorf("application destination server '%s' and namespace '%s' do not match any of the allowed destinations in project '%s'",
+			shown, d.Namespace, proj.Name)
+	}
+	return nil
 }
+
+// specError is a comparison failure of the spec against the project:
+// an InvalidSpecError, not a ComparisonError.
+type specError struct{ msg string }
+
+func (e *specError) Error() string { return e.msg }
 
 // compareObjects reads the live objects and compares each with its
 // desired one; it fills c's per-object status, health and summary.
@@ -146,7 +165,7 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 		c.live[k] = live
 		if !project.Permitted(c.project, u.GroupVersionKind().Group, u.GetKind(), u.GetName(), u.GetNamespace() == "") {
 			c.status[k] = argov1.SyncStatusUnknown
-			unpermitted = append(unpermitted, fmt.Sprintf("%s/%s", u.GetKind(), u.GetName()))
+			unpermitted = append(unpermitted, fmt.Sprintf("resource %s:%s is not permitted in project %s", u.GroupVersionKind().Group, u.GetKind(), c.project.Name))
 			continue
 		}
 		if live != nil {
@@ -157,7 +176,10 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 		c.status[k] = r.compareOne(ctx, c, k, u, live, rules)
 	}
 	if len(unpermitted) > 0 {
-		return fmt.Errorf("resources not permitted in project '%s': %s", c.project.Name, strings.Join(unpermitted, ", "))
+		// Argo CD fails the sync with this message per object; refusing
+		// at comparison applies nothing (argocd-contract §8.1).
+		slices.Sort(unpermitted)
+		return &specError{strings.Join(slices.Compact(unpermitted), "; ")}
 	}
 	if err := r.findPrunable(ctx, app, c, instance); err != nil {
 		return err

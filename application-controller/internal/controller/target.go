@@ -37,7 +37,9 @@ var errPending = errors.New("source pending")
 
 // loadTarget fetches and renders sources at revisions ("" each: the
 // targetRevision). The error is errPending while a source is being
-// fetched, else a ComparisonError message in Argo CD's words.
+// fetched, else a ComparisonError message in Argo CD's words: a source
+// whose last fetch failed (wrong credentials, an unknown revision) is
+// one, with source-controller's secret-free message.
 func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Application, sources []argov1.ApplicationSource, revisions []string) (*target, error) {
 	t := &target{sources: sources}
 	fetched := make([]*source.Fetched, len(sources))
@@ -52,7 +54,7 @@ func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Appl
 		switch {
 		case errors.As(err, &nr) && !nr.Stalled && nr.Message == "":
 			return nil, errPending
-		case errors.As(err, &nr) && !nr.Stalled:
+		case errors.As(err, &nr) && !nr.Stalled && !nr.Failed:
 			return nil, fmt.Errorf("%w: %s", errPending, nr.Message)
 		case err != nil:
 			return nil, fmt.Errorf("Failed to load target state: failed to generate manifest for source %d of %d: %s", i+1, len(sources), err.Error())
