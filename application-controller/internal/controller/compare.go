@@ -170,7 +170,7 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 		}
 		if live != nil {
 			if other := tracking.OtherOwner(live, instance, u.GetNamespace() == ""); other != "" {
-				c.shared = append(c.shared, fmt.Sprintf("%s/%s is part of applications %s and %s", u.GetKind(), u.GetName(), appRef(app), other))
+				c.shared = append(c.shared, fmt.Sprintf("%s/%s is part of applications %s and %s", u.GetKind(), u.GetName(), appRef(app), strings.ReplaceAll(other, "_", "/")))
 			}
 		}
 		c.status[k] = r.compareOne(ctx, c, k, u, live, rules)

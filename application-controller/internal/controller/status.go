@@ -67,7 +67,9 @@ func (r *ApplicationReconciler) setComparison(app *argov1.Application, c *compar
 		st.Resources = c.resources
 		st.Summary = c.summary
 		if len(c.target.repeated) > 0 {
-			found[argov1.ConditionRepeatedResourceWarning] = fmt.Sprintf("Resource %s appeared %d times among application resources.", c.target.repeated[0], 2)
+			first := c.target.repeated[0]
+			found[argov1.ConditionRepeatedResourceWarning] = fmt.Sprintf("Resource %s appeared %d times among application resources.",
+				first, 1+countOf(c.target.repeated, first))
 		}
 		if len(c.shared) > 0 {
 			found[argov1.ConditionSharedResourceWarning] = c.shared[0]
@@ -166,4 +168,14 @@ func setPendingDiff(app *argov1.Application, diff string) {
 		app.Annotations = map[string]string{}
 	}
 	app.Annotations[appdiff.Annotation] = diff
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
 }

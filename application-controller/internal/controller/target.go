@@ -29,7 +29,9 @@ type target struct {
 	revisions   []string
 	sourceTypes []string
 	objects     []*unstructured.Unstructured
-	repeated    []string
+	// repeated has "<group>/<Kind>/<namespace>/<name>" once for each
+	// repetition of an object after its first.
+	repeated []string
 }
 
 // errPending is a source whose artifact source-controller has not made yet.
@@ -143,7 +145,7 @@ func (r *ApplicationReconciler) normalizeTarget(app *argov1.Application, t *targ
 		k := plan.Key(u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), u.GetName())
 		if i, ok := seen[k]; ok && u.GetName() != "" {
 			out[i] = u
-			t.repeated = append(t.repeated, u.GetKind()+"/"+u.GetName())
+			t.repeated = append(t.repeated, fmt.Sprintf("%s/%s/%s/%s", u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), u.GetName()))
 			continue
 		}
 		seen[k] = len(out)
