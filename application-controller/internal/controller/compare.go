@@ -204,7 +204,13 @@ func (r *ApplicationReconciler) compareOne(ctx context.Context, c *comparison, k
 		ignore = []ssa.IgnoreRule{{Paths: paths}}
 	}
 	d, err := r.SSA.Diff(ctx, desired.DeepCopy(), live, ignore)
+	for try := 0; try < 2 && apierrors.IsConflict(err); try++ {
+		// Another writer changed the object meanwhile: a dry-run that
+		// lost that race says nothing about drift.
+		d, err = r.SSA.Diff(ctx, desired.DeepCopy(), live, ignore)
+	}
 	if err != nil {
+		// The apply would fail the same way: the sync reports why.
 		return argov1.SyncStatusOutOfSync
 	}
 	if fields := d.Fields(); len(fields) > 0 {

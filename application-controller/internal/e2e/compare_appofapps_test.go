@@ -73,10 +73,10 @@ func TestCompareAppOfAppsParentAndChildren(t *testing.T) {
 		t.Cleanup(func() { _ = env.Client.Delete(t.Context(), c) })
 	}
 
-	parent.Spec.Source.Helm.ValuesObject = appsValues(t, repo.URL(), "guestbook", "plugin-kasane")
-	if err := env.Client.Update(t.Context(), parent); err != nil {
-		t.Fatal(err)
-	}
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"source": map[string]any{"helm": map[string]any{
+		"valuesObject": appsValues(t, repo.URL(), "guestbook", "plugin-kasane")}}}})
+	requestSync(t, parent, string(patch)) // a merge patch of the values, as kubectl patch
+
 	waitGone(t, kustomize)
 	err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: "kustomize-guestbook", Name: "kustomize-guestbook-ui"}, &appsv1.Deployment{})
 	if !apierrors.IsNotFound(err) {

@@ -102,7 +102,7 @@ func TestCompareIgnoreDifferencesKeepsAppSyncedAndUnhealed(t *testing.T) {
 			got = "image " + d.Spec.Template.Spec.Containers[1].Image
 		}
 		if got != want {
-			t.Errorf("Deployment %s: %s, want the ignored edit kept (%s)", name, got, want)
+			t.Errorf("Deployment %s: %s, want the ignored edit kept (%s); last operation: %s", name, got, want, describeOperation(app))
 		}
 	}
 	for _, r := range app.Status.Resources {
@@ -110,4 +110,20 @@ func TestCompareIgnoreDifferencesKeepsAppSyncedAndUnhealed(t *testing.T) {
 			t.Errorf("%s/%s is %s, want Synced", r.Kind, r.Name, r.Status)
 		}
 	}
+}
+
+// describeOperation is app's last operation and its results, for a
+// failure message.
+func describeOperation(app *argov1.Application) string {
+	st := app.Status.OperationState
+	if st == nil {
+		return "none"
+	}
+	out := fmt.Sprintf("%s %q resources %v:", st.Phase, st.Message, st.Operation.Sync.Resources)
+	if st.SyncResult != nil {
+		for _, r := range st.SyncResult.Resources {
+			out += fmt.Sprintf(" %s/%s %s %q;", r.Kind, r.Name, r.Status, r.Message)
+		}
+	}
+	return out
 }
