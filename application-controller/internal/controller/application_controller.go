@@ -114,6 +114,7 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
+	r.conditionEvents(orig, app)
 	r.live.track(ctx, app, cmp)
 	return ctrl.Result{RequeueAfter: next}, nil
 }

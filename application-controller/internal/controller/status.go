@@ -29,9 +29,7 @@ var comparisonConditions = []string{
 
 // setComparison writes c into app's status (a pending source changes
 // nothing) and the pending diff annotation, and records the sync and
-// health transitions as events, and each new or changed condition as a
-// Warning event whose reason is the condition's type (the issue's "a
-// condition and an event" for bad input).
+// health transitions as events.
 func (r *ApplicationReconciler) setComparison(app *argov1.Application, c *comparison) {
 	if c.pending {
 		return
@@ -78,16 +76,7 @@ func (r *ApplicationReconciler) setComparison(app *argov1.Application, c *compar
 	setPendingDiff(app, pendingDiff(c))
 	st.ReconciledAt = &now
 	st.ControllerNamespace = r.Namespace
-	before := map[string]string{}
-	for _, cond := range st.Conditions {
-		before[cond.Type] = cond.Message
-	}
 	setConditions(st, comparisonConditions, found, now)
-	for _, cond := range st.Conditions {
-		if msg, ok := before[cond.Type]; !ok || msg != cond.Message {
-			r.event(app, corev1.EventTypeWarning, cond.Type, cond.Message)
-		}
-	}
 	delete(app.Annotations, argov1.AnnotationRefresh)
 	delete(app.Annotations, "argocd.argoproj.io/refresh-timestamp")
 	if oldSync != st.Sync.Status && oldSync != "" {
@@ -178,4 +167,19 @@ func countOf(list []string, s string) int {
 		}
 	}
 	return n
+}
+
+// conditionEvents records each condition of app that orig did not have
+// (by type and message) as a Warning event whose reason is the
+// condition's type: bad input gets a condition and an event.
+func (r *ApplicationReconciler) conditionEvents(orig, app *argov1.Application) {
+	before := map[string]string{}
+	for _, c := range orig.Status.Conditions {
+		before[c.Type] = c.Message
+	}
+	for _, c := range app.Status.Conditions {
+		if msg, ok := before[c.Type]; !ok || msg != c.Message {
+			r.event(app, corev1.EventTypeWarning, c.Type, c.Message)
+		}
+	}
 }

@@ -68,7 +68,8 @@ func TestComparePruneTrueDeletesAnObjectRemovedFromGit(t *testing.T) {
 		empty := repo.MustCommit(t, map[string]string{"app/a.yaml": ""}, "drop a")
 		refresh(t, app)
 		waitApp(t, app, "SyncError at the empty commit", func() bool {
-			return app.Status.Sync.Revision == empty && hasCondition(app, argov1.ConditionSyncError, "auto-sync will wipe out all resources")
+			return app.Status.Sync.Revision == empty && hasCondition(app, argov1.ConditionSyncError, "auto-sync will wipe out all resources") &&
+				warningEvent(t, app, argov1.ConditionSyncError, "auto-sync will wipe out all resources")
 		})
 		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "a"}, &corev1.ConfigMap{}); err != nil {
 			t.Errorf("a was deleted although allowEmpty is false: %v", err)
