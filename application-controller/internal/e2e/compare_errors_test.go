@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -127,11 +131,49 @@ func TestCompareBadInputIsAClearComparisonError(t *testing.T) {
 		ns := uniqueName("creds")
 		app := exampleApp(uniqueName("creds"), url, "app", ns, nil)
 		create(t, app)
-		refusedApp(t, app, argov1.ConditionComparisonError, "Failed to load target state", ns, "a")
+		refusedApp(t, app, argov1.ConditionComparisonError, "authentication required", ns, "a")
 		if msg := app.Status.Conditions[0].Message; strings.Contains(msg, "wr0ng-pass") || strings.Contains(msg, "right-pass") {
 			t.Errorf("the condition holds a password: %q", msg)
 		}
 		t.Logf("wrong password: %s", app.Status.Conditions[0].Message)
+	})
+	t.Run("a repository password that goes wrong", func(t *testing.T) {
+		t.Parallel()
+		repo := gitSrv.NewRepo(t, twoConfigMaps)
+		srv, err := gitserver.Start(gitserver.Options{Root: gitSrv.Root, Username: "git", Password: "right-pass"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Close)
+		url := srv.URL + "/" + repo.Name
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: uniqueName("repo"), Namespace: argocd, Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}},
+			StringData: map[string]string{"url": url, "username": "git", "password": "right-pass"},
+		}
+		create(t, secret)
+		ns := uniqueName("creds")
+		app := exampleApp(uniqueName("creds"), url, "app", ns, nil)
+		create(t, app)
+		waitApp(t, app, "Synced and Healthy", syncedHealthy(app))
+		if err := env.Client.Patch(t.Context(), secret, client.RawPatch("application/merge-patch+json", []byte(`{"stringData":{"password":"wr0ng-pass"}}`))); err != nil {
+			t.Fatal(err)
+		}
+		// The next comparison hands the new password to source-controller;
+		// the commit after that is fetched with it.
+		refresh(t, app)
+		waitDerivedPassword(t, url, "wr0ng-pass")
+		repo.MustCommit(t, map[string]string{"app/b.yaml": ""}, "drop b")
+		refresh(t, app)
+		waitApp(t, app, "ComparisonError", func() bool {
+			return app.Status.Sync.Status == argov1.SyncStatusUnknown && hasCondition(app, argov1.ConditionComparisonError, "authentication required") &&
+				warningEvent(t, app, argov1.ConditionComparisonError, "authentication required")
+		})
+		if msg := app.Status.Conditions[0].Message; strings.Contains(msg, "wr0ng-pass") || strings.Contains(msg, "right-pass") {
+			t.Errorf("the condition holds a password: %q", msg)
+		}
+		if err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "b"}, &corev1.ConfigMap{}); err != nil || len(app.Status.History) != 1 {
+			t.Errorf("the synced state changed: b %v, %d history entries", err, len(app.Status.History))
+		}
 	})
 	t.Run("jsonnet that does not evaluate", func(t *testing.T) {
 		t.Parallel()
@@ -153,4 +195,29 @@ func TestCompareBadInputIsAClearComparisonError(t *testing.T) {
 		}
 		t.Logf("jsonnet: %s", app.Status.Conditions[0].Message)
 	})
+}
+
+// waitDerivedPassword waits until the Secret of the GitRepository of url
+// holds password.
+func waitDerivedPassword(t *testing.T, url, password string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, appTimeout, true, func(ctx context.Context) (bool, error) {
+		var list sourcev1.GitRepositoryList
+		if err := env.Client.List(ctx, &list, client.InNamespace(argocd)); err != nil {
+			return false, nil
+		}
+		for _, g := range list.Items {
+			if g.Spec.URL != url || g.Spec.SecretRef == nil {
+				continue
+			}
+			s := &corev1.Secret{}
+			if env.Client.Get(ctx, client.ObjectKey{Namespace: argocd, Name: g.Spec.SecretRef.Name}, s) == nil && string(s.Data["password"]) == password {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the GitRepository of %s never got the new password", url)
+	}
 }
