@@ -190,14 +190,39 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 
 // compareOne compares one desired object with its live one by a
 // server-side dry-run (three-way in effect: fields others add are kept by
-// the apply, so they are not drift).
+// the apply, so they are not drift). A dry-run made on a newer version
+// of the object than the live one read (a controller wrote it meanwhile,
+// e.g. a Deployment's revision annotation) is compared again with the
+// object read anew, so another writer's race is not reported as drift.
 func (r *ApplicationReconciler) compareOne(ctx context.Context, c *comparison, k string, desired, live *unstructured.Unstructured, rules *normalize.Rules) string {
 	if live == nil {
 		return argov1.SyncStatusOutOfSync
 	}
+	for attempt := 0; ; attempt++ {
+		fields, dryVersion, status := r.diffOne(ctx, desired, live, rules)
+		if status != argov1.SyncStatusOutOfSync || fields == nil {
+			return status
+		}
+		if attempt < 2 && dryVersion != "" && dryVersion != live.GetResourceVersion() {
+			fresh, err := r.getLive(ctx, desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName())
+			if err == nil && fresh != nil {
+				live = fresh
+				c.live[k] = fresh
+				continue
+			}
+		}
+		c.drift[k] = fields
+		return status
+	}
+}
+
+// diffOne is one dry-run comparison: the differing fields (nil when
+// none or the dry-run failed), the resourceVersion the dry-run saw, and
+// the object's status.
+func (r *ApplicationReconciler) diffOne(ctx context.Context, desired, live *unstructured.Unstructured, rules *normalize.Rules) ([]ssa.FieldDrift, string, string) {
 	paths, err := rules.Paths(live, live) // the dry-run keeps live's list order
 	if err != nil {
-		return argov1.SyncStatusUnknown
+		return nil, "", argov1.SyncStatusUnknown
 	}
 	var ignore []ssa.IgnoreRule
 	if len(paths) > 0 {
@@ -211,13 +236,12 @@ func (r *ApplicationReconciler) compareOne(ctx context.Context, c *comparison, k
 	}
 	if err != nil {
 		// The apply would fail the same way: the sync reports why.
-		return argov1.SyncStatusOutOfSync
+		return nil, "", argov1.SyncStatusOutOfSync
 	}
 	if fields := d.Fields(); len(fields) > 0 {
-		c.drift[k] = fields
-		return argov1.SyncStatusOutOfSync
+		return fields, d.Dry.GetResourceVersion(), argov1.SyncStatusOutOfSync
 	}
-	return argov1.SyncStatusSynced
+	return nil, "", argov1.SyncStatusSynced
 }
 
 // findPrunable reads the objects of the last comparison that are no
