@@ -41,7 +41,9 @@ type Object struct {
 
 // Field is one field that differs.
 type Field struct {
-	// Path is the field's JSON pointer (RFC 6901), e.g. "/spec/replicas".
+	// Path is the field's JSON pointer (RFC 6901), e.g. "/spec/replicas";
+	// "" is the whole object: one missing live (Desired only) or one to
+	// prune (Live only).
 	Path string `json:"path"`
 	// Live is the live value as JSON; nil when the field is missing live.
 	Live json.RawMessage `json:"live,omitempty"`

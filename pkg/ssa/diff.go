@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -34,6 +35,22 @@ func (f FieldDrift) String() string {
 		s += " (by " + f.Manager + ")"
 	}
 	return s
+}
+
+// Pointer is the field's path as an RFC 6901 JSON pointer, e.g.
+// "/spec/template/spec/containers/0/image" ("~" and "/" in keys escaped
+// as "~0" and "~1"): unlike Path, exact for keys that hold dots.
+func (f FieldDrift) Pointer() string {
+	var b strings.Builder
+	for _, s := range f.segments {
+		b.WriteByte('/')
+		if s.index >= 0 {
+			b.WriteString(strconv.Itoa(s.index))
+			continue
+		}
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s.field))
+	}
+	return b.String()
 }
 
 // Absent reports whether the field is missing from the desired object, and

@@ -131,12 +131,18 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			next = after
 		}
 	}
+	if app.Operation != nil {
+		// A sync is under way: the diff it resolves is not published
+		// (an automated app's would be written and dropped at once).
+		setPendingDiff(app, "")
+	}
 	if err := r.patch(ctx, orig, app); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return ctrl.Result{Requeue: true}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	r.conditionEvents(orig, app)
 	if r.local() {
 		r.live.track(ctx, app, cmp)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -81,6 +82,10 @@ func (r *ApplicationReconciler) compare(ctx context.Context, app *argov1.Applica
 	c.target = t
 	if err := r.compareObjects(ctx, app, c); err != nil {
 		c.err, c.errType = err, argov1.ConditionComparisonError
+		var se *specError
+		if errors.As(err, &se) {
+			c.errType = argov1.ConditionInvalidSpecError
+		}
 		c.sync = argov1.SyncStatusUnknown
 	}
 	return c
@@ -106,8 +111,22 @@ func (r *ApplicationReconciler) checkSpec(app *argov1.Application, proj *argov1.
 		}
 	}
 	server, name := r.destination()
-	return project.CheckDestination(proj, server, name, d.Namespace)
+	if !project.DestinationPermitted(proj, server, name, d.Namespace) {
+		shown := d.Server // the destination as the Application writes it
+		if shown == "" {
+			shown = d.Name
+		}
+		return fmt.Errorf("application destination server '%s' and namespace '%s' do not match any of the allowed destinations in project '%s'",
+			shown, d.Namespace, proj.Name)
+	}
+	return nil
 }
+
+// specError is a comparison failure of the spec against the project:
+// an InvalidSpecError, not a ComparisonError.
+type specError struct{ msg string }
+
+func (e *specError) Error() string { return e.msg }
 
 // compareObjects reads the live objects and compares each with its
 // desired one; it fills c's per-object status, health and summary.
@@ -138,18 +157,21 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 		c.live[k] = live
 		if !project.Permitted(c.project, u.GroupVersionKind().Group, u.GetKind(), u.GetName(), u.GetNamespace() == "") {
 			c.status[k] = argov1.SyncStatusUnknown
-			unpermitted = append(unpermitted, fmt.Sprintf("%s/%s", u.GetKind(), u.GetName()))
+			unpermitted = append(unpermitted, fmt.Sprintf("resource %s:%s is not permitted in project %s", u.GroupVersionKind().Group, u.GetKind(), c.project.Name))
 			continue
 		}
 		if live != nil {
 			if other := tracking.OtherOwner(live, instance, u.GetNamespace() == ""); other != "" {
-				c.shared = append(c.shared, fmt.Sprintf("%s/%s is part of applications %s and %s", u.GetKind(), u.GetName(), appRef(app), other))
+				c.shared = append(c.shared, fmt.Sprintf("%s/%s is part of applications %s and %s", u.GetKind(), u.GetName(), appRef(app), strings.ReplaceAll(other, "_", "/")))
 			}
 		}
 		c.status[k] = r.compareOne(ctx, c, k, u, live, rules)
 	}
 	if len(unpermitted) > 0 {
-		return fmt.Errorf("resources not permitted in project '%s': %s", c.project.Name, strings.Join(unpermitted, ", "))
+		// Argo CD fails the sync with this message per object; refusing
+		// at comparison applies nothing (argocd-contract §8.1).
+		slices.Sort(unpermitted)
+		return &specError{strings.Join(slices.Compact(unpermitted), "; ")}
 	}
 	if err := r.findPrunable(ctx, app, c, instance); err != nil {
 		return err
@@ -160,28 +182,58 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 
 // compareOne compares one desired object with its live one by a
 // server-side dry-run (three-way in effect: fields others add are kept by
-// the apply, so they are not drift).
+// the apply, so they are not drift). A dry-run made on a newer version
+// of the object than the live one read (a controller wrote it meanwhile,
+// e.g. a Deployment's revision annotation) is compared again with the
+// object read anew, so another writer's race is not reported as drift.
 func (r *ApplicationReconciler) compareOne(ctx context.Context, c *comparison, k string, desired, live *unstructured.Unstructured, rules *normalize.Rules) string {
 	if live == nil {
 		return argov1.SyncStatusOutOfSync
 	}
+	for attempt := 0; ; attempt++ {
+		fields, dryVersion, status := r.diffOne(ctx, desired, live, rules)
+		if status != argov1.SyncStatusOutOfSync || fields == nil {
+			return status
+		}
+		if attempt < 2 && dryVersion != "" && dryVersion != live.GetResourceVersion() {
+			fresh, err := r.getLive(ctx, desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName())
+			if err == nil && fresh != nil {
+				live = fresh
+				c.live[k] = fresh
+				continue
+			}
+		}
+		c.drift[k] = fields
+		return status
+	}
+}
+
+// diffOne is one dry-run comparison: the differing fields (nil when
+// none or the dry-run failed), the resourceVersion the dry-run saw, and
+// the object's status.
+func (r *ApplicationReconciler) diffOne(ctx context.Context, desired, live *unstructured.Unstructured, rules *normalize.Rules) ([]ssa.FieldDrift, string, string) {
 	paths, err := rules.Paths(live, live) // the dry-run keeps live's list order
 	if err != nil {
-		return argov1.SyncStatusUnknown
+		return nil, "", argov1.SyncStatusUnknown
 	}
 	var ignore []ssa.IgnoreRule
 	if len(paths) > 0 {
 		ignore = []ssa.IgnoreRule{{Paths: paths}}
 	}
 	d, err := r.SSA.Diff(ctx, desired.DeepCopy(), live, ignore)
+	for try := 0; try < 2 && apierrors.IsConflict(err); try++ {
+		// Another writer changed the object meanwhile: a dry-run that
+		// lost that race says nothing about drift.
+		d, err = r.SSA.Diff(ctx, desired.DeepCopy(), live, ignore)
+	}
 	if err != nil {
-		return argov1.SyncStatusOutOfSync
+		// The apply would fail the same way: the sync reports why.
+		return nil, "", argov1.SyncStatusOutOfSync
 	}
 	if fields := d.Fields(); len(fields) > 0 {
-		c.drift[k] = fields
-		return argov1.SyncStatusOutOfSync
+		return fields, d.Dry.GetResourceVersion(), argov1.SyncStatusOutOfSync
 	}
-	return argov1.SyncStatusSynced
+	return nil, "", argov1.SyncStatusSynced
 }
 
 // findPrunable reads the objects of the last comparison that are no

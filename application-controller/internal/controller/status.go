@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/pkg/appdiff"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +28,8 @@ var comparisonConditions = []string{
 }
 
 // setComparison writes c into app's status (a pending source changes
-// nothing) and records the sync and health transitions as events.
+// nothing) and the pending diff annotation, and records the sync and
+// health transitions as events.
 func (r *ApplicationReconciler) setComparison(app *argov1.Application, c *comparison) {
 	if c.pending {
 		return
@@ -63,12 +65,15 @@ func (r *ApplicationReconciler) setComparison(app *argov1.Application, c *compar
 		st.Resources = c.resources
 		st.Summary = c.summary
 		if len(c.target.repeated) > 0 {
-			found[argov1.ConditionRepeatedResourceWarning] = fmt.Sprintf("Resource %s appeared %d times among application resources.", c.target.repeated[0], 2)
+			first := c.target.repeated[0]
+			found[argov1.ConditionRepeatedResourceWarning] = fmt.Sprintf("Resource %s appeared %d times among application resources.",
+				first, 1+countOf(c.target.repeated, first))
 		}
 		if len(c.shared) > 0 {
 			found[argov1.ConditionSharedResourceWarning] = c.shared[0]
 		}
 	}
+	setPendingDiff(app, pendingDiff(c))
 	st.ReconciledAt = &now
 	st.ControllerNamespace = r.Namespace
 	setConditions(st, comparisonConditions, found, now)
@@ -139,4 +144,42 @@ func (r *ApplicationReconciler) event(app *argov1.Application, eventType, reason
 		meta["revision"] = rev
 	}
 	r.Events.Event(app, eventType, reason, message, meta)
+}
+
+// setPendingDiff writes the pending diff annotation (appdiff.Annotation),
+// removing it when nothing differs.
+func setPendingDiff(app *argov1.Application, diff string) {
+	if diff == "" {
+		delete(app.Annotations, appdiff.Annotation)
+		return
+	}
+	if app.Annotations == nil {
+		app.Annotations = map[string]string{}
+	}
+	app.Annotations[appdiff.Annotation] = diff
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// conditionEvents records each condition of app that orig did not have
+// (by type and message) as a Warning event whose reason is the
+// condition's type: bad input gets a condition and an event.
+func (r *ApplicationReconciler) conditionEvents(orig, app *argov1.Application) {
+	before := map[string]string{}
+	for _, c := range orig.Status.Conditions {
+		before[c.Type] = c.Message
+	}
+	for _, c := range app.Status.Conditions {
+		if msg, ok := before[c.Type]; !ok || msg != c.Message {
+			r.event(app, corev1.EventTypeWarning, c.Type, c.Message)
+		}
+	}
 }

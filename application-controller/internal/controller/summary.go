@@ -2,11 +2,15 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/application-controller/internal/plan"
 	"github.com/eddyops/eddy/application-controller/internal/project"
+	"github.com/eddyops/eddy/pkg/appdiff"
+	"github.com/eddyops/eddy/pkg/ssa"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -118,4 +122,134 @@ func sourceNamespaceAllowed(p *argov1.AppProject, ns string) bool {
 		}
 	}
 	return false
+}
+
+// maxDiffBytes bounds the pending-diff annotation, well under the API
+// server's 256 KiB for all annotations of an object.
+const maxDiffBytes = 64 << 10
+
+// pendingDiff is the comparison's pending diff for appdiff.Annotation:
+// for each OutOfSync object, in status.resources order, its differing
+// fields with their live and desired values and the field manager of the
+// live value (ssa.DiffFields). An object missing live is one field at the
+// whole-object pointer "" with the desired object (metadata reduced to
+// name, namespace, labels and annotations) and no live value; one that
+// requires pruning is that field with the live object and no desired one.
+// A Secret's data values are masked. Past maxDiffBytes, whole-object
+// values are dropped, then trailing objects. "" when nothing differs or
+// the comparison failed.
+func pendingDiff(c *comparison) string {
+	if c.err != nil || c.target == nil {
+		return ""
+	}
+	var objs []appdiff.Object
+	for _, rs := range c.resources {
+		if rs.Status != argov1.SyncStatusOutOfSync {
+			continue
+		}
+		k := plan.Key(rs.Group, rs.Kind, rs.Namespace, rs.Name)
+		o := appdiff.Object{Group: rs.Group, Kind: rs.Kind, Namespace: rs.Namespace, Name: rs.Name}
+		switch {
+		case rs.RequiresPruning:
+			o.Fields = []appdiff.Field{{Path: "", Live: wholeObject(c.live[k], appdiff.MaskedLive)}}
+		case c.live[k] == nil:
+			o.Fields = []appdiff.Field{{Path: "", Desired: wholeObject(c.desired[k], appdiff.MaskedDesired)}}
+		default:
+			for _, f := range c.drift[k] {
+				df := diffField(f)
+				if o.IsSecret() && df.Path == lastAppliedPointer {
+					df.Live, df.Desired = maskValue(df.Live, appdiff.MaskedLive), maskValue(df.Desired, appdiff.MaskedDesired)
+				}
+				o.Fields = append(o.Fields, df)
+			}
+		}
+		objs = append(objs, o)
+	}
+	s, _ := appdiff.Encode(objs)
+	if len(s) <= maxDiffBytes {
+		return s
+	}
+	for i := range objs {
+		for j := range objs[i].Fields {
+			if objs[i].Fields[j].Path == "" {
+				objs[i].Fields[j].Live, objs[i].Fields[j].Desired = nil, nil
+			}
+		}
+	}
+	for len(objs) > 0 {
+		if s, _ = appdiff.Encode(objs); len(s) <= maxDiffBytes {
+			return s
+		}
+		objs = objs[:len(objs)/2]
+	}
+	return ""
+}
+
+// lastAppliedPointer is kubectl's last-applied record, which holds a
+// Secret's values.
+const lastAppliedPointer = "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration"
+
+func maskValue(v json.RawMessage, mask string) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, _ := json.Marshal(mask)
+	return b
+}
+
+// diffField turns an ssa drift into the annotation's field: absent
+// values stay absent.
+func diffField(f ssa.FieldDrift) appdiff.Field {
+	out := appdiff.Field{Path: f.Pointer(), Manager: f.Manager}
+	desiredAbsent, liveAbsent := f.Absent()
+	if !liveAbsent && json.Valid([]byte(f.Live)) {
+		out.Live = json.RawMessage(f.Live)
+	}
+	if !desiredAbsent && json.Valid([]byte(f.Desired)) {
+		out.Desired = json.RawMessage(f.Desired)
+	}
+	return out
+}
+
+// wholeObject is u as the diff shows it: apiVersion, kind, the metadata a
+// user writes and the rest but status; a Secret's data values replaced
+// by mask.
+func wholeObject(u *unstructured.Unstructured, mask string) json.RawMessage {
+	if u == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for k, v := range u.Object {
+		if k != "metadata" && k != "status" {
+			out[k] = v
+		}
+	}
+	md := map[string]any{"name": u.GetName()}
+	if ns := u.GetNamespace(); ns != "" {
+		md["namespace"] = ns
+	}
+	if l := u.GetLabels(); len(l) > 0 {
+		md["labels"] = l
+	}
+	if a := u.GetAnnotations(); len(a) > 0 {
+		delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+		md["annotations"] = a
+	}
+	out["metadata"] = md
+	if u.GetKind() == "Secret" && u.GroupVersionKind().Group == "" {
+		for _, field := range []string{"data", "stringData"} {
+			if m, ok := out[field].(map[string]any); ok {
+				masked := make(map[string]any, len(m))
+				for key := range m {
+					masked[key] = mask
+				}
+				out[field] = masked
+			}
+		}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil
+	}
+	return b
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/eddyops/eddy/application-controller/internal/render"
 	"github.com/eddyops/eddy/application-controller/internal/source"
 	"github.com/eddyops/eddy/application-controller/internal/tracking"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,7 +30,9 @@ type target struct {
 	revisions   []string
 	sourceTypes []string
 	objects     []*unstructured.Unstructured
-	repeated    []string
+	// repeated has "<group>/<Kind>/<namespace>/<name>" once for each
+	// repetition of an object after its first.
+	repeated []string
 }
 
 // errPending is a source whose artifact source-controller has not made yet.
@@ -37,7 +40,9 @@ var errPending = errors.New("source pending")
 
 // loadTarget fetches and renders sources at revisions ("" each: the
 // targetRevision). The error is errPending while a source is being
-// fetched, else a ComparisonError message in Argo CD's words.
+// fetched, else a ComparisonError message in Argo CD's words: a source
+// whose last fetch failed (wrong credentials, an unknown revision) is
+// one, with source-controller's secret-free message.
 func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Application, sources []argov1.ApplicationSource, revisions []string) (*target, error) {
 	t := &target{sources: sources}
 	fetched := make([]*source.Fetched, len(sources))
@@ -52,10 +57,13 @@ func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Appl
 		switch {
 		case errors.As(err, &nr) && !nr.Stalled && nr.Message == "":
 			return nil, errPending
-		case errors.As(err, &nr) && !nr.Stalled:
+		case errors.As(err, &nr) && !nr.Stalled && !nr.Failed:
 			return nil, fmt.Errorf("%w: %s", errPending, nr.Message)
 		case err != nil:
 			return nil, fmt.Errorf("Failed to load target state: failed to generate manifest for source %d of %d: %s", i+1, len(sources), err.Error())
+		}
+		if msg := r.fetchFailure(ctx, src, rev); msg != "" {
+			return nil, fmt.Errorf("Failed to load target state: failed to generate manifest for source %d of %d: %s", i+1, len(sources), msg)
 		}
 		fetched[i] = f
 		t.revisions = append(t.revisions, f.Revision)
@@ -78,6 +86,39 @@ func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Appl
 		return nil, err
 	}
 	return t, nil
+}
+
+// fetchFailure is the Ready message of src's source object when its
+// last fetch failed (Ready False for its generation) though an older
+// artifact is still served: Argo CD compares nothing when it cannot
+// fetch the target revision (argocd-contract §2, ComparisonError), so a
+// repository whose credentials went wrong says so instead of comparing
+// the old commit. "" otherwise.
+func (r *ApplicationReconciler) fetchFailure(ctx context.Context, src argov1.ApplicationSource, rev string) string {
+	kinds := source.Kinds(src)
+	var obj interface {
+		client.Object
+		GetConditions() []metav1.Condition
+	}
+	switch kinds[len(kinds)-1] {
+	case sourcev1.GitRepositoryKind:
+		obj = &sourcev1.GitRepository{}
+	case sourcev1.HelmChartKind:
+		obj = &sourcev1.HelmChart{}
+	case sourcev1.OCIRepositoryKind:
+		obj = &sourcev1.OCIRepository{}
+	default:
+		return ""
+	}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: source.ObjectName(src, rev)}, obj); err != nil {
+		return ""
+	}
+	for _, c := range obj.GetConditions() {
+		if c.Type == "Ready" && c.Status == metav1.ConditionFalse && (c.ObservedGeneration == 0 || c.ObservedGeneration == obj.GetGeneration()) {
+			return fmt.Sprintf("%s %s is not ready: %s", kinds[len(kinds)-1], obj.GetName(), c.Message)
+		}
+	}
+	return ""
 }
 
 // render renders one source, from the cache when the same artifact was
@@ -141,7 +182,7 @@ func (r *ApplicationReconciler) normalizeTarget(app *argov1.Application, t *targ
 		k := plan.Key(u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), u.GetName())
 		if i, ok := seen[k]; ok && u.GetName() != "" {
 			out[i] = u
-			t.repeated = append(t.repeated, u.GetKind()+"/"+u.GetName())
+			t.repeated = append(t.repeated, fmt.Sprintf("%s/%s/%s/%s", u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), u.GetName()))
 			continue
 		}
 		seen[k] = len(out)

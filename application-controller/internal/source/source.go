@@ -79,6 +79,9 @@ type Fetched struct {
 type NotReady struct {
 	Kind, Name, Message string
 	Stalled             bool
+	// Failed: the source object's Ready condition is False for its
+	// current generation (its last fetch failed), not merely Unknown.
+	Failed bool
 }
 
 // Error is "<Kind> <Name> is not ready: <Message>".
@@ -177,7 +180,7 @@ func notReady(kind string, obj client.Object, conds []metav1.Condition, waiting 
 		}
 		switch {
 		case c.Type == meta.ReadyCondition && c.Status != "True" && c.Message != "":
-			e.Message = c.Message
+			e.Message, e.Failed = c.Message, c.Status == metav1.ConditionFalse
 		case c.Type == meta.StalledCondition && c.Status == "True":
 			e.Stalled = true
 		}

@@ -197,13 +197,15 @@ func TestPrintDiff(t *testing.T) {
 			{Path: "/data/NEW", Desired: json.RawMessage(` "x" `)},
 		}},
 		{Group: "apps", Kind: "Deployment", Namespace: "production", Name: "payment-api"},
+		{Kind: "Service", Namespace: "production", Name: "payment-api", Fields: []appdiff.Field{{Path: "", Desired: json.RawMessage(`{"kind":"Service"}`)}}},
 	}
 	var out bytes.Buffer
 	PrintDiff(&out, objs)
 	want := "\n===== /ConfigMap production/payment-config ======\n" +
 		"/data/LOG_LEVEL (changed by kubectl-edit)\n- \"debug\"\n+ \"info\"\n" +
 		"/data/NEW\n+ \"x\"\n" +
-		"\n===== apps/Deployment production/payment-api ======\n(out of sync; no field differences published)\n"
+		"\n===== apps/Deployment production/payment-api ======\n(out of sync; no field differences published)\n" +
+		"\n===== /Service production/payment-api ======\n(whole object)\n+ {\"kind\":\"Service\"}\n"
 	if out.String() != want {
 		t.Errorf("diff:\n%s\nwant:\n%s", out.String(), want)
 	}

@@ -29,7 +29,8 @@ func PendingDiff(a *argov1.Application) ([]appdiff.Object, error) {
 
 // PrintDiff writes objs as argocd app diff heads each object
 // ("===== <group>/<Kind> <namespace>/<name> ======", after an empty line),
-// then per field its JSON pointer, with the field manager that last wrote
+// then per field its JSON pointer ("(whole object)" for the pointer ""),
+// with the field manager that last wrote
 // it in parentheses, a "- " line with the live value and a "+ " line with
 // the desired one (a side without the field has no line). Values are
 // compact JSON. An object without fields says the controller published
@@ -42,6 +43,9 @@ func PrintDiff(w io.Writer, objs []appdiff.Object) {
 		}
 		for _, f := range o.Fields {
 			line := f.Path
+			if line == "" {
+				line = "(whole object)" // pointer "": missing live, or to prune
+			}
 			if f.Manager != "" {
 				line += " (changed by " + f.Manager + ")"
 			}
