@@ -64,6 +64,7 @@ func runApplications(b *testing.B, n int, url, sha, exe string, sc *testenv.Proc
 		return ac
 	}, func() { waitAll(b, w, all, "Applications Synced and Healthy", phaseTimeout(n)) })
 	defer ac.Stop()
+	p.requests = scrapeController(b, addr).byLabels("rest_client_requests_total", nil, "method", "code")
 	if profDir != "" {
 		saveProfile(b, addr, "heap", prefix+".heap.pprof")
 	}

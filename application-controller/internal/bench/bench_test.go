@@ -116,6 +116,9 @@ type phase struct {
 	time   time.Duration
 	ctrl   usage
 	source usage
+	// requests are the controller's client requests from its start to the
+	// end of the phase, by method and code.
+	requests map[string]float64
 }
 
 // refresh is the no-change refresh's figures.
@@ -256,10 +259,12 @@ func runKustomizations(b *testing.B, n int, url, exe string, sc *testenv.Process
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == k.Generation
 	})
 	var kc *testenv.Process
+	addr := metricsAddr(b)
 	p := measureFromStart(b, sc, func() *testenv.Process {
-		kc = start(b, exe, filepath.Join(work, "kustomize-controller.log"), "--metrics-addr="+metricsAddr(b))
+		kc = start(b, exe, filepath.Join(work, "kustomize-controller.log"), "--metrics-addr="+addr)
 		return kc
 	}, func() { waitAll(b, w, all, "Kustomizations Ready", phaseTimeout(n)) })
+	p.requests = scrapeController(b, addr).byLabels("rest_client_requests_total", nil, "method", "code")
 	kc.Stop()
 	return p
 }

@@ -13,10 +13,12 @@ func report(b *testing.B, n int, app, ks phase, ref refresh) {
 	b.ReportMetric(app.ctrl.cpu.Seconds(), "app-cpu-s")
 	b.ReportMetric(app.ctrl.peakRSSMiB, "app-peak-rss-MiB")
 	b.ReportMetric(app.source.cpu.Seconds(), "app-sc-cpu-s")
+	b.ReportMetric(total(app.requests)/float64(n), "app-req/app")
 	b.ReportMetric(ks.time.Seconds(), "ks-s")
 	b.ReportMetric(ks.ctrl.cpu.Seconds(), "ks-cpu-s")
 	b.ReportMetric(ks.ctrl.peakRSSMiB, "ks-peak-rss-MiB")
 	b.ReportMetric(ks.source.cpu.Seconds(), "ks-sc-cpu-s")
+	b.ReportMetric(total(ks.requests)/float64(n), "ks-req/ks")
 	b.ReportMetric(app.time.Seconds()/ks.time.Seconds(), "ratio-time-app/ks")
 	b.ReportMetric(app.ctrl.cpu.Seconds()/ks.ctrl.cpu.Seconds(), "ratio-cpu-app/ks")
 	b.ReportMetric(app.ctrl.peakRSSMiB/ks.ctrl.peakRSSMiB, "ratio-rss-app/ks")
@@ -46,6 +48,10 @@ func report(b *testing.B, n int, app, ks phase, ref refresh) {
 	row("kustomize-controller (Ready)", ks)
 	fmt.Fprintf(&t, "%-34s %10.2f %8.2f %14.2f\n", "ratio app / ks", app.time.Seconds()/ks.time.Seconds(),
 		app.ctrl.cpu.Seconds()/ks.ctrl.cpu.Seconds(), app.ctrl.peakRSSMiB/ks.ctrl.peakRSSMiB)
+	fmt.Fprintf(&t, "requests per app during the rollout: application-controller %.1f, kustomize-controller %.1f (client QPS 50, burst 300)\n",
+		total(app.requests)/float64(n), total(ks.requests)/float64(n))
+	fmt.Fprintf(&t, "  application-controller (method code): %s\n", format(app.requests))
+	fmt.Fprintf(&t, "  kustomize-controller (method code): %s\n", format(ks.requests))
 	fmt.Fprintf(&t, "no-change refresh of %d: %.1f s, %.2f CPU s; per app %.2f requests, %.2f client writes, %.2f API server writes\n",
 		n, ref.time.Seconds(), ref.cpu.Seconds(), reqs/nf, writes/nf, api/nf)
 	fmt.Fprintf(&t, "  controller requests (method code): %s\n", format(ref.client))
