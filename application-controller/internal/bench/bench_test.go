@@ -119,6 +119,9 @@ type phase struct {
 	// requests are the controller's client requests from its start to the
 	// end of the phase, by method and code.
 	requests map[string]float64
+	// notFound are the API server's 404 answers over the phase, by verb
+	// and resource: reads of objects that do not exist (yet).
+	notFound map[string]float64
 }
 
 // refresh is the no-change refresh's figures.
@@ -273,11 +276,13 @@ func runKustomizations(b *testing.B, n int, url, exe string, sc *testenv.Process
 // controller: its start-up (caches, discovery) is part of the rollout.
 func measureFromStart(b *testing.B, sc *testenv.Process, startCtrl func() *testenv.Process, wait func()) phase {
 	resetPeakRSS(sc.PID())
-	s0 := procUsage(b, sc.PID())
+	s0, api0 := procUsage(b, sc.PID()), scrapeAPIServer(b)
 	t0 := time.Now()
 	ctrl := startCtrl()
 	wait()
 	p := phase{time: time.Since(t0)}
+	p.notFound = scrapeAPIServer(b).minus(api0).byLabels("apiserver_request_total",
+		func(k string) bool { return label(k, "code") == "404" }, "verb", "resource")
 	c1, s1 := procUsage(b, ctrl.PID()), procUsage(b, sc.PID())
 	p.ctrl = c1 // from the process's start
 	p.source = usage{cpu: s1.cpu - s0.cpu, peakRSSMiB: s1.peakRSSMiB}
