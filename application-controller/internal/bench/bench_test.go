@@ -122,6 +122,9 @@ type phase struct {
 	// notFound are the API server's 404 answers over the phase, by verb
 	// and resource: reads of objects that do not exist (yet).
 	notFound map[string]float64
+	// anonMiB and fileMiB split the controller's RSS at the phase's end
+	// into anonymous memory (heap, stacks) and file pages (the binary).
+	anonMiB, fileMiB float64
 }
 
 // refresh is the no-change refresh's figures.
@@ -285,6 +288,8 @@ func measureFromStart(b *testing.B, sc *testenv.Process, startCtrl func() *teste
 		func(k string) bool { return label(k, "code") == "404" }, "verb", "resource")
 	c1, s1 := procUsage(b, ctrl.PID()), procUsage(b, sc.PID())
 	p.ctrl = c1 // from the process's start
+	pid := strconv.Itoa(ctrl.PID())
+	p.anonMiB, p.fileMiB = statusMiB(b, pid, "RssAnon"), statusMiB(b, pid, "RssFile")
 	p.source = usage{cpu: s1.cpu - s0.cpu, peakRSSMiB: s1.peakRSSMiB}
 	return p
 }

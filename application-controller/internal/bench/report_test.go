@@ -48,6 +48,8 @@ func report(b *testing.B, n int, app, ks phase, ref refresh) {
 	row("kustomize-controller (Ready)", ks)
 	fmt.Fprintf(&t, "%-34s %10.2f %8.2f %14.2f\n", "ratio app / ks", app.time.Seconds()/ks.time.Seconds(),
 		app.ctrl.cpu.Seconds()/ks.ctrl.cpu.Seconds(), app.ctrl.peakRSSMiB/ks.ctrl.peakRSSMiB)
+	fmt.Fprintf(&t, "RSS at the end (anonymous + file pages, MiB): application-controller %.1f + %.1f, kustomize-controller %.1f + %.1f\n",
+		app.anonMiB, app.fileMiB, ks.anonMiB, ks.fileMiB)
 	fmt.Fprintf(&t, "requests per app during the rollout: application-controller %.1f, kustomize-controller %.1f (client QPS 50, burst 300)\n",
 		total(app.requests)/float64(n), total(ks.requests)/float64(n))
 	fmt.Fprintf(&t, "  application-controller (method code): %s\n", format(app.requests))
