@@ -119,9 +119,10 @@ type phase struct {
 	// requests are the controller's client requests from its start to the
 	// end of the phase, by method and code.
 	requests map[string]float64
-	// notFound are the API server's 404 answers over the phase, by verb
-	// and resource: reads of objects that do not exist (yet).
-	notFound map[string]float64
+	// refused are the API server's 404 and 409 answers over the phase, by
+	// code, verb and resource: reads of objects that do not exist (yet),
+	// creates of objects that do.
+	refused map[string]float64
 	// anonMiB and fileMiB split the controller's RSS at the phase's end
 	// into anonymous memory (heap, stacks) and file pages (the binary).
 	anonMiB, fileMiB float64
@@ -284,8 +285,8 @@ func measureFromStart(b *testing.B, sc *testenv.Process, startCtrl func() *teste
 	ctrl := startCtrl()
 	wait()
 	p := phase{time: time.Since(t0)}
-	p.notFound = scrapeAPIServer(b).minus(api0).byLabels("apiserver_request_total",
-		func(k string) bool { return label(k, "code") == "404" }, "verb", "resource")
+	p.refused = scrapeAPIServer(b).minus(api0).byLabels("apiserver_request_total",
+		func(k string) bool { c := label(k, "code"); return c == "404" || c == "409" }, "code", "verb", "resource")
 	c1, s1 := procUsage(b, ctrl.PID()), procUsage(b, sc.PID())
 	p.ctrl = c1 // from the process's start
 	pid := strconv.Itoa(ctrl.PID())

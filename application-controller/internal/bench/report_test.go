@@ -54,8 +54,8 @@ func report(b *testing.B, n int, app, ks phase, ref refresh) {
 		total(app.requests)/float64(n), total(ks.requests)/float64(n))
 	fmt.Fprintf(&t, "  application-controller (method code): %s\n", format(app.requests))
 	fmt.Fprintf(&t, "  kustomize-controller (method code): %s\n", format(ks.requests))
-	fmt.Fprintf(&t, "  API server 404s over the rollout: applications side %s; kustomizations side %s\n",
-		format(app.notFound), format(ks.notFound))
+	fmt.Fprintf(&t, "  API server 404s and 409s over the rollout: Applications side %s; Kustomizations side %s\n",
+		format(app.refused), format(ks.refused))
 	fmt.Fprintf(&t, "no-change refresh of %d: %.1f s, %.2f CPU s; per app %.2f requests, %.2f client writes, %.2f API server writes\n",
 		n, ref.time.Seconds(), ref.cpu.Seconds(), reqs/nf, writes/nf, api/nf)
 	fmt.Fprintf(&t, "  controller requests (method code): %s\n", format(ref.client))
