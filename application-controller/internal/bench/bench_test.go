@@ -29,7 +29,7 @@ const (
 	objects = 5
 	// perAppTimeout bounds each phase at this much per Application (or
 	// Kustomization), plus a minute: the benchmark fails rather than hangs.
-	perAppTimeout = 720 * time.Millisecond
+	perAppTimeout = 2 * time.Second
 	// trailing is how long requests are still counted after every
 	// Application reported the no-change refresh handled.
 	trailing = 5 * time.Second
