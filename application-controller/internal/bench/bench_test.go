@@ -71,8 +71,12 @@ type binaries map[string]string
 //     application-controller starts; the clock runs until every
 //     Application is Synced and Healthy at the commit. app-cpu-s and
 //     app-peak-rss-MiB are application-controller's (/proc/<pid>/stat and
-//     VmHWM), app-sc-cpu-s and app-sc-peak-rss-MiB source-controller's
-//     over the same window (one GitRepository serves every Application);
+//     VmHWM), app-sc-cpu-s source-controller's over the same window (one
+//     GitRepository serves every Application), app-req/app the
+//     controller's client requests per Application; the printed table adds
+//     source-controller's peak RSS, the RSS split into anonymous and file
+//     pages, requests by method and code, and the API server's 404 and 409
+//     answers by resource;
 //   - refresh-*: a no-change refresh of the N (argocd.argoproj.io/refresh:
 //     normal) until every Application has handled it (the annotation gone),
 //     plus a trailing 5 s: application-controller's requests and writes per
