@@ -127,12 +127,14 @@ demo: build
 	bin/eddy dev demo
 
 ## bench: benchmarks, each reported as a ratio to a baseline measured in the same run
+## (Applications: N=100; EDDY_BENCH_APPS_N=100,1000 adds 1,000)
 bench: tools
 	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/
 	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 3h ./kustomize-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./helm-controller/internal/bench/
 	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./application-controller/internal/bench/
 
 ## lint: gofmt, go vet, and the code's size limits (tools/shape: hand-written Go files under
 ## 600 lines, functions under 100; tests and generated files aside)
