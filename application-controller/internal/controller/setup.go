@@ -29,7 +29,9 @@ const (
 // message), AppProjects (their Applications), and, as Applications render
 // them, the kinds of their objects (watch.go).
 func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	r.renders = newRenderCache(512)
+	// A render per Application is kept: more Applications than entries
+	// would render again at every comparison.
+	r.renders = newRenderCache(4096)
 	r.waves = &waveGate{}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(context.Background(), &argov1.Application{}, sourceIndex, sourceObjects); err != nil {

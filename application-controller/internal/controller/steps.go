@@ -11,6 +11,7 @@ import (
 	"github.com/eddyops/eddy/application-controller/internal/project"
 	"github.com/eddyops/eddy/pkg/ssa"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,7 +32,11 @@ func (r *ApplicationReconciler) compareFor(ctx context.Context, app *argov1.Appl
 	if st.SyncResult != nil && st.SyncResult.Revision != "" && len(sync.Sources) == 0 && !app.IsMultiSource() {
 		revision = st.SyncResult.Revision
 	}
-	if sync.Source == nil && len(sync.Sources) == 0 && (revision == "" || (c.target != nil && len(c.target.revisions) > 0 && revision == c.target.revisions[0])) {
+	// An auto-sync's operation carries the spec's own source: the
+	// comparison just made serves it, with no second render and dry-run.
+	sameSource := (sync.Source == nil || (app.Spec.Source != nil && len(app.Spec.Sources) == 0 && equality.Semantic.DeepEqual(*sync.Source, *app.Spec.Source))) &&
+		(len(sync.Sources) == 0 || equality.Semantic.DeepEqual(sync.Sources, app.Spec.Sources))
+	if sameSource && (revision == "" || (c.target != nil && len(c.target.revisions) > 0 && revision == c.target.revisions[0])) {
 		return c, nil
 	}
 	pinned := app.DeepCopy()
@@ -97,6 +102,11 @@ func (r *ApplicationReconciler) createNamespace(ctx context.Context, run *syncRu
 		return fmt.Errorf("namespace %s is not permitted in project '%s'", ns, run.c.project.Name)
 	}
 	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	// Read first (cached): Applications sharing a namespace would each get
+	// a conflict from Create.
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), &corev1.Namespace{}); err == nil {
+		return nil
+	}
 	if m := run.app.Spec.SyncPolicy; m != nil && m.ManagedNamespaceMetadata != nil {
 		obj.Labels, obj.Annotations = m.ManagedNamespaceMetadata.Labels, m.ManagedNamespaceMetadata.Annotations
 	}

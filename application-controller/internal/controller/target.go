@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
@@ -16,10 +15,10 @@ import (
 	"github.com/eddyops/eddy/application-controller/internal/render"
 	"github.com/eddyops/eddy/application-controller/internal/source"
 	"github.com/eddyops/eddy/application-controller/internal/tracking"
+	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -96,21 +95,8 @@ func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Appl
 // the old commit. "" otherwise.
 func (r *ApplicationReconciler) fetchFailure(ctx context.Context, src argov1.ApplicationSource, rev string) string {
 	kinds := source.Kinds(src)
-	var obj interface {
-		client.Object
-		GetConditions() []metav1.Condition
-	}
-	switch kinds[len(kinds)-1] {
-	case sourcev1.GitRepositoryKind:
-		obj = &sourcev1.GitRepository{}
-	case sourcev1.HelmChartKind:
-		obj = &sourcev1.HelmChart{}
-	case sourcev1.OCIRepositoryKind:
-		obj = &sourcev1.OCIRepository{}
-	default:
-		return ""
-	}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: source.ObjectName(src, rev)}, obj); err != nil {
+	obj := r.sourceObject(ctx, src, rev)
+	if obj == nil {
 		return ""
 	}
 	for _, c := range obj.GetConditions() {
@@ -119,6 +105,34 @@ func (r *ApplicationReconciler) fetchFailure(ctx context.Context, src argov1.App
 		}
 	}
 	return ""
+}
+
+// sourceObject reads (cached) the source object that holds src's
+// artifact; nil when there is none yet.
+func (r *ApplicationReconciler) sourceObject(ctx context.Context, src argov1.ApplicationSource, rev string) sourceObject {
+	kinds := source.Kinds(src)
+	var obj sourceObject
+	switch kinds[len(kinds)-1] {
+	case sourcev1.GitRepositoryKind:
+		obj = &sourcev1.GitRepository{}
+	case sourcev1.HelmChartKind:
+		obj = &sourcev1.HelmChart{}
+	case sourcev1.OCIRepositoryKind:
+		obj = &sourcev1.OCIRepository{}
+	default:
+		return nil
+	}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: source.ObjectName(src, rev)}, obj); err != nil {
+		return nil
+	}
+	return obj
+}
+
+// sourceObject is what the controller reads of a source object.
+type sourceObject interface {
+	client.Object
+	GetConditions() []metav1.Condition
+	GetLastHandledReconcileRequest() string
 }
 
 // render renders one source, from the cache when the same artifact was
@@ -280,18 +294,19 @@ func copyResult(res *render.Result) *render.Result {
 }
 
 // requestSourceRefresh asks source-controller to fetch an Application's
-// sources now (Flux's reconcile.fluxcd.io/requestedAt on each source
-// object), for the refresh annotation (argocd-contract §3.2).
+// sources now, for the refresh annotation (argocd-contract §3.2), unless
+// a fetch it was asked for is still to come (requestedAt not yet
+// handled): that fetch sees the newest commit too, so many Applications
+// on one repository refreshed together make one fetch.
 func (r *ApplicationReconciler) requestSourceRefresh(ctx context.Context, app *argov1.Application) {
-	now := r.clock().Format(time.RFC3339Nano)
 	for _, src := range app.GetSources() {
-		for _, kind := range source.Kinds(src) {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(sourcev1.GroupVersion.WithKind(kind))
-			u.SetNamespace(r.Namespace)
-			u.SetName(source.ObjectName(src, ""))
-			patch := []byte(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"` + now + `"}}}`)
-			_ = r.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch))
+		if obj := r.sourceObject(ctx, src, ""); obj != nil {
+			if asked := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]; asked != "" && asked != obj.GetLastHandledReconcileRequest() {
+				continue
+			}
+		}
+		if err := r.Sources.Refresh(ctx, src, ""); err != nil {
+			r.Log.V(1).Info("cannot request a fetch", "source", source.ObjectName(src, ""), "error", err.Error())
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -212,8 +213,15 @@ func releasePods(t *testing.T, ns string, labels map[string]string, set func(*co
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		set(p, metav1.Now())
-		if err := env.Client.Status().Update(t.Context(), p); err != nil {
+		// The scheduler and kwok write the pod too: read it again on a conflict.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(p), p); err != nil {
+				return err
+			}
+			set(p, metav1.Now())
+			return env.Client.Status().Update(t.Context(), p)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -100,7 +100,7 @@ func renderSource(ctx context.Context, in Input) (*Result, error) {
 	if _, err := DetectType(in.Root, in.Source); err != nil {
 		return nil, err
 	}
-	if err := checkSymlinks(in.Root); err != nil {
+	if err := symlinks.check(in.Root); err != nil {
 		return nil, err
 	}
 	var err error
