@@ -221,6 +221,9 @@ func newAppDiffCommand(g *globalFlags) *cobra.Command {
 			}
 			app.PrintDiff(cmd.OutOrStdout(), objs)
 			if len(objs) > 0 && exitCode {
+				if len(objs) == 1 {
+					return &exitError{1, errors.New("1 object differs from Git")}
+				}
 				return &exitError{1, fmt.Errorf("%d objects differ from Git", len(objs))}
 			}
 			return nil

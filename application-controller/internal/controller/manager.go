@@ -159,6 +159,14 @@ func NewManager(c Config) (ctrl.Manager, error) {
 	})); err != nil {
 		return nil, err
 	}
+	// The default AppProject exists from the start, as Argo CD's API
+	// server creates it (argocd-contract §8.1); a runnable needs the lease.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		r.ensureDefaultProject(ctx)
+		return nil
+	})); err != nil {
+		return nil, err
+	}
 	return mgr, nil
 }
 

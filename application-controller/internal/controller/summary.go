@@ -113,6 +113,16 @@ func (r *ApplicationReconciler) project(ctx context.Context, app *argov1.Applica
 	return p, nil
 }
 
+// ensureDefaultProject creates the default AppProject in the controller's
+// namespace when it is missing; a failure is logged, and project() tries
+// again when an Application needs it.
+func (r *ApplicationReconciler) ensureDefaultProject(ctx context.Context) {
+	p := &argov1.AppProject{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: argov1.DefaultProject}, Spec: project.Default()}
+	if err := r.Client.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+		r.Log.Info("cannot create the default project", "error", apiReason(err))
+	}
+}
+
 // sourceNamespaceAllowed: an Application outside the controller's
 // namespace must be in one of the project's sourceNamespaces (globs).
 func sourceNamespaceAllowed(p *argov1.AppProject, ns string) bool {
