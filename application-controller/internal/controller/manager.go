@@ -6,6 +6,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"net/http"
 	"os"
@@ -116,6 +117,11 @@ func NewManager(c Config) (ctrl.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
+	}
+	if !c.WatchAllNamespaces {
+		// The cache would hold RUNTIME_NAMESPACE only: no Application of
+		// --namespace, nor the objects they render, would be seen.
+		return nil, errors.New("--watch-all-namespaces=false is not supported: Applications are read in --namespace and --application-namespaces, and the objects they render are watched in every namespace")
 	}
 	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &argov1.Application{})
 	if err != nil {

@@ -379,6 +379,10 @@ func writeOverlay(fsys filesys.FileSystem, o Options, comps []string) error {
 		switch c {
 		case "notification-controller":
 			args = []string{watch, logLevel}
+		case ApplicationController:
+			// It always watches every namespace: the objects Applications
+			// render can be anywhere (it refuses =false).
+			args = []string{"--events-addr=" + eventsAddr, "--watch-all-namespaces=true", logLevel}
 		case "source-controller":
 			args = []string{"--events-addr=" + eventsAddr, watch, logLevel, "", "", "",
 				fmt.Sprintf("--storage-adv-addr=%s.$(RUNTIME_NAMESPACE).svc.%s.", c, o.ClusterDomain)}
