@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/eddyops/eddy/pkg/helmvalues"
 	"io/fs"
 	"net/url"
 	"os"
@@ -40,7 +41,7 @@ func helmValues(in Input, app string, h *argov1.ApplicationSourceHelm, vars map[
 		if err := yaml.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("failed to parse value file '%s': %s", vf, err)
 		}
-		vals = mergeValues(vals, m)
+		vals = helmvalues.Merge(vals, m)
 	}
 	inline := map[string]any{}
 	switch {
@@ -53,7 +54,7 @@ func helmValues(in Input, app string, h *argov1.ApplicationSourceHelm, vars map[
 			return nil, fmt.Errorf("failed to parse helm.values: %s", err)
 		}
 	}
-	vals = mergeValues(vals, inline)
+	vals = helmvalues.Merge(vals, inline)
 	for _, forceString := range []bool{false, true} {
 		for _, p := range h.Parameters {
 			if p.ForceString != forceString {
@@ -110,25 +111,6 @@ func readValueFile(in Input, app, p string, vars map[string]string) ([]byte, err
 		return nil, fmt.Errorf("value file '%s' cannot be read", p)
 	}
 	return data, nil
-}
-
-// mergeValues is b over a, as Helm merges successive --values files: maps
-// merge key by key, anything else in b replaces a's.
-func mergeValues(a, b map[string]any) map[string]any {
-	out := make(map[string]any, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		if bm, ok := v.(map[string]any); ok {
-			if am, ok := out[k].(map[string]any); ok {
-				out[k] = mergeValues(am, bm)
-				continue
-			}
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // escapeSet escapes the commas of a --set value that is not a {list}, so
