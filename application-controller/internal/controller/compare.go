@@ -77,6 +77,10 @@ func (r *ApplicationReconciler) compare(ctx context.Context, app *argov1.Applica
 		return c
 	case err != nil:
 		c.err, c.errType = err, argov1.ConditionComparisonError
+		var se *specError
+		if errors.As(err, &se) { // an object without a namespace (argocd-contract §1.8)
+			c.errType = argov1.ConditionInvalidSpecError
+		}
 		return c
 	}
 	c.target = t

@@ -32,6 +32,9 @@ func (r *ApplicationReconciler) finalize(ctx context.Context, app, orig *argov1.
 	if fin == "" {
 		return ctrl.Result{}, r.gcSources(ctx)
 	}
+	if st := app.Status.OperationState; st != nil && st.Phase == argov1.OperationRunning {
+		r.terminateHooks(ctx, st) // a sync cut short leaves no hook running
+	}
 	objs, err := r.deletable(ctx, app)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -59,28 +62,62 @@ func (r *ApplicationReconciler) finalize(ctx context.Context, app, orig *argov1.
 }
 
 // deletable reads the Application's tracked live objects that deletion
-// may remove (plan.DeletionAllowed).
+// may remove (plan.DeletionAllowed): those of status.resources and the
+// hooks of the last operation (Argo CD deletes every tracked object but
+// CRDs and the Application itself); a hook loses its hook finalizer.
 func (r *ApplicationReconciler) deletable(ctx context.Context, app *argov1.Application) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	instance := app.InstanceName(r.Namespace)
-	for _, res := range app.Status.Resources {
-		if res.Hook || res.Kind == "CustomResourceDefinition" {
-			continue
-		}
-		gvk := schema.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind}
-		live, err := r.getLive(ctx, gvk, res.Namespace, res.Name)
+	for _, ref := range finalizeCandidates(app) {
+		live, err := r.getLive(ctx, ref.gvk, ref.namespace, ref.name)
 		if err != nil {
 			return nil, err
 		}
-		if live == nil || !tracking.OwnedBy(live, instance, res.Namespace == "") || isSelf(app, live) {
+		if live == nil || !tracking.OwnedBy(live, instance, ref.namespace == "") || isSelf(app, live) {
 			continue
 		}
 		if !plan.DeletionAllowed(live, app.GetSyncOptions()) {
 			continue
 		}
+		if err := r.removeHookFinalizer(ctx, live); err != nil {
+			return nil, err
+		}
 		out = append(out, live)
 	}
 	return out, nil
+}
+
+type objectRef struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+}
+
+// finalizeCandidates are the objects of status.resources (not hooks, not
+// CRDs) and the hooks the last operation recorded, each once.
+func finalizeCandidates(app *argov1.Application) []objectRef {
+	seen := map[objectRef]bool{}
+	var out []objectRef
+	add := func(group, version, kind, ns, name string) {
+		ref := objectRef{schema.GroupVersionKind{Group: group, Version: version, Kind: kind}, ns, name}
+		if kind == "CustomResourceDefinition" || name == "" || seen[ref] {
+			return
+		}
+		seen[ref] = true
+		out = append(out, ref)
+	}
+	for _, res := range app.Status.Resources {
+		if !res.Hook {
+			add(res.Group, res.Version, res.Kind, res.Namespace, res.Name)
+		}
+	}
+	if st := app.Status.OperationState; st != nil && st.SyncResult != nil {
+		for _, res := range st.SyncResult.Resources {
+			if res.HookType != "" {
+				add(res.Group, res.Version, res.Kind, res.Namespace, res.Name)
+			}
+		}
+	}
+	return out
 }
 
 // gcSources deletes the source objects no Application uses any more.

@@ -188,7 +188,7 @@ func (r *ApplicationReconciler) normalizeTarget(app *argov1.Application, t *targ
 		case scopeNamespaced:
 			if u.GetNamespace() == "" {
 				if dest == "" {
-					return fmt.Errorf("Namespace for %s %s is missing.", u.GetName(), u.GroupVersionKind())
+					return &specError{fmt.Sprintf("Namespace for %s %s is missing.", u.GetName(), u.GroupVersionKind())}
 				}
 				u.SetNamespace(dest)
 			}
