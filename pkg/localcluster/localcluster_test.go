@@ -132,6 +132,17 @@ func startHelper(t *testing.T, mode string) (cmd *exec.Cmd, pids, ports []int, d
 	t.Helper()
 	cmd = exec.Command(os.Args[0], "-test.run=^TestHelperCluster$")
 	cmd.Env = append(os.Environ(), "EDDY_LOCALCLUSTER_HELPER="+mode)
+	if mode == "plain" {
+		// A temporary directory of its own: a cluster started meanwhile by
+		// another test binary sweeps the directories of dead owners under
+		// os.TempDir(), and would remove the one this test expects left.
+		tmp, err := os.MkdirTemp("", "lc-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(tmp) })
+		cmd.Env = append(cmd.Env, "TMPDIR="+tmp)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
