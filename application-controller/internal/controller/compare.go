@@ -240,26 +240,49 @@ func (r *ApplicationReconciler) diffOne(ctx context.Context, desired, live *unst
 	return nil, "", argov1.SyncStatusSynced
 }
 
-// findPrunable reads the objects of the last comparison that are no
-// longer rendered: those still tracked by this Application are pruning
-// candidates (argocd-contract §5).
+// findPrunable reads the objects tracked by this Application that are no
+// longer rendered: pruning candidates (argocd-contract §5). They are found
+// by tracking id in the live watches' cache, as Argo CD finds them in its
+// cluster cache, and among the last status.resources (kinds not watched,
+// remote clusters); each is read once to confirm it.
 func (r *ApplicationReconciler) findPrunable(ctx context.Context, app *argov1.Application, c *comparison, instance string) error {
+	type candidate struct {
+		gvk             schema.GroupVersionKind
+		namespace, name string
+	}
+	var cands []candidate
+	seen := map[string]bool{}
+	add := func(gvk schema.GroupVersionKind, ns, name string) {
+		k := plan.Key(gvk.Group, gvk.Kind, ns, name)
+		if _, desired := c.desired[k]; !desired && !seen[k] {
+			seen[k] = true
+			cands = append(cands, candidate{gvk, ns, name})
+		}
+	}
 	for _, res := range app.Status.Resources {
-		if res.Hook {
-			continue
+		if !res.Hook {
+			add(schema.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind}, res.Namespace, res.Name)
 		}
-		k := plan.Key(res.Group, res.Kind, res.Namespace, res.Name)
-		if _, ok := c.desired[k]; ok {
-			continue
+	}
+	if r.local() {
+		for _, u := range r.live.tracked(ctx, instance) {
+			if _, isHook := plan.Hook(u); !isHook {
+				add(u.GroupVersionKind(), u.GetNamespace(), u.GetName())
+			}
 		}
-		gvk := schema.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind}
-		live, err := r.getLive(ctx, gvk, res.Namespace, res.Name)
+	}
+	for _, cd := range cands {
+		live, err := r.getLive(ctx, cd.gvk, cd.namespace, cd.name)
 		if err != nil {
 			return err
 		}
-		if live == nil || !tracking.OwnedBy(live, instance, res.Namespace == "") {
+		if live == nil || !tracking.OwnedBy(live, instance, cd.namespace == "") {
 			continue
 		}
+		if _, isHook := plan.Hook(live); isHook {
+			continue
+		}
+		k := plan.Key(cd.gvk.Group, cd.gvk.Kind, cd.namespace, cd.name)
 		c.live[k] = live
 		c.prune = append(c.prune, live)
 		c.status[k] = argov1.SyncStatusOutOfSync

@@ -62,7 +62,7 @@ func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 	if err != nil {
 		return err
 	}
-	r.live = &liveWatches{watched: map[schema.GroupVersionKind]bool{}, ctrl: c, cache: mgr.GetCache(),
+	r.live = &liveWatches{watched: map[schema.GroupVersionKind]bool{}, indexed: map[schema.GroupVersionKind]bool{}, ctrl: c, cache: mgr.GetCache(),
 		namespace: r.Namespace, log: mgr.GetLogger().WithName("watches")}
 	return nil
 }

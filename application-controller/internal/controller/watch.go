@@ -9,6 +9,7 @@ import (
 	"github.com/eddyops/eddy/application-controller/internal/tracking"
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,6 +28,7 @@ import (
 type liveWatches struct {
 	mu        sync.Mutex
 	watched   map[schema.GroupVersionKind]bool
+	indexed   map[schema.GroupVersionKind]bool // by trackedByIndex
 	ctrl      controller.Controller
 	cache     cache.Cache
 	namespace string
@@ -49,19 +51,76 @@ func (w *liveWatches) ensure(gvk schema.GroupVersionKind) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.watched[gvk] {
+	if w.indexed[gvk] {
 		return
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	err := w.ctrl.Watch(source.Kind[client.Object](w.cache, obj, handler.EnqueueRequestsFromMapFunc(w.owner)))
-	if err != nil {
-		// A kind not served yet (its CRD not installed): tried again at the
-		// next comparison.
-		w.log.V(1).Info("cannot watch kind", "kind", gvk.String(), "error", err.Error())
+	if !w.watched[gvk] {
+		err := w.ctrl.Watch(source.Kind[client.Object](w.cache, obj, handler.EnqueueRequestsFromMapFunc(w.owner)))
+		if err != nil {
+			// A kind not served yet (its CRD not installed): tried again at
+			// the next comparison.
+			w.log.V(1).Info("cannot watch kind", "kind", gvk.String(), "error", err.Error())
+			return
+		}
+		w.watched[gvk] = true
+	}
+	if err := w.cache.IndexField(context.Background(), obj, trackedByIndex, trackedBy); err != nil {
+		w.log.V(1).Info("cannot index kind", "kind", gvk.String(), "error", err.Error())
 		return
 	}
-	w.watched[gvk] = true
+	w.indexed[gvk] = true
+}
+
+// trackedByIndex indexes the watched objects by the app instance their
+// tracking id names.
+const trackedByIndex = "eddy.tracking-app"
+
+func trackedBy(o client.Object) []string {
+	if p, ok := tracking.Parse(o.GetAnnotations()[argov1.AnnotationTrackingID]); ok && p.App != "" {
+		return []string{p.App}
+	}
+	return nil
+}
+
+// tracked returns the watched objects whose tracking id names instance
+// and describes the object itself (tracking.OwnedBy), as metadata-only
+// objects: what Argo CD finds in its cluster cache as the app's live
+// objects (argocd-contract §5), read from the cache without a request.
+// Kinds the Application never rendered since the controller started are
+// not watched, so the caller adds the objects of the last
+// status.resources.
+func (w *liveWatches) tracked(ctx context.Context, instance string) []*unstructured.Unstructured {
+	if w == nil || w.ctrl == nil {
+		return nil
+	}
+	w.mu.Lock()
+	kinds := make([]schema.GroupVersionKind, 0, len(w.indexed))
+	for gvk := range w.indexed {
+		kinds = append(kinds, gvk)
+	}
+	w.mu.Unlock()
+	var out []*unstructured.Unstructured
+	for _, gvk := range kinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := w.cache.List(ctx, list, client.MatchingFields{trackedByIndex: instance}); err != nil {
+			continue // not synced yet: the status' resources still count
+		}
+		for i := range list.Items {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			u.SetNamespace(list.Items[i].Namespace)
+			u.SetName(list.Items[i].Name)
+			u.SetAnnotations(list.Items[i].Annotations)
+			u.SetOwnerReferences(list.Items[i].OwnerReferences)
+			if tracking.OwnedBy(u, instance, u.GetNamespace() == "") {
+				out = append(out, u)
+			}
+		}
+	}
+	return out
 }
 
 // owner maps a live object to the Application its tracking id names.

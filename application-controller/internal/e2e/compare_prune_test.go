@@ -7,6 +7,7 @@ import (
 	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -99,5 +100,43 @@ func TestComparePruneFalseKeepsAnObjectRemovedFromGit(t *testing.T) {
 	}
 	if app.Status.Sync.Status != argov1.SyncStatusOutOfSync {
 		t.Errorf("sync %q after a sync without prune, want OutOfSync", app.Status.Sync.Status)
+	}
+}
+
+// TestComparePruneFindsTrackedObjectsNotInStatus: an object carrying the
+// Application's own tracking id is part of the app although the last
+// status never listed it (written out of band, or applied just before a
+// crash lost the status write): the app turns OutOfSync with it requiring
+// pruning, and a sync with prune deletes it, as Argo CD finds an app's
+// objects by tracking id in its cluster cache (argocd-contract §5). Without
+// selfHeal no auto-sync runs again at the same revision.
+func TestComparePruneFindsTrackedObjectsNotInStatus(t *testing.T) {
+	t.Parallel()
+	logsOnFailure(t)
+	app, _, ns := pruneApp(t, true)
+	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: ns, Annotations: map[string]string{
+		argov1.AnnotationTrackingID: app.Name + ":/ConfigMap:" + ns + "/stray"}}}
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "copied", Namespace: ns, Annotations: map[string]string{
+		argov1.AnnotationTrackingID: app.Name + ":/ConfigMap:" + ns + "/a"}}} // another object's id: not this one's
+	create(t, stray)
+	create(t, other)
+	waitApp(t, app, "OutOfSync with stray requiring pruning", func() bool {
+		for _, r := range app.Status.Resources {
+			if r.Name == "stray" && r.RequiresPruning && app.Status.Sync.Status == argov1.SyncStatusOutOfSync {
+				return true
+			}
+		}
+		return false
+	})
+	requestSync(t, app, `{"operation":{"initiatedBy":{"username":"me"},"sync":{"prune":true}}}`)
+	waitApp(t, app, "stray pruned", func() bool {
+		r := resultOf(app, "ConfigMap", "stray")
+		return app.Operation == nil && r != nil && r.Status == argov1.ResultPruned && app.Status.Sync.Status == argov1.SyncStatusSynced
+	})
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(stray), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("stray still exists after its prune (err %v)", err)
+	}
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(other), &corev1.ConfigMap{}); err != nil {
+		t.Errorf("an object with a copied tracking id was pruned: %v", err)
 	}
 }
