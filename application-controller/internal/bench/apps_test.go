@@ -33,10 +33,12 @@ func application(n, i int, url, dest string) *argov1.Application {
 	}
 }
 
-// runApplications creates n Applications, starts application-controller,
-// waits until all are Synced and Healthy at sha, runs the no-change
-// refresh and stops the controller.
-func runApplications(b *testing.B, n int, url, sha, exe string, sc *testenv.Process, work string) (phase, refresh) {
+// runApplications creates n Applications on repo, starts
+// application-controller, waits until all are Synced and Healthy at sha,
+// runs the no-change refresh, measures self-heal and stops the controller.
+func runApplications(b *testing.B, n int, repo *testenv.Repo, sha, exe string, sc *testenv.Process, work string) (phase, refresh) {
+	url := repo.URL()
+	fetches0 := gitSrv.Fetches(repo.Name)
 	ctx := context.Background()
 	fast := fastClient(b)
 	// The destination namespace is left to CreateNamespace, and unique per
@@ -65,10 +67,12 @@ func runApplications(b *testing.B, n int, url, sha, exe string, sc *testenv.Proc
 	}, func() { waitAll(b, w, all, "Applications Synced and Healthy", phaseTimeout(n)) })
 	defer ac.Stop()
 	p.requests = scrapeController(b, addr).byLabels("rest_client_requests_total", nil, "method", "code")
+	p.fetches = gitSrv.Fetches(repo.Name) - fetches0
 	if profDir != "" {
 		saveProfile(b, addr, "heap", prefix+".heap.pprof")
 	}
 	ref := noChangeRefresh(b, n, ac, addr, profDir, prefix)
+	ref.heal = selfHeal(b, n, dest)
 	return p, ref
 }
 

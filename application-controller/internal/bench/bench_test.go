@@ -127,6 +127,9 @@ type phase struct {
 	// code, verb and resource: reads of objects that do not exist (yet),
 	// creates of objects that do.
 	refused map[string]float64
+	// fetches are the Git server's clones and fetches of the repository
+	// over the phase (Applications only).
+	fetches int
 	// anonMiB and fileMiB split the controller's RSS at the phase's end
 	// into anonymous memory (heap, stacks) and file pages (the binary).
 	anonMiB, fileMiB float64
@@ -139,6 +142,8 @@ type refresh struct {
 	client     map[string]float64 // the controller's requests by method and code
 	apiWrites  map[string]float64 // the API server's non-dry-run writes by verb and resource
 	ownPatches float64            // the benchmark's annotation patches, among apiWrites
+	// heal are the self-heal times after it, sorted (see selfHeal).
+	heal []time.Duration
 }
 
 func benchApplications(b *testing.B, n int, bins binaries) {
@@ -158,7 +163,7 @@ func benchApplications(b *testing.B, n int, bins binaries) {
 	defer sc.Stop()
 
 	b.ResetTimer()
-	app, ref := runApplications(b, n, repo.URL(), sha, bins["application-controller"], sc, work)
+	app, ref := runApplications(b, n, repo, sha, bins["application-controller"], sc, work)
 	ks := runKustomizations(b, n, repo.URL(), bins["kustomize-controller"], sc, work)
 	b.StopTimer()
 	b.Logf("load average at end: %s", loadavg())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // report gives the figures of one run as benchmark metrics and prints them
@@ -37,6 +38,12 @@ func report(b *testing.B, n int, app, ks phase, ref refresh) {
 	b.ReportMetric(writes/nf, "refresh-client-writes/app")
 	b.ReportMetric(api/nf, "refresh-apiserver-writes/app")
 
+	if len(ref.heal) > 0 {
+		b.ReportMetric(ref.heal[len(ref.heal)/2].Seconds(), "self-heal-median-s")
+		b.ReportMetric(ref.heal[len(ref.heal)-1].Seconds(), "self-heal-max-s")
+	}
+	b.ReportMetric(float64(app.fetches), "app-git-fetches")
+
 	var t strings.Builder
 	fmt.Fprintf(&t, "N=%d × %d ConfigMaps, one Git repository\n", n, objects)
 	fmt.Fprintf(&t, "%-34s %10s %8s %14s %10s %14s\n", "", "time s", "CPU s", "peak RSS MiB", "sc CPU s", "sc peak MiB")
@@ -54,12 +61,23 @@ func report(b *testing.B, n int, app, ks phase, ref refresh) {
 		total(app.requests)/float64(n), total(ks.requests)/float64(n))
 	fmt.Fprintf(&t, "  application-controller (method code): %s\n", format(app.requests))
 	fmt.Fprintf(&t, "  kustomize-controller (method code): %s\n", format(ks.requests))
+	fmt.Fprintf(&t, "  Git fetches of the repository during the rollout (%d Applications, one source): %d\n", n, app.fetches)
 	fmt.Fprintf(&t, "  API server 404s and 409s over the rollout: Applications side %s; Kustomizations side %s\n",
 		format(app.refused), format(ks.refused))
 	fmt.Fprintf(&t, "no-change refresh of %d: %.1f s, %.2f CPU s; per app %.2f requests, %.2f client writes, %.2f API server writes\n",
 		n, ref.time.Seconds(), ref.cpu.Seconds(), reqs/nf, writes/nf, api/nf)
 	fmt.Fprintf(&t, "  controller requests (method code): %s\n", format(ref.client))
 	fmt.Fprintf(&t, "  API server writes, not dry-run (incl. the benchmark's %.0f annotation patches): %s", ref.ownPatches, format(ref.apiWrites))
+	fmt.Fprintf(&t, "\nself-heal after an edit of a Git-declared key, %d edits one at a time, sorted: %s", len(ref.heal), durations(ref.heal))
 	// Printed, not logged: go test cuts a benchmark's log to a few lines.
 	fmt.Println(t.String())
+}
+
+// durations formats ds in milliseconds, e.g. "[212 230 …] ms".
+func durations(ds []time.Duration) string {
+	ms := make([]string, len(ds))
+	for i, d := range ds {
+		ms[i] = fmt.Sprint(d.Milliseconds())
+	}
+	return "[" + strings.Join(ms, " ") + "] ms"
 }
