@@ -38,7 +38,7 @@ func eddyCLI(t *testing.T) string {
 			eddyErr = err
 			return
 		}
-		out := filepath.Join(logs, "eddy")
+		out := filepath.Join(ctrls.Dir, "eddy")
 		cmd := exec.Command("go", "build", "-o", out, "./cli")
 		cmd.Dir = root
 		if b, err := cmd.CombinedOutput(); err != nil {

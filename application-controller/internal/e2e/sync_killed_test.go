@@ -40,7 +40,7 @@ func TestSyncResumesAfterControllerKilled(t *testing.T) {
 		t.Fatalf("Jobs %v, want prepare and one migrate-…", jobs)
 	}
 
-	procs["application-controller"].Kill()
+	ctrls.Proc("application-controller").Kill()
 	restarted := false
 	t.Cleanup(func() {
 		if !restarted {

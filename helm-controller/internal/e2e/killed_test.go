@@ -36,7 +36,7 @@ func TestHelmControllerKilled(t *testing.T) {
 	create(t, ks)
 	waitFor(t, ks, "applied", func() bool { return ks.Status.LastAppliedRevision != "" })
 
-	procs["helm-controller"].Kill()
+	ctrls.Proc("helm-controller").Kill()
 	t.Cleanup(func() {
 		if t.Failed() {
 			restart(t, "helm-controller") // for the tests after this one

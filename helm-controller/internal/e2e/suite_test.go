@@ -73,14 +73,8 @@ func installGatewayAPI(e *testenv.Environment) (func(), error) {
 	return func() {}, err
 }
 
-// procs are the four controllers the tests share, by name; exes and args
-// are their binaries and flags, for a restart.
-var (
-	procs = map[string]*testenv.Process{}
-	exes  = map[string]string{}
-	args  map[string][]string
-	logs  string
-)
+// ctrls are the four controllers the tests share, by name.
+var ctrls *testenv.Controllers
 
 // startControllers builds and runs the four controllers, the three
 // reconciling ones sending their events to notification-controller, as
@@ -97,63 +91,26 @@ func startControllers(e *testenv.Environment) (func(), error) {
 	events, receiver, storage := ports[0], ports[1], ports[2]
 	eventsURL := fmt.Sprintf("--events-addr=http://127.0.0.1:%d", events)
 	retry := []string{"--min-retry-delay=200ms", "--max-retry-delay=5s"}
-	logs = dir
-	args = map[string][]string{
+	args := map[string][]string{
 		"notification-controller": {fmt.Sprintf("--events-addr=127.0.0.1:%d", events), fmt.Sprintf("--receiverAddr=127.0.0.1:%d", receiver)},
 		"source-controller": append([]string{eventsURL, "--storage-path=" + filepath.Join(dir, "storage"),
 			fmt.Sprintf("--storage-addr=127.0.0.1:%d", storage), fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", storage)}, retry...),
 		"kustomize-controller": append([]string{eventsURL}, retry...),
 		"helm-controller":      append([]string{eventsURL}, retry...),
 	}
-	stop := func() {
-		for _, p := range procs {
-			p.Stop()
-		}
-		os.RemoveAll(dir)
+	ctrls, err = testenv.StartControllers(e, dir, []string{"notification-controller", "source-controller", "kustomize-controller", "helm-controller"}, args)
+	if err != nil {
+		return nil, err
 	}
-	for _, name := range []string{"notification-controller", "source-controller", "kustomize-controller", "helm-controller"} {
-		exe, err := testenv.BuildController(name, dir)
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		exes[name] = exe
-		p, err := testenv.StartController(e, exe, filepath.Join(dir, name+".log"), args[name]...)
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		procs[name] = p
-	}
-	return stop, nil
+	return ctrls.Stop, nil
 }
 
 // restart starts the controller name again, as a kubelet restarts a
 // container, its log in a new file.
-func restart(t *testing.T, name string) {
-	t.Helper()
-	p, err := testenv.StartController(env, exes[name], filepath.Join(logs, fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano())), args[name]...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	procs[name] = p
-}
+func restart(t *testing.T, name string) { t.Helper(); ctrls.Restart(t, env, name) }
 
 // logsOnFailure prints the controllers' logs when t fails.
-func logsOnFailure(t *testing.T) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, p := range procs {
-			b, _ := os.ReadFile(p.LogPath)
-			if len(b) > 20000 {
-				b = b[len(b)-20000:]
-			}
-			t.Logf("%s (last 20 kB):\n%s", filepath.Base(p.LogPath), b)
-		}
-	})
-}
+func logsOnFailure(t *testing.T) { ctrls.LogsOnFailure(t) }
 
 // releaseTimeout bounds a wait for a Helm action: an install waits for
 // the release's Deployments to become Available on kwok nodes.
