@@ -175,7 +175,7 @@ var commitSHA = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
 // truncated SHA) to the one fetched commit it starts. A malformed SHA and a
 // prefix of several commits stall; a prefix of none is not found (yet).
 func commitHash(repo *git.Repository, sha string) (plumbing.Hash, error) {
-	if !commitSHA.MatchString(sha) || strings.Trim(sha, "0") == "" {
+	if !commitSHA.MatchString(sha) || sha == plumbing.ZeroHash.String() {
 		return plumbing.ZeroHash, errStalling{fmt.Errorf("commit %q is not a SHA-1 of 7 to 40 hex digits", sha)}
 	}
 	if len(sha) == 40 {
