@@ -42,18 +42,45 @@ type TarOptions struct {
 	// EnterGit walks into .git directories like any other (Exclude still
 	// applies); by default they are never entered.
 	EnterGit bool
+	// FollowSymlinks archives each symbolic link as what it points to, as
+	// Argo CD renders a checkout: a file's content as a regular file under
+	// the link's name, a directory as a copy of its tree under the link's
+	// name (links inside followed too). The target, resolved through
+	// chains of links, must stay inside the root (and out of .git unless
+	// EnterGit); a link that leaves it or is absolute fails the archive
+	// with a *SymlinkError (OutOfBounds), one that resolves to nothing
+	// (missing target, a loop of links) with a *SymlinkError (Dangling).
+	// A link back to a directory being copied (a cycle) is archived as an
+	// empty directory. Entries and bytes reached through links are bounded
+	// by DefaultLimits, as consumers extract them. Excluded links are
+	// matched by their own name, as files are; a linked directory's
+	// contents by their names below the link. Beyond Flux, whose archives
+	// drop links; off, the bytes are Flux's.
+	FollowSymlinks bool
 }
 
 // WriteTarGz writes the tree at root to w as a tar.gz in lexical order with
 // only regular files and directories (symbolic links and other types are
-// dropped), the root itself as ".", uid/gid 0, no user or group names and
-// zero times, so the bytes depend only on names, contents, modes (see
-// TarOptions.KeepModes) and opts. The gzip stream uses the default level
-// and an empty header. With KeepModes and EnterGit it is the format of
-// fluxcd/pkg/tar.Tar, which `flux build|push artifact` use.
+// dropped, unless TarOptions.FollowSymlinks), the root itself as ".",
+// uid/gid 0, no user or group names and zero times, so the bytes depend
+// only on names, contents, modes (see TarOptions.KeepModes) and opts. The
+// gzip stream uses the default level and an empty header. With KeepModes
+// and EnterGit it is the format of fluxcd/pkg/tar.Tar, which `flux
+// build|push artifact` use. A link FollowSymlinks refuses is returned as
+// a *SymlinkError (what was written to w is then no archive).
 func WriteTarGz(w io.Writer, root string, opts TarOptions) error {
 	gz := gzip.NewWriter(w)
 	tw := tar.NewWriter(gz)
+	a := &archiver{tw: tw, opts: opts}
+	if opts.FollowSymlinks {
+		real, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			return err
+		}
+		if a.root, err = filepath.Abs(real); err != nil {
+			return err
+		}
+	}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -64,6 +91,12 @@ func WriteTarGz(w io.Writer, root string, opts TarOptions) error {
 		}
 		if d.IsDir() && d.Name() == ".git" && !opts.EnterGit {
 			return filepath.SkipDir
+		}
+		if opts.FollowSymlinks && d.Type()&fs.ModeSymlink != 0 {
+			// The walk follows no link, so the link's directory is as
+			// real as the root.
+			parent := filepath.Join(a.root, filepath.Dir(rel))
+			return a.link(parent, d.Name(), filepath.ToSlash(rel), a.ancestors(rel))
 		}
 		// Flux compatible: an excluded directory loses its own entry only; its
 		// contents are matched one by one, so `/*` with `!/apps/production/`
@@ -78,17 +111,7 @@ func WriteTarGz(w io.Writer, root string, opts TarOptions) error {
 		if err != nil {
 			return err
 		}
-		hdr, err := tarHeader(info, filepath.ToSlash(rel), opts.KeepModes)
-		if err != nil {
-			return err
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("archiving %s: %w", hdr.Name, err)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		return copyFile(tw, path, hdr.Size, hdr.Name)
+		return a.write(info, path, filepath.ToSlash(rel))
 	})
 	if err != nil {
 		return err
@@ -97,6 +120,33 @@ func WriteTarGz(w io.Writer, root string, opts TarOptions) error {
 		return err
 	}
 	return gz.Close()
+}
+
+// archiver writes the entries of one WriteTarGz.
+type archiver struct {
+	tw   *tar.Writer
+	opts TarOptions
+	// root is the real, absolute root (FollowSymlinks only).
+	root string
+	// linkedEntries and linkedBytes count what links added (FollowSymlinks).
+	linkedEntries int
+	linkedBytes   int64
+}
+
+// write archives the regular file or directory described by info, whose
+// content is read from path, under the slash-separated name.
+func (a *archiver) write(info fs.FileInfo, path, name string) error {
+	hdr, err := tarHeader(info, name, a.opts.KeepModes)
+	if err != nil {
+		return err
+	}
+	if err := a.tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("archiving %s: %w", hdr.Name, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil
+	}
+	return copyFile(a.tw, path, hdr.Size, hdr.Name)
 }
 
 // tarHeader is the header of a regular file or directory named name.

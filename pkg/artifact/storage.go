@@ -86,6 +86,14 @@ func (s *Storage) Archive(objectDir, fileName, revision, root string, ignore *Ig
 	return s.write(objectDir, fileName, revision, func(w io.Writer) error { return WriteArchive(w, root, ignore) })
 }
 
+// ArchiveWith is Archive with the archive's options: opts.Exclude for the
+// ignore rules (Ignore.Match), opts.FollowSymlinks for links followed
+// (TarOptions). A refused link is a *SymlinkError, and then no artifact is
+// written (the previous ones stay).
+func (s *Storage) ArchiveWith(objectDir, fileName, revision, root string, opts TarOptions) (*meta.Artifact, error) {
+	return s.write(objectDir, fileName, revision, func(w io.Writer) error { return WriteTarGz(w, root, opts) })
+}
+
 // Copy writes the bytes of r as the artifact `<objectDir>/<fileName>` and
 // returns it as Archive does: written to a temporary file in the same
 // directory, then renamed, so readers never see a partial file; mode 0600;

@@ -8,6 +8,27 @@ import (
 // GitRepositoryKind is the kind name of GitRepository.
 const GitRepositoryKind = "GitRepository"
 
+// SymlinksAnnotation on a GitRepository chooses how source-controller
+// archives the checkout's symbolic links. With the value SymlinksFollow, a
+// link whose target (resolved through chains of links) stays inside the
+// checkout and out of .git is archived as what it points to: a file's
+// content as a regular file under the link's name, a directory as a copy
+// of its tree (a link back to a directory being copied becomes an empty
+// directory); a link that leaves the checkout (absolute, or climbing above
+// the root) fails the artifact with "repository contains out-of-bounds
+// symlinks. file: <path relative to the root>" (Argo CD's message and
+// rule), one whose target is missing with "repository contains dangling
+// symlinks. file: <path>"; the condition is StorageOperationFailed
+// (ArchiveOperationFailed) and the previous artifact stays. Any other value,
+// or no annotation, archives regular files and directories only, as Flux
+// does, byte for byte. Beyond Flux: application-controller sets it on the
+// GitRepositories it owns, so Argo CD Applications render linked
+// manifests as Argo CD does.
+const SymlinksAnnotation = "eddy.dev/symlinks"
+
+// SymlinksFollow is the value of SymlinksAnnotation that follows links.
+const SymlinksFollow = "follow"
+
 // Authentication providers of GitRepository.spec.provider; unset means generic.
 const (
 	GitProviderGeneric = "generic"
@@ -136,8 +157,12 @@ type GitRepositoryRef struct {
 	// +optional
 	Name string `json:"name,omitempty"`
 
-	// Commit SHA to check out; with Branch, the branch is cloned shallowly and
-	// must contain the commit.
+	// Commit SHA to check out; with Branch, the branch is fetched and must
+	// contain the commit. Beyond Flux (which takes the full 40 hex digits):
+	// a prefix of 7 to 40 hex digits is accepted, resolved among the
+	// fetched commits (all branches, or Branch's history) as Argo CD
+	// resolves a truncated SHA; a prefix matching several commits stalls
+	// with an error naming it. The artifact revision carries the full SHA.
 	// +optional
 	Commit string `json:"commit,omitempty"`
 }

@@ -76,8 +76,9 @@ func renderKustomize(in Input) ([]*unstructured.Unstructured, error) {
 
 // copyRepo copies the repository's files (not .git) into a kustomize
 // in-memory filesystem rooted at "/". Links were checked to stay inside the
-// repository (checkSymlinks): a link to a file is copied as that file, a
-// link to a directory is left out.
+// repository (checkSymlinks; an unpacked artifact holds none, its links
+// were resolved by source-controller): a link to a file is copied as that
+// file, a link to a directory is left out.
 func copyRepo(root string) (filesys.FileSystem, error) {
 	fsys := filesys.MakeFsInMemory()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

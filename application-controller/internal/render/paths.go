@@ -109,9 +109,13 @@ func (c *checkedRoots) check(root string) error {
 
 // checkSymlinks refuses a checkout holding a symbolic link that is
 // absolute or points above the repository root, as Argo CD checks every
-// checkout before it renders: "symlink '<file>' points outside the
-// repository". A link's target is judged as written, relative to the
-// link's directory, so chains of in-repository links are fine.
+// checkout before it renders, with its message "repository contains
+// out-of-bounds symlinks. file: <file>". A link's target is judged as
+// written, relative to the link's directory, so chains of in-repository
+// links are fine. source-controller resolves a Git checkout's links before
+// the artifact exists (sourcev1.SymlinksAnnotation) and extraction refuses
+// links, so an unpacked artifact holds none: this check keeps a render
+// from leaving whatever directory it is handed.
 func checkSymlinks(root string) error {
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -130,7 +134,7 @@ func checkSymlinks(root string) error {
 		}
 		t := filepath.ToSlash(target)
 		if path.IsAbs(t) || filepath.IsAbs(target) || escapes(path.Join(path.Dir(rel), t)) {
-			return fmt.Errorf("symlink '%s' points outside the repository", rel)
+			return fmt.Errorf("repository contains out-of-bounds symlinks. file: %s", rel)
 		}
 		return nil
 	})

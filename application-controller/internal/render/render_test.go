@@ -128,7 +128,7 @@ func TestRenderErrorsAreStable(t *testing.T) {
 		src  argov1.ApplicationSource
 		want string // the whole message, or its start when ending in "…"
 	}{
-		{name: "a symlink out of the repository", src: argov1.ApplicationSource{Path: "plain"}, want: "symlink 'abs/link.yaml' points outside the repository"},
+		{name: "a symlink out of the repository", src: argov1.ApplicationSource{Path: "plain"}, want: "repository contains out-of-bounds symlinks. file: abs/link.yaml"},
 		{name: "a jsonnet error names the file", src: argov1.ApplicationSource{Path: "badjsonnet"}, want: "failed to evaluate jsonnet 'badjsonnet/main.jsonnet': …"},
 		{name: "a jsonnet import out of the repository", src: argov1.ApplicationSource{Path: "importer"}, want: "failed to evaluate jsonnet 'importer/main.jsonnet': …outside the repository…"},
 		{name: "jsonnet that is not objects", src: argov1.ApplicationSource{Path: "notobj"}, want: "failed to unmarshal 'notobj/main.jsonnet': a document is not an object"},

@@ -85,6 +85,20 @@ func TestEnsureWithSourceController(t *testing.T) {
 			t.Errorf("NotReady %q", nr.Error())
 		}
 	})
+	t.Run("symbolic links", func(t *testing.T) {
+		lr := gs.NewRepo(t, map[string]string{"shared/cm.yaml": "v: shared\n"})
+		if err := os.MkdirAll(filepath.Join(lr.Work, "apps"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../shared/cm.yaml", filepath.Join(lr.Work, "apps", "cm.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		lr.MustCommit(t, map[string]string{}, "a link")
+		f := ensureEventually(t, m, argov1.ApplicationSource{RepoURL: lr.URL(), Path: "apps"}, "")
+		if b, err := os.ReadFile(filepath.Join(f.Dir, "apps", "cm.yaml")); err != nil || string(b) != "v: shared\n" {
+			t.Errorf("apps/cm.yaml = %q, %v; want the linked file's content", b, err)
+		}
+	})
 	cases := []struct {
 		target, revision, want, content string
 	}{
@@ -94,6 +108,7 @@ func TestEnsureWithSourceController(t *testing.T) {
 		{"v1.0.0", "", c1, "v: 1\n"},
 		{"1.*", "", c1, "v: 1\n"},
 		{"main", c1, c1, "v: 1\n"},
+		{c1[:8], "", c1, "v: 1\n"}, // a short SHA, after branch and tag
 	}
 	for _, tc := range cases {
 		t.Run(tc.target+"@"+tc.revision, func(t *testing.T) {

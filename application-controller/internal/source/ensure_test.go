@@ -13,6 +13,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
@@ -139,6 +140,73 @@ func TestEnsureTriesAMissingBranchAsATag(t *testing.T) {
 	f, err := m.Ensure(ctx, app("a", src), src, "")
 	if err != nil || f.Revision != sha {
 		t.Fatalf("Ensure = %+v, %v", f, err)
+	}
+}
+
+// TestEnsureTriesAShortSHAAsACommit: a 7 to 39 hex revision that is
+// neither a branch nor a tag becomes ref.commit, kept by later Ensures, and
+// its artifact gives the full SHA; one that is no commit either says so.
+func TestEnsureTriesAShortSHAAsACommit(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	srv := newArtifactServer(t)
+	short := strings.ToUpper(sha[:8])
+	src := argov1.ApplicationSource{RepoURL: "https://git.example.com/acme/infra.git", TargetRevision: short}
+	_, err := m.Ensure(ctx, app("a", src), src, "")
+	asNotReady(t, err)
+	var repo sourcev1.GitRepository
+	get(t, m, &repo, ObjectName(src, ""))
+	if repo.Spec.Reference.Branch != short || repo.Annotations[sourcev1.SymlinksAnnotation] != sourcev1.SymlinksFollow {
+		t.Fatalf("first tried as a branch, links followed: %+v %v", repo.Spec.Reference, repo.Annotations)
+	}
+	for _, kind := range []string{"heads", "tags"} {
+		setStatus(t, &repo, nil, false, "GitOperationFailed",
+			`failed to checkout and determine revision: unable to clone 'https://git.example.com/acme/infra.git': couldn't find remote ref "refs/`+kind+`/`+short+`"`, false)
+		_, err = m.Ensure(ctx, app("a", src), src, "")
+		asNotReady(t, err)
+		get(t, m, &repo, repo.Name)
+	}
+	if r := repo.Spec.Reference; r.Commit != sha[:8] || r.Tag != "" || r.Branch != "" {
+		t.Fatalf("after branch and tag: %+v", r)
+	}
+	_, err = m.Ensure(ctx, app("a", src), src, "")
+	asNotReady(t, err)
+	get(t, m, &repo, repo.Name)
+	if repo.Spec.Reference.Commit != sha[:8] {
+		t.Fatalf("the switch was undone: %+v", repo.Spec.Reference)
+	}
+	setStatus(t, &repo, nil, false, "GitOperationFailed",
+		`failed to checkout and determine revision: unable to clone 'https://git.example.com/acme/infra.git': unable to resolve commit object for '`+sha[:8]+`': no fetched commit starts with it`, false)
+	_, err = m.Ensure(ctx, app("a", src), src, "")
+	if nr := asNotReady(t, err); nr.Message != `revision "`+short+`" is neither a branch, a tag nor a commit of the repository` {
+		t.Errorf("neither: %+v", nr)
+	}
+	art := srv.add("/c.tar.gz", "sha1:"+sha, artifacttest.Files(t, map[string]string{"x.yaml": "a: 1\n"}))
+	setStatus(t, &repo, art, true, meta.SucceededReason, "stored artifact", false)
+	f, err := m.Ensure(ctx, app("a", src), src, "")
+	if err != nil || f.Revision != sha {
+		t.Fatalf("Ensure = %+v, %v; want the full SHA", f, err)
+	}
+}
+
+// TestEnsureAsksAnOlderGitRepositoryToFollowLinks: a GitRepository made
+// without the symlinks annotation gets it, with a reconcile request.
+func TestEnsureAsksAnOlderGitRepositoryToFollowLinks(t *testing.T) {
+	ctx := context.Background()
+	m := newManager(t)
+	src := argov1.ApplicationSource{RepoURL: "https://git.example.com/acme/older.git", TargetRevision: "main"}
+	old := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: ObjectName(src, "")},
+		Spec: sourcev1.GitRepositorySpec{URL: "https://git.example.com/acme/older.git", Interval: metav1.Duration{Duration: time.Minute},
+			Reference: &sourcev1.GitRepositoryRef{Branch: "main"}}}
+	if err := env.Client.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Ensure(ctx, app("a", src), src, "")
+	asNotReady(t, err)
+	var repo sourcev1.GitRepository
+	get(t, m, &repo, old.Name)
+	if repo.Annotations[sourcev1.SymlinksAnnotation] != sourcev1.SymlinksFollow || repo.Annotations[meta.ReconcileRequestAnnotation] == "" {
+		t.Errorf("annotations %v, want links followed and a reconcile requested", repo.Annotations)
 	}
 }
 

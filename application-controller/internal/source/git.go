@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -48,11 +49,12 @@ func (m *Manager) ensureGit(ctx context.Context, project string, src argov1.Appl
 	}
 	_, err = controllerutil.CreateOrUpdate(ctx, m.Client, obj, func() error {
 		setLabel(obj)
+		followSymlinks(obj)
 		obj.Spec.URL = u
 		obj.Spec.Interval = metav1.Duration{Duration: m.interval()}
 		obj.Spec.SecretRef = secretRef(obj.Name, data)
-		// Keep a switch to the tag of the same name (see below).
-		if cur := obj.Spec.Reference; ref.Branch == "" || cur == nil || cur.Tag != ref.Branch {
+		// Keep a switch to the tag or commit of the same name (see below).
+		if cur := obj.Spec.Reference; ref.Branch == "" || cur == nil || !switchedFrom(cur, ref.Branch) {
 			obj.Spec.Reference = ref
 		}
 		return nil
@@ -80,9 +82,49 @@ func (m *Manager) ensureGit(ctx context.Context, project string, src argov1.Appl
 			Message: fmt.Sprintf("no branch %q: trying the tag %q", branch, branch)}
 	}
 	if tag := obj.Spec.Reference.Tag; tag != "" && ref.Branch == tag && missingRef(nr.Message, "refs/tags/"+tag) {
+		if shortSHA.MatchString(tag) {
+			// Argo CD takes a name that is neither as a truncated commit SHA.
+			obj.Spec.Reference = &sourcev1.GitRepositoryRef{Commit: strings.ToLower(tag)}
+			if err := m.Client.Update(ctx, obj); err != nil {
+				return nil, objectError(sourcev1.GitRepositoryKind, obj.Name, err)
+			}
+			return nil, &NotReady{Kind: sourcev1.GitRepositoryKind, Name: obj.Name,
+				Message: fmt.Sprintf("no branch nor tag %q: trying it as a commit SHA", tag)}
+		}
 		nr.Message = fmt.Sprintf("revision %q is neither a branch nor a tag of the repository", tag)
 	}
+	if c := obj.Spec.Reference.Commit; c != "" && ref.Branch != "" && strings.Contains(nr.Message, "unable to resolve commit object for '"+c+"'") {
+		nr.Message = fmt.Sprintf("revision %q is neither a branch, a tag nor a commit of the repository", ref.Branch)
+	}
 	return nil, nr
+}
+
+// switchedFrom reports whether the ref cur is what Ensure switched the
+// branch name to when the remote has no such branch: the tag of that
+// name, or the commit it abbreviates.
+func switchedFrom(cur *sourcev1.GitRepositoryRef, branch string) bool {
+	return cur.Tag == branch || (shortSHA.MatchString(branch) && cur.Commit == strings.ToLower(branch))
+}
+
+// followSymlinks asks source-controller to archive symbolic links as
+// what they point to and to refuse links out of the repository
+// (sourcev1.SymlinksAnnotation), as Argo CD renders a checkout
+// (argocd-contract §1.2, its out-of-bounds symlink check). An object that
+// had not asked is also asked to fetch again now: an annotation does not
+// change its generation, and its artifact was built without links.
+func followSymlinks(obj *sourcev1.GitRepository) {
+	a := obj.GetAnnotations()
+	if a[sourcev1.SymlinksAnnotation] == sourcev1.SymlinksFollow {
+		return
+	}
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[sourcev1.SymlinksAnnotation] = sourcev1.SymlinksFollow
+	if !obj.CreationTimestamp.IsZero() {
+		a[meta.ReconcileRequestAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+	}
+	obj.SetAnnotations(a)
 }
 
 // withURLCredentials moves credentials written in an http(s) URL into

@@ -55,7 +55,10 @@ func wantedRevision(src argov1.ApplicationSource, revision string) string {
 }
 
 var (
-	commitSHA  = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
+	commitSHA = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
+	// shortSHA is a truncated commit SHA, tried after branch and tag
+	// (Argo CD's truncated-SHA pattern, less the full length).
+	shortSHA   = regexp.MustCompile(`^[0-9a-fA-F]{7,39}$`)
 	scpLikeURL = regexp.MustCompile(`^([^/:@]+@)?([^/:]+):(.*)$`)
 )
 
@@ -74,7 +77,8 @@ func isConstraint(rev string) bool {
 // (argocd-contract §1.3): HEAD to ref.name HEAD, a 40-hex SHA to
 // ref.commit, refs/... to ref.name, a semver constraint to ref.semver, and
 // any other name to ref.branch (Ensure switches it to ref.tag when the
-// branch does not exist). tagPrefix is prepended to a name tried as a tag;
+// branch does not exist, then a 7 to 39 hex name to ref.commit when the
+// tag does not either: Argo CD tries a truncated SHA as a ref first). tagPrefix is prepended to a name tried as a tag;
 // with a constraint it is refused: source-controller's semver matches all
 // tags, unprefixed.
 func gitRef(rev, tagPrefix string) (*sourcev1.GitRepositoryRef, error) {
@@ -157,6 +161,8 @@ func matchesRef(ref *sourcev1.GitRepositoryRef, artifactRevision string) bool {
 	}
 	name = strings.TrimSuffix(name, "@")
 	switch {
+	case ref.Commit != "" && len(ref.Commit) < len(sha):
+		return len(sha) == 40 && strings.HasPrefix(strings.ToLower(sha), strings.ToLower(ref.Commit))
 	case ref.Commit != "":
 		return strings.EqualFold(sha, ref.Commit)
 	case ref.Name != "":

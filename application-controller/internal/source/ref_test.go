@@ -37,6 +37,7 @@ func TestGitRefMapsArgoRevisions(t *testing.T) {
 		{rev: "~1.2", want: sourcev1.GitRepositoryRef{SemVer: "~1.2"}},
 		// A short SHA cannot be told from a name: tried as a branch.
 		{rev: "0123456", want: sourcev1.GitRepositoryRef{Branch: "0123456"}},
+		{rev: "ABCDEF0", want: sourcev1.GitRepositoryRef{Branch: "ABCDEF0"}},
 		{rev: "v1.0.1", prefix: "app1/", want: sourcev1.GitRepositoryRef{Tag: "app1/v1.0.1"}},
 		{rev: "v1.0.*", prefix: "app1/", err: true},
 	}
@@ -50,6 +51,30 @@ func TestGitRefMapsArgoRevisions(t *testing.T) {
 		}
 		if err != nil || !reflect.DeepEqual(*got, tc.want) {
 			t.Errorf("gitRef(%q, %q) = %+v, %v; want %+v", tc.rev, tc.prefix, got, err, tc.want)
+		}
+	}
+}
+
+// TestSwitchedFromRecognisesTheTagAndCommitOfABranchName: Ensure keeps
+// the tag of the branch name it tried, and the commit a 7 to 39 hex name
+// abbreviates.
+func TestSwitchedFromRecognisesTheTagAndCommitOfABranchName(t *testing.T) {
+	cases := []struct {
+		cur    sourcev1.GitRepositoryRef
+		branch string
+		want   bool
+	}{
+		{sourcev1.GitRepositoryRef{Tag: "v1"}, "v1", true},
+		{sourcev1.GitRepositoryRef{Tag: "v2"}, "v1", false},
+		{sourcev1.GitRepositoryRef{Commit: "abcdef01"}, "ABCDEF01", true},
+		{sourcev1.GitRepositoryRef{Commit: "abcdef01"}, "abcdef02", false},
+		{sourcev1.GitRepositoryRef{Commit: "main"}, "main", false},
+		{sourcev1.GitRepositoryRef{Branch: "abcdef01"}, "abcdef01", false},
+		{sourcev1.GitRepositoryRef{Commit: sha}, sha, false}, // a full SHA is never a branch first
+	}
+	for _, tc := range cases {
+		if got := switchedFrom(&tc.cur, tc.branch); got != tc.want {
+			t.Errorf("switchedFrom(%+v, %q) = %v, want %v", tc.cur, tc.branch, got, tc.want)
 		}
 	}
 }
@@ -118,6 +143,10 @@ func TestMatchesRefChecksTheArtifactRevision(t *testing.T) {
 		{sourcev1.GitRepositoryRef{Tag: "v1"}, "v1@sha1:" + sha, true},
 		{sourcev1.GitRepositoryRef{Commit: sha}, "sha1:" + sha, true},
 		{sourcev1.GitRepositoryRef{Commit: sha}, "sha1:" + strings.Repeat("f", 40), false},
+		{sourcev1.GitRepositoryRef{Commit: sha[:8]}, "sha1:" + sha, true},
+		{sourcev1.GitRepositoryRef{Commit: strings.ToUpper(sha[:7])}, "sha1:" + sha, true},
+		{sourcev1.GitRepositoryRef{Commit: sha[:8]}, "sha1:" + strings.Repeat("f", 40), false},
+		{sourcev1.GitRepositoryRef{Commit: sha[:8]}, "sha1:" + sha[:20], false},
 		{sourcev1.GitRepositoryRef{SemVer: "1.2.*"}, "v1.2.7@sha1:" + sha, true},
 		{sourcev1.GitRepositoryRef{SemVer: "1.2.*"}, "v1.3.0@sha1:" + sha, false},
 		{sourcev1.GitRepositoryRef{Name: "refs/heads/x"}, "refs/heads/x@sha1:" + sha, true},

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -150,6 +151,56 @@ func (t target) revision(hash string) string {
 		return "sha1:" + hash
 	}
 	return t.revRef + "@sha1:" + hash
+}
+
+// current reports whether the artifact revision rev is of the target's
+// commit: its revision, or for a short commit SHA the same ref at a full
+// SHA starting with it (so a short SHA does not refetch at each interval).
+func (t target) current(rev string) bool {
+	if t.hash == "" {
+		return false
+	}
+	if rev == t.revision(t.hash) {
+		return true
+	}
+	full, ok := strings.CutPrefix(rev, t.revision(""))
+	return t.commit && ok && len(full) == 40 && strings.HasPrefix(full, t.hash)
+}
+
+// commitSHA is spec.ref.commit as accepted: 7 to 40 hex digits, lower case.
+var commitSHA = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+
+// commitHash resolves spec.ref.commit (lower case) in repo: a full SHA as
+// it is; a prefix of 7 to 39 hex digits (beyond Flux, as Argo CD accepts a
+// truncated SHA) to the one fetched commit it starts. A malformed SHA and a
+// prefix of several commits stall; a prefix of none is not found (yet).
+func commitHash(repo *git.Repository, sha string) (plumbing.Hash, error) {
+	if !commitSHA.MatchString(sha) || sha == plumbing.ZeroHash.String() {
+		return plumbing.ZeroHash, errStalling{fmt.Errorf("commit %q is not a SHA-1 of 7 to 40 hex digits", sha)}
+	}
+	if len(sha) == 40 {
+		return plumbing.NewHash(sha), nil
+	}
+	iter, err := repo.CommitObjects()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	var found []plumbing.Hash
+	err = iter.ForEach(func(c *object.Commit) error {
+		if strings.HasPrefix(c.Hash.String(), sha) {
+			found = append(found, c.Hash)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return plumbing.ZeroHash, err
+	case len(found) == 0:
+		return plumbing.ZeroHash, fmt.Errorf("unable to resolve commit object for '%s': no fetched commit starts with it", sha)
+	case len(found) > 1:
+		return plumbing.ZeroHash, errStalling{fmt.Errorf("commit %q is ambiguous: %d fetched commits start with it", sha, len(found))}
+	}
+	return found[0], nil
 }
 
 // errStalling marks errors that retrying cannot fix without a spec change.
@@ -306,9 +357,8 @@ func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, sub
 
 	var hash plumbing.Hash
 	if t.commit {
-		hash = plumbing.NewHash(t.hash)
-		if len(t.hash) != 40 || hash.IsZero() {
-			return nil, errStalling{fmt.Errorf("commit %q is not a full 40-character SHA-1", t.hash)}
+		if hash, err = commitHash(repo, t.hash); err != nil {
+			return nil, err
 		}
 	} else {
 		ref, err := repo.Reference(localRef(t.refName), true)

@@ -154,7 +154,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	if incErr != nil {
 		return incErr
 	}
-	if cur := obj.Status.Artifact; cur != nil && tgt.hash != "" && cur.Revision == tgt.revision(tgt.hash) &&
+	if cur := obj.Status.Artifact; cur != nil && tgt.current(cur.Revision) &&
 		!contentConfigChanged(obj) && !includesChanged(included, obj.Status.IncludedArtifacts) {
 		if !wasReady { // recovered without needing a new artifact
 			r.Events.Event(obj, corev1.EventTypeNormal, meta.SucceededReason,
@@ -247,7 +247,7 @@ func markOutdated(obj *sourcev1.GitRepository, tgt target, included []*meta.Arti
 	}
 	reason, msg := "", ""
 	switch {
-	case tgt.hash != "" && cur.Revision != tgt.revision(tgt.hash):
+	case tgt.hash != "" && !tgt.current(cur.Revision):
 		reason, msg = sourcev1.NewRevisionReason, fmt.Sprintf("new upstream revision '%s'", tgt.revision(tgt.hash))
 	case includesChanged(included, obj.Status.IncludedArtifacts):
 		reason, msg = sourcev1.IncludeChangeReason, "included artifacts differ from last observed includes"
@@ -268,10 +268,15 @@ func (r *GitRepositoryReconciler) store(ctx context.Context, obj *sourcev1.GitRe
 		return &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.SourceIgnoreErrorReason,
 			Message: "failed to load source ignore rules: " + strings.ReplaceAll(err.Error(), dir, ".")}
 	}
-	art, err := r.Storage.Archive(objDir, artifact.FileName(rev), rev, dir, ignore)
+	follow := followSymlinks(obj)
+	art, err := r.Storage.ArchiveWith(objDir, artifact.FileName(rev), rev, dir,
+		artifact.TarOptions{Exclude: ignore.Match, FollowSymlinks: follow})
 	if err != nil {
 		return &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
 			Message: "failed to archive the checkout: " + strings.ReplaceAll(err.Error(), dir, ".")}
+	}
+	if follow {
+		art.Metadata = map[string]string{sourcev1.SymlinksAnnotation: sourcev1.SymlinksFollow}
 	}
 	prev := obj.Status.Artifact
 	obj.Status.Artifact = art
@@ -311,7 +316,15 @@ func contentConfigChanged(obj *sourcev1.GitRepository) bool {
 	return !equalStringPtr(obj.Spec.Ignore, s.ObservedIgnore) ||
 		obj.Spec.RecurseSubmodules != s.ObservedRecurseSubmodules ||
 		!equalStrings(obj.Spec.SparseCheckout, s.ObservedSparseCheckout) ||
-		!equality.Semantic.DeepEqual(normalize(obj.Spec.Include), normalize(s.ObservedInclude))
+		!equality.Semantic.DeepEqual(normalize(obj.Spec.Include), normalize(s.ObservedInclude)) ||
+		(s.Artifact != nil && followSymlinks(obj) != (s.Artifact.Metadata[sourcev1.SymlinksAnnotation] == sourcev1.SymlinksFollow))
+}
+
+// followSymlinks reports whether obj asks for its links to be followed
+// (sourcev1.SymlinksAnnotation, beyond Flux); the artifact built so
+// records it in its metadata, so a change of the annotation rebuilds it.
+func followSymlinks(obj *sourcev1.GitRepository) bool {
+	return obj.GetAnnotations()[sourcev1.SymlinksAnnotation] == sourcev1.SymlinksFollow
 }
 
 func normalize(incs []sourcev1.GitRepositoryInclude) []sourcev1.GitRepositoryInclude {
