@@ -42,11 +42,11 @@ func (m *Manager) replacedManager(e metav1.ManagedFieldsEntry) bool {
 // cleanupPatch returns the JSON patch that hands the fields of kubectl and
 // before-first-apply to the applier's Apply entry and drops stale metadata
 // from live, or nil when there is nothing to clean or the desired object
-// is annotated `ssa: Merge`. After it, a field removed from Git is removed
+// is annotated `ssa: Merge`, or m.KeepManagers. After it, a field removed from Git is removed
 // from the object even if kubectl set it first. taken is the field set
 // handed over.
 func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) (patch []byte, taken *fieldpath.Set) {
-	if live == nil || flag(desired, SSAAnnotation) == "merge" {
+	if live == nil || m.KeepManagers || flag(desired, SSAAnnotation) == "merge" {
 		return nil, nil
 	}
 	// The patch applies only to the object as planned: a write in between

@@ -86,6 +86,13 @@ type Manager struct {
 	// the Kustomization and the identity it applies as.
 	Memo      *UnchangedMemo
 	MemoScope string
+	// KeepManagers leaves the fields other field managers hold alone,
+	// kubectl's included: a label or key someone added out of band that the
+	// desired object does not declare survives every apply, as Argo CD's
+	// apply keeps it (argocd-contract §10.5). False is Flux's cleanup
+	// (cleanup.go), which takes kubectl's fields over so that the apply
+	// removes what Git does not declare.
+	KeepManagers bool
 }
 
 // ApplyOptions modify ApplyAll.

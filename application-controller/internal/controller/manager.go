@@ -141,7 +141,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 				HostOverride: os.Getenv("SOURCE_CONTROLLER_LOCALHOST"), // Flux compatible
 			},
 		},
-		SSA: &ssa.Manager{Client: mgr.GetClient(), Owner: FieldManager, StageTimeout: time.Minute, Poll: time.Second},
+		SSA: &ssa.Manager{Client: mgr.GetClient(), Owner: FieldManager, StageTimeout: time.Minute, Poll: time.Second, KeepManagers: true},
 		Events: events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
 			ctrl.Log.WithName("events")),
 		Log:       ctrl.Log.WithName(ControllerName),

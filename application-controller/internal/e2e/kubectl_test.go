@@ -22,8 +22,9 @@ import (
 const selfHealWithin = 10 * time.Second
 
 // editCurrency is kubectl edit's editor (KUBE_EDITOR): it changes the
-// Git-declared key CURRENCY of the ConfigMap kubectl hands it.
-const editCurrency = "#!/bin/sh\nsed -i 's/^  CURRENCY: EUR$/  CURRENCY: USD/' \"$1\"\n"
+// Git-declared key CURRENCY of the ConfigMap kubectl hands it and adds
+// NOTE, a key Git does not declare.
+const editCurrency = "#!/bin/sh\nsed -i 's/^  CURRENCY: EUR$/  CURRENCY: USD\\n  NOTE: added-by-me/' \"$1\"\n"
 
 // kubectl runs the kubectl of `make tools` against the suite's cluster, as
 // an Argo CD user would: KUBECONFIG set, a HOME of its own (for kubectl's
@@ -162,12 +163,15 @@ func checkApplicationsTable(t *testing.T, out string) {
 	t.Errorf("kubectl get applications has no payment-api row:\n%s", out)
 }
 
-// editUndone runs `kubectl edit configmap payment-config -n production`
-// with an editor that changes CURRENCY, a key Git declares, and waits
-// until the controller restores it (argocd-contract §10 step 5), logging
-// how long that took.
+// editUndone runs `kubectl label` and then `kubectl edit configmap
+// payment-config -n production` with an editor that changes CURRENCY, a
+// key Git declares, and adds NOTE; it waits until the controller restores
+// CURRENCY (argocd-contract §10 step 5), logging how long that took, and
+// checks that the label and NOTE, which Git does not declare, survived the
+// self-heal's apply (three-way, argocd-contract §6.1).
 func editUndone(t *testing.T, k *kubectl) {
 	t.Helper()
+	k.run(t, "label", "configmap", "payment-config", "-n", "production", "team=me")
 	editor := filepath.Join(t.TempDir(), "edit-currency")
 	if err := os.WriteFile(editor, []byte(editCurrency), 0o755); err != nil {
 		t.Fatal(err)
@@ -180,8 +184,9 @@ func editUndone(t *testing.T, k *kubectl) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "production", Name: "payment-config"}}
 	testenv.WaitForTimeout(t, env.Client, cm, "CURRENCY restored", selfHealWithin, func() bool { return cm.Data["CURRENCY"] == "EUR" })
 	t.Logf("self-heal: CURRENCY restored %s after kubectl edit started", time.Since(start).Round(time.Millisecond))
-	if got := k.run(t, "get", "configmap", "payment-config", "-n", "production", "-o", "jsonpath={.data.CURRENCY}"); got != "EUR" {
-		t.Errorf("CURRENCY after the self-heal: %q, want EUR", got)
+	got := k.run(t, "get", "configmap", "payment-config", "-n", "production", "-o", "jsonpath={.data.CURRENCY} {.data.NOTE} {.metadata.labels.team}")
+	if got != "EUR added-by-me me" {
+		t.Errorf("CURRENCY, NOTE and label team after the self-heal: %q, want EUR added-by-me me", got)
 	}
 }
 
