@@ -23,7 +23,9 @@ var (
 // the applier takes over. Flux compatible: managers named `kubectl*`
 // (kubectl, kubectl-edit, kubectl-patch, kubectl-client-side-apply; Apply
 // and Update), `before-first-apply*` (Update) and exactly the applier's own
-// Update entries.
+// Update entries; with m.KeepManagers only the last (e.g. Argo CD's
+// client-side apply as argocd-controller, whose fields a migrated object
+// still holds).
 func (m *Manager) replacedManager(e metav1.ManagedFieldsEntry) bool {
 	if e.Subresource != "" {
 		return false
@@ -31,6 +33,8 @@ func (m *Manager) replacedManager(e metav1.ManagedFieldsEntry) bool {
 	switch {
 	case e.Manager == m.Owner:
 		return e.Operation == metav1.ManagedFieldsOperationUpdate
+	case m.KeepManagers:
+		return false
 	case strings.HasPrefix(e.Manager, "kubectl"):
 		return e.Operation == metav1.ManagedFieldsOperationApply || e.Operation == metav1.ManagedFieldsOperationUpdate
 	case strings.HasPrefix(e.Manager, "before-first-apply"):
@@ -42,11 +46,11 @@ func (m *Manager) replacedManager(e metav1.ManagedFieldsEntry) bool {
 // cleanupPatch returns the JSON patch that hands the fields of kubectl and
 // before-first-apply to the applier's Apply entry and drops stale metadata
 // from live, or nil when there is nothing to clean or the desired object
-// is annotated `ssa: Merge`, or m.KeepManagers. After it, a field removed from Git is removed
-// from the object even if kubectl set it first. taken is the field set
-// handed over.
+// is annotated `ssa: Merge`. After it, a field removed from Git is removed
+// from the object even if kubectl set it first (unless m.KeepManagers).
+// taken is the field set handed over.
 func (m *Manager) cleanupPatch(desired, live *unstructured.Unstructured) (patch []byte, taken *fieldpath.Set) {
-	if live == nil || m.KeepManagers || flag(desired, SSAAnnotation) == "merge" {
+	if live == nil || flag(desired, SSAAnnotation) == "merge" {
 		return nil, nil
 	}
 	// The patch applies only to the object as planned: a write in between

@@ -102,6 +102,48 @@ func TestKubectlManagersAreCleanedUp(t *testing.T) {
 	}
 }
 
+// With KeepManagers (Argo CD's three-way apply), keys and labels added by
+// kubectl stay through an apply, while a Git-declared value kubectl
+// changed is restored and a key the applier's own client-side apply
+// (Update) had set, no longer in Git, is removed.
+func TestKeepManagersKeepsWhatKubectlAdded(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	keep := *manager()
+	keep.KeepManagers = true
+	cm := configMap(ns, "cm", "1")
+	if _, err := keep.ApplyAll(ctx, objects(t, cm), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	own := get(t, "ConfigMap", "v1", ns, "cm")
+	unstructured.SetNestedField(own.Object, "old", "data", "FROM_OLD_GIT")
+	if err := env.Client.Update(ctx, own, client.FieldOwner(keep.Owner)); err != nil {
+		t.Fatal(err)
+	}
+	for _, mgr := range []string{"kubectl-edit", "kubectl-label"} {
+		live := get(t, "ConfigMap", "v1", ns, "cm")
+		unstructured.SetNestedField(live.Object, "true", "data", "ADDED_BY_"+mgr)
+		unstructured.SetNestedField(live.Object, "me", "metadata", "labels", mgr)
+		if mgr == "kubectl-edit" {
+			unstructured.SetNestedField(live.Object, "2", "data", "FEATURE_X")
+		}
+		if err := env.Client.Update(ctx, live, client.FieldOwner(mgr)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := keep.ApplyAll(ctx, objects(t, cm), ssa.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := get(t, "ConfigMap", "v1", ns, "cm")
+	data, _, _ := unstructured.NestedStringMap(got.Object, "data")
+	if data["FEATURE_X"] != "1" || data["ADDED_BY_kubectl-edit"] != "true" || data["ADDED_BY_kubectl-label"] != "true" || data["FROM_OLD_GIT"] != "" {
+		t.Errorf("data %v, want FEATURE_X restored to 1, the added keys kept and FROM_OLD_GIT removed", data)
+	}
+	if l := got.GetLabels(); l["kubectl-edit"] != "me" || l["kubectl-label"] != "me" {
+		t.Errorf("labels %v, want both added labels kept", l)
+	}
+}
+
 // A value changed in Git is configured, not reported as drift; a value
 // changed by another manager is drift naming that manager.
 func TestGitChangeIsNotDrift(t *testing.T) {
