@@ -152,11 +152,17 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 		c.order = append(c.order, k)
 	}
 	var unpermitted []string
+	applied := appliedKeys(app)
 	for _, k := range c.order {
 		u := c.desired[k]
-		live, err := r.getLive(ctx, u.GroupVersionKind(), u.GetNamespace(), u.GetName())
-		if err != nil {
-			return err
+		var live *unstructured.Unstructured
+		// The cache's "absent" is trusted except for what the last
+		// operation applied, which it may not show yet: a false Missing
+		// there would start a needless self-heal.
+		if !r.local() || applied[k] || !r.live.absent(ctx, u.GroupVersionKind(), u.GetNamespace(), u.GetName()) {
+			if live, err = r.getLive(ctx, u.GroupVersionKind(), u.GetNamespace(), u.GetName()); err != nil {
+				return err
+			}
 		}
 		c.live[k] = live
 		if !project.Permitted(c.project, u.GroupVersionKind().Group, u.GetKind(), u.GetName(), u.GetNamespace() == "") {
@@ -182,6 +188,20 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 	}
 	r.summarize(app, c)
 	return nil
+}
+
+// appliedKeys are the keys (plan.Key) of the objects the last operation
+// applied or pruned.
+func appliedKeys(app *argov1.Application) map[string]bool {
+	out := map[string]bool{}
+	if st := app.Status.OperationState; st != nil && st.SyncResult != nil {
+		for _, res := range st.SyncResult.Resources {
+			if res != nil {
+				out[plan.Key(res.Group, res.Kind, res.Namespace, res.Name)] = true
+			}
+		}
+	}
+	return out
 }
 
 // compareOne compares one desired object with its live one by a

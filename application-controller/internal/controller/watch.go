@@ -8,6 +8,7 @@ import (
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/application-controller/internal/tracking"
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -121,6 +122,26 @@ func (w *liveWatches) tracked(ctx context.Context, instance string) []*unstructu
 		}
 	}
 	return out
+}
+
+// absent reports whether the watches' cache, synced for gvk, holds no
+// object ns/name: a read that would answer 404, saved (most of a first
+// rollout's reads are of objects not created yet). False when the kind is
+// not watched. An object created a moment ago may not be in the cache yet;
+// its watch event starts another comparison.
+func (w *liveWatches) absent(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	ok := w.indexed[gvk]
+	w.mu.Unlock()
+	if !ok {
+		return false
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	return apierrors.IsNotFound(w.cache.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj))
 }
 
 // owner maps a live object to the Application its tracking id names.
