@@ -277,6 +277,7 @@ func (m *Manager) presetSecret(ctx context.Context, name string, data map[string
 	if err := m.Client.Get(ctx, client.ObjectKeyFromObject(s), &cur); !apierrors.IsNotFound(err) {
 		return nil
 	}
+	m.noSecret.Delete(name)
 	if err := m.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Secret %s: %w", name, err)
 	}
@@ -289,6 +290,9 @@ func (m *Manager) presetSecret(ctx context.Context, name string, data map[string
 // the Secret, never its values.
 func (m *Manager) syncSecret(ctx context.Context, owner client.Object, gvk schema.GroupVersionKind, data map[string][]byte, typ corev1.SecretType) (*meta.LocalObjectReference, error) {
 	key := client.ObjectKey{Namespace: m.Namespace, Name: owner.GetName()}
+	if _, absent := m.noSecret.Load(key.Name); absent && data == nil {
+		return nil, nil
+	}
 	var cur corev1.Secret
 	err := m.Client.Get(ctx, key, &cur)
 	found := err == nil
@@ -301,8 +305,12 @@ func (m *Manager) syncSecret(ctx context.Context, owner client.Object, gvk schem
 				return nil, fmt.Errorf("deleting Secret %s: %w", key.Name, err)
 			}
 		}
+		if !found || cur.Labels[LabelSource] != "" {
+			m.noSecret.Store(key.Name, true)
+		}
 		return nil, nil
 	}
+	m.noSecret.Delete(key.Name)
 	ref := &meta.LocalObjectReference{Name: key.Name}
 	owners := []metav1.OwnerReference{{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
 		Name: owner.GetName(), UID: owner.GetUID()}}

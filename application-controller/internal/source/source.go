@@ -57,6 +57,11 @@ type Manager struct {
 	cacheMu  sync.Mutex
 	lastUse  map[string]time.Time       // cache directory name → last Ensure that returned it
 	inflight map[string]*sync.WaitGroup // cache directory name → extraction under way
+
+	// noSecret holds the names of derived Secrets known not to exist:
+	// only this controller creates them, so a source without credentials
+	// is not asked about its Secret again at every Ensure.
+	noSecret sync.Map
 }
 
 // Fetched is one source's artifact.
