@@ -51,14 +51,21 @@ func (r *ApplicationReconciler) compareFor(ctx context.Context, app *argov1.Appl
 
 // prepare is the once-per-operation start: CreateNamespace, then a
 // dry-run of every task to apply; any failure fails the operation before
-// anything is written (argocd-contract §4.2 step 1).
+// anything is written (argocd-contract §4.2 step 1). A dry-run sync
+// creates no namespace and records each task's outcome with "(dry run)".
 func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outcome, bool) {
-	if run.opts.CreateNamespace {
+	dry := run.st.Operation.Sync.DryRun
+	created := map[string]bool{}
+	if run.opts.CreateNamespace && dry {
+		ns := run.app.Spec.Destination.Namespace
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+			created[ns] = true // the server cannot dry-run into it
+		}
+	} else if run.opts.CreateNamespace {
 		if err := r.createNamespace(ctx, run); err != nil {
 			return outcome{phase: argov1.OperationFailed, message: err.Error()}, false
 		}
 	}
-	created := map[string]bool{}
 	for _, step := range run.steps {
 		for _, t := range step.Tasks {
 			if t.Obj.GetKind() == "Namespace" || t.Obj.GetKind() == "CustomResourceDefinition" {
@@ -70,11 +77,22 @@ func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outc
 	for _, step := range run.steps {
 		for _, t := range step.Tasks {
 			if t.Prune || t.Hook || created[t.Obj.GetNamespace()] || inSetCRD(run.c, t.Obj) {
+				if dry && !t.Hook && !t.Prune {
+					action := ssa.Created
+					if run.c.live[keyOf(t.Obj)] != nil {
+						action = ssa.Configured
+					}
+					run.record(t, argov1.ResultSynced, taskName(t)+" "+string(action)+" (dry run)", "")
+				}
 				continue
 			}
-			if _, _, err := r.SSA.DryRun(ctx, t.Obj, ssa.ApplyOptions{}); err != nil {
+			action, _, err := r.SSA.DryRun(ctx, t.Obj, ssa.ApplyOptions{})
+			switch {
+			case err != nil:
 				run.record(t, argov1.ResultSyncFailed, err.Error(), "")
 				reasons = append(reasons, err.Error())
+			case dry:
+				run.record(t, argov1.ResultSynced, taskName(t)+" "+string(action)+" (dry run)", "")
 			}
 		}
 	}
@@ -83,6 +101,11 @@ func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outc
 		return outcome{phase: argov1.OperationFailed, message: "one or more objects failed to apply (dry run)"}, false
 	}
 	return outcome{}, true
+}
+
+// taskName is kubectl's name of a task's object, e.g. configmap/payment-config.
+func taskName(t *plan.Task) string {
+	return strings.ToLower(t.Obj.GetKind()) + "/" + t.Obj.GetName()
 }
 
 // inSetCRD: u is a custom resource whose CRD is in the same sync.
@@ -151,14 +174,14 @@ func (r *ApplicationReconciler) applyStep(ctx context.Context, run *syncRun, ste
 				continue
 			}
 			if adopted {
-				run.record(t, argov1.ResultSynced, strings.ToLower(t.Obj.GetKind())+"/"+t.Obj.GetName()+" created", argov1.OperationRunning)
+				run.record(t, argov1.ResultSynced, taskName(t)+" created", argov1.OperationRunning)
 				continue
 			}
 		case plan.ParseOptions(run.st.Operation.Sync.SyncOptions, t.Obj).Replace:
 			if action, err := r.replace(ctx, t.Obj); err != nil {
 				fail(t, err, "")
 			} else {
-				run.record(t, argov1.ResultSynced, strings.ToLower(t.Obj.GetKind())+"/"+t.Obj.GetName()+" "+action, "")
+				run.record(t, argov1.ResultSynced, taskName(t)+" "+action, "")
 			}
 			continue
 		}
@@ -173,7 +196,7 @@ func (r *ApplicationReconciler) applyStep(ctx context.Context, run *syncRun, ste
 				if t.Hook {
 					hookPhase = argov1.OperationRunning
 				}
-				run.record(t, argov1.ResultSynced, strings.ToLower(t.Obj.GetKind())+"/"+t.Obj.GetName()+" "+string(ch.Action), hookPhase)
+				run.record(t, argov1.ResultSynced, taskName(t)+" "+string(ch.Action), hookPhase)
 			}
 		}
 		if err != nil {
