@@ -53,6 +53,8 @@ type ApplicationReconciler struct {
 
 	renders *renderCache
 	waves   *waveGate
+	fetches *fetchWait
+	held    *eventHold
 	live    *liveWatches
 	now     func() time.Time
 	// dest is the cluster this copy of the reconciler acts on (see on).
@@ -109,6 +111,9 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return r.on(t).finalize(ctx, app, orig)
 	}
 	normalizeSpec(app)
+	written := false
+	r.held.hold(req.String())
+	defer func() { r.held.release(req.String(), written) }()
 	cmp := destinationFailure(terr)
 	if terr == nil {
 		r = r.on(t)
@@ -142,6 +147,7 @@ func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
+	written = true
 	r.conditionEvents(orig, app)
 	if r.local() {
 		r.live.track(ctx, app, cmp)

@@ -39,6 +39,9 @@ func (r *ApplicationReconciler) runOperation(ctx context.Context, app *argov1.Ap
 		if !op.InitiatedBy.Automated {
 			r.event(app, corev1.EventTypeNormal, ReasonOperationStarted, "Initiated sync to "+describeRevision(op.Sync))
 		}
+		if needsFetch(op) {
+			r.askFetch(ctx, app, waveKey(app, st))
+		}
 		// The start is written before anything is applied: its time names
 		// generated hooks, so a restart must find the same one.
 		return time.Millisecond
@@ -56,6 +59,13 @@ func (r *ApplicationReconciler) runOperation(ctx context.Context, app *argov1.Ap
 			return wait
 		}
 		st.FinishedAt, st.SyncResult = nil, nil
+	}
+	if r.fetchPending(ctx, app, waveKey(app, st)) {
+		if _, waiting := r.fetches.get(waveKey(app, st)); !waiting {
+			return time.Millisecond // fetched: compare again, then sync
+		}
+		st.Message = "waiting for the source to be fetched"
+		return pollWait
 	}
 	out := r.syncPass(ctx, app, st, c)
 	switch out.phase {

@@ -33,6 +33,8 @@ func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 	// would render again at every comparison.
 	r.renders = newRenderCache(4096)
 	r.waves = &waveGate{}
+	r.fetches = &fetchWait{}
+	r.held = &eventHold{}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(context.Background(), &argov1.Application{}, sourceIndex, sourceObjects); err != nil {
 		return err

@@ -143,7 +143,10 @@ func (r *ApplicationReconciler) event(app *argov1.Application, eventType, reason
 	if rev := app.Status.Sync.Revision; rev != "" {
 		meta["revision"] = rev
 	}
-	r.Events.Event(app, eventType, reason, message, meta)
+	emit := func() { r.Events.Event(app, eventType, reason, message, meta) }
+	if !r.held.keep(app.Namespace+"/"+app.Name, emit) {
+		emit()
+	}
 }
 
 // setPendingDiff writes the pending diff annotation (appdiff.Annotation),

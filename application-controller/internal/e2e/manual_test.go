@@ -63,6 +63,23 @@ func TestManualSyncAppliesOnlyWhenAsked(t *testing.T) {
 			return app.Operation == nil && app.Status.Sync.Status == argov1.SyncStatusOutOfSync && len(app.Status.History) == 3
 		})
 	})
+
+	// Argo CD resolves targetRevision when the sync runs: a commit pushed
+	// since the last fetch (no refresh, the source's interval far off) is
+	// what a sync without a revision applies (argocd-contract §3.1).
+	t.Run("a sync applies the branch as it is now", func(t *testing.T) {
+		third := repo.MustCommit(t, map[string]string{"apps/payment-api/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: payment-config\ndata:\n  CURRENCY: CHF\n  TIMEOUT: \"30s\"\n"}, "CHF")
+		requestSync(t, app, `{"operation":{"initiatedBy":{"username":"me"},"sync":{"syncOptions":["CreateNamespace=true"]}}}`)
+		waitApp(t, app, "the sync done at the third commit", func() bool {
+			return app.Operation == nil && len(app.Status.History) == 4
+		})
+		if h := app.Status.History[3]; h.Revision != third {
+			t.Errorf("the sync applied %s, want the branch's head %s", h.Revision, third)
+		}
+		if err := env.Client.Get(t.Context(), key, cm); err != nil || cm.Data["CURRENCY"] != "CHF" {
+			t.Errorf("CURRENCY %v (err %v), want CHF", cm.Data, err)
+		}
+	})
 }
 
 // requestSync patches app's operation field with patch (a merge patch).
@@ -77,4 +94,30 @@ func requestSync(t *testing.T, app *argov1.Application, patch string) {
 func refresh(t *testing.T, app *argov1.Application) {
 	t.Helper()
 	requestSync(t, app, `{"metadata":{"annotations":{"argocd.argoproj.io/refresh":"normal"}}}`)
+}
+
+// TestDryRunSyncChangesNothing: a sync with dryRun creates no namespace
+// (CreateNamespace=true), applies nothing, adds no history and records
+// each object's outcome marked "(dry run)".
+func TestDryRunSyncChangesNothing(t *testing.T) {
+	t.Parallel()
+	logsOnFailure(t)
+	repo := gitSrv.NewRepo(t, paymentAPI)
+	ns := uniqueName("dryrun")
+	app := seedApplication(t, uniqueName("payment-dry"), repo.URL(), ns, false)
+	create(t, app)
+	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
+	requestSync(t, app, `{"operation":{"initiatedBy":{"username":"me"},"sync":{"dryRun":true,"syncOptions":["CreateNamespace=true"]}}}`)
+	waitApp(t, app, "the dry run done", func() bool {
+		return app.Operation == nil && app.Status.OperationState != nil && app.Status.OperationState.Phase == argov1.OperationSucceeded
+	})
+	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a dry-run sync created namespace %s (err %v)", ns, err)
+	}
+	if r := resultOf(app, "ConfigMap", "payment-config"); r == nil || r.Message != "configmap/payment-config created (dry run)" {
+		t.Errorf("dry-run result of payment-config %+v, want configmap/payment-config created (dry run)", r)
+	}
+	if len(app.Status.History) != 0 || app.Status.Sync.Status != argov1.SyncStatusOutOfSync {
+		t.Errorf("after a dry run: history %d entries, sync %q; want none and OutOfSync", len(app.Status.History), app.Status.Sync.Status)
+	}
 }
