@@ -13,8 +13,10 @@ import (
 
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestApplicationEventsReachAnAlert routes an Application's events, as
@@ -62,5 +64,16 @@ func TestApplicationEventsReachAnAlert(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("no event %q of %s reached the Provider; got %v", want, app.Name, got)
+	}
+	// One rollout: each transition and each operation event once (a
+	// reconcile from a stale copy used to record them twice).
+	var events corev1.EventList
+	if err := env.Client.List(t.Context(), &events, client.InNamespace(argocd)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if ev.InvolvedObject.Name == app.Name && ev.Count > 1 {
+			t.Errorf("event %s %q recorded %d times", ev.Reason, ev.Message, ev.Count)
+		}
 	}
 }
