@@ -72,7 +72,7 @@ func runApplications(b *testing.B, n int, repo *testenv.Repo, sha, exe string, s
 		saveProfile(b, addr, "heap", prefix+".heap.pprof")
 	}
 	ref := noChangeRefresh(b, n, ac, addr, profDir, prefix)
-	ref.heal = selfHeal(b, n, dest)
+	ref.heal, ref.drained = selfHeal(b, n, dest, addr)
 	return p, ref
 }
 

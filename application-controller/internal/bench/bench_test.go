@@ -142,8 +142,11 @@ type refresh struct {
 	client     map[string]float64 // the controller's requests by method and code
 	apiWrites  map[string]float64 // the API server's non-dry-run writes by verb and resource
 	ownPatches float64            // the benchmark's annotation patches, among apiWrites
-	// heal are the self-heal times after it, sorted (see selfHeal).
+	// heal are the self-heal times after it, in edit order (see selfHeal).
 	heal []time.Duration
+	// drained is how long after the refresh's end the controller's work
+	// queue took to empty.
+	drained time.Duration
 }
 
 func benchApplications(b *testing.B, n int, bins binaries) {

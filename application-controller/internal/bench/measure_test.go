@@ -174,8 +174,8 @@ func format(m map[string]float64) string {
 }
 
 // scrapeController reads a controller's client request counters
-// (controller-runtime's rest_client_requests_total{code,host,method}) from
-// its metrics address.
+// (controller-runtime's rest_client_requests_total{code,host,method}) and
+// its work queues' depth (workqueue_depth{name}) from its metrics address.
 func scrapeController(b *testing.B, addr string) samples {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -183,7 +183,7 @@ func scrapeController(b *testing.B, addr string) samples {
 	}
 	defer resp.Body.Close()
 	s := samples{}
-	if err := parseMetrics(resp.Body, s, "rest_client_requests_total"); err != nil {
+	if err := parseMetrics(resp.Body, s, "rest_client_requests_total", "workqueue_depth"); err != nil {
 		b.Fatal(err)
 	}
 	return s
