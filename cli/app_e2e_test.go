@@ -182,8 +182,8 @@ func (ac *appCluster) newApplications() {
 	ac.update("argocd", "payment-api", func(a *argov1.Application) {
 		a.Status = argov1.ApplicationStatus{
 			ReconciledAt: &deployed,
-			Sync:   argov1.SyncStatus{Status: argov1.SyncStatusOutOfSync, Revision: syncedSHA},
-			Health: argov1.AppHealthStatus{Status: argov1.HealthHealthy},
+			Sync:         argov1.SyncStatus{Status: argov1.SyncStatusOutOfSync, Revision: syncedSHA},
+			Health:       argov1.AppHealthStatus{Status: argov1.HealthHealthy},
 			Resources: []argov1.ResourceStatus{
 				{Version: "v1", Kind: "ConfigMap", Namespace: "production", Name: "payment-config", Status: argov1.SyncStatusOutOfSync},
 				{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "production", Name: "payment-api", Status: argov1.SyncStatusSynced,
