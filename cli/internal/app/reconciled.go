@@ -3,10 +3,10 @@ package app
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
-	"github.com/eddyops/eddy/cli/internal/ui"
 )
 
 // FirstReconcileWait bounds how long sync and wait wait for an
@@ -44,12 +44,13 @@ func NotReconciledError(a *argov1.Application) error {
 // ComparisonFailure is the message of the condition that made a's last
 // comparison fail (ComparisonError or InvalidSpecError, the conditions that
 // leave sync status Unknown; argocd-contract §2), as "<type>: <message>"
-// on one line; "" when the comparison did not fail.
+// with the message's lines joined by spaces; "" when the comparison did
+// not fail.
 func ComparisonFailure(a *argov1.Application) string {
 	for _, t := range []string{argov1.ConditionInvalidSpecError, argov1.ConditionComparisonError} {
 		for _, c := range a.Status.Conditions {
 			if c.Type == t {
-				return t + ": " + ui.OneLine(c.Message)
+				return t + ": " + strings.Join(strings.Fields(c.Message), " ")
 			}
 		}
 	}
