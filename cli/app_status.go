@@ -9,6 +9,7 @@ import (
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/cli/internal/app"
 	"github.com/eddyops/eddy/cli/internal/ui"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,11 +62,15 @@ func (s *appSession) firstReconcile(a *argov1.Application) (*argov1.Application,
 // (annotation argocd.argoproj.io/refresh: normal, argocd-contract §3.2) and
 // waits, bounded by --timeout, until it wrote that comparison: what Argo
 // CD's CLI does before it prints an Application after an operation, since
-// the comparison made as the operation ended may predate it.
+// the comparison made as the operation ended may predate it. A user who
+// may not patch the Application gets it as it is.
 func (s *appSession) refresh() (*argov1.Application, error) {
 	a := &argov1.Application{ObjectMeta: metav1.ObjectMeta{Namespace: s.key.Namespace, Name: s.key.Name}}
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"normal"}}}`, argov1.AnnotationRefresh)
-	if err := s.c.Patch(s.ctx, a, client.RawPatch(types.MergePatchType, patch)); err != nil {
+	switch err := s.c.Patch(s.ctx, a, client.RawPatch(types.MergePatchType, patch)); {
+	case apierrors.IsForbidden(err):
+		return s.get(s.ctx) // a user who may only read (app wait): the state as it is
+	case err != nil:
 		return nil, fmt.Errorf("requesting a refresh of %s: %w", s.key, err)
 	}
 	requested := a.ResourceVersion
