@@ -10,6 +10,7 @@ import (
 	"github.com/eddyops/eddy/cli/internal/app"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,7 +25,7 @@ const appPollInterval = 500 * time.Millisecond
 // newGetAppsCommand is `get applications`: argocd app list's table of the
 // Applications of -n (argocd when not given) or of every namespace with -A.
 func newGetAppsCommand(g *globalFlags, allNamespaces *bool, output *string) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use: "applications [NAME]", Aliases: []string{"apps", "app"}, Args: cobra.MaximumNArgs(1),
 		Short: "Show Argo CD Applications as argocd app list does",
 		Long: "Show Argo CD Applications in argocd app list's table (NAME, CLUSTER, NAMESPACE of the destination, " +
@@ -73,12 +74,25 @@ func newGetAppsCommand(g *globalFlags, allNamespaces *bool, output *string) *cob
 			return app.PrintList(cmd.OutOrStdout(), l.Items, *output == "wide")
 		},
 	}
+	// Their own -n and -o, shadowing the inherited ones, so that the help
+	// shows what they mean for Applications.
+	bindAppNamespace(cmd.Flags())
+	cmd.Flags().StringVarP(output, "output", "o", "table", "output format: table, wide (the table with REPO, PATH and TARGET columns: "+
+		"each Application's source repository, path and target revision), yaml or json")
+	return cmd
 }
 
-// appNamespace is -n when given, else Argo CD's namespace.
-func appNamespace(cmd *cobra.Command, g *globalFlags) string {
-	if f := cmd.Flags().Lookup("namespace"); f != nil && f.Changed {
-		return g.namespace
+// bindAppNamespace adds the app commands' -n, whose default is Argo CD's
+// namespace rather than the global flux-system.
+func bindAppNamespace(fs *pflag.FlagSet) {
+	fs.StringP("namespace", "n", app.DefaultNamespace, "the namespace of the Applications (Argo CD's namespace by default)")
+}
+
+// appNamespace is the app command's -n (bindAppNamespace): as given, else
+// Argo CD's namespace.
+func appNamespace(cmd *cobra.Command, _ *globalFlags) string {
+	if f := cmd.Flags().Lookup("namespace"); f != nil {
+		return f.Value.String()
 	}
 	return app.DefaultNamespace
 }
@@ -91,6 +105,7 @@ func newAppCommand(g *globalFlags) *cobra.Command {
 			"talking to the Kubernetes API as kubectl does (no Argo CD API server). NAME is a name in -n " +
 			"(argocd when not given) or namespace/name.",
 	}
+	bindAppNamespace(cmd.PersistentFlags())
 	cmd.AddCommand(newAppGetCommand(g), newAppDiffCommand(g), newAppHistoryCommand(g))
 	cmd.AddCommand(newAppSyncCommand(g), newAppRollbackCommand(g), newAppWaitCommand(g))
 	return cmd
@@ -153,6 +168,7 @@ func newAppGetCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			warnNotReconciled(ui.New(cmd.ErrOrStderr()), a)
 			if output != "wide" {
 				return printObjects(cmd.OutOrStdout(), s.c.Scheme(), &argov1.ApplicationList{Items: []argov1.Application{*a}}, output, true)
 			}
@@ -182,6 +198,7 @@ func newAppHistoryCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			warnNotReconciled(ui.New(cmd.ErrOrStderr()), a)
 			if output == "id" {
 				for _, h := range a.Status.History {
 					fmt.Fprintln(cmd.OutOrStdout(), h.ID)
@@ -203,7 +220,8 @@ func newAppDiffCommand(g *globalFlags) *cobra.Command {
 		Long: "Show, per object and field, what differs between Git and the live objects of an Application, " +
 			"with the field manager that last changed each field: the pending diff application-controller publishes " +
 			"(annotation eddy.dev/diff). Secret values are masked. Exit codes as argocd app diff: " +
-			"0 when nothing differs, 1 when something does, 2 on errors.",
+			"0 when nothing differs, 1 when something does, 2 on errors, among them an Application whose last comparison " +
+			"failed (its ComparisonError or InvalidSpecError is printed) or that was never reconciled.",
 		Args: cobra.ExactArgs(1), Example: "  eddy app diff guestbook",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, done, err := g.openApp(cmd, args[0])
@@ -214,6 +232,12 @@ func newAppDiffCommand(g *globalFlags) *cobra.Command {
 			a, err := s.get(s.ctx)
 			if err != nil {
 				return &exitError{2, err}
+			}
+			if app.NeverReconciled(a) {
+				return &exitError{2, app.NotReconciledError(a)}
+			}
+			if failure := app.ComparisonFailure(a); failure != "" {
+				return &exitError{2, fmt.Errorf("cannot diff %s: the last comparison failed: %s", app.QualifiedName(a), failure)}
 			}
 			objs, err := app.PendingDiff(a)
 			if err != nil {

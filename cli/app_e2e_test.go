@@ -130,6 +130,29 @@ func (ac *appCluster) finishOperation(ns, name, phase, message string, results .
 	})
 }
 
+// compareAgain plays the comparison a refresh asks for: it waits until the
+// Application carries the refresh annotation, then writes change, a new
+// reconciledAt and the annotation removed.
+func (ac *appCluster) compareAgain(ns, name string, change func(a *argov1.Application)) {
+	ac.t.Helper()
+	waitUntil(ac.t, "a refresh of "+ns+"/"+name, time.Minute, func() (bool, string) {
+		a := &argov1.Application{}
+		if err := ac.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, a); err != nil {
+			return false, err.Error()
+		}
+		_, ok := a.Annotations[argov1.AnnotationRefresh]
+		return ok, "no refresh annotation"
+	})
+	ac.update(ns, name, func(a *argov1.Application) {
+		now := metav1.Now()
+		delete(a.Annotations, argov1.AnnotationRefresh)
+		a.Status.ReconciledAt = &now
+		if change != nil {
+			change(a)
+		}
+	})
+}
+
 const (
 	syncedSHA = "0d521c6e2ae55ab8ecb3b3e6b2b2c1cb6aee2d9f"
 	olderSHA  = "53e28ff20cc530b9ada2173fbbd64d48338583ba"
@@ -158,8 +181,9 @@ func (ac *appCluster) newApplications() {
 	deployed := metav1.NewTime(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	ac.update("argocd", "payment-api", func(a *argov1.Application) {
 		a.Status = argov1.ApplicationStatus{
-			Sync:   argov1.SyncStatus{Status: argov1.SyncStatusOutOfSync, Revision: syncedSHA},
-			Health: argov1.AppHealthStatus{Status: argov1.HealthHealthy},
+			ReconciledAt: &deployed,
+			Sync:         argov1.SyncStatus{Status: argov1.SyncStatusOutOfSync, Revision: syncedSHA},
+			Health:       argov1.AppHealthStatus{Status: argov1.HealthHealthy},
 			Resources: []argov1.ResourceStatus{
 				{Version: "v1", Kind: "ConfigMap", Namespace: "production", Name: "payment-config", Status: argov1.SyncStatusOutOfSync},
 				{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "production", Name: "payment-api", Status: argov1.SyncStatusSynced,
@@ -177,6 +201,7 @@ func (ac *appCluster) newApplications() {
 	ac.update("team-a", "web", func(a *argov1.Application) {
 		a.Status.Sync = argov1.SyncStatus{Status: argov1.SyncStatusSynced, Revision: syncedSHA}
 		a.Status.Health.Status = argov1.HealthProgressing
+		a.Status.ReconciledAt = &deployed
 		a.Status.History = []argov1.RevisionHistory{{ID: 0, Revision: olderSHA, DeployedAt: deployed, Source: src},
 			{ID: 1, Revision: syncedSHA, DeployedAt: deployed, Source: src}}
 	})
@@ -319,6 +344,7 @@ func TestAppE2E(t *testing.T) {
 		ac.finishOperation("argocd", "payment-api", argov1.OperationFailed, "one or more objects failed to apply",
 			&argov1.ResourceResult{Version: "v1", Kind: "ConfigMap", Namespace: "production", Name: "payment-config", Status: argov1.ResultSyncFailed,
 				Message: "admission webhook denied the request"})
+		ac.compareAgain("argocd", "payment-api", nil)
 		<-done
 		t.Logf("$ eddy app sync payment-api (exit %d)\n%s", exitCode(err), out)
 		if exitCode(err) != 1 || !strings.Contains(string(out), "✗ Operation has completed with phase: Failed: one or more objects failed to apply") ||
@@ -338,11 +364,99 @@ func TestAppE2E(t *testing.T) {
 			t.Errorf("rollback operation: %+v", op.Sync)
 		}
 		ac.finishOperation("argocd", "payment-api", argov1.OperationSucceeded, "successfully synced (all tasks run)")
+		ac.compareAgain("argocd", "payment-api", nil)
 		<-done
 		t.Logf("$ eddy app rollback payment-api 0 (exit %d)\n%s", exitCode(err), out)
 		if err != nil || !strings.Contains(string(out), "rollback of payment-api to history 0 (53e28ff20cc530b9ada2173fbbd64d48338583ba) requested") ||
 			!strings.Contains(string(out), "Phase:              Succeeded") {
 			t.Errorf("eddy app rollback: %v\n%s", err, out)
+		}
+	})
+}
+
+// TestAppE2EStatusProblems drives the built eddy's Application commands at
+// Applications whose status explains nothing by itself: one never
+// reconciled (its namespace is not watched) and one whose comparison
+// failed; and a sync whose summary must come from the comparison after it.
+func TestAppE2EStatusProblems(t *testing.T) {
+	u := newUser(t)
+	ac := startAppCluster(t)
+	ac.newApplications()
+	kc := ac.kc
+	ctx := context.Background()
+	src := argov1.ApplicationSource{RepoURL: "https://git.example/argoproj/argocd-example-apps.git", TargetRevision: "main", Path: "guestbook"}
+	for _, key := range []client.ObjectKey{{Namespace: "default", Name: "wrong-ns"}, {Namespace: "argocd", Name: "typo"}} {
+		a := &argov1.Application{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace},
+			Spec: argov1.ApplicationSpec{Project: "default", Source: &src,
+				Destination: argov1.ApplicationDestination{Server: argov1.InClusterServer, Namespace: "guestbook"}}}
+		if err := ac.c.Create(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failure := "Failed to load target state: failed to generate manifest for source 1 of 1: GitRepository argocd/app-src-1: " +
+		"no branch main in https://git.example/argoproj/argocd-example-apps.git"
+	ac.update("argocd", "typo", func(a *argov1.Application) {
+		now := metav1.Now()
+		a.Status = argov1.ApplicationStatus{ReconciledAt: &now, Sync: argov1.SyncStatus{Status: argov1.SyncStatusUnknown},
+			Health:     argov1.AppHealthStatus{Status: argov1.HealthUnknown},
+			Conditions: []argov1.ApplicationCondition{{Type: argov1.ConditionComparisonError, Message: failure, LastTransitionTime: &now}}}
+	})
+
+	t.Run("NeverReconciled", func(t *testing.T) {
+		msg := "Application default/wrong-ns has never been reconciled: either application-controller does not watch namespace default " +
+			"(it watches its own namespace, argocd by default, and those of its --application-namespaces flag), " +
+			"or application-controller is not running"
+		for _, verb := range []string{"get", "history"} {
+			if out := u.must(kc, "app", verb, "default/wrong-ns"); !strings.Contains(out, "⚠ "+msg+"\n") {
+				t.Errorf("eddy app %s of an Application never reconciled does not warn %q", verb, msg)
+			}
+		}
+		out, err := u.run(kc, "app", "diff", "default/wrong-ns")
+		if code := exitCode(err); code != 2 || !strings.Contains(out, "✗ "+msg+"\n") {
+			t.Errorf("eddy app diff of an Application never reconciled: exit %d, want 2 and %q", code, msg)
+		}
+		for _, verb := range []string{"sync", "wait"} {
+			start := time.Now()
+			out := u.fails(kc, "app", verb, "default/wrong-ns", "-n", "default")
+			if want := "◎ waiting for application-controller to reconcile default/wrong-ns for the first time\n✗ " + msg + "\n"; out != want {
+				t.Errorf("eddy app %s of an Application never reconciled:\n%s\nwant:\n%s", verb, out, want)
+			}
+			if took := time.Since(start); took > time.Minute {
+				t.Errorf("eddy app %s of an Application never reconciled took %s, want about 15s", verb, took)
+			}
+		}
+		a := &argov1.Application{}
+		if err := ac.c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "wrong-ns"}, a); err != nil || a.Operation != nil {
+			t.Errorf("eddy app sync of an Application never reconciled wrote an operation: %v, %+v", err, a.Operation)
+		}
+	})
+
+	t.Run("DiffOfAFailedComparison", func(t *testing.T) {
+		out, err := u.run(kc, "app", "diff", "typo")
+		if code := exitCode(err); code != 2 || !strings.Contains(out, "✗ cannot diff typo: the last comparison failed: ComparisonError: "+failure+"\n") {
+			t.Errorf("eddy app diff of an Application whose comparison failed: exit %d, want 2 and the condition", code)
+		}
+	})
+
+	// The comparison written as the operation ended still says Synced; the
+	// one after it says OutOfSync (the revision synced is not the target's):
+	// the summary is the latter's.
+	t.Run("SyncPrintsTheComparisonAfterIt", func(t *testing.T) {
+		cmd := u.command(kc, "app", "sync", "payment-api", "--revision", olderSHA, "--timeout", "1m")
+		done := make(chan struct{})
+		var out []byte
+		var err error
+		go func() { defer close(done); out, err = cmd.CombinedOutput() }()
+		ac.awaitOperation("argocd", "payment-api")
+		ac.finishOperation("argocd", "payment-api", argov1.OperationSucceeded, "successfully synced (all tasks run)")
+		ac.compareAgain("argocd", "payment-api", func(a *argov1.Application) {
+			a.Status.Sync = argov1.SyncStatus{Status: argov1.SyncStatusOutOfSync, Revision: syncedSHA}
+		})
+		<-done
+		t.Logf("$ eddy app sync payment-api --revision %s (exit %d)\n%s", olderSHA, exitCode(err), out)
+		if err != nil || !strings.Contains(string(out), "✔ operation Succeeded: sync OutOfSync, health Healthy") ||
+			!strings.Contains(string(out), "Sync Status:        OutOfSync from main (0d521c6)\n") || strings.Contains(string(out), "Synced to") {
+			t.Errorf("eddy app sync does not end with the comparison made after the operation: %v", err)
 		}
 	})
 }
@@ -363,6 +477,7 @@ func TestAppTerminal(t *testing.T) {
 		ac.finishOperation("argocd", "payment-api", argov1.OperationSucceeded, "successfully synced (all tasks run)",
 			&argov1.ResourceResult{Version: "v1", Kind: "ConfigMap", Namespace: "production", Name: "payment-config", Status: argov1.ResultSynced,
 				Message: "configmap/payment-config configured"})
+		ac.compareAgain("argocd", "payment-api", nil)
 		screen := strings.Join(r.checkTerminal(time.Minute, false), "\n")
 		for _, want := range []string{"✔ sync of payment-api requested", "✔ operation Succeeded: sync Synced, health Healthy",
 			"Sync Status:        Synced to main (0d521c6)", "Phase:              Succeeded", "configmap/payment-config configured"} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -22,7 +23,9 @@ func newAppSyncCommand(g *globalFlags) *cobra.Command {
 		Long: "Request a sync as Argo CD's API server does: write the Application's operation field (the spec's source, " +
 			"the revision, prune, dry run, the selected resources, the spec's sync options plus --sync-option, the strategy " +
 			"and who asked), refused while another operation is in progress. Without --async, wait until the operation " +
-			"ends and the controller has compared again, print the result, and fail unless it Succeeded.",
+			"ends and the controller has compared the Application again after it (as argocd, by a refresh: annotation " +
+			"argocd.argoproj.io/refresh), print the result, and fail unless it Succeeded. An Application application-controller " +
+			"has never reconciled fails within 15s, without a request, naming the likely cause.",
 		Args: cobra.ExactArgs(1),
 		Example: "  eddy app sync guestbook\n  eddy app sync guestbook --prune --revision v1.2.0\n" +
 			"  eddy app sync guestbook --resource apps:Deployment:guestbook-ui --resource :Service:default/guestbook-ui\n" +
@@ -34,6 +37,9 @@ func newAppSyncCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer done()
+			if err := s.awaitFirstReconcile(); err != nil {
+				return err
+			}
 			requested, err := s.request(func(a *argov1.Application) (*argov1.Operation, error) {
 				return app.SyncOperation(a, req)
 			})
@@ -65,7 +71,8 @@ func newAppRollbackCommand(g *globalFlags) *cobra.Command {
 		Use:   "rollback NAME [ID]",
 		Short: "Roll an Application back to a history entry (by default the previous one) as argocd app rollback",
 		Long: "Request a sync to the revision and source of a status.history entry, without hooks, as Argo CD's rollback; " +
-			"refused while automated sync is on. Wait until the operation ends, print the result, and fail unless it Succeeded.",
+			"refused while automated sync is on. Wait until the operation ends and the controller has compared the Application " +
+			"again, print the result, and fail unless it Succeeded.",
 		Args:    cobra.RangeArgs(1, 2),
 		Example: "  eddy app rollback guestbook\n  eddy app rollback guestbook 3",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -83,6 +90,9 @@ func newAppRollbackCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer done()
+			if err := s.awaitFirstReconcile(); err != nil {
+				return err
+			}
 			var entry *argov1.RevisionHistory
 			requested, err := s.request(func(a *argov1.Application) (*argov1.Operation, error) {
 				h, err := app.FindHistory(a, id)
@@ -110,7 +120,9 @@ func newAppWaitCommand(g *globalFlags) *cobra.Command {
 		Use:   "wait NAME",
 		Short: "Wait until an Application is synced, healthy and has no operation running, as argocd app wait",
 		Long: "Wait until the Application meets the flags given (without any: --sync, --health and --operation), " +
-			"bounded by --timeout, then print it as app get. Fails when, waiting for health, it turns Degraded.",
+			"bounded by --timeout, then print it as app get (after an operation seen while waiting, once the controller has " +
+			"compared it again). Fails when, waiting for health, it turns Degraded, and within 15s when application-controller " +
+			"has never reconciled it.",
 		Args:    cobra.ExactArgs(1),
 		Example: "  eddy app wait guestbook\n  eddy app wait guestbook --health --timeout 2m",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -120,9 +132,25 @@ func newAppWaitCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 			defer done()
-			a, err := app.Wait(s.ctx, s.get, w, s.u, appPollInterval, w.Describe())
+			if err := s.awaitFirstReconcile(); err != nil {
+				return err
+			}
+			sawOperation := false
+			get := func(ctx context.Context) (*argov1.Application, error) {
+				a, err := s.get(ctx)
+				if err == nil && a.Operation != nil && !dryRun(a.Operation) {
+					sawOperation = true
+				}
+				return a, err
+			}
+			a, err := app.Wait(s.ctx, get, w, s.u, appPollInterval, w.Describe())
 			if err != nil {
 				return err
+			}
+			if sawOperation { // as argocd app wait: the comparison after it
+				if a, err = s.refresh(); err != nil {
+					return err
+				}
 			}
 			s.u.Success("%s: %s", app.QualifiedName(a), app.StateLine(a))
 			fmt.Fprintln(cmd.OutOrStdout())
@@ -172,13 +200,19 @@ func (s *appSession) request(build func(*argov1.Application) (*argov1.Operation,
 }
 
 // awaitOperation waits for the operation requested at requested to end
-// (app wait --operation), prints the Application with the operation's
+// (app wait --operation), then, unless it was a dry run, for a comparison
+// made after it (refresh), prints the Application with the operation's
 // result, and fails unless it Succeeded (app.CheckSyncResult).
 func (s *appSession) awaitOperation(cmd *cobra.Command, requested time.Time, selective bool) error {
 	w := app.WaitFor{Operation: true}
 	a, err := app.Wait(s.ctx, s.get, w, s.u, appPollInterval, "the operation")
 	if err != nil {
 		return err
+	}
+	if st := a.Status.OperationState; st != nil && !dryRun(&st.Operation) {
+		if a, err = s.refresh(); err != nil {
+			return err
+		}
 	}
 	if err := app.CheckSyncResult(a, requested, selective); err != nil {
 		fmt.Fprintln(cmd.OutOrStdout())
@@ -188,4 +222,15 @@ func (s *appSession) awaitOperation(cmd *cobra.Command, requested time.Time, sel
 	s.u.Success("operation %s: %s", a.Status.OperationState.Phase, app.AppState(a))
 	fmt.Fprintln(cmd.OutOrStdout())
 	return app.PrintApp(cmd.OutOrStdout(), a, true, time.Now())
+}
+
+// awaitFirstReconcile reads the Application and, when it was never
+// reconciled, waits for its first status (firstReconcile).
+func (s *appSession) awaitFirstReconcile() error {
+	a, err := s.get(s.ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.firstReconcile(a)
+	return err
 }

@@ -44,6 +44,11 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 		if err := c.List(ctx, obj, opts...); err != nil {
 			return err
 		}
+		if len(args) == 0 { // by name, it is shown
+			if err := kinds.HideApplicationSources(obj); err != nil {
+				return err
+			}
+		}
 		rs := rows()
 		if len(args) == 1 && len(rs) == 0 {
 			gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
@@ -146,7 +151,7 @@ func (g *globalFlags) getAll(cmd *cobra.Command, allNamespaces, withShard bool, 
 
 // printAll prints, as `flux get all`, a table per kind with objects (each
 // followed by an empty line) to out, names prefixed with the kind in lower
-// case. A kind whose CRD is missing is skipped; another list error is a
+// case, application-controller's source objects left out. A kind whose CRD is missing is skipped; another list error is a
 // failure line on u, and the next kind is listed.
 func printAll(ctx context.Context, c client.Client, out io.Writer, u *ui.UI, ks []kinds.Kind, allNamespaces, withShard bool, opts ...client.ListOption) error {
 	for _, k := range ks {
@@ -156,6 +161,9 @@ func printAll(ctx context.Context, c client.Client, out io.Writer, u *ui.UI, ks 
 				u.Failure("%s", err)
 			}
 			continue
+		}
+		if err := kinds.HideApplicationSources(l); err != nil {
+			return err
 		}
 		rs := status.Rows(k, l, strings.ToLower(k.Kind)+"/")
 		if len(rs) == 0 {

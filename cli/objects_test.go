@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"github.com/eddyops/eddy/cli/internal/scheme"
+	"strings"
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -104,5 +106,24 @@ func TestPrintAllWide(t *testing.T) {
 		"flux-system   provider/slack   True    a       Provider is Ready\n\n"
 	if out.String() != want || errOut.Len() > 0 {
 		t.Errorf("get all -o wide printed:\n%s\n%q\nwant:\n%q\n(errors %q)", out.String(), out.String(), want, errOut.String())
+	}
+}
+
+// get all leaves out the source objects application-controller creates for
+// its Applications (label eddy.dev/application-source): failed ones from a
+// typo'd repoURL would read as the user's broken Flux sources.
+func TestPrintAllHidesApplicationSources(t *testing.T) {
+	objs := []client.Object{
+		&sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "argocd", Name: "app-src-0a1b2c3d",
+			Labels: map[string]string{kinds.ApplicationSourceLabel: "true"}}},
+		&sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: "flux-system", Name: "flux-system"}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
+	var out, errOut bytes.Buffer
+	if err := printAll(context.Background(), c, &out, ui.New(&errOut), kinds.All, true, false); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "app-src-") || !strings.Contains(out.String(), "gitrepository/flux-system") {
+		t.Errorf("get all -A printed:\n%s", out.String())
 	}
 }

@@ -252,7 +252,8 @@ func TestTerminalDevUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	screen = strings.Join(fg.checkTerminal(2*time.Minute, true), "\n")
-	for _, want := range []string{"NAMESPACE", "kustomization/apps", "press Ctrl-C", "✔ stopped; nothing of the environment is left running"} {
+	for _, want := range []string{"NAMESPACE", "kustomization/apps", "✔ up in ", "◎ running in the foreground: press Ctrl-C",
+		"✔ stopped; nothing of the environment is left running"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("eddy dev up at a terminal does not show %q", want)
 		}
@@ -263,10 +264,13 @@ func TestTerminalDevUp(t *testing.T) {
 	// down as well.
 	up := u.startTTY(80, false, "dev", "up", "--detach", "--shards=1", "--ui", "--ui-listen=127.0.0.1:0")
 	screen = strings.Join(up.checkTerminal(4*time.Minute, false), "\n")
-	for _, want := range []string{"environment running", "kustomization/apps", "Run `eddy dev down` to stop it.", "UI: http://127.0.0.1:"} {
+	for _, want := range []string{"environment running", "kustomization/apps", "✔ up in ", "Run `eddy dev down` to stop it.", "UI: http://127.0.0.1:"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("eddy dev up --detach at a terminal does not show %q", want)
 		}
+	}
+	if blank := []byte("\x1b[0m \x1b[0m"); bytes.Contains(up.output(), blank) {
+		t.Errorf("eddy dev up --detach at a terminal painted a blank symbol (%q)", blank)
 	}
 	state, err := dev.ReadState(u.dir())
 	if err != nil {

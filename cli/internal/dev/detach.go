@@ -95,7 +95,7 @@ func upDetached(ctx context.Context, out io.Writer, timeout time.Duration, u *ui
 		}
 	}
 	werr := waitSynced(ctx, c, u, timeout)
-	u.Info("up in %s", time.Since(begin).Round(100*time.Millisecond))
+	u.Success("up in %s", time.Since(begin).Round(100*time.Millisecond))
 	printExport(out, s.Kubeconfig, src, hookTree != "")
 	printUI(out, s)
 	printNotification(ctx, out, c, s, dir, "in "+logPath)

@@ -180,7 +180,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 		}
 	}
 	werr := waitSynced(ctx, env.Client, u, timeout)
-	u.Info("up in %s", time.Since(begin).Round(100*time.Millisecond))
+	u.Success("up in %s", time.Since(begin).Round(100*time.Millisecond))
 	st := env.State()
 	printExport(out, env.Cluster.KubeconfigPath, src, hookTree != "")
 	printUI(out, &st)
@@ -188,7 +188,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	if werr != nil {
 		u.Warning("%v; the environment keeps running: fix the repository and commit, or press Ctrl-C", werr)
 	}
-	u.Info("running in the foreground: press Ctrl-C to stop (or run `eddy dev down`)")
+	u.Waiting("running in the foreground: press Ctrl-C to stop (or run `eddy dev down`)")
 	<-ctx.Done()
 	fmt.Fprintln(out)
 	return nil

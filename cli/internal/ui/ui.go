@@ -38,9 +38,9 @@ func New(out io.Writer) *UI {
 }
 
 // Paint wraps s in the SGR colour code (e.g. "32" green, "1" bold) when
-// colour is on.
+// colour is on; code "" leaves s as it is.
 func (u *UI) Paint(code, s string) string {
-	if !u.color {
+	if !u.color || code == "" {
 		return s
 	}
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
@@ -58,15 +58,19 @@ func (u *UI) line(sym, code, format string, args ...any) {
 // Out is the writer the UI prints to.
 func (u *UI) Out() io.Writer { return u.out }
 
-// Action, Waiting, Success, Failure, Warning, Info and Alert print one line
+// Action, Waiting, Success, Failure, Warning and Alert print one line
 // with their symbol (format as fmt.Sprintf), erasing a running spinner first.
 func (u *UI) Action(format string, args ...any)  { u.line("►", "34", format, args...) }
 func (u *UI) Waiting(format string, args ...any) { u.line("◎", "33", format, args...) }
 func (u *UI) Success(format string, args ...any) { u.line("✔", "32", format, args...) }
 func (u *UI) Failure(format string, args ...any) { u.line("✗", "31", format, args...) }
 func (u *UI) Warning(format string, args ...any) { u.line("⚠", "33", format, args...) }
-func (u *UI) Info(format string, args ...any)    { u.line(" ", "0", format, args...) }
 func (u *UI) Alert(format string, args ...any)   { u.line("◆", "35", format, args...) }
+
+// Info prints a detail line under the previous one: no symbol, indented
+// by two spaces so that its text lines up with the symbol lines' text, and
+// never coloured (a painted blank is only escape codes around a space).
+func (u *UI) Info(format string, args ...any) { u.line(" ", "", format, args...) }
 
 // Generate prints flux's "✚ generating …" line.
 func (u *UI) Generate(format string, args ...any) { u.line("✚", "32", format, args...) }

@@ -111,3 +111,19 @@ func TestSpinStopTwice(t *testing.T) {
 		t.Errorf("spinner output %q; want its frame, then the line erased", out.String())
 	}
 }
+
+// With colours on, every progress line starts with its symbol painted,
+// and an Info line with two plain spaces: no escape codes around a blank.
+func TestLinesPaintTheirSymbolOnly(t *testing.T) {
+	var out bytes.Buffer
+	u := &UI{out: &out, color: true}
+	u.Success("up in %s", "12.8s")
+	u.Waiting("running in the foreground")
+	u.Info("configmap/x created")
+	want := "\x1b[32m✔\x1b[0m up in 12.8s\n" +
+		"\x1b[33m◎\x1b[0m running in the foreground\n" +
+		"  configmap/x created\n"
+	if out.String() != want {
+		t.Errorf("lines:\n%q\nwant\n%q", out.String(), want)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/pkg/appdiff"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -287,5 +289,37 @@ func TestAppHistoryNewestFirstPerSource(t *testing.T) {
 				t.Errorf("\n got %s\nwant %s", got, want)
 			}
 		})
+	}
+}
+
+// TestApplicationSourcesHiddenFromOverview: the GitRepository
+// application-controller creates for an Application's source (label
+// eddy.dev/application-source) is not among the overview's Flux objects;
+// the user's own GitRepository beside it is.
+func TestApplicationSourcesHiddenFromOverview(t *testing.T) {
+	ns, _ := appFixture(t)
+	ctx := context.Background()
+	for name, labels := range map[string]map[string]string{"app-src-0a1b2c3d": {kinds.ApplicationSourceLabel: "true"}, "mine": nil} {
+		repo := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec: sourcev1.GitRepositorySpec{URL: "https://example.com/repo.git", Interval: metav1.Duration{Duration: time.Minute}}}
+		if err := env.Client.Create(ctx, repo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := serve(t, Options{Config: env.Config})
+	var names []string
+	waitUntil(t, "the overview lists the user's GitRepository", func() bool {
+		var objs Objects
+		getJSON(t, base+"api/objects", &objs)
+		names = nil
+		for _, o := range objs.Objects {
+			if o.Namespace == ns {
+				names = append(names, o.Kind+"/"+o.Name)
+			}
+		}
+		return len(names) > 0
+	})
+	if strings.Join(names, ",") != "GitRepository/mine" {
+		t.Errorf("overview objects of %s: %v, want only GitRepository/mine", ns, names)
 	}
 }

@@ -298,12 +298,19 @@ func (s *store) status() Status {
 }
 
 // list returns every watched Flux object (Applications apart: listKind),
-// in kind order then namespace/name.
+// in kind order then namespace/name, without application-controller's
+// source objects (kinds.IsApplicationSource): they are its implementation;
+// an Application's page shows its repository, revision and conditions.
 func (s *store) list() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, k := range s.kinds {
-		if k.Kind != argov1.ApplicationKind {
-			out = append(out, s.listKind(k.Kind)...)
+		if k.Kind == argov1.ApplicationKind {
+			continue
+		}
+		for _, u := range s.listKind(k.Kind) {
+			if !kinds.IsApplicationSource(u) {
+				out = append(out, u)
+			}
 		}
 	}
 	return out
