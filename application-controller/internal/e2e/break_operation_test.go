@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
+)
+
+// TestSyncRequestedWhileAnotherRunsDoesNotRunItsHooksAgain: a second
+// operation patched onto an Application while its sync waits on a
+// generated-name PreSync hook does not start over. Argo CD goes on with
+// the operation in progress (controller/appcontroller.go
+// processRequestedAppOperation: isOperationInProgress → state is
+// status.operationState, app.operation is not read), so the hook runs
+// once, the running operation keeps its start time and initiator, and no
+// Job is left holding the hook finalizer.
+func TestSyncRequestedWhileAnotherRunsDoesNotRunItsHooksAgain(t *testing.T) {
+	t.Parallel()
+	logsOnFailure(t)
+	repo := gitSrv.NewRepo(t, map[string]string{
+		"app/migrate.yaml": job("migrate-", []string{"argocd.argoproj.io/hook: PreSync"}, true),
+		"app/cm.yaml":      configMapDoc("settings", "0", "one"),
+	})
+	ns := uniqueName("second-op")
+	app := manualApp(uniqueName("second-op"), repo.URL(), "app", ns)
+	create(t, app)
+	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
+	requestSync(t, app, syncOp("CreateNamespace=true"))
+	waitApp(t, app, "waiting for the hook", running(app, "waiting for completion of hook batch/Job/migrate-"))
+	started := app.Status.OperationState.StartedAt
+	jobs := jobNames(t, ns)
+	if len(jobs) != 1 {
+		t.Fatalf("Jobs %v, want one migrate-…", jobs)
+	}
+
+	// As `kubectl patch app … --type merge -p '{"operation":…}'` by another
+	// user, a second or more after the first sync started (generated hook
+	// names carry the operation's start second).
+	time.Sleep(1500 * time.Millisecond)
+	requestSync(t, app, `{"operation":{"initiatedBy":{"username":"someone-else"},"sync":{"prune":true,"syncOptions":["CreateNamespace=true"]}}}`)
+	refresh(t, app)
+	waitApp(t, app, "the refresh handled", func() bool {
+		_, ok := app.Annotations[argov1.AnnotationRefresh]
+		return !ok
+	})
+	time.Sleep(5 * time.Second) // a restarted operation would have created its hook by now
+	waitApp(t, app, "read", func() bool { return true })
+	st := app.Status.OperationState
+	if got := jobNames(t, ns); !slices.Equal(got, jobs) {
+		t.Errorf("Jobs %v after a second operation request, want only %v: the PreSync hook ran again", got, jobs)
+	}
+	if st.Phase != argov1.OperationRunning || !st.StartedAt.Equal(&started) || st.Operation.InitiatedBy.Username != "e2e" {
+		t.Errorf("operation state %s started %v by %q, want the running one (started %v by e2e)", st.Phase, st.StartedAt, st.Operation.InitiatedBy.Username, started)
+	}
+	for _, name := range jobNames(t, ns) {
+		releaseJobPods(t, ns, name)
+	}
+	waitApp(t, app, "Succeeded", func() bool {
+		st := app.Status.OperationState
+		return st != nil && st.Phase == argov1.OperationSucceeded
+	})
+	for _, name := range jobNames(t, ns) {
+		j := &batchv1.Job{}
+		if exists(t, j, ns, name) && slices.Contains(j.Finalizers, argov1.FinalizerHook) {
+			t.Errorf("Job %s keeps the hook finalizer after the sync: it can never be deleted", name)
+		}
+	}
+	if strings.Contains(describeResults(app), "Failed") {
+		t.Logf("results: %s", describeResults(app))
+	}
+}
