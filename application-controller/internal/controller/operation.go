@@ -9,7 +9,6 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -29,7 +28,11 @@ func (r *ApplicationReconciler) runOperation(ctx context.Context, app *argov1.Ap
 	op := app.Operation
 	now := metav1.NewTime(r.clock())
 	st := app.Status.OperationState
-	if st == nil || completed(st.Phase) || !equality.Semantic.DeepEqual(st.Operation, *op) {
+	// An operation in progress goes on whatever app.Operation says now: a
+	// second request patched onto the Application does not start over a
+	// half-run sync (Argo CD's processRequestedAppOperation reads only
+	// status.operationState while one is in progress).
+	if st == nil || completed(st.Phase) {
 		if op.Sync == nil {
 			app.Operation = nil
 			return time.Millisecond
