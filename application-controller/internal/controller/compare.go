@@ -151,7 +151,7 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 		c.desired[k] = u
 		c.order = append(c.order, k)
 	}
-	var unpermitted []string
+	unpermitted := r.unpermittedHooks(c)
 	for _, k := range c.order {
 		u := c.desired[k]
 		live, err := r.getLive(ctx, u.GroupVersionKind(), u.GetNamespace(), u.GetName())
@@ -159,9 +159,9 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 			return err
 		}
 		c.live[k] = live
-		if !project.Permitted(c.project, u.GroupVersionKind().Group, u.GetKind(), u.GetName(), u.GetNamespace() == "") {
+		if msg := r.notPermitted(c.project, u); msg != "" {
 			c.status[k] = argov1.SyncStatusUnknown
-			unpermitted = append(unpermitted, fmt.Sprintf("resource %s:%s is not permitted in project %s", u.GroupVersionKind().Group, u.GetKind(), c.project.Name))
+			unpermitted = append(unpermitted, msg)
 			continue
 		}
 		if live != nil {
@@ -182,6 +182,33 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 	}
 	r.summarize(app, c)
 	return nil
+}
+
+// notPermitted is Argo CD's sync permission check of one object
+// (controller/sync.go validateSyncPermissions): its kind, and for a
+// namespaced object its namespace, against the project; "" when
+// permitted. An object may name any namespace, so the Application's
+// destination alone does not bound where it writes.
+func (r *ApplicationReconciler) notPermitted(proj *argov1.AppProject, u *unstructured.Unstructured) string {
+	if !project.Permitted(proj, u.GroupVersionKind().Group, u.GetKind(), u.GetName(), u.GetNamespace() == "") {
+		return fmt.Sprintf("resource %s:%s is not permitted in project %s", u.GroupVersionKind().Group, u.GetKind(), proj.Name)
+	}
+	server, name := r.destination()
+	if ns := u.GetNamespace(); ns != "" && !project.DestinationPermitted(proj, server, name, ns) {
+		return fmt.Sprintf("namespace %s is not permitted in project '%s'", ns, proj.Name)
+	}
+	return ""
+}
+
+// unpermittedHooks are the permission failures of c's hooks.
+func (r *ApplicationReconciler) unpermittedHooks(c *comparison) []string {
+	var out []string
+	for _, u := range c.hooks {
+		if msg := r.notPermitted(c.project, u); msg != "" {
+			out = append(out, msg)
+		}
+	}
+	return out
 }
 
 // compareOne compares one desired object with its live one by a
@@ -259,6 +286,9 @@ func (r *ApplicationReconciler) findPrunable(ctx context.Context, app *argov1.Ap
 		}
 		if live == nil || !tracking.OwnedBy(live, instance, res.Namespace == "") {
 			continue
+		}
+		if msg := r.notPermitted(c.project, live); msg != "" {
+			return &specError{msg} // Argo CD validates a prune as an apply
 		}
 		c.live[k] = live
 		c.prune = append(c.prune, live)
