@@ -128,7 +128,7 @@ func (r *ApplicationReconciler) addHistory(app *argov1.Application, st *argov1.O
 		h.ID = app.Status.History[n-1].ID + 1
 	}
 	hist := append(app.Status.History, h)
-	limit := int(app.GetRevisionHistoryLimit())
+	limit := max(int(app.GetRevisionHistoryLimit()), 0) // Argo CD's Trunc clamps a negative limit
 	if len(hist) > limit {
 		hist = hist[len(hist)-limit:]
 	}
