@@ -8,6 +8,7 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestSyncRequestedWhileAnotherRunsDoesNotRunItsHooksAgain: a second
@@ -71,5 +72,39 @@ func TestSyncRequestedWhileAnotherRunsDoesNotRunItsHooksAgain(t *testing.T) {
 	}
 	if strings.Contains(describeResults(app), "Failed") {
 		t.Logf("results: %s", describeResults(app))
+	}
+}
+
+// TestInvalidPostSyncHookFailsTheSyncBeforeAnythingIsApplied: a
+// PostSync hook that cannot be applied (a string where the Job's schema
+// wants a number) fails the operation at its dry run, with nothing of
+// the Sync phase written. Argo CD dry-runs every task of the operation,
+// hooks included, before the first is applied
+// (gitops-engine/pkg/sync/sync_context.go Sync: "Perform a `kubectl apply
+// --dry-run` against all the manifests … If anything fails, we will
+// refuse to perform the sync"), message "one or more objects failed to
+// apply (dry run)".
+func TestInvalidPostSyncHookFailsTheSyncBeforeAnythingIsApplied(t *testing.T) {
+	t.Parallel()
+	logsOnFailure(t)
+	repo := gitSrv.NewRepo(t, map[string]string{
+		"app/cm.yaml":     configMapDoc("settings", "0", "one"),
+		"app/notify.yaml": job("notify", []string{"argocd.argoproj.io/hook: PostSync"}, false, `backoffLimit: "three"`),
+	})
+	ns := uniqueName("bad-hook")
+	app := manualApp(uniqueName("bad-hook"), repo.URL(), "app", ns)
+	create(t, app)
+	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
+	requestSync(t, app, syncOp("CreateNamespace=true"))
+	waitApp(t, app, "the operation ended", func() bool {
+		st := app.Status.OperationState
+		return app.Operation == nil && st != nil && st.Phase != argov1.OperationRunning
+	})
+	st := app.Status.OperationState
+	if st.Phase != argov1.OperationFailed || st.Message != "one or more objects failed to apply (dry run)" {
+		t.Errorf("operation %s %q, want Failed at the dry run; results: %s", st.Phase, st.Message, describeResults(app))
+	}
+	if exists(t, &corev1.ConfigMap{}, ns, "settings") {
+		t.Errorf("the Sync phase's ConfigMap was applied although the PostSync hook could never be: results %s", describeResults(app))
 	}
 }
