@@ -69,10 +69,10 @@ func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outc
 	var reasons []string
 	for _, step := range run.steps {
 		for _, t := range step.Tasks {
-			if t.Prune || t.Hook || created[t.Obj.GetNamespace()] || inSetCRD(run.c, t.Obj) {
+			if t.Prune || created[t.Obj.GetNamespace()] || inSetCRD(run.c, t.Obj) {
 				continue
 			}
-			if _, _, err := r.SSA.DryRun(ctx, t.Obj, ssa.ApplyOptions{}); err != nil {
+			if err := r.dryRun(ctx, t); err != nil {
 				run.record(t, argov1.ResultSyncFailed, err.Error(), "")
 				reasons = append(reasons, err.Error())
 			}
@@ -83,6 +83,23 @@ func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outc
 		return outcome{phase: argov1.OperationFailed, message: "one or more objects failed to apply (dry run)"}, false
 	}
 	return outcome{}, true
+}
+
+// dryRun checks that t can be applied: an object by a server-side apply
+// dry-run, a hook by a create dry-run (a hook is created anew, and one of
+// an earlier sync still there is deleted or adopted first, so only its
+// validity matters), as Argo CD dry-runs every task, hooks included.
+func (r *ApplicationReconciler) dryRun(ctx context.Context, t *plan.Task) error {
+	if !t.Hook {
+		_, _, err := r.SSA.DryRun(ctx, t.Obj, ssa.ApplyOptions{})
+		return err
+	}
+	obj := t.Obj.DeepCopy()
+	err := r.Client.Create(ctx, obj, client.DryRunAll, client.FieldOwner(FieldManager))
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return fmt.Errorf("%s/%s/%s dry-run failed: %s", t.Obj.GetKind(), t.Obj.GetNamespace(), t.Obj.GetName(), apiReason(err))
 }
 
 // inSetCRD: u is a custom resource whose CRD is in the same sync.
