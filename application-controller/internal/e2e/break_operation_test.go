@@ -108,3 +108,29 @@ func TestInvalidPostSyncHookFailsTheSyncBeforeAnythingIsApplied(t *testing.T) {
 		t.Errorf("the Sync phase's ConfigMap was applied although the PostSync hook could never be: results %s", describeResults(app))
 	}
 }
+
+// TestSyncWithLocalManifestsDoesNotApplyGitInstead: an operation with
+// sync.manifests (`argocd app sync --local`) asks for those manifests to
+// be applied; Argo CD compares and syncs them instead of the source's
+// (controller/sync.go SyncAppState: syncOp.Manifests become the local
+// manifests of the comparison). Eddy may refuse such an operation, but
+// it must not apply the Git source's objects in their place.
+func TestSyncWithLocalManifestsDoesNotApplyGitInstead(t *testing.T) {
+	t.Parallel()
+	logsOnFailure(t)
+	repo := gitSrv.NewRepo(t, twoConfigMaps)
+	ns := uniqueName("local")
+	app := manualApp(uniqueName("local"), repo.URL(), "app", ns)
+	create(t, app)
+	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
+	requestSync(t, app, `{"operation":{"initiatedBy":{"username":"e2e"},"sync":{"syncOptions":["CreateNamespace=true"],`+
+		`"manifests":["apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\ndata:\n  k: local\n"]}}}`)
+	waitApp(t, app, "the operation ended", func() bool {
+		st := app.Status.OperationState
+		return app.Operation == nil && st != nil && st.Phase != argov1.OperationRunning
+	})
+	if exists(t, &corev1.ConfigMap{}, ns, "a") || exists(t, &corev1.ConfigMap{}, ns, "b") {
+		t.Errorf("a sync of local manifests applied the Git source's ConfigMaps: operation %s %q, results %s",
+			app.Status.OperationState.Phase, app.Status.OperationState.Message, describeResults(app))
+	}
+}
