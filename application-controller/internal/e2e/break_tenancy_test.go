@@ -7,6 +7,7 @@ import (
 	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/pkg/gitserver"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -85,4 +86,73 @@ func TestObjectInANamespaceOutsideTheProjectIsNotApplied(t *testing.T) {
 
 func completed(phase string) bool {
 	return phase == argov1.OperationSucceeded || phase == argov1.OperationFailed || phase == argov1.OperationError
+}
+
+// TestProjectScopedRepositoryCredentialsServeOnlyTheirProject: a
+// repository Secret with `project: team-a` gives its credentials to
+// team-a's Applications only (Argo CD's db.GetRepository(repoURL,
+// project) returns project-scoped credentials to that project alone). An
+// Application of another project on the same private repository gets no
+// credentials: its fetch fails with a ComparisonError and nothing of the
+// repository is applied for it, while team-a's Application stays synced.
+func TestProjectScopedRepositoryCredentialsServeOnlyTheirProject(t *testing.T) {
+	t.Parallel()
+	logsOnFailure(t)
+	repo := gitSrv.NewRepo(t, twoConfigMaps)
+	srv, err := gitserver.Start(gitserver.Options{Root: gitSrv.Root, Username: "git", Password: "team-a-pass"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/" + repo.Name
+	proj := &argov1.AppProject{ObjectMeta: metav1.ObjectMeta{Name: uniqueName("team-a"), Namespace: argocd}, Spec: argov1.AppProjectSpec{
+		SourceRepos:              []string{"*"},
+		Destinations:             []argov1.ApplicationDestination{{Server: "*", Namespace: "*"}},
+		ClusterResourceWhitelist: []argov1.ClusterResourceRestrictionItem{{Group: "*", Kind: "*"}},
+	}}
+	create(t, proj)
+	create(t, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: uniqueName("repo"), Namespace: argocd, Labels: map[string]string{"argocd.argoproj.io/secret-type": "repository"}},
+		StringData: map[string]string{"url": url, "username": "git", "password": "team-a-pass", "project": proj.Name},
+	})
+	nsA := uniqueName("team-a")
+	appA := exampleApp(uniqueName("team-a"), url, "app", nsA, nil)
+	appA.Spec.Project = proj.Name
+	create(t, appA)
+	waitApp(t, appA, "Synced and Healthy", syncedHealthy(appA))
+
+	nsB := uniqueName("team-b")
+	appB := exampleApp(uniqueName("team-b"), url, "app", nsB, nil)
+	create(t, appB)
+	// For 10 s, team-b's Application never shows the repository's
+	// objects (status.resources is what it rendered) nor applies them.
+	var read []argov1.ResourceStatus
+	for range 20 {
+		time.Sleep(500 * time.Millisecond)
+		waitApp(t, appB, "read", func() bool { return true })
+		if len(appB.Status.Resources) > 0 || exists(t, &corev1.ConfigMap{}, nsB, "a") {
+			read = appB.Status.Resources
+			break
+		}
+	}
+	if read != nil {
+		t.Errorf("an Application of project default rendered a repository whose only credentials are scoped to project %s: sync %s, resources %d, conditions %+v",
+			proj.Name, appB.Status.Sync.Status, len(read), appB.Status.Conditions)
+	}
+	// team-a keeps fetching with its credentials.
+	rev := repo.MustCommit(t, map[string]string{"app/b.yaml": ""}, "drop b")
+	refresh(t, appA)
+	waitApp(t, appA, "team-a synced at the new commit", func() bool {
+		return appA.Status.Sync.Revision == rev && appA.Status.Sync.Status == argov1.SyncStatusSynced
+	})
+	// team-b's Application does not take the credentials off the
+	// GitRepository they share: team-a sees no ComparisonError.
+	for range 15 {
+		time.Sleep(time.Second)
+		waitApp(t, appA, "read", func() bool { return true })
+		if hasCondition(appA, argov1.ConditionComparisonError, "") {
+			t.Errorf("team-a's Application lost its credentials to team-b's: %+v", appA.Status.Conditions)
+			break
+		}
+	}
 }
