@@ -20,6 +20,23 @@ func TestRenderOfJsonnetThatDoesNotEndStopsWithItsContext(t *testing.T) {
 	root := repo(t, map[string]string{
 		"app/slow.jsonnet": "local n = 20000;\n[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'x' + std.length([1 for x in std.range(1, n) for y in std.range(1, n) if x < 0])}}]\n",
 	})
+	renderStopsWithContext(t, root)
+}
+
+// TestRenderOfAChartThatDoesNotEndStopsWithItsContext: the same for a
+// Helm template that loops for minutes (4·10⁸ steps of nested ranges).
+func TestRenderOfAChartThatDoesNotEndStopsWithItsContext(t *testing.T) {
+	root := repo(t, map[string]string{
+		"app/Chart.yaml":       "apiVersion: v2\nname: c\nversion: 0.1.0\n",
+		"app/templates/x.yaml": "{{- range until 20000 }}{{ range until 20000 }}{{ end }}{{ end }}\n" + cm("x"),
+	})
+	renderStopsWithContext(t, root)
+}
+
+// renderStopsWithContext renders path app of root with a 1 s context and
+// fails unless Render returns an error within 15 s.
+func renderStopsWithContext(t *testing.T, root string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	done := make(chan error, 1)
