@@ -134,3 +134,26 @@ func TestSyncWithLocalManifestsDoesNotApplyGitInstead(t *testing.T) {
 			app.Status.OperationState.Phase, app.Status.OperationState.Message, describeResults(app))
 	}
 }
+
+// TestSyncToARevisionThatDoesNotExistEnds: a sync to a revision the
+// repository does not have ends in Error naming it, as Argo CD's does
+// ("Unable to resolve '<rev>' to a commit SHA"); it is not left Running,
+// waiting for an artifact that will never come.
+func TestSyncToARevisionThatDoesNotExistEnds(t *testing.T) {
+	t.Parallel()
+	logsOnFailure(t)
+	repo := gitSrv.NewRepo(t, twoConfigMaps)
+	ns := uniqueName("norev")
+	app := manualApp(uniqueName("norev"), repo.URL(), "app", ns)
+	create(t, app)
+	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
+	requestSync(t, app, `{"operation":{"initiatedBy":{"username":"e2e"},"sync":{"revision":"no-such-branch","syncOptions":["CreateNamespace=true"]}}}`)
+	waitApp(t, app, "the operation ended", func() bool {
+		st := app.Status.OperationState
+		return app.Operation == nil && st != nil && st.Phase != argov1.OperationRunning
+	})
+	st := app.Status.OperationState
+	if st.Phase != argov1.OperationError || !strings.Contains(st.Message, "no-such-branch") {
+		t.Errorf("operation %s %q, want Error naming the revision", st.Phase, st.Message)
+	}
+}
