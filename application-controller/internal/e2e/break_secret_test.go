@@ -19,6 +19,7 @@ func secretApp(t *testing.T, secretYAML string) (*argov1.Application, string) {
 	})
 	ns := uniqueName("secret-type")
 	app := exampleApp(uniqueName("secret-type"), repo.URL(), "app", ns, nil)
+	app.Spec.SyncPolicy.Retry = &argov1.RetryStrategy{Limit: 0} // fail at once
 	create(t, app)
 	waitApp(t, app, "the first sync ended", func() bool {
 		st := app.Status.OperationState
