@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,6 +92,9 @@ func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outc
 // an earlier sync still there is deleted or adopted first, so only its
 // validity matters), as Argo CD dry-runs every task, hooks included.
 func (r *ApplicationReconciler) dryRun(ctx context.Context, t *plan.Task) error {
+	if err := secretValueTypes(t.Obj); err != nil {
+		return err
+	}
 	if !t.Hook {
 		_, _, err := r.SSA.DryRun(ctx, t.Obj, ssa.ApplyOptions{})
 		return err
@@ -100,6 +105,29 @@ func (r *ApplicationReconciler) dryRun(ctx context.Context, t *plan.Task) error 
 		return nil
 	}
 	return fmt.Errorf("%s/%s/%s dry-run failed: %s", t.Obj.GetKind(), t.Obj.GetNamespace(), t.Obj.GetName(), apiReason(err))
+}
+
+// secretValueTypes refuses a core Secret with a data or stringData value
+// that is not a string (an unquoted number or boolean in YAML), naming
+// the field but never the value: the API server's message would hold the
+// value, and stringData's conversion would drop the key. Argo CD's kubectl
+// apply is refused by the server's decoding the same way.
+func secretValueTypes(u *unstructured.Unstructured) error {
+	if u.GetKind() != "Secret" || u.GroupVersionKind().Group != "" {
+		return nil
+	}
+	for _, field := range []string{"data", "stringData"} {
+		m, ok := u.Object[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if _, ok := m[k].(string); !ok && m[k] != nil {
+				return fmt.Errorf("Secret/%s/%s: .%s.%s: expected string, got %T (quote the value)", u.GetNamespace(), u.GetName(), field, k, m[k])
+			}
+		}
+	}
+	return nil
 }
 
 // inSetCRD: u is a custom resource whose CRD is in the same sync.
@@ -149,6 +177,10 @@ func (r *ApplicationReconciler) applyStep(ctx context.Context, run *syncRun, ste
 	}
 	for _, t := range step.Tasks {
 		if run.results[taskKey(t)] != nil {
+			continue
+		}
+		if err := secretValueTypes(t.Obj); err != nil && !t.Prune {
+			fail(t, err, "")
 			continue
 		}
 		switch {
