@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestSyncRequestedWhileAnotherRunsDoesNotRunItsHooksAgain: a second
@@ -155,5 +158,58 @@ func TestSyncToARevisionThatDoesNotExistEnds(t *testing.T) {
 	st := app.Status.OperationState
 	if st.Phase != argov1.OperationError || !strings.Contains(st.Message, "no-such-branch") {
 		t.Errorf("operation %s %q, want Error naming the revision", st.Phase, st.Message)
+	}
+}
+
+// TestHookSucceededDeletedHookDoesNotFailTheSyncWhenTheAppIsWritten: a
+// PostSync hook with delete policy HookSucceeded completes while
+// someone else keeps writing the Application (an app of apps' parent
+// re-applying it, a notifier's annotations, `kubectl annotate`). The
+// pass that sees the hook complete deletes it and then writes the
+// operation's end; when that write loses the race (a conflict), the
+// next pass must not find the hook gone and fail the sync ("Resource …
+// is missing"), which runs the SyncFail hooks and makes an auto-sync
+// retry the whole sync, PreSync hooks included. The end of the sync is
+// recorded before, or regardless of, the hook's deletion.
+func TestHookSucceededDeletedHookDoesNotFailTheSyncWhenTheAppIsWritten(t *testing.T) {
+	t.Parallel()
+	logsOnFailure(t)
+	repo := gitSrv.NewRepo(t, map[string]string{
+		"app/cm.yaml":     configMapDoc("settings", "0", "one"),
+		"app/notify.yaml": job("notify", []string{"argocd.argoproj.io/hook: PostSync", "argocd.argoproj.io/hook-delete-policy: HookSucceeded"}, true),
+	})
+	ns := uniqueName("poked")
+	app := manualApp(uniqueName("poked"), repo.URL(), "app", ns)
+	create(t, app)
+	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
+	requestSync(t, app, syncOp("CreateNamespace=true"))
+	waitApp(t, app, "waiting for the hook", running(app, "waiting for completion of hook batch/Job/notify"))
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		poke := &argov1.Application{}
+		poke.Name, poke.Namespace = app.Name, app.Namespace
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			p := fmt.Sprintf(`{"metadata":{"annotations":{"e2e.eddy.dev/poke":"%d"}}}`, i)
+			_ = env.Client.Patch(context.Background(), poke, client.RawPatch("application/merge-patch+json", []byte(p)))
+		}
+	}()
+	releaseJobPods(t, ns, "notify")
+	time.Sleep(10 * time.Second)
+	close(stop)
+	<-done
+	waitApp(t, app, "the operation ended", func() bool {
+		st := app.Status.OperationState
+		return app.Operation == nil && st != nil && completed(st.Phase)
+	})
+	if st := app.Status.OperationState; st.Phase != argov1.OperationSucceeded {
+		t.Errorf("operation %s %q after its hook succeeded; results %s", st.Phase, st.Message, describeResults(app))
 	}
 }
