@@ -151,7 +151,7 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 		c.desired[k] = u
 		c.order = append(c.order, k)
 	}
-	var unpermitted []string
+	unpermitted := r.unpermittedHooks(c)
 	applied := appliedKeys(app)
 	for _, k := range c.order {
 		u := c.desired[k]
@@ -165,9 +165,9 @@ func (r *ApplicationReconciler) compareObjects(ctx context.Context, app *argov1.
 			}
 		}
 		c.live[k] = live
-		if !project.Permitted(c.project, u.GroupVersionKind().Group, u.GetKind(), u.GetName(), u.GetNamespace() == "") {
+		if msg := r.notPermitted(c.project, u); msg != "" {
 			c.status[k] = argov1.SyncStatusUnknown
-			unpermitted = append(unpermitted, fmt.Sprintf("resource %s:%s is not permitted in project %s", u.GroupVersionKind().Group, u.GetKind(), c.project.Name))
+			unpermitted = append(unpermitted, msg)
 			continue
 		}
 		if live != nil {
@@ -199,6 +199,33 @@ func appliedKeys(app *argov1.Application) map[string]bool {
 			if res != nil {
 				out[plan.Key(res.Group, res.Kind, res.Namespace, res.Name)] = true
 			}
+		}
+	}
+	return out
+}
+
+// notPermitted is Argo CD's sync permission check of one object
+// (controller/sync.go validateSyncPermissions): its kind, and for a
+// namespaced object its namespace, against the project; "" when
+// permitted. An object may name any namespace, so the Application's
+// destination alone does not bound where it writes.
+func (r *ApplicationReconciler) notPermitted(proj *argov1.AppProject, u *unstructured.Unstructured) string {
+	if !project.Permitted(proj, u.GroupVersionKind().Group, u.GetKind(), u.GetName(), u.GetNamespace() == "") {
+		return fmt.Sprintf("resource %s:%s is not permitted in project %s", u.GroupVersionKind().Group, u.GetKind(), proj.Name)
+	}
+	server, name := r.destination()
+	if ns := u.GetNamespace(); ns != "" && !project.DestinationPermitted(proj, server, name, ns) {
+		return fmt.Sprintf("namespace %s is not permitted in project '%s'", ns, proj.Name)
+	}
+	return ""
+}
+
+// unpermittedHooks are the permission failures of c's hooks.
+func (r *ApplicationReconciler) unpermittedHooks(c *comparison) []string {
+	var out []string
+	for _, u := range c.hooks {
+		if msg := r.notPermitted(c.project, u); msg != "" {
+			out = append(out, msg)
 		}
 	}
 	return out
@@ -301,6 +328,9 @@ func (r *ApplicationReconciler) findPrunable(ctx context.Context, app *argov1.Ap
 		}
 		if _, isHook := plan.Hook(live); isHook {
 			continue
+		}
+		if msg := r.notPermitted(c.project, live); msg != "" {
+			return &specError{msg} // Argo CD validates a prune as an apply
 		}
 		k := plan.Key(cd.gvk.Group, cd.gvk.Kind, cd.namespace, cd.name)
 		c.live[k] = live

@@ -9,7 +9,6 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -29,7 +28,11 @@ func (r *ApplicationReconciler) runOperation(ctx context.Context, app *argov1.Ap
 	op := app.Operation
 	now := metav1.NewTime(r.clock())
 	st := app.Status.OperationState
-	if st == nil || completed(st.Phase) || !equality.Semantic.DeepEqual(st.Operation, *op) {
+	// An operation in progress goes on whatever app.Operation says now: a
+	// second request patched onto the Application does not start over a
+	// half-run sync (Argo CD's processRequestedAppOperation reads only
+	// status.operationState while one is in progress).
+	if st == nil || completed(st.Phase) {
 		if op.Sync == nil {
 			app.Operation = nil
 			return time.Millisecond
@@ -135,7 +138,7 @@ func (r *ApplicationReconciler) addHistory(app *argov1.Application, st *argov1.O
 		h.ID = app.Status.History[n-1].ID + 1
 	}
 	hist := append(app.Status.History, h)
-	limit := int(app.GetRevisionHistoryLimit())
+	limit := max(int(app.GetRevisionHistoryLimit()), 0) // Argo CD's Trunc clamps a negative limit
 	if len(hist) > limit {
 		hist = hist[len(hist)-limit:]
 	}

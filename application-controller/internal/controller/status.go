@@ -2,14 +2,18 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/pkg/appdiff"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -125,12 +129,65 @@ func setConditions(st *argov1.ApplicationStatus, owned []string, found map[strin
 
 // patch writes app's changes since orig in one merge patch on the object
 // (no status subresource), guarded by orig's resourceVersion so an
-// operation requested meanwhile is never overwritten.
+// operation requested meanwhile is never overwritten. A conflict with a
+// write that changed only metadata (an app of apps' parent re-applying
+// it, a notifier's or kubectl's annotations) does not lose the pass's
+// record: the same changes are written onto the newer object, as Argo CD
+// retries its operation state writes. A pass may have acted on the
+// cluster (a hook deleted) on the strength of what it writes.
 func (r *ApplicationReconciler) patch(ctx context.Context, orig, app *argov1.Application) error {
 	if equality.Semantic.DeepEqual(orig, app) {
 		return nil
 	}
-	return r.Client.Patch(ctx, app, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	data, err := client.MergeFrom(orig).Data(app)
+	if err != nil {
+		return err
+	}
+	err = r.Client.Patch(ctx, app, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	var reader client.Reader = r.Client // cached: the routed client reads the Application there
+	if r.local() {
+		reader = r.APIReader
+	}
+	for try := 0; apierrors.IsConflict(err) && try < 20; try++ {
+		fresh := &argov1.Application{}
+		if gerr := reader.Get(ctx, client.ObjectKeyFromObject(orig), fresh); gerr != nil || !onlyMetadataChanged(orig, fresh) {
+			return err
+		}
+		if fresh.ResourceVersion == orig.ResourceVersion { // a cache that has not seen the other write yet
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		locked, merr := withResourceVersion(data, fresh.ResourceVersion)
+		if merr != nil {
+			return err
+		}
+		err = r.Client.Patch(ctx, app, client.RawPatch(types.MergePatchType, locked))
+	}
+	return err
+}
+
+// onlyMetadataChanged: fresh differs from orig in nothing a reconcile
+// reads or writes but metadata (its labels and annotations).
+func onlyMetadataChanged(orig, fresh *argov1.Application) bool {
+	return equality.Semantic.DeepEqual(orig.Spec, fresh.Spec) && equality.Semantic.DeepEqual(orig.Operation, fresh.Operation) &&
+		equality.Semantic.DeepEqual(orig.Status, fresh.Status) && equality.Semantic.DeepEqual(orig.Finalizers, fresh.Finalizers) &&
+		orig.DeletionTimestamp.Equal(fresh.DeletionTimestamp)
+}
+
+// withResourceVersion adds metadata.resourceVersion to a merge patch, so
+// that it applies to that version only.
+func withResourceVersion(data []byte, rv string) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	md, _ := m["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["resourceVersion"] = rv
+	m["metadata"] = md
+	return json.Marshal(m)
 }
 
 // event records a Kubernetes Event on app and posts it to

@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,7 +78,7 @@ func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outc
 	var reasons []string
 	for _, step := range run.steps {
 		for _, t := range step.Tasks {
-			if t.Prune || t.Hook || created[t.Obj.GetNamespace()] || inSetCRD(run.c, t.Obj) {
+			if t.Prune || created[t.Obj.GetNamespace()] || inSetCRD(run.c, t.Obj) {
 				if dry && !t.Hook && !t.Prune {
 					action := ssa.Created
 					if run.c.live[keyOf(t.Obj)] != nil {
@@ -86,12 +88,12 @@ func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outc
 				}
 				continue
 			}
-			action, _, err := r.SSA.DryRun(ctx, t.Obj, ssa.ApplyOptions{})
+			action, err := r.dryRun(ctx, t)
 			switch {
 			case err != nil:
 				run.record(t, argov1.ResultSyncFailed, err.Error(), "")
 				reasons = append(reasons, err.Error())
-			case dry:
+			case dry && !t.Hook:
 				run.record(t, argov1.ResultSynced, taskName(t)+" "+string(action)+" (dry run)", "")
 			}
 		}
@@ -106,6 +108,50 @@ func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outc
 // taskName is kubectl's name of a task's object, e.g. configmap/payment-config.
 func taskName(t *plan.Task) string {
 	return strings.ToLower(t.Obj.GetKind()) + "/" + t.Obj.GetName()
+}
+
+// dryRun checks that t can be applied: an object by a server-side apply
+// dry-run, a hook by a create dry-run (a hook is created anew, and one of
+// an earlier sync still there is deleted or adopted first, so only its
+// validity matters), as Argo CD dry-runs every task, hooks included. It
+// returns what the apply would do (a hook: created).
+func (r *ApplicationReconciler) dryRun(ctx context.Context, t *plan.Task) (ssa.Action, error) {
+	if err := secretValueTypes(t.Obj); err != nil {
+		return "", err
+	}
+	if !t.Hook {
+		action, _, err := r.SSA.DryRun(ctx, t.Obj, ssa.ApplyOptions{})
+		return action, err
+	}
+	obj := t.Obj.DeepCopy()
+	err := r.Client.Create(ctx, obj, client.DryRunAll, client.FieldOwner(FieldManager))
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return ssa.Created, nil
+	}
+	return "", fmt.Errorf("%s/%s/%s dry-run failed: %s", t.Obj.GetKind(), t.Obj.GetNamespace(), t.Obj.GetName(), apiReason(err))
+}
+
+// secretValueTypes refuses a core Secret with a data or stringData value
+// that is not a string (an unquoted number or boolean in YAML), naming
+// the field but never the value: the API server's message would hold the
+// value, and stringData's conversion would drop the key. Argo CD's kubectl
+// apply is refused by the server's decoding the same way.
+func secretValueTypes(u *unstructured.Unstructured) error {
+	if u.GetKind() != "Secret" || u.GroupVersionKind().Group != "" {
+		return nil
+	}
+	for _, field := range []string{"data", "stringData"} {
+		m, ok := u.Object[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if _, ok := m[k].(string); !ok && m[k] != nil {
+				return fmt.Errorf("Secret/%s/%s: .%s.%s: expected string, got %T (quote the value)", u.GetNamespace(), u.GetName(), field, k, m[k])
+			}
+		}
+	}
+	return nil
 }
 
 // inSetCRD: u is a custom resource whose CRD is in the same sync.
@@ -155,6 +201,10 @@ func (r *ApplicationReconciler) applyStep(ctx context.Context, run *syncRun, ste
 	}
 	for _, t := range step.Tasks {
 		if run.results[taskKey(t)] != nil {
+			continue
+		}
+		if err := secretValueTypes(t.Obj); err != nil && !t.Prune {
+			fail(t, err, "")
 			continue
 		}
 		switch {

@@ -36,6 +36,12 @@ type syncRun struct {
 // they completed (§4.1, §4.2 step 7).
 func (r *ApplicationReconciler) syncPass(ctx context.Context, app *argov1.Application, st *argov1.OperationState, c *comparison) outcome {
 	sync := st.Operation.Sync
+	if len(sync.Manifests) > 0 {
+		// Argo CD syncs these instead of the source (`argocd app sync
+		// --local`); applying the source in their place would apply what
+		// nobody asked for.
+		return outcome{phase: argov1.OperationError, message: "syncing local manifests (operation.sync.manifests) is not supported by Eddy"}
+	}
 	c, err := r.compareFor(ctx, app, st, c)
 	switch {
 	case err != nil:
