@@ -47,6 +47,8 @@ type ApplicationReconciler struct {
 	Resync, ResyncJitter time.Duration
 	SelfHeal             SelfHealBackoff
 	WaveDelay            time.Duration
+	// RenderTimeout bounds one render; 0 means none.
+	RenderTimeout time.Duration
 	// KubeVersion and APIVersions describe the cluster to Helm.
 	KubeVersion string
 	APIVersions []string

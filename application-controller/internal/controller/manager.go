@@ -61,6 +61,10 @@ type Config struct {
 	SelfHealFactor                                int
 	// SyncWaveDelay is the pause between waves (ARGOCD_SYNC_WAVE_DELAY, 2s).
 	SyncWaveDelay time.Duration
+	// RenderTimeout bounds one source's rendering (Argo CD's
+	// --repo-server-timeout-seconds, 60s, which bounds the repo-server's
+	// manifest generation).
+	RenderTimeout time.Duration
 
 	// Not flags; zero in the binary. RESTConfig nil means --kubeconfig,
 	// $KUBECONFIG or the in-cluster account.
@@ -98,6 +102,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	seconds(&c.SelfHealBackoff, "self-heal-backoff-timeout-seconds", 2, "The wait before the second self-heal.")
 	seconds(&c.SelfHealCap, "self-heal-backoff-cap-seconds", 300, "The longest wait between self-heals.")
 	fs.IntVar(&c.SelfHealFactor, "self-heal-backoff-factor", 3, "The factor each further self-heal's wait grows by.")
+	seconds(&c.RenderTimeout, "repo-server-timeout-seconds", 60, "The longest rendering of one source (Helm, kustomize, jsonnet, plain files).")
 	c.SyncWaveDelay = 2 * time.Second
 	if v, err := time.ParseDuration(os.Getenv("ARGOCD_SYNC_WAVE_DELAY") + "s"); err == nil && os.Getenv("ARGOCD_SYNC_WAVE_DELAY") != "" {
 		c.SyncWaveDelay = v
@@ -148,7 +153,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		Namespace: c.Namespace, AppNamespaces: c.ApplicationNamespaces,
 		Resync: c.AppResync, ResyncJitter: c.AppResyncJitter,
 		SelfHeal:  SelfHealBackoff{Timeout: c.SelfHealTimeout, Backoff: c.SelfHealBackoff, Cap: c.SelfHealCap, Factor: c.SelfHealFactor},
-		WaveDelay: c.SyncWaveDelay,
+		WaveDelay: c.SyncWaveDelay, RenderTimeout: c.RenderTimeout,
 	}
 	// Helm's capabilities of the controller's cluster; Helm's defaults
 	// when discovery fails.

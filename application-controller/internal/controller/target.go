@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
@@ -151,12 +152,32 @@ func (r *ApplicationReconciler) render(ctx context.Context, app *argov1.Applicat
 	if res, ok := r.renders.get(key); ok {
 		return res, nil
 	}
-	res, err := render.Render(ctx, in)
+	if r.renders.timedOut(key) {
+		return nil, renderTimeoutError(r.RenderTimeout)
+	}
+	rctx := ctx
+	if r.RenderTimeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, r.RenderTimeout)
+		defer cancel()
+	}
+	res, err := render.Render(rctx, in)
+	if errors.Is(err, render.ErrTimeout) {
+		// The render goes on in the background: it is not started again
+		// for the same inputs, which a new commit or spec change alters.
+		r.renders.markTimedOut(key)
+		return nil, renderTimeoutError(r.RenderTimeout)
+	}
 	if err != nil {
 		return nil, err
 	}
 	r.renders.put(key, res)
 	return copyResult(res), nil
+}
+
+// renderTimeoutError is the ComparisonError of a render that did not end.
+func renderTimeoutError(d time.Duration) error {
+	return fmt.Errorf("%w within %s (--repo-server-timeout-seconds); it is not tried again until the source or the Application changes", render.ErrTimeout, d)
 }
 
 func renderKey(in render.Input, digest string) string {
@@ -255,6 +276,9 @@ type renderCache struct {
 	entries map[string]*render.Result
 	order   []string
 	max     int
+	// slow are the keys whose render ran out of time (markTimedOut).
+	slow      map[string]bool
+	slowOrder []string
 }
 
 func newRenderCache(max int) *renderCache {
@@ -269,6 +293,31 @@ func (c *renderCache) get(key string) (*render.Result, bool) {
 		return nil, false
 	}
 	return copyResult(res), true
+}
+
+// timedOut reports whether the render of key ran out of time before.
+func (c *renderCache) timedOut(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.slow[key]
+}
+
+// markTimedOut remembers that the render of key ran out of time; at most
+// max keys are kept, the oldest dropped first.
+func (c *renderCache) markTimedOut(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.slow == nil {
+		c.slow = map[string]bool{}
+	}
+	if !c.slow[key] {
+		c.slow[key] = true
+		c.slowOrder = append(c.slowOrder, key)
+	}
+	for len(c.slowOrder) > c.max {
+		delete(c.slow, c.slowOrder[0])
+		c.slowOrder = c.slowOrder[1:]
+	}
 }
 
 func (c *renderCache) put(key string, res *render.Result) {

@@ -32,7 +32,7 @@ func TestSyncKilledAfterDeletingItsSucceededHookStillSucceeds(t *testing.T) {
 	requestSync(t, app, syncOp("CreateNamespace=true"))
 	waitApp(t, app, "waiting for the hook", running(app, "waiting for completion of hook batch/Job/notify"))
 
-	procs["application-controller"].Kill()
+	ctrls.Proc("application-controller").Kill()
 	restarted := false
 	t.Cleanup(func() {
 		if !restarted {

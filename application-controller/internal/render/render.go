@@ -76,10 +76,41 @@ var ErrPlugin = errors.New("config management plugins are not supported by Eddy"
 // refused (argocd-contract §1.2, Argo CD's out-of-bounds checks), a plugin
 // source returns ErrPlugin itself, a chart whose dependencies are not
 // vendored under charts/ is refused (no `helm dependency build`).
+//
+// Render returns when ctx ends even if the render does not: neither
+// go-jsonnet nor Helm's templates can be stopped, so a render that loops
+// goes on in the background (using a CPU) and its result is dropped; the
+// error is then ErrTimeout, and the caller should not start the same render
+// again (Argo CD bounds the repo-server's manifest call the same way).
 func Render(ctx context.Context, in Input) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := renderWithin(ctx, in)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, ErrTimeout
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// ErrTimeout is Render's error when its context's deadline passed first.
+var ErrTimeout = errors.New("rendering the manifests did not finish in time")
+
+// renderWithin is Render without the deadline.
+func renderWithin(ctx context.Context, in Input) (*Result, error) {
 	root, err := filepath.Abs(in.Root)
 	if err == nil {
 		root, err = filepath.EvalSymlinks(root)
