@@ -36,7 +36,9 @@ type syncRun struct {
 // first pass creates the namespace and dry-runs every task; each pass
 // then finishes waiting on the current (phase, wave) or applies the next
 // one. A failed step starts the SyncFail hooks; the operation fails once
-// they completed (§4.1, §4.2 step 7).
+// they completed (§4.1, §4.2 step 7). It ends, deleting hooks by their
+// delete policy (§4.3), only on a pass that starts from a status
+// recording every hook's end (unrecordedHookEnd).
 func (r *ApplicationReconciler) syncPass(ctx context.Context, app *argov1.Application, st *argov1.OperationState, c *comparison) outcome {
 	sync := st.Operation.Sync
 	if len(sync.Manifests) > 0 {
