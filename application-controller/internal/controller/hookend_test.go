@@ -99,3 +99,28 @@ func TestHookIsDeletedOnlyAfterItsEndIsRecorded(t *testing.T) {
 		t.Errorf("pass after a restart: %s %q, want Succeeded", out.phase, out.message)
 	}
 }
+
+func TestUnrecordedHookEndIsAHookEndNotYetInTheStatus(t *testing.T) {
+	hook := func(status, phase string) *argov1.ResourceResult {
+		return &argov1.ResourceResult{Kind: "Job", Name: "h", Status: status, HookType: plan.PhasePreSync, HookPhase: phase}
+	}
+	cases := []struct {
+		name      string
+		res       *argov1.ResourceResult
+		endBefore bool
+		want      bool
+	}{
+		{"hook succeeded in this pass", hook(argov1.ResultSynced, argov1.OperationSucceeded), false, true},
+		{"hook failed in this pass", hook(argov1.ResultSynced, argov1.OperationFailed), false, true},
+		{"hook end already recorded", hook(argov1.ResultSynced, argov1.OperationSucceeded), true, false},
+		{"hook still running", hook(argov1.ResultSynced, argov1.OperationRunning), false, false},
+		{"hook that failed to apply", hook(argov1.ResultSyncFailed, argov1.OperationFailed), false, false},
+		{"object, not a hook", &argov1.ResourceResult{Kind: "ConfigMap", Status: argov1.ResultSynced, HookPhase: argov1.OperationSucceeded}, false, false},
+	}
+	for _, c := range cases {
+		run := &syncRun{results: map[string]*argov1.ResourceResult{"k": c.res}, endedBefore: map[string]bool{"k": c.endBefore}}
+		if got := run.unrecordedHookEnd(); got != c.want {
+			t.Errorf("%s: unrecordedHookEnd = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
