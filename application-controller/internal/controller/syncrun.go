@@ -27,13 +27,18 @@ type syncRun struct {
 	// failSteps holds the SyncFail hooks, run only when the sync fails.
 	failSteps plan.Step
 	results   map[string]*argov1.ResourceResult
+	// endedBefore holds the keys of the hooks whose end (a completed
+	// hookPhase) the status this pass started from records already.
+	endedBefore map[string]bool
 }
 
 // syncPass runs the next group of app's sync (argocd-contract §4.2): the
 // first pass creates the namespace and dry-runs every task; each pass
 // then finishes waiting on the current (phase, wave) or applies the next
 // one. A failed step starts the SyncFail hooks; the operation fails once
-// they completed (§4.1, §4.2 step 7).
+// they completed (§4.1, §4.2 step 7). It ends, deleting hooks by their
+// delete policy (§4.3), only on a pass that starts from a status
+// recording every hook's end (unrecordedHookEnd).
 func (r *ApplicationReconciler) syncPass(ctx context.Context, app *argov1.Application, st *argov1.OperationState, c *comparison) outcome {
 	sync := st.Operation.Sync
 	if len(sync.Manifests) > 0 {
@@ -86,12 +91,18 @@ func (r *ApplicationReconciler) syncPass(ctx context.Context, app *argov1.Applic
 			// multi-step sync (Argo CD's rule).
 			continue
 		}
+		if i == len(run.steps)-1 && !hasHook(step) {
+			continue // applied by a pass that then waited to record a hook's end
+		}
 		if out, done := r.stepDone(ctx, run, step); !done {
 			if out.phase != argov1.OperationRunning {
 				return r.failPhase(ctx, run, out.message)
 			}
 			return out
 		}
+	}
+	if run.unrecordedHookEnd() {
+		return outcome{phase: argov1.OperationRunning, message: run.st.Message, wait: time.Millisecond}
 	}
 	r.cleanupHooks(ctx, run, true)
 	return outcome{phase: argov1.OperationSucceeded, message: "successfully synced (all tasks run)"}
@@ -117,6 +128,9 @@ func (r *ApplicationReconciler) failPhase(ctx context.Context, run *syncRun, mes
 			}
 			message += "\none or more SyncFail hooks failed"
 		}
+	}
+	if run.unrecordedHookEnd() {
+		return outcome{phase: argov1.OperationRunning, message: run.st.Message, wait: time.Millisecond}
 	}
 	r.cleanupHooks(ctx, run, false)
 	return outcome{phase: argov1.OperationFailed, message: message}
@@ -174,8 +188,13 @@ func (r *ApplicationReconciler) newSyncRun(app *argov1.Application, st *argov1.O
 		}
 	}
 	run := &syncRun{app: app, st: st, c: c, opts: plan.ParseOptions(sync.SyncOptions, nil), results: map[string]*argov1.ResourceResult{}}
+	run.endedBefore = map[string]bool{}
 	for _, res := range st.SyncResult.Resources {
-		run.results[resultKey(res.SyncPhase, plan.Key(res.Group, res.Kind, res.Namespace, res.Name))] = res
+		k := resultKey(res.SyncPhase, plan.Key(res.Group, res.Kind, res.Namespace, res.Name))
+		run.results[k] = res
+		if res.HookType != "" && completed(res.HookPhase) {
+			run.endedBefore[k] = true
+		}
 	}
 	hooks := len(sync.Resources) == 0 && (sync.SyncStrategy == nil || sync.SyncStrategy.Apply == nil)
 	desired := map[string]*unstructured.Unstructured{}
@@ -265,6 +284,21 @@ func (run *syncRun) failed() bool {
 				res.HookPhase == argov1.OperationFailed || res.HookPhase == argov1.OperationError) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// unrecordedHookEnd: this pass saw a hook end (Succeeded, Failed or
+// Error), and the status it started from does not record that yet. The operation then ends on the next pass, after this one's status
+// is written: ending it releases and deletes hooks (their delete policy),
+// and a hook deleted before its end is written would be found missing
+// after a restart, failing a sync that succeeded (Argo CD records the end
+// and deletes in one pass; this order closes that window).
+func (run *syncRun) unrecordedHookEnd() bool {
+	for k, res := range run.results {
+		if res.HookType != "" && res.Status != argov1.ResultSyncFailed && completed(res.HookPhase) && !run.endedBefore[k] {
+			return true
 		}
 	}
 	return false

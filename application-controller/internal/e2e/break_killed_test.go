@@ -5,20 +5,26 @@ import (
 	"testing"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/pkg/testenv"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// TestSyncKilledAfterDeletingItsSucceededHookStillSucceeds: the pass
-// that sees a HookSucceeded PostSync hook complete deletes it, then
-// writes the operation's end; application-controller is killed between
-// the two (simulated: the controller is killed while the hook runs, and
-// the hook is completed, released and deleted as that pass does). The
-// restarted controller must not fail the sync on the missing hook
-// ("Resource … is missing"): a failed sync runs the SyncFail hooks, and
-// an auto-sync retries the whole sync, PreSync hooks included. Not
-// parallel: the kill stops every Application's reconciling.
+// TestSyncKilledAfterDeletingItsSucceededHookStillSucceeds: a
+// HookSucceeded PostSync hook completes; the pass that sees it records
+// its end, and the next pass releases and deletes it, then writes the
+// operation's end; application-controller is killed between that delete
+// and that write (simulated: the controller is killed while the hook
+// runs, and the hook is completed, its end recorded in the status,
+// released and deleted as those passes do). The restarted controller
+// must not fail the sync on the missing hook ("Resource … is missing"):
+// a failed sync runs the SyncFail hooks, and an auto-sync retries the
+// whole sync, PreSync hooks included. Not parallel: the kill stops every
+// Application's reconciling. (A hook is never deleted by the pass that
+// first sees it end: the controller unit test
+// TestHookIsDeletedOnlyAfterItsEndIsRecorded checks that order.)
 func TestSyncKilledAfterDeletingItsSucceededHookStillSucceeds(t *testing.T) {
 	logsOnFailure(t)
 	repo := gitSrv.NewRepo(t, map[string]string{
@@ -44,6 +50,8 @@ func TestSyncKilledAfterDeletingItsSucceededHookStillSucceeds(t *testing.T) {
 	if !exists(t, j, ns, "notify") {
 		t.Fatal("no Job notify")
 	}
+	waitJobComplete(t, j)
+	recordHookSucceeded(t, app, "notify")
 	orig := j.DeepCopy()
 	j.Finalizers = slices.DeleteFunc(j.Finalizers, func(f string) bool { return f == argov1.FinalizerHook })
 	if err := env.Client.Patch(t.Context(), j, client.MergeFrom(orig)); err != nil {
@@ -63,5 +71,41 @@ func TestSyncKilledAfterDeletingItsSucceededHookStillSucceeds(t *testing.T) {
 	})
 	if st := app.Status.OperationState; st.Phase != argov1.OperationSucceeded {
 		t.Errorf("operation %s %q after its hook succeeded; results %s", st.Phase, st.Message, describeResults(app))
+	}
+}
+
+// waitJobComplete waits until j has the Complete condition.
+func waitJobComplete(t *testing.T, j *batchv1.Job) {
+	t.Helper()
+	testenv.WaitForTimeout(t, env.Client, j, "Job "+j.Name+" Complete", appTimeout, func() bool {
+		return slices.ContainsFunc(j.Status.Conditions, func(c batchv1.JobCondition) bool {
+			return c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue
+		})
+	})
+}
+
+// recordHookSucceeded writes into app's status the end of its hook name
+// (hookPhase Succeeded), as the pass that sees the hook complete does.
+func recordHookSucceeded(t *testing.T, app *argov1.Application, name string) {
+	t.Helper()
+	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(app), app); err != nil {
+		t.Fatal(err)
+	}
+	orig := app.DeepCopy()
+	st := app.Status.OperationState
+	if st == nil || st.SyncResult == nil {
+		t.Fatal("no operation results")
+	}
+	found := false
+	for _, res := range st.SyncResult.Resources {
+		if res.HookType != "" && res.Name == name {
+			res.HookPhase, res.Message, found = argov1.OperationSucceeded, "job/"+name+" completed", true
+		}
+	}
+	if !found {
+		t.Fatalf("no hook result %s; results %s", name, describeResults(app))
+	}
+	if err := env.Client.Patch(t.Context(), app, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		t.Fatal(err)
 	}
 }
