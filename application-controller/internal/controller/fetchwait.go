@@ -64,7 +64,7 @@ func (w *fetchWait) forget(key string) {
 func (r *ApplicationReconciler) askFetch(ctx context.Context, app *argov1.Application, key string) {
 	at := time.Now()
 	for _, src := range app.GetSources() {
-		if err := r.Sources.Refresh(ctx, src, ""); err != nil {
+		if err := r.Sources.Refresh(ctx, app, src, ""); err != nil {
 			r.Log.V(1).Info("cannot request a fetch", "error", err.Error())
 			return
 		}
@@ -86,7 +86,7 @@ func (r *ApplicationReconciler) fetchPending(ctx context.Context, app *argov1.Ap
 	}
 	if time.Since(at) < fetchWaitMax {
 		for _, src := range app.GetSources() {
-			obj := r.sourceObject(ctx, src, "")
+			obj := r.sourceObject(ctx, app, src, "")
 			if obj == nil {
 				continue
 			}

@@ -70,18 +70,24 @@ func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 }
 
 // sourceObjects are the names of the source objects an Application uses:
-// its sources' at their target revisions, and its operation's.
+// its sources' at their target revisions, and its operation's. Each is
+// listed unscoped and scoped to the Application's project: which one
+// Ensure uses depends on the repository Secrets, which an index cannot
+// read.
 func sourceObjects(o client.Object) []string {
 	app := o.(*argov1.Application)
 	var out []string
+	add := func(s argov1.ApplicationSource, rev string) {
+		out = append(out, source.ObjectName(s, rev), source.ScopedObjectName(s, rev, app.GetProject()))
+	}
 	for _, s := range app.GetSources() {
-		out = append(out, source.ObjectName(s, ""))
+		add(s, "")
 		if op := app.Operation; op != nil && op.Sync != nil && op.Sync.Revision != "" {
-			out = append(out, source.ObjectName(s, op.Sync.Revision))
+			add(s, op.Sync.Revision)
 		}
 	}
 	if op := app.Operation; op != nil && op.Sync != nil && op.Sync.Source != nil {
-		out = append(out, source.ObjectName(*op.Sync.Source, op.Sync.Revision))
+		add(*op.Sync.Source, op.Sync.Revision)
 	}
 	return out
 }

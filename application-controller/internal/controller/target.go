@@ -62,7 +62,7 @@ func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Appl
 		case err != nil:
 			return nil, fmt.Errorf("Failed to load target state: failed to generate manifest for source %d of %d: %s", i+1, len(sources), err.Error())
 		}
-		if msg := r.fetchFailure(ctx, src, rev); msg != "" {
+		if msg := r.fetchFailure(ctx, app, src, rev); msg != "" {
 			return nil, fmt.Errorf("Failed to load target state: failed to generate manifest for source %d of %d: %s", i+1, len(sources), msg)
 		}
 		fetched[i] = f
@@ -94,9 +94,9 @@ func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Appl
 // fetch the target revision (argocd-contract §2, ComparisonError), so a
 // repository whose credentials went wrong says so instead of comparing
 // the old commit. "" otherwise.
-func (r *ApplicationReconciler) fetchFailure(ctx context.Context, src argov1.ApplicationSource, rev string) string {
+func (r *ApplicationReconciler) fetchFailure(ctx context.Context, app *argov1.Application, src argov1.ApplicationSource, rev string) string {
 	kinds := source.Kinds(src)
-	obj := r.sourceObject(ctx, src, rev)
+	obj := r.sourceObject(ctx, app, src, rev)
 	if obj == nil {
 		return ""
 	}
@@ -108,9 +108,10 @@ func (r *ApplicationReconciler) fetchFailure(ctx context.Context, src argov1.App
 	return ""
 }
 
-// sourceObject reads (cached) the source object that holds src's
-// artifact; nil when there is none yet.
-func (r *ApplicationReconciler) sourceObject(ctx context.Context, src argov1.ApplicationSource, rev string) sourceObject {
+// sourceObject reads (cached) the source object that holds app's src's
+// artifact (named for app's credential scope, as Ensure names it); nil
+// when there is none yet.
+func (r *ApplicationReconciler) sourceObject(ctx context.Context, app *argov1.Application, src argov1.ApplicationSource, rev string) sourceObject {
 	kinds := source.Kinds(src)
 	var obj sourceObject
 	switch kinds[len(kinds)-1] {
@@ -123,7 +124,11 @@ func (r *ApplicationReconciler) sourceObject(ctx context.Context, src argov1.App
 	default:
 		return nil
 	}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: source.ObjectName(src, rev)}, obj); err != nil {
+	name, err := r.Sources.ObjectNameFor(ctx, app, src, rev)
+	if err != nil {
+		return nil
+	}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, obj); err != nil {
 		return nil
 	}
 	return obj
@@ -349,13 +354,13 @@ func copyResult(res *render.Result) *render.Result {
 // on one repository refreshed together make one fetch.
 func (r *ApplicationReconciler) requestSourceRefresh(ctx context.Context, app *argov1.Application) {
 	for _, src := range app.GetSources() {
-		if obj := r.sourceObject(ctx, src, ""); obj != nil {
+		if obj := r.sourceObject(ctx, app, src, ""); obj != nil {
 			if asked := obj.GetAnnotations()[meta.ReconcileRequestAnnotation]; asked != "" && asked != obj.GetLastHandledReconcileRequest() {
 				continue
 			}
 		}
-		if err := r.Sources.Refresh(ctx, src, ""); err != nil {
-			r.Log.V(1).Info("cannot request a fetch", "source", source.ObjectName(src, ""), "error", err.Error())
+		if err := r.Sources.Refresh(ctx, app, src, ""); err != nil {
+			r.Log.V(1).Info("cannot request a fetch", "error", err.Error())
 		}
 	}
 }

@@ -50,19 +50,50 @@ var unsupportedKeys = map[string]string{
 // the data of the repository Secret whose url is the same repository
 // (normalURL), preferring one whose project is project over one with no
 // project, with the credentials of the longest-prefix repo-creds Secret
-// filled in when it has none. nil when nothing matches.
-func (m *Manager) repoData(ctx context.Context, project, repoURL string) (map[string][]byte, error) {
+// filled in when it has none (nil when nothing matches), and the
+// credential scope: project when the chosen repository Secret is scoped
+// to it, else "".
+func (m *Manager) repoData(ctx context.Context, project, repoURL string) (map[string][]byte, string, error) {
+	secrets, err := m.repoSecrets(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	repo, creds, scope := matchRepository(secrets, project, repoURL)
+	if hasCredentials(repo) || creds == nil {
+		return repo, scope, nil
+	}
+	out := map[string][]byte{}
+	for k, v := range creds {
+		out[k] = v
+	}
+	for k, v := range repo {
+		out[k] = v
+	}
+	return out, scope, nil
+}
+
+// repoSecrets lists the Argo CD repository and repo-creds Secrets of
+// m.Namespace (those labelled argocd.argoproj.io/secret-type).
+func (m *Manager) repoSecrets(ctx context.Context) ([]corev1.Secret, error) {
 	var list corev1.SecretList
 	if err := m.Client.List(ctx, &list, client.InNamespace(m.Namespace),
 		client.HasLabels{argov1.LabelSecretType}); err != nil {
 		return nil, fmt.Errorf("listing repository Secrets: %w", err)
 	}
+	return list.Items, nil
+}
+
+// matchRepository picks, among secrets, the repository Secret of repoURL
+// for an Application of project, as Argo CD's GetRepository(url, project)
+// does: one scoped to project, else an unscoped one (a Secret scoped to
+// another project never); and the repo-creds Secret whose url is the
+// longest prefix. scope is project when the repository Secret is scoped.
+func matchRepository(secrets []corev1.Secret, project, repoURL string) (repo, creds map[string][]byte, scope string) {
 	want := normalURL(repoURL)
-	var repo, global map[string][]byte
-	var creds map[string][]byte
+	var global map[string][]byte
 	longest := -1
-	for i := range list.Items {
-		s := &list.Items[i]
+	for i := range secrets {
+		s := &secrets[i]
 		u := normalURL(string(s.Data["url"]))
 		if u == "" {
 			continue
@@ -73,8 +104,8 @@ func (m *Manager) repoData(ctx context.Context, project, repoURL string) (map[st
 				continue
 			}
 			switch p := string(s.Data["project"]); {
-			case p == project && repo == nil:
-				repo = s.Data
+			case p != "" && p == project && repo == nil:
+				repo, scope = s.Data, p
 			case p == "" && global == nil:
 				global = s.Data
 			}
@@ -87,17 +118,7 @@ func (m *Manager) repoData(ctx context.Context, project, repoURL string) (map[st
 	if repo == nil {
 		repo = global
 	}
-	if hasCredentials(repo) || creds == nil {
-		return repo, nil
-	}
-	out := map[string][]byte{}
-	for k, v := range creds {
-		out[k] = v
-	}
-	for k, v := range repo {
-		out[k] = v
-	}
-	return out, nil
+	return repo, creds, scope
 }
 
 func hasCredentials(data map[string][]byte) bool {

@@ -111,8 +111,13 @@ func TestCredentialsFromTheLongestRepoCredsPrefix(t *testing.T) {
 	b.Spec.Project = "team-b"
 	_, err = m.Ensure(ctx, b, src, "")
 	asNotReady(t, err)
-	if got := derived(t, m, ObjectName(src, "")); got["username"] != "b" {
+	// team-b's credentials get objects of their own; the shared one keeps
+	// the template's.
+	if got := derived(t, m, ScopedObjectName(src, "", "team-b")); got["username"] != "b" {
 		t.Errorf("derived Secret %v, want team-b's", got)
+	}
+	if got := derived(t, m, ObjectName(src, "")); got["username"] != "acme" {
+		t.Errorf("the unscoped derived Secret %v, want the acme template's", got)
 	}
 }
 
@@ -151,7 +156,7 @@ func TestCredentialsForHelmAndOCI(t *testing.T) {
 	_, err := m.Ensure(ctx, app("a", helm), helm, "")
 	asNotReady(t, err)
 	var hr sourcev1.HelmRepository
-	get(t, m, &hr, repositoryName(helm))
+	get(t, m, &hr, repositoryName(helm, ""))
 	if hr.Spec.SecretRef == nil || hr.Spec.CertSecretRef != nil {
 		t.Errorf("HelmRepository refs %+v %+v", hr.Spec.SecretRef, hr.Spec.CertSecretRef)
 	}

@@ -222,7 +222,7 @@ func TestEnsureHelmChartUnpacksTheChart(t *testing.T) {
 	_, err := m.Ensure(ctx, app("a", src), src, "")
 	asNotReady(t, err)
 	var repo sourcev1.HelmRepository
-	get(t, m, &repo, repositoryName(src))
+	get(t, m, &repo, repositoryName(src, ""))
 	var chart sourcev1.HelmChart
 	get(t, m, &chart, ObjectName(src, ""))
 	if repo.Spec.URL != src.RepoURL || repo.Spec.Type != "default" || chart.Spec.Chart != "podinfo" ||
@@ -299,18 +299,18 @@ func TestRefreshRequestsAFetch(t *testing.T) {
 	ctx := context.Background()
 	m := newManager(t)
 	src := argov1.ApplicationSource{RepoURL: "https://charts.example.com", Chart: "x", TargetRevision: "1.0.0"}
-	if err := m.Refresh(ctx, src, ""); err != nil {
+	if err := m.Refresh(ctx, app("a", src), src, ""); err != nil {
 		t.Fatalf("before the objects exist: %v", err)
 	}
 	_, err := m.Ensure(ctx, app("a", src), src, "")
 	asNotReady(t, err)
-	if err := m.Refresh(ctx, src, ""); err != nil {
+	if err := m.Refresh(ctx, app("a", src), src, ""); err != nil {
 		t.Fatal(err)
 	}
 	var chart sourcev1.HelmChart
 	get(t, m, &chart, ObjectName(src, ""))
 	var repo sourcev1.HelmRepository
-	get(t, m, &repo, repositoryName(src))
+	get(t, m, &repo, repositoryName(src, ""))
 	if chart.Annotations[meta.ReconcileRequestAnnotation] == "" || repo.Annotations[meta.ReconcileRequestAnnotation] == "" {
 		t.Errorf("annotations %v %v", chart.Annotations, repo.Annotations)
 	}

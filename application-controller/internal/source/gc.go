@@ -56,12 +56,12 @@ func Uses(app *argov1.Application) []SourceUse {
 }
 
 // objectNames returns kind → names of the source objects Ensure creates
-// for one use.
-func objectNames(u SourceUse) map[string]string {
-	name := ObjectName(u.Source, u.Revision)
+// for one use with the credential scope scope (CredentialScope).
+func objectNames(u SourceUse, scope string) map[string]string {
+	name := ScopedObjectName(u.Source, u.Revision, scope)
 	switch kindOf(u.Source) {
 	case kindHelm, kindOCIHelm:
-		return map[string]string{sourcev1.HelmRepositoryKind: repositoryName(u.Source), sourcev1.HelmChartKind: name}
+		return map[string]string{sourcev1.HelmRepositoryKind: repositoryName(u.Source, scope), sourcev1.HelmChartKind: name}
 	case kindOCI:
 		return map[string]string{sourcev1.OCIRepositoryKind: name}
 	}
@@ -69,14 +69,23 @@ func objectNames(u SourceUse) map[string]string {
 }
 
 // GC deletes the source objects in m.Namespace made by Ensure (labelled
-// LabelSource) that no Application in apps uses (Uses), and their
-// Secrets. apps must be every Application the controller reconciles, in
-// every namespace: the objects are shared across namespaces.
+// LabelSource) that no Application in apps uses (Uses, named with the
+// credential scope the repository Secrets give each Application now: an
+// object left behind when a project-scoped Secret came or went is
+// deleted), and their Secrets. apps must be every Application the
+// controller reconciles, in every namespace: the objects are shared
+// across namespaces.
 func (m *Manager) GC(ctx context.Context, apps []argov1.Application) error {
+	repoSecrets, err := m.repoSecrets(ctx)
+	if err != nil {
+		return err
+	}
 	wanted := map[string]map[string]bool{}
 	for i := range apps {
+		project := projectOf(&apps[i])
 		for _, u := range Uses(&apps[i]) {
-			for kind, name := range objectNames(u) {
+			_, _, scope := matchRepository(repoSecrets, project, u.Source.RepoURL)
+			for kind, name := range objectNames(u, scope) {
 				if wanted[kind] == nil {
 					wanted[kind] = map[string]bool{}
 				}

@@ -63,7 +63,7 @@ func TestGCDeletesObjectsNoApplicationUses(t *testing.T) {
 		{&sourcev1.GitRepository{}, ObjectName(gone, ""), false},
 		{&corev1.Secret{}, ObjectName(gone, ""), false},
 		{&sourcev1.HelmChart{}, ObjectName(chart, ""), false},
-		{&sourcev1.HelmRepository{}, repositoryName(chart), false},
+		{&sourcev1.HelmRepository{}, repositoryName(chart, ""), false},
 		{&sourcev1.GitRepository{}, "users-own", true},
 		{&corev1.Secret{}, "creds", true},
 	}

@@ -34,7 +34,7 @@ func (m *Manager) ensureGit(ctx context.Context, project string, src argov1.Appl
 	if err != nil {
 		return nil, err
 	}
-	argo, err := m.repoData(ctx, project, src.RepoURL)
+	argo, scope, err := m.repoData(ctx, project, src.RepoURL)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (m *Manager) ensureGit(ctx context.Context, project string, src argov1.Appl
 	if err != nil {
 		return nil, err
 	}
-	obj := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: ObjectName(src, revision)}}
+	obj := &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: ScopedObjectName(src, revision, scope)}}
 	if err := m.presetSecret(ctx, obj.Name, data, corev1.SecretTypeOpaque); err != nil {
 		return nil, err
 	}

@@ -31,11 +31,11 @@ func (m *Manager) ensureHelm(ctx context.Context, project string, src argov1.App
 	if version == "" {
 		return nil, errChartRevision
 	}
-	repo, err := m.ensureHelmRepository(ctx, project, src)
+	repo, scope, err := m.ensureHelmRepository(ctx, project, src)
 	if err != nil {
 		return nil, err
 	}
-	chart := &sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: ObjectName(src, revision)}}
+	chart := &sourcev1.HelmChart{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: ScopedObjectName(src, revision, scope)}}
 	_, err = controllerutil.CreateOrUpdate(ctx, m.Client, chart, func() error {
 		setLabel(chart)
 		chart.Spec.Chart = src.Chart
@@ -64,19 +64,21 @@ func (m *Manager) ensureHelm(ctx context.Context, project string, src argov1.App
 	return nil, nr
 }
 
-func (m *Manager) ensureHelmRepository(ctx context.Context, project string, src argov1.ApplicationSource) (*sourcev1.HelmRepository, error) {
+// ensureHelmRepository keeps the HelmRepository of src's URL for the
+// credential scope of project, and returns it with that scope.
+func (m *Manager) ensureHelmRepository(ctx context.Context, project string, src argov1.ApplicationSource) (*sourcev1.HelmRepository, string, error) {
 	u := canonicalURL(src)
-	argo, err := m.repoData(ctx, project, src.RepoURL)
+	argo, scope, err := m.repoData(ctx, project, src.RepoURL)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	data, err := m.helmSecretData(ctx, argo, u)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	repo := &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: repositoryName(src)}}
+	repo := &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: repositoryName(src, scope)}}
 	if err := m.presetSecret(ctx, repo.Name, data, corev1.SecretTypeOpaque); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	_, err = controllerutil.CreateOrUpdate(ctx, m.Client, repo, func() error {
 		setLabel(repo)
@@ -96,12 +98,12 @@ func (m *Manager) ensureHelmRepository(ctx context.Context, project string, src 
 		return nil
 	})
 	if err != nil {
-		return nil, objectError(sourcev1.HelmRepositoryKind, repo.Name, err)
+		return nil, "", objectError(sourcev1.HelmRepositoryKind, repo.Name, err)
 	}
 	if _, err := m.syncSecret(ctx, repo, helmRepoGVK, data, corev1.SecretTypeOpaque); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return repo, nil
+	return repo, scope, nil
 }
 
 // chartDir is the chart's directory in an unpacked chart package: the
@@ -139,7 +141,7 @@ func isChart(dir string) bool {
 func (m *Manager) ensureOCI(ctx context.Context, project string, src argov1.ApplicationSource, revision string) (*Fetched, error) {
 	u := canonicalURL(src)
 	ref := ociRef(wantedRevision(src, revision))
-	argo, err := m.repoData(ctx, project, src.RepoURL)
+	argo, scope, err := m.repoData(ctx, project, src.RepoURL)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +149,7 @@ func (m *Manager) ensureOCI(ctx context.Context, project string, src argov1.Appl
 	if err != nil {
 		return nil, err
 	}
-	obj := &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: ObjectName(src, revision)}}
+	obj := &sourcev1.OCIRepository{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: ScopedObjectName(src, revision, scope)}}
 	typ := corev1.SecretTypeOpaque
 	if len(data[corev1.DockerConfigJsonKey]) > 0 {
 		typ = corev1.SecretTypeDockerConfigJson

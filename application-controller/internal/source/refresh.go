@@ -16,13 +16,18 @@ import (
 // Refresh asks source-controller to look at src's remote again now
 // instead of at the next interval, for Argo CD's refresh annotation
 // (argocd-contract §3.2, which re-resolves the revision): it sets Flux's
-// reconcile.fluxcd.io/requestedAt on each of src's objects. Objects not
-// created yet are skipped; the Ensure after the fetch returns the new
-// artifact.
-func (m *Manager) Refresh(ctx context.Context, src argov1.ApplicationSource, revision string) error {
+// reconcile.fluxcd.io/requestedAt on each of the objects Ensure keeps for
+// app's src (app's project picks the credential scope, as in Ensure).
+// Objects not created yet are skipped; the Ensure after the fetch returns
+// the new artifact. Errors are API errors.
+func (m *Manager) Refresh(ctx context.Context, app *argov1.Application, src argov1.ApplicationSource, revision string) error {
+	scope, err := m.CredentialScope(ctx, projectOf(app), src.RepoURL)
+	if err != nil {
+		return err
+	}
 	token := time.Now().UTC().Format(time.RFC3339Nano)
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, token)
-	for kind, name := range objectNames(SourceUse{Source: src, Revision: revision}) {
+	for kind, name := range objectNames(SourceUse{Source: src, Revision: revision}, scope) {
 		var obj client.Object
 		switch kind {
 		case sourcev1.GitRepositoryKind:

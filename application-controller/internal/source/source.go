@@ -1,13 +1,15 @@
 // Package source hands Applications their sources' artifacts. The
 // application-controller fetches no Git, Helm repository or registry
-// itself: for each distinct source (repoURL, revision, chart) it owns one
+// itself: for each distinct source (repoURL, revision, chart, and the
+// project when its repository Secret is project-scoped) it owns one
 // source-controller object (GitRepository, HelmRepository and HelmChart,
 // or OCIRepository) in its own namespace, so every Application on that
 // source shares one fetch, and it unpacks that object's artifact once per
 // digest into a cache directory.
 //
 // Which Applications use an object is not recorded on it: the object's
-// name is a function of the source (ObjectName), and GC deletes the
+// name is a function of the source and its credential scope
+// (ScopedObjectName), and GC deletes the
 // objects that no Application's source names any more.
 package source
 
@@ -95,18 +97,38 @@ func (e *NotReady) Error() string {
 }
 
 // ObjectName is the deterministic name of the source object for
-// (repoURL, revision or else targetRevision, chart): "app-src-" and 10 hex
-// digits of a sha256. It names the GitRepository, the HelmChart (its
-// HelmRepository is shared per URL: repositoryName) or the OCIRepository.
-// An empty Git revision and HEAD give the same name.
+// (repoURL, revision or else targetRevision, chart, tagPrefix) used with
+// no credentials or unscoped ones: "app-src-" and 10 hex digits of a
+// sha256. It names the GitRepository, the HelmChart (its HelmRepository
+// is shared per URL: repositoryName) or the OCIRepository. An empty Git
+// revision and HEAD give the same name. ScopedObjectName names the object
+// of project-scoped credentials.
 func ObjectName(src argov1.ApplicationSource, revision string) string {
-	return "app-src-" + shortHash(canonicalURL(src), wantedRevision(src, revision), src.Chart, src.TagPrefix)
+	return ScopedObjectName(src, revision, "")
+}
+
+// ScopedObjectName is ObjectName for an Application whose repository
+// Secret is scoped to the project scope (CredentialScope): that project's
+// Applications get objects (and derived Secrets) of their own, as Argo CD
+// hands project-scoped credentials to that project alone
+// (argocd-contract §8.3). scope "" is ObjectName's name.
+func ScopedObjectName(src argov1.ApplicationSource, revision, scope string) string {
+	return "app-src-" + shortHash(withScope(scope, canonicalURL(src), wantedRevision(src, revision), src.Chart, src.TagPrefix)...)
 }
 
 // repositoryName names the HelmRepository of a chart source: one per
-// repository URL, shared by its charts and versions.
-func repositoryName(src argov1.ApplicationSource) string {
-	return "app-repo-" + shortHash(canonicalURL(src))
+// repository URL and credential scope, shared by its charts and versions.
+func repositoryName(src argov1.ApplicationSource, scope string) string {
+	return "app-repo-" + shortHash(withScope(scope, canonicalURL(src))...)
+}
+
+// withScope appends a non-empty credential scope to the hashed parts; an
+// unscoped source keeps the name it had before scopes were part of it.
+func withScope(scope string, parts ...string) []string {
+	if scope == "" {
+		return parts
+	}
+	return append(parts, "project="+scope)
 }
 
 func shortHash(parts ...string) string {
@@ -153,10 +175,7 @@ func Kinds(src argov1.ApplicationSource) []string {
 // an invalid source (a repoURL of the wrong form, tagPrefix with a semver
 // constraint), API errors, and download or extraction errors.
 func (m *Manager) Ensure(ctx context.Context, app *argov1.Application, src argov1.ApplicationSource, revision string) (*Fetched, error) {
-	project := argov1.DefaultProject
-	if app != nil {
-		project = app.GetProject()
-	}
+	project := projectOf(app)
 	switch kindOf(src) {
 	case kindHelm, kindOCIHelm:
 		return m.ensureHelm(ctx, project, src, revision)
@@ -164,6 +183,40 @@ func (m *Manager) Ensure(ctx context.Context, app *argov1.Application, src argov
 		return m.ensureOCI(ctx, project, src, revision)
 	}
 	return m.ensureGit(ctx, project, src, revision)
+}
+
+// projectOf is app's project, the default project for nil.
+func projectOf(app *argov1.Application) string {
+	if app == nil {
+		return argov1.DefaultProject
+	}
+	return app.GetProject()
+}
+
+// CredentialScope is the project whose scoped repository Secret serves
+// an Application of project on repoURL: project when the repository
+// Secret that matches (repoData's choice, Argo CD's GetRepository(url,
+// project), argocd-contract §8.3) carries `project: <project>`, "" when
+// it is unscoped or there is none. Errors are API errors listing Secrets.
+func (m *Manager) CredentialScope(ctx context.Context, project, repoURL string) (string, error) {
+	secrets, err := m.repoSecrets(ctx)
+	if err != nil {
+		return "", err
+	}
+	_, _, scope := matchRepository(secrets, project, repoURL)
+	return scope, nil
+}
+
+// ObjectNameFor is the name of the source object Ensure keeps for app's
+// src at revision (ScopedObjectName with app's CredentialScope): the
+// GitRepository, HelmChart or OCIRepository holding the artifact.
+// Errors are API errors listing Secrets.
+func (m *Manager) ObjectNameFor(ctx context.Context, app *argov1.Application, src argov1.ApplicationSource, revision string) (string, error) {
+	scope, err := m.CredentialScope(ctx, projectOf(app), src.RepoURL)
+	if err != nil {
+		return "", err
+	}
+	return ScopedObjectName(src, revision, scope), nil
 }
 
 // interval is spec.interval of the objects created.
