@@ -114,6 +114,9 @@ func TestComparePruneFindsTrackedObjectsNotInStatus(t *testing.T) {
 	t.Parallel()
 	logsOnFailure(t)
 	app, _, ns := pruneApp(t, true)
+	// The first sync must have ended: a pass of it still running would
+	// prune the stray object itself, under its own result.
+	waitApp(t, app, "the first sync ended", opPhase(app, argov1.OperationSucceeded))
 	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: ns, Annotations: map[string]string{
 		argov1.AnnotationTrackingID: app.Name + ":/ConfigMap:" + ns + "/stray"}}}
 	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "copied", Namespace: ns, Annotations: map[string]string{
