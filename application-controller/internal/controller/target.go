@@ -62,7 +62,7 @@ func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Appl
 		case err != nil:
 			return nil, fmt.Errorf("Failed to load target state: failed to generate manifest for source %d of %d: %s", i+1, len(sources), err.Error())
 		}
-		if msg := r.fetchFailure(ctx, app, src, rev); msg != "" {
+		if msg := r.fetchFailure(ctx, src, f.Object); msg != "" {
 			return nil, fmt.Errorf("Failed to load target state: failed to generate manifest for source %d of %d: %s", i+1, len(sources), msg)
 		}
 		fetched[i] = f
@@ -94,9 +94,9 @@ func (r *ApplicationReconciler) loadTarget(ctx context.Context, app *argov1.Appl
 // fetch the target revision (argocd-contract §2, ComparisonError), so a
 // repository whose credentials went wrong says so instead of comparing
 // the old commit. "" otherwise.
-func (r *ApplicationReconciler) fetchFailure(ctx context.Context, app *argov1.Application, src argov1.ApplicationSource, rev string) string {
+func (r *ApplicationReconciler) fetchFailure(ctx context.Context, src argov1.ApplicationSource, name string) string {
 	kinds := source.Kinds(src)
-	obj := r.sourceObject(ctx, app, src, rev)
+	obj := r.sourceObjectNamed(ctx, src, name)
 	if obj == nil {
 		return ""
 	}
@@ -112,6 +112,16 @@ func (r *ApplicationReconciler) fetchFailure(ctx context.Context, app *argov1.Ap
 // artifact (named for app's credential scope, as Ensure names it); nil
 // when there is none yet.
 func (r *ApplicationReconciler) sourceObject(ctx context.Context, app *argov1.Application, src argov1.ApplicationSource, rev string) sourceObject {
+	name, err := r.Sources.ObjectNameFor(ctx, app, src, rev)
+	if err != nil {
+		return nil
+	}
+	return r.sourceObjectNamed(ctx, src, name)
+}
+
+// sourceObjectNamed reads (cached) the source object name of src's kind;
+// nil when there is none.
+func (r *ApplicationReconciler) sourceObjectNamed(ctx context.Context, src argov1.ApplicationSource, name string) sourceObject {
 	kinds := source.Kinds(src)
 	var obj sourceObject
 	switch kinds[len(kinds)-1] {
@@ -122,10 +132,6 @@ func (r *ApplicationReconciler) sourceObject(ctx context.Context, app *argov1.Ap
 	case sourcev1.OCIRepositoryKind:
 		obj = &sourcev1.OCIRepository{}
 	default:
-		return nil
-	}
-	name, err := r.Sources.ObjectNameFor(ctx, app, src, rev)
-	if err != nil {
 		return nil
 	}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, obj); err != nil {

@@ -70,7 +70,7 @@ func (m *Manager) ensureGit(ctx context.Context, project string, src argov1.Appl
 		if err != nil {
 			return nil, err
 		}
-		return &Fetched{Dir: dir, Revision: gitCommit(art.Revision), Artifact: art}, nil
+		return &Fetched{Dir: dir, Revision: gitCommit(art.Revision), Artifact: art, Object: obj.Name}, nil
 	}
 	nr := notReady(sourcev1.GitRepositoryKind, obj, obj.Status.Conditions, waitingMessage)
 	if branch := obj.Spec.Reference.Branch; branch != "" && missingRef(nr.Message, "refs/heads/"+branch) {

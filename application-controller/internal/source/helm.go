@@ -52,7 +52,7 @@ func (m *Manager) ensureHelm(ctx context.Context, project string, src argov1.App
 		if err != nil {
 			return nil, err
 		}
-		return &Fetched{Dir: chartDir(dir, src.Chart), Revision: art.Revision, Artifact: art}, nil
+		return &Fetched{Dir: chartDir(dir, src.Chart), Revision: art.Revision, Artifact: art, Object: chart.Name}, nil
 	}
 	nr := notReady(sourcev1.HelmChartKind, chart, chart.Status.Conditions, waitingMessage)
 	// The repository's own failure (unreachable, refused credentials) says
@@ -183,7 +183,7 @@ func (m *Manager) ensureOCI(ctx context.Context, project string, src argov1.Appl
 		if err != nil {
 			return nil, err
 		}
-		return &Fetched{Dir: dir, Revision: ociDigest(art.Revision), Artifact: art}, nil
+		return &Fetched{Dir: dir, Revision: ociDigest(art.Revision), Artifact: art, Object: obj.Name}, nil
 	}
 	return nil, notReady(sourcev1.OCIRepositoryKind, obj, obj.Status.Conditions, waitingMessage)
 }

@@ -75,6 +75,9 @@ type Fetched struct {
 	// chart version for Helm, the OCI digest (sha256:<hex>) for OCI.
 	Revision string
 	Artifact *sourcev1.Artifact
+	// Object is the name of the source object holding the artifact (the
+	// GitRepository, HelmChart or OCIRepository), in Manager.Namespace.
+	Object string
 }
 
 // NotReady is returned (wrapped) while the source object has no artifact
