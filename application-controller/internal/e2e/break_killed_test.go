@@ -31,11 +31,7 @@ func TestSyncKilledAfterDeletingItsSucceededHookStillSucceeds(t *testing.T) {
 		"app/cm.yaml":     configMapDoc("settings", "0", "one"),
 		"app/notify.yaml": job("notify", []string{"argocd.argoproj.io/hook: PostSync", "argocd.argoproj.io/hook-delete-policy: HookSucceeded"}, true),
 	})
-	ns := uniqueName("killed-cleanup")
-	app := manualApp(uniqueName("killed-cleanup"), repo.URL(), "app", ns)
-	create(t, app)
-	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
-	requestSync(t, app, syncOp("CreateNamespace=true"))
+	app, ns := startSync(t, repo, "killed-cleanup")
 	waitApp(t, app, "waiting for the hook", running(app, "waiting for completion of hook batch/Job/notify"))
 
 	ctrls.Proc("application-controller").Kill()

@@ -29,11 +29,7 @@ func TestSyncRequestedWhileAnotherRunsDoesNotRunItsHooksAgain(t *testing.T) {
 		"app/migrate.yaml": job("migrate-", []string{"argocd.argoproj.io/hook: PreSync"}, true),
 		"app/cm.yaml":      configMapDoc("settings", "0", "one"),
 	})
-	ns := uniqueName("second-op")
-	app := manualApp(uniqueName("second-op"), repo.URL(), "app", ns)
-	create(t, app)
-	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
-	requestSync(t, app, syncOp("CreateNamespace=true"))
+	app, ns := startSync(t, repo, "second-op")
 	waitApp(t, app, "waiting for the hook", running(app, "waiting for completion of hook batch/Job/migrate-"))
 	started := app.Status.OperationState.StartedAt
 	jobs := jobNames(t, ns)
@@ -94,11 +90,7 @@ func TestInvalidPostSyncHookFailsTheSyncBeforeAnythingIsApplied(t *testing.T) {
 		"app/cm.yaml":     configMapDoc("settings", "0", "one"),
 		"app/notify.yaml": job("notify", []string{"argocd.argoproj.io/hook: PostSync"}, false, `backoffLimit: "three"`),
 	})
-	ns := uniqueName("bad-hook")
-	app := manualApp(uniqueName("bad-hook"), repo.URL(), "app", ns)
-	create(t, app)
-	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
-	requestSync(t, app, syncOp("CreateNamespace=true"))
+	app, ns := startSync(t, repo, "bad-hook")
 	waitApp(t, app, "the operation ended", func() bool {
 		st := app.Status.OperationState
 		return app.Operation == nil && st != nil && st.Phase != argov1.OperationRunning
@@ -178,11 +170,7 @@ func TestHookSucceededDeletedHookDoesNotFailTheSyncWhenTheAppIsWritten(t *testin
 		"app/cm.yaml":     configMapDoc("settings", "0", "one"),
 		"app/notify.yaml": job("notify", []string{"argocd.argoproj.io/hook: PostSync", "argocd.argoproj.io/hook-delete-policy: HookSucceeded"}, true),
 	})
-	ns := uniqueName("poked")
-	app := manualApp(uniqueName("poked"), repo.URL(), "app", ns)
-	create(t, app)
-	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
-	requestSync(t, app, syncOp("CreateNamespace=true"))
+	app, ns := startSync(t, repo, "poked")
 	waitApp(t, app, "waiting for the hook", running(app, "waiting for completion of hook batch/Job/notify"))
 
 	stop := make(chan struct{})

@@ -54,11 +54,7 @@ func TestSyncFailingHookRunsSyncFailHooks(t *testing.T) {
 		"app/on-fail.yaml": job("on-fail", []string{"argocd.argoproj.io/hook: SyncFail"}, false),
 		"app/cm.yaml":      configMapDoc("app-config", "0", "one"),
 	})
-	ns := uniqueName("failhook")
-	app := manualApp(uniqueName("failhook"), repo.URL(), "app", ns)
-	create(t, app)
-	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
-	requestSync(t, app, syncOp("CreateNamespace=true"))
+	app, ns := startSync(t, repo, "failhook")
 	waitApp(t, app, "waiting for the hook", running(app, "waiting for completion of hook batch/Job/migrate"))
 	failJobPods(t, ns, "migrate")
 	waitApp(t, app, "operation Failed", opPhase(app, argov1.OperationFailed))
@@ -176,11 +172,7 @@ func TestSyncTerminate(t *testing.T) {
 		"app/long.yaml": job("long", []string{"argocd.argoproj.io/hook: PreSync"}, true),
 		"app/cm.yaml":   configMapDoc("never", "0", "one"),
 	})
-	ns := uniqueName("terminate")
-	app := manualApp(uniqueName("terminate"), repo.URL(), "app", ns)
-	create(t, app)
-	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
-	requestSync(t, app, syncOp("CreateNamespace=true"))
+	app, ns := startSync(t, repo, "terminate")
 	waitApp(t, app, "waiting for the hook", running(app, "waiting for completion of hook batch/Job/long"))
 	requestSync(t, app, `{"status":{"operationState":{"phase":"Terminating"}}}`)
 	waitApp(t, app, "operation Failed", opPhase(app, argov1.OperationFailed))
@@ -205,11 +197,7 @@ func TestSyncWaitsForHealthBetweenWaves(t *testing.T) {
 	deploy := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: slow\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: slow}}\n" +
 		"  template:\n    metadata:\n      labels: {app: slow}\n      annotations: {" + heldPod + "}\n    spec:\n      containers: [{name: main, image: nginx:1}]\n"
 	repo := gitSrv.NewRepo(t, map[string]string{"app/deploy.yaml": deploy, "app/cm.yaml": configMapDoc("after", "1", "one")})
-	ns := uniqueName("gate")
-	app := manualApp(uniqueName("gate"), repo.URL(), "app", ns)
-	create(t, app)
-	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
-	requestSync(t, app, syncOp("CreateNamespace=true"))
+	app, ns := startSync(t, repo, "gate")
 	waitApp(t, app, "waiting for the Deployment", running(app, "waiting for healthy state of apps/Deployment/slow"))
 	// Several passes of the wait go by: the wave-1 object is never created.
 	for range 3 {

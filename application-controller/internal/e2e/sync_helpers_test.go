@@ -11,6 +11,7 @@ import (
 	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -250,6 +251,19 @@ func manualApp(name, url, path, ns string) *argov1.Application {
 			Destination: argov1.ApplicationDestination{Server: argov1.InClusterServer, Namespace: ns},
 		},
 	}
+}
+
+// startSync creates a manual Application of repo's app/ directory into a
+// new namespace (both named after prefix), waits until it is OutOfSync and
+// requests a sync with CreateNamespace; it returns the app and namespace.
+func startSync(t *testing.T, repo *testenv.Repo, prefix string) (*argov1.Application, string) {
+	t.Helper()
+	ns := uniqueName(prefix)
+	app := manualApp(uniqueName(prefix), repo.URL(), "app", ns)
+	create(t, app)
+	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
+	requestSync(t, app, syncOp("CreateNamespace=true"))
+	return app, ns
 }
 
 // syncOp is an operation patch: a sync by user "e2e" with options.

@@ -28,11 +28,7 @@ func TestSyncResumesAfterControllerKilled(t *testing.T) {
 		"app/cm.yaml":      configMapDoc("settings", "0", "one"),
 	})
 	first := repo.MustGit(t, "rev-parse", "HEAD")
-	ns := uniqueName("killed")
-	app := manualApp(uniqueName("killed"), repo.URL(), "app", ns)
-	create(t, app)
-	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
-	requestSync(t, app, syncOp("CreateNamespace=true"))
+	app, ns := startSync(t, repo, "killed")
 	waitApp(t, app, "waiting for the generated-name hook", running(app, "waiting for completion of hook batch/Job/migrate-"))
 	jobs := jobNames(t, ns)
 	uids := jobUIDs(t, ns, jobs)

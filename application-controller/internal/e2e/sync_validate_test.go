@@ -21,11 +21,7 @@ func TestSyncRefusesAFieldTheSchemaLacks(t *testing.T) {
 		"app/ok.yaml":   configMapDoc("ok", "0", "one"),
 	}
 	repo := gitSrv.NewRepo(t, files)
-	ns := uniqueName("validate")
-	app := manualApp(uniqueName("validate"), repo.URL(), "app", ns)
-	create(t, app)
-	waitApp(t, app, "OutOfSync", func() bool { return app.Status.Sync.Status == argov1.SyncStatusOutOfSync })
-	requestSync(t, app, syncOp("CreateNamespace=true"))
+	app, ns := startSync(t, repo, "validate")
 	waitApp(t, app, "the sync failed", opPhase(app, argov1.OperationFailed))
 	if r := resultOf(app, "ConfigMap", "typo"); r == nil || r.Status != argov1.ResultSyncFailed || !strings.Contains(r.Message, "datta") {
 		t.Errorf("result of typo %+v, want SyncFailed naming the field datta", r)
