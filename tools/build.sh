@@ -9,13 +9,15 @@ K8S_VERSION=v1.37.2
 KWOK_VERSION=v0.8.0
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=k8s-ldflags.sh
+source "$here/k8s-ldflags.sh"
 root=$(cd "$here/.." && pwd)
 out=${EDDY_K8S_BIN_DIR:-$root/bin/k8s}
 bins=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
 
 stamp_want=$(
 	echo "kubernetes=$K8S_VERSION kwok=$KWOK_VERSION $(go env GOVERSION)"
-	cat "$here/go.mod" "$here/go.sum" "$here/cmd/etcd/main.go" "$0" | sha256sum | cut -d' ' -f1
+	cat "$here/go.mod" "$here/go.sum" "$here/cmd/etcd/main.go" "$0" "$here/k8s-ldflags.sh" | sha256sum | cut -d' ' -f1
 )
 complete=1
 for b in "${bins[@]}"; do [ -x "$out/$b" ] || complete=0; done
@@ -30,13 +32,7 @@ rm -f "$out/.stamp"
 start=$(date +%s)
 echo "Building the local cluster's binaries into $out (first time: about 15 minutes on 2 cores; cached afterwards)"
 
-# Version ldflags as Kubernetes' own build sets them, so clients parse the server version.
-minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	ldflags+=" -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitVersion=$K8S_VERSION"
-	ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+ldflags=$(k8s_ldflags "$K8S_VERSION")
 
 cd "$here"
 export GOWORK=off # tools/ is its own module, outside the workspace

@@ -9,6 +9,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=k8s-ldflags.sh
+source "$here/k8s-ldflags.sh"
 root=$(cd "$here/.." && pwd)
 out=${EDDY_K8S_BIN_DIR:-$root/bin/k8s}
 mod=$here/kubectl
@@ -19,7 +21,7 @@ K8S_VERSION=$(cd "$mod" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 
 stamp_want=$(
 	echo "kubectl=$K8S_VERSION $(go env GOVERSION)"
-	cat "$mod/go.mod" "$mod/go.sum" "$0" | sha256sum | cut -d' ' -f1
+	cat "$mod/go.mod" "$mod/go.sum" "$0" "$here/k8s-ldflags.sh" | sha256sum | cut -d' ' -f1
 )
 if [ -x "$out/kubectl" ] && [ "$(cat "$out/.kubectl-stamp" 2>/dev/null)" = "$stamp_want" ]; then
 	echo "bin/k8s/kubectl is up to date (kubernetes $K8S_VERSION)"
@@ -31,14 +33,7 @@ rm -f "$out/.kubectl-stamp"
 start=$(date +%s)
 echo "Building kubectl $K8S_VERSION into $out (first time: a few minutes on 2 cores; cached afterwards)"
 
-# Version ldflags as Kubernetes' own build sets them (as build.sh sets them for the
-# cluster's binaries), so `kubectl version` reports the release.
-minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
-ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-	ldflags+=" -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitVersion=$K8S_VERSION"
-	ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+ldflags=$(k8s_ldflags "$K8S_VERSION")
 
 cd "$mod"
 go build -trimpath -ldflags "$ldflags" -o "$out/kubectl.new" k8s.io/kubernetes/cmd/kubectl
