@@ -76,7 +76,9 @@ const (
 // TestFluxCLIE2E: `eddy dev up` on a Git copy of examples/platform-config,
 // then the real flux CLI with KUBECONFIG pointing at the dev cluster: check, get,
 // reconcile (with source), suspend and resume, tree, events, each exiting 0
-// with the lines it prints against Flux.
+// with the lines it prints against Flux; then the eddy lines of
+// docs/helm-controller.md and docs/application-controller.md on the same
+// environment (docs_commands_e2e_test.go).
 func TestFluxCLIE2E(t *testing.T) {
 	u := newUser(t)
 	repo := examplesRepo(t)
@@ -179,6 +181,9 @@ func TestFluxCLIE2E(t *testing.T) {
 			`\s+GitRepository/flux-system\s+`,
 		)
 	})
+	// The same environment runs the lines of docs/ written for it, with eddy.
+	t.Run("eddy runs helm-controller.md's HelmRelease lines", func(t *testing.T) { helmReleaseLines(t, u.on(t)) })
+	t.Run("eddy dev syncs an Application from a linked checkout", func(t *testing.T) { applicationFromLinkedCheckout(t, u.on(t)) })
 }
 
 // fluxOnBootstrapped runs the real flux CLI against a cluster bootstrapped

@@ -97,6 +97,17 @@ current-context: c
 		if err := c.Get(ctx, client.ObjectKey{Name: "gitops"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 			t.Errorf("install --export touched the cluster: namespace gitops: %v", err)
 		}
+		// --registry: every controller image from that registry (docs/images.md's line,
+		// whose apply is the plain install below).
+		o.Registry = "ghcr.io/acme"
+		if want, err = install.Render(o); err != nil {
+			t.Fatal(err)
+		}
+		acme := u.must("install", "--export", "--namespace=gitops", "--network-policy=false", "--registry", "ghcr.io/acme")
+		if acme != string(want) || !strings.Contains(acme, "image: ghcr.io/acme/source-controller:") || strings.Contains(acme, install.DefaultRegistry+"/") {
+			t.Errorf("eddy install --export --registry ghcr.io/acme differs from install.Render or keeps %s images; got %d bytes, want %d", install.DefaultRegistry, len(acme), len(want))
+		}
+		o.Registry = install.DefaultRegistry
 		// application-controller only when asked for, with its CRDs and RBAC.
 		o.Namespace, o.NetworkPolicy, o.ComponentsExtra = "flux-system", true, []string{install.ApplicationController}
 		if want, err = install.Render(o); err != nil {
