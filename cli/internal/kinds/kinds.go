@@ -22,7 +22,8 @@ import (
 )
 
 // Object is what the command reads of every kind through the API types'
-// accessors. A kind without status (Alert, Provider) answers nil, 0 and "".
+// accessors. A kind without status (Alert, Provider) answers nil, 0 and
+// "", as does Argo CD's Application, whose status is not Flux's.
 type Object interface {
 	client.Object
 	GetConditions() []metav1.Condition
