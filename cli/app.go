@@ -8,6 +8,7 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/cli/internal/app"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -25,13 +26,11 @@ const appPollInterval = 500 * time.Millisecond
 // newGetAppsCommand is `get applications`: argocd app list's table of the
 // Applications of -n (argocd when not given) or of every namespace with -A.
 func newGetAppsCommand(g *globalFlags, allNamespaces *bool, output *string) *cobra.Command {
+	k, _ := kinds.ByKind(argov1.ApplicationKind)
 	cmd := &cobra.Command{
-		Use: "applications [NAME]", Aliases: []string{"apps", "app"}, Args: cobra.MaximumNArgs(1),
+		Use: k.Plural + " [NAME]", Aliases: append([]string{k.Use}, k.Aliases...), Args: cobra.MaximumNArgs(1),
 		Short: "Show Argo CD Applications as argocd app list does",
-		Long: "Show Argo CD Applications in argocd app list's table (NAME, CLUSTER, NAMESPACE of the destination, " +
-			"PROJECT, STATUS, HEALTH, SYNCPOLICY, CONDITIONS; -o wide adds REPO, PATH and TARGET). " +
-			"Without -n the Applications of the argocd namespace; a name outside it reads namespace/name.",
-		Example: "  eddy get apps\n  eddy get apps -A -o wide\n  eddy get app guestbook -o yaml",
+		Long:  k.GetLong, Example: k.GetExample,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if *output != "table" && *output != "wide" && *output != "yaml" && *output != "json" {
 				return fmt.Errorf("--output %q: use table, wide, yaml or json", *output)

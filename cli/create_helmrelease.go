@@ -119,7 +119,8 @@ func (h *helmReleaseFlags) setChart(hr *helmv2.HelmRelease) error {
 		return nil
 	}
 	kind, name, ns := kindNameNamespace(h.source)
-	sourceKinds := []string{sourcev1.HelmRepositoryKind, sourcev1.GitRepositoryKind}
+	row, _ := kinds.ByKind(helmv2.HelmReleaseKind)
+	sourceKinds := row.SourceKinds
 	if kind == "" || name == "" {
 		return fmt.Errorf("invalid helm chart source '%s', must be in format <kind>/<name>", h.source)
 	}

@@ -11,6 +11,7 @@ import (
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/spf13/cobra"
@@ -41,7 +42,8 @@ func newCreateKustomizationCommand(g *globalFlags, f *createFlags) *cobra.Comman
 			if name == "" {
 				return errors.New("source is required")
 			}
-			sourceKinds := []string{sourcev1.OCIRepositoryKind, sourcev1.GitRepositoryKind}
+			row, _ := kinds.ByKind(kustomizev1.KustomizationKind)
+			sourceKinds := row.SourceKinds
 			if kind == "" {
 				kind = sourcev1.GitRepositoryKind
 			} else if k, ok := oneOfFold(sourceKinds, kind); ok {

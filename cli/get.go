@@ -90,7 +90,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 	}
 	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show the status of sources"}
 	var srcKinds []kinds.Kind
-	for _, k := range kinds.All {
+	for _, k := range kinds.Flux {
 		if k.Source {
 			sources.AddCommand(kindCmd(k))
 			srcKinds = append(srcKinds, k)
@@ -113,7 +113,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 			"kinds without objects, or whose CRD is not installed, are left out.",
 		Example: "  eddy get all\n  eddy get all -A",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.getAll(cmd, allNamespaces, output == "wide", kinds.All)
+			return g.getAll(cmd, allNamespaces, output == "wide", kinds.Flux)
 		},
 	})
 	return get

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
@@ -30,11 +29,7 @@ import (
 func resumedLine(k kinds.Kind, o kinds.Object) string {
 	switch {
 	case k.Source:
-		rev := ""
-		if a := o.(sourcev1.Source).GetArtifact(); a != nil {
-			rev = a.Revision
-		}
-		return "fetched revision " + rev
+		return "fetched revision " + k.Revision(o) // the artifact's revision
 	case k.Revision != nil:
 		return "applied revision " + k.Revision(o)
 	}
@@ -45,7 +40,7 @@ func resumedLine(k kinds.Kind, o kinds.Object) string {
 // `source` subcommand), each running run with its kind.
 func addKindCommands(parent *cobra.Command, short string, run func(kinds.Kind, *cobra.Command, []string) error) {
 	src := &cobra.Command{Use: "source", Short: short + " sources"}
-	for _, k := range kinds.All {
+	for _, k := range kinds.Flux {
 		c := &cobra.Command{
 			Use: k.Use + " [name]", Aliases: k.Aliases,
 			Short: fmt.Sprintf("%s %s objects", short, k.Kind),
@@ -361,7 +356,7 @@ func newExportCommand(g *globalFlags) *cobra.Command {
 				}
 				// As flux: only with --with-credentials, and only the first
 				// source's Secret of --all.
-				if ref := secretRefOf(o); withCredentials && ref != "" {
+				if ref := credentialsOf(k, o); withCredentials && ref != "" {
 					return printCredentials(ctx, c, u.Out(), types.NamespacedName{Namespace: o.GetNamespace(), Name: ref})
 				}
 			}
@@ -376,23 +371,13 @@ func newExportCommand(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// secretRefOf is the credentials Secret a source names, "" for none.
-func secretRefOf(o client.Object) string {
-	switch s := o.(type) {
-	case *sourcev1.GitRepository:
-		if s.Spec.SecretRef != nil {
-			return s.Spec.SecretRef.Name
-		}
-	case *sourcev1.HelmRepository:
-		if s.Spec.SecretRef != nil {
-			return s.Spec.SecretRef.Name
-		}
-	case *sourcev1.OCIRepository:
-		if s.Spec.SecretRef != nil {
-			return s.Spec.SecretRef.Name
-		}
+// credentialsOf is the credentials Secret o, of kind k, names (k's
+// Credentials), "" for none.
+func credentialsOf(k kinds.Kind, o client.Object) string {
+	if k.Credentials == nil {
+		return ""
 	}
-	return ""
+	return k.Credentials(o.(kinds.Object))
 }
 
 // printCredentials exports the Secret key as flux does: name, namespace,

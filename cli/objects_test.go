@@ -71,7 +71,7 @@ func TestPrintAll(t *testing.T) {
 		},
 	}).Build()
 	var out, errOut bytes.Buffer
-	if err := printAll(context.Background(), c, &out, ui.New(&errOut), kinds.All, false, false, client.InNamespace("flux-system")); err != nil {
+	if err := printAll(context.Background(), c, &out, ui.New(&errOut), kinds.Flux, false, false, client.InNamespace("flux-system")); err != nil {
 		t.Fatal(err)
 	}
 	want := "NAME                 REVISION   SUSPENDED   READY   MESSAGE\n" +
@@ -96,7 +96,7 @@ func TestPrintAllWide(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
 	var out, errOut bytes.Buffer
-	if err := printAll(context.Background(), c, &out, ui.New(&errOut), kinds.All, true, true); err != nil {
+	if err := printAll(context.Background(), c, &out, ui.New(&errOut), kinds.Flux, true, true); err != nil {
 		t.Fatal(err)
 	}
 	want := "NAMESPACE     NAME                  REVISION   SUSPENDED   READY   SHARD    MESSAGE\n" +
@@ -120,7 +120,7 @@ func TestPrintAllHidesApplicationSources(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
 	var out, errOut bytes.Buffer
-	if err := printAll(context.Background(), c, &out, ui.New(&errOut), kinds.All, true, false); err != nil {
+	if err := printAll(context.Background(), c, &out, ui.New(&errOut), kinds.Flux, true, false); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(out.String(), "app-src-") || !strings.Contains(out.String(), "gitrepository/flux-system") {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
@@ -32,7 +33,7 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 			return g.reconcileObject(cmd, k, args[0], func(ctx context.Context, c client.Client, u *ui.UI, key types.NamespacedName) error {
 				if withSource {
 					kind := k.Spec.SourceRef.Kind
-					if kind != sourcev1.GitRepositoryKind && kind != sourcev1.OCIRepositoryKind {
+					if row, _ := kinds.ByKind(kustomizev1.KustomizationKind); !slices.Contains(row.SourceKinds, kind) {
 						return fmt.Errorf("source kind %s of Kustomization %s is not supported yet", kind, key)
 					}
 					ns := k.Spec.SourceRef.Namespace

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Annotations, labels and finalizers Argo CD reads and writes, with Argo
 // CD's names (common/common.go, application_annotations.go).
 const (
@@ -103,3 +105,40 @@ func (a *SyncPolicyAutomated) IsSelfHeal() bool { return a != nil && a.SelfHeal 
 func (a *SyncPolicyAutomated) IsAllowEmpty() bool {
 	return a != nil && a.AllowEmpty != nil && *a.AllowEmpty
 }
+
+// The accessors every kind of Eddy's API offers (conditions, suspension,
+// observed generation, last handled reconcile request), which the eddy
+// command reads of each kind it lists. Argo CD's Application keeps none of
+// Flux's status protocol, so they answer what Argo CD records instead.
+
+// IsSuspended is true when the argocd.argoproj.io/skip-reconcile annotation
+// is "true": Argo CD's controller (and application-controller) then leaves
+// the Application alone, as a Flux controller leaves a suspended object.
+func (in *Application) IsSuspended() bool { return in.Annotations[AnnotationSkipReconcile] == "true" }
+
+// GetConditions returns nil: an Application's status.conditions are Argo
+// CD's ApplicationConditions (errors and warnings, without a status), none
+// of them a Flux condition; its state is status.sync and status.health.
+func (in *Application) GetConditions() []metav1.Condition { return nil }
+
+// GetObservedGeneration returns 0: Argo CD records no observed generation.
+func (in *Application) GetObservedGeneration() int64 { return 0 }
+
+// GetLastHandledReconcileRequest returns "": Argo CD is asked to compare
+// again by the argocd.argoproj.io/refresh annotation, which it removes when
+// done, not by a request it records as handled.
+func (in *Application) GetLastHandledReconcileRequest() string { return "" }
+
+// IsSuspended returns false: nothing suspends an AppProject.
+func (in *AppProject) IsSuspended() bool { return false }
+
+// GetConditions returns nil: no controller writes an AppProject's status
+// (Argo CD keeps its roles' tokens there).
+func (in *AppProject) GetConditions() []metav1.Condition { return nil }
+
+// GetObservedGeneration returns 0: an AppProject's status records none.
+func (in *AppProject) GetObservedGeneration() int64 { return 0 }
+
+// GetLastHandledReconcileRequest returns "": no controller reconciles an
+// AppProject on request.
+func (in *AppProject) GetLastHandledReconcileRequest() string { return "" }

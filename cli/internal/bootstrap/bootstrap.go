@@ -405,9 +405,10 @@ func requestReconcile(ctx context.Context, c client.Client, key client.ObjectKey
 }
 
 // waitReconciled polls obj until it is Ready at its generation with
-// revision (GitRepository: status.artifact.revision, Kustomization:
-// status.lastAttemptedRevision), as flux's objectReconciled: Ready=False
-// and suspension end the wait with an error.
+// revision as its row's Attempted reads it (GitRepository:
+// status.artifact.revision, Kustomization: status.lastAttemptedRevision),
+// as flux's objectReconciled: Ready=False and suspension end the wait with
+// an error.
 func waitReconciled(ctx context.Context, u *ui.UI, c client.Client, obj kinds.Object, key client.ObjectKey, revision string, o Options) error {
 	k, _ := kinds.Of(obj)
 	kind := k.Kind
@@ -421,13 +422,8 @@ func waitReconciled(ctx context.Context, u *ui.UI, c client.Client, obj kinds.Ob
 			return false, fmt.Errorf("%s %s is suspended: resume it with `eddy resume %s %s`", kind, key, k.Human, key.Name)
 		}
 		rev, gen := "", obj.GetObservedGeneration()
-		switch x := obj.(type) {
-		case sourcev1.Source:
-			if a := x.GetArtifact(); a != nil {
-				rev = a.Revision
-			}
-		case *kustomizev1.Kustomization:
-			rev = x.Status.LastAttemptedRevision
+		if k.Attempted != nil {
+			rev = k.Attempted(obj)
 		}
 		cond := apimeta.FindStatusCondition(obj.GetConditions(), meta.ReadyCondition)
 		if cond != nil {

@@ -74,8 +74,8 @@ type TreeOptions struct {
 }
 
 var (
-	kustomizationGK = schema.GroupKind{Group: kustomizev1.GroupVersion.Group, Kind: "Kustomization"}
-	helmReleaseGK   = schema.GroupKind{Group: helmv2.GroupVersion.Group, Kind: "HelmRelease"}
+	kustomizationGK = schema.GroupKind{Group: kustomizev1.GroupVersion.Group, Kind: kustomizev1.KustomizationKind}
+	helmReleaseGK   = schema.GroupKind{Group: helmv2.GroupVersion.Group, Kind: helmv2.HelmReleaseKind}
 )
 
 // Tree returns the Kustomization or HelmRelease kind (namespace, name) and
@@ -95,7 +95,7 @@ func Tree(ctx context.Context, c client.Client, kind, namespace, name string) (*
 // TreeWithOptions is Tree with opts.
 func TreeWithOptions(ctx context.Context, c client.Client, kind, namespace, name string, opts TreeOptions) (*Node, error) {
 	k, ok := kinds.ByKind(kind)
-	if !ok || (kind != kustomizationGK.Kind && kind != helmReleaseGK.Kind) {
+	if !ok || !k.Applier {
 		return nil, fmt.Errorf("kind %q has no tree: use Kustomization or HelmRelease", kind)
 	}
 	gvk := k.GVK()
@@ -189,7 +189,8 @@ func (w *walker) kustomization(ctx context.Context, n *Node, k *kustomizev1.Kust
 			}
 			continue
 		}
-		walk := m.GroupKind == kustomizationGK || m.GroupKind == helmReleaseGK
+		applier, known := kinds.ByGroupKind(m.GroupKind)
+		walk := known && applier.Applier
 		if w.opts.NoHealth && !walk {
 			continue
 		}

@@ -1,18 +1,20 @@
-// Package kinds is the eddy command's one table of the Flux kinds it
-// serves: what `get`, `reconcile`, `suspend`, `resume`, `export`,
-// `delete`, `tree`, `events`, the readiness waits and the web UI know of
-// each kind. Serving a new kind takes its API package (with the accessors
-// Object names) and one row in All.
+// Package kinds is the eddy command's one table of the kinds it serves:
+// what `get`, `reconcile`, `suspend`, `resume`, `export`, `delete`,
+// `tree`, `events`, the readiness waits and the web UI know of each kind.
+// Serving a new kind takes its API package (with the accessors Object
+// names) and one row in All.
 package kinds
 
 import (
 	"reflect"
 	"strings"
 
+	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/fluxcd/pkg/apis/meta"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,7 +22,8 @@ import (
 )
 
 // Object is what the command reads of every kind through the API types'
-// accessors. A kind without status (Alert, Provider) answers nil, 0 and "".
+// accessors. A kind without status (Alert, Provider) answers nil, 0 and
+// "", as does Argo CD's Application, whose status is not Flux's.
 type Object interface {
 	client.Object
 	GetConditions() []metav1.Condition
@@ -42,7 +45,8 @@ const (
 	ReadyColumns
 )
 
-// Kind is one row of the table: a Flux kind and flux's names for it.
+// Kind is one row of the table: a kind and the names flux (or argocd)
+// gives it.
 type Kind struct {
 	// Kind is the API kind, e.g. "Kustomization".
 	Kind string
@@ -60,6 +64,19 @@ type Kind struct {
 	Plural string
 	// Source: a subcommand of `source`, and an sourcev1.Source.
 	Source bool
+	// Applier: the kind applies objects and records them (a Kustomization's
+	// status.inventory, a HelmRelease's release): it has a resource tree
+	// (`tree`, the web UI's tree), and an applier in another's inventory is
+	// walked into and drawn as an "applies" edge.
+	Applier bool
+	// ArgoCD: an Argo CD kind (argoproj.io), served by `eddy app`, `get
+	// applications` and the web UI's Application pages with Argo CD's own
+	// status (sync, health, operation); not one of Flux (see Flux).
+	ArgoCD bool
+	// Credentials, when set, is the name of the Secret of credentials an
+	// object names (spec.secretRef; "" for none): `export
+	// --with-credentials` exports it too.
+	Credentials func(Object) string
 	// NoStatus: the kind has no status (Alert, Provider): flux shows it
 	// Ready with StaticMessage and takes it as ready once kstatus says
 	// Current.
@@ -76,6 +93,15 @@ type Kind struct {
 	// Revision is what `flux get` shows in REVISION (nil for the kinds
 	// without that column).
 	Revision func(Object) string
+	// Attempted, when set, is the revision the controller last worked on,
+	// applied or not: a source's artifact revision, an applier's
+	// status.lastAttemptedRevision (what `bootstrap` waits for, as flux's).
+	Attempted func(Object) string
+	// SourceKinds are the source kinds an applier's source may be (a
+	// Kustomization's spec.sourceRef, a HelmRelease's chart template's), in
+	// the order flux's messages list them; `create` and `reconcile
+	// --with-source` refuse others.
+	SourceKinds []string
 	// GetExample is the example of the kind's `get` subcommand, GetLong its
 	// long help ("" for the short one).
 	GetExample, GetLong string
@@ -130,6 +156,14 @@ func HelmReleaseRevision(o *helmv2.HelmRelease) string {
 	return o.Status.LastAttemptedRevision
 }
 
+// secretRef is the name of a *meta.LocalObjectReference, "" for nil.
+func secretRef(r *meta.LocalObjectReference) string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
+}
+
 // kustomizationSource is a Kustomization's spec.sourceRef, in its
 // namespace unless the reference names one.
 func kustomizationSource(o Object) (string, string, string, bool) {
@@ -141,31 +175,37 @@ func kustomizationSource(o Object) (string, string, string, bool) {
 	return ks.Spec.SourceRef.Kind, ns, ks.Spec.SourceRef.Name, true
 }
 
-// All are the kinds, in flux's order of `get all`: the sources first, then
-// the appliers, then notification.
+// All are the kinds, Flux's in flux's order of `get all` (the sources
+// first, then the appliers, then notification), then Argo CD's.
 var All = []Kind{
-	{Kind: sourcev1.OCIRepositoryKind, GroupVersion: sourcev1.GroupVersion, Human: "source oci", Use: "oci", Source: true,
-		Revision: artifactRevision, GetExample: "  eddy get sources oci\n  eddy get sources oci --all-namespaces",
+	{Kind: sourcev1.OCIRepositoryKind, GroupVersion: sourcev1.GroupVersion, Attempted: artifactRevision, Human: "source oci", Use: "oci", Source: true,
+		Credentials: func(o Object) string { return secretRef(o.(*sourcev1.OCIRepository).Spec.SecretRef) },
+		Revision:    artifactRevision, GetExample: "  eddy get sources oci\n  eddy get sources oci --all-namespaces",
 		New: func() Object { return &sourcev1.OCIRepository{} }, NewList: func() client.ObjectList { return &sourcev1.OCIRepositoryList{} }},
-	{Kind: sourcev1.GitRepositoryKind, GroupVersion: sourcev1.GroupVersion, Human: "source git", Use: "git", Source: true,
-		Revision: artifactRevision, GetExample: "  eddy get sources git\n  eddy get sources git flux-system -o yaml",
+	{Kind: sourcev1.GitRepositoryKind, GroupVersion: sourcev1.GroupVersion, Attempted: artifactRevision, Human: "source git", Use: "git", Source: true,
+		Credentials: func(o Object) string { return secretRef(o.(*sourcev1.GitRepository).Spec.SecretRef) },
+		Revision:    artifactRevision, GetExample: "  eddy get sources git\n  eddy get sources git flux-system -o yaml",
 		New: func() Object { return &sourcev1.GitRepository{} }, NewList: func() client.ObjectList { return &sourcev1.GitRepositoryList{} }},
 	{Kind: sourcev1.HelmRepositoryKind, GroupVersion: sourcev1.GroupVersion, Human: "source helm", Use: "helm", Source: true,
+		Attempted:     artifactRevision,
 		Unreconciled:  func(o Object) bool { return o.(*sourcev1.HelmRepository).Spec.Type == sourcev1.HelmRepositoryTypeOCI },
 		StaticMessage: "Helm repository is Ready",
+		Credentials:   func(o Object) string { return secretRef(o.(*sourcev1.HelmRepository).Spec.SecretRef) },
 		Revision:      artifactRevision, GetExample: "  eddy get sources helm\n  eddy get sources helm -A",
 		New: func() Object { return &sourcev1.HelmRepository{} }, NewList: func() client.ObjectList { return &sourcev1.HelmRepositoryList{} }},
-	{Kind: sourcev1.HelmChartKind, GroupVersion: sourcev1.GroupVersion, Human: "source chart", Use: "chart", Source: true,
+	{Kind: sourcev1.HelmChartKind, GroupVersion: sourcev1.GroupVersion, Attempted: artifactRevision, Human: "source chart", Use: "chart", Source: true,
 		Revision: artifactRevision, GetExample: "  eddy get sources chart\n  eddy get sources chart flux-system-podinfo -o yaml",
 		New: func() Object { return &sourcev1.HelmChart{} }, NewList: func() client.ObjectList { return &sourcev1.HelmChartList{} }},
 	{Kind: helmv2.HelmReleaseKind, GroupVersion: helmv2.GroupVersion, Human: "helmrelease", Use: "helmrelease", Aliases: []string{"hr"},
-		Plural:     "helmreleases",
+		Plural: "helmreleases", Applier: true, SourceKinds: []string{sourcev1.HelmRepositoryKind, sourcev1.GitRepositoryKind},
+		Attempted:  func(o Object) string { return o.(*helmv2.HelmRelease).Status.LastAttemptedRevision },
 		Revision:   func(o Object) string { return HelmReleaseRevision(o.(*helmv2.HelmRelease)) },
 		GetExample: "  eddy get helmreleases\n  eddy get hr -A\n  eddy get hr podinfo -o yaml",
 		GetLong:    "Show the status of HelmReleases; REVISION is the chart version of the newest release (else the one last attempted), as flux shows it.",
 		New:        func() Object { return &helmv2.HelmRelease{} }, NewList: func() client.ObjectList { return &helmv2.HelmReleaseList{} }},
 	{Kind: kustomizev1.KustomizationKind, GroupVersion: kustomizev1.GroupVersion, Human: "kustomization", Use: "kustomization", Aliases: []string{"ks"},
-		Plural:     "kustomizations",
+		Plural: "kustomizations", Applier: true, SourceKinds: []string{sourcev1.OCIRepositoryKind, sourcev1.GitRepositoryKind},
+		Attempted:  func(o Object) string { return o.(*kustomizev1.Kustomization).Status.LastAttemptedRevision },
 		Revision:   func(o Object) string { return o.(*kustomizev1.Kustomization).Status.LastAppliedRevision },
 		GetExample: "  eddy get kustomizations\n  eddy get ks -A\n  eddy get ks flux-system -o json",
 		EventsAlso: kustomizationSource,
@@ -181,12 +221,43 @@ var All = []Kind{
 		Plural: "alerts", NoStatus: true, StaticMessage: "Alert is Ready", Columns: SuspendedColumns,
 		GetExample: "  eddy get alerts -n apps",
 		New:        func() Object { return &notificationv1.Alert{} }, NewList: func() client.ObjectList { return &notificationv1.AlertList{} }},
+	{Kind: argov1.ApplicationKind, GroupVersion: argov1.GroupVersion, Human: "application", Use: "apps", Aliases: []string{"app"},
+		Plural: "applications", ArgoCD: true,
+		GetExample: "  eddy get apps\n  eddy get apps -A -o wide\n  eddy get app guestbook -o yaml",
+		GetLong: "Show Argo CD Applications in argocd app list's table (NAME, CLUSTER, NAMESPACE of the destination, " +
+			"PROJECT, STATUS, HEALTH, SYNCPOLICY, CONDITIONS; -o wide adds REPO, PATH and TARGET). " +
+			"Without -n the Applications of the argocd namespace; a name outside it reads namespace/name.",
+		New: func() Object { return &argov1.Application{} }, NewList: func() client.ObjectList { return &argov1.ApplicationList{} }},
 }
+
+// Flux are the rows of All that are Flux's kinds (not ArgoCD), in All's
+// order: the kinds of `get <kind>`, `get all`, `suspend`, `resume`,
+// `export`, `delete` and the web UI's list of Flux objects.
+var Flux = func() []Kind {
+	var out []Kind
+	for _, k := range All {
+		if !k.ArgoCD {
+			out = append(out, k)
+		}
+	}
+	return out
+}()
 
 // ByKind is the row of the API kind kind, false for a kind not served.
 func ByKind(kind string) (Kind, bool) {
 	for _, k := range All {
 		if k.Kind == kind {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// ByGroupKind is the row of the API group and kind gk (any version), false
+// for a kind not served.
+func ByGroupKind(gk schema.GroupKind) (Kind, bool) {
+	for _, k := range All {
+		if k.Kind == gk.Kind && k.GroupVersion.Group == gk.Group {
 			return k, true
 		}
 	}

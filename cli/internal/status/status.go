@@ -1,4 +1,4 @@
-// Package status reads the status of the kinds of kinds.All the way the
+// Package status reads the status of the kinds of kinds.Flux the way the
 // flux CLI shows and waits for it: the `get` table, and the
 // request-and-wait of `reconcile`.
 package status
@@ -179,7 +179,7 @@ func suspendedOf(r Row) string {
 // be listed is left out.
 func PrintSyncTable(ctx context.Context, w io.Writer, c client.Client) {
 	var rs []Row
-	for _, k := range kinds.All {
+	for _, k := range kinds.Flux {
 		if k.Columns != kinds.RevisionColumns {
 			continue
 		}

@@ -12,7 +12,9 @@ import (
 	"sync"
 	"time"
 
-	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/pkg/ssa"
@@ -117,7 +119,7 @@ func nsParam(r *http.Request) string {
 
 func (a *api) object(w http.ResponseWriter, r *http.Request) {
 	kind, ns, name := r.PathValue("kind"), nsParam(r), r.PathValue("name")
-	if kind == argov1.ApplicationKind {
+	if k, ok := kinds.ByKind(kind); ok && k.ArgoCD {
 		writeError(w, http.StatusBadRequest, "an Application is read at /api/app/{namespace}/{name}")
 		return
 	}
@@ -153,14 +155,22 @@ func (a *api) object(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, d)
 }
 
+// artifactOf is the artifact of a source (sourcev1.Source), nil for
+// another kind or a source without one.
 func artifactOf(u *unstructured.Unstructured) *Artifact {
-	m, ok, _ := unstructured.NestedMap(u.Object, "status", "artifact")
-	if !ok {
+	_, o, ok := typed(u)
+	src, isSource := o.(sourcev1.Source)
+	if !ok || !isSource || src.GetArtifact() == nil {
 		return nil
 	}
-	a := &Artifact{Revision: str(m, "revision"), Digest: str(m, "digest"), URL: str(m, "url"), LastUpdateTime: parseTime(str(m, "lastUpdateTime"))}
-	if n, ok := m["size"].(int64); ok {
-		a.Size = n
+	sa := src.GetArtifact()
+	a := &Artifact{Revision: sa.Revision, Digest: sa.Digest, URL: sa.URL}
+	if !sa.LastUpdateTime.IsZero() {
+		t := sa.LastUpdateTime.UTC()
+		a.LastUpdateTime = &t
+	}
+	if sa.Size != nil {
+		a.Size = *sa.Size
 	}
 	return a
 }
@@ -183,7 +193,7 @@ func (a *api) graph(w http.ResponseWriter, _ *http.Request) {
 	var sums []Summary
 	for _, u := range a.st.list() {
 		s := summarize(u)
-		if noStatus(s.Kind) || s.Kind == "Receiver" {
+		if k, ok := kinds.ByKind(s.Kind); !ok || (!k.Source && !k.Applier) {
 			continue // notification objects are not in the delivery graph
 		}
 		sums = append(sums, s)
@@ -204,7 +214,7 @@ func (a *api) graph(w http.ResponseWriter, _ *http.Request) {
 				g.Edges = append(g.Edges, GraphEdge{From: id(d), To: id(s.Ref), Type: "dependsOn"})
 			}
 		}
-		if s.Kind == "Kustomization" {
+		if s.Kind == kustomizev1.KustomizationKind { // a HelmRelease's children are its chart's, as in inspect.Tree
 			for _, child := range appliedFluxObjects(u) {
 				if ids[id(child)] {
 					g.Edges = append(g.Edges, GraphEdge{From: id(s.Ref), To: id(child), Type: "applies"})
@@ -321,7 +331,7 @@ func (a *api) action(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k, ok := a.st.kindOf(act.Kind)
-	if !ok || act.Kind == argov1.ApplicationKind {
+	if !ok || k.ArgoCD {
 		// An Application is synced (its operation field), not reconciled
 		// or suspended: POST /api/app/{namespace}/{name}/sync.
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a Flux kind", act.Kind))
@@ -462,8 +472,8 @@ func helmChartOf(u *unstructured.Unstructured) *Ref {
 	return &Ref{Kind: "HelmChart", Namespace: ns, Name: name}
 }
 
-// appliedFluxObjects are the Kustomizations and HelmReleases in a
-// Kustomization's inventory.
+// appliedFluxObjects are the appliers (kinds.Kind Applier: Kustomizations,
+// HelmReleases) in a Kustomization's inventory.
 func appliedFluxObjects(u *unstructured.Unstructured) []Ref {
 	if u == nil {
 		return nil
@@ -479,8 +489,7 @@ func appliedFluxObjects(u *unstructured.Unstructured) []Ref {
 		if err != nil {
 			continue
 		}
-		if (o.GroupKind.Group == "kustomize.toolkit.fluxcd.io" && o.GroupKind.Kind == "Kustomization") ||
-			(o.GroupKind.Group == "helm.toolkit.fluxcd.io" && o.GroupKind.Kind == "HelmRelease") {
+		if k, ok := kinds.ByGroupKind(o.GroupKind); ok && k.Applier {
 			out = append(out, Ref{Kind: o.GroupKind.Kind, Namespace: o.Namespace, Name: o.Name})
 		}
 	}

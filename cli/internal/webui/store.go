@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -36,19 +35,21 @@ import (
 type fluxKind struct {
 	Kind string
 	GVR  schema.GroupVersionResource
+	// ArgoCD: an Argo CD kind (kinds.Kind ArgoCD), shown on its own
+	// pages, not in the list of Flux objects.
+	ArgoCD bool
 }
 
 // fluxKinds are the kinds shown (kinds.All), in the overview's order:
-// sources, then appliers, then notification. Versions are the storage
+// sources, then appliers, then notification, then Argo CD's Application
+// (for its own page and overview section). Versions are the storage
 // versions.
 var fluxKinds = func() []fluxKind {
-	out := make([]fluxKind, 0, len(kinds.All)+1)
+	out := make([]fluxKind, 0, len(kinds.All))
 	for _, k := range kinds.All {
-		out = append(out, fluxKind{Kind: k.Kind, GVR: k.GVR()})
+		out = append(out, fluxKind{Kind: k.Kind, GVR: k.GVR(), ArgoCD: k.ArgoCD})
 	}
-	// Argo CD's Application is watched with them (for its own page and
-	// overview section), but it is not a Flux object: list leaves it out.
-	return append(out, fluxKind{Kind: argov1.ApplicationKind, GVR: argov1.GroupVersion.WithResource("applications")})
+	return out
 }()
 
 // kindOf is the watched kind, at the version the cluster serves.
@@ -297,14 +298,14 @@ func (s *store) status() Status {
 	return Status{Connected: s.connected, Message: s.connMsg}
 }
 
-// list returns every watched Flux object (Applications apart: listKind),
+// list returns every watched Flux object (Argo CD's apart: listKind),
 // in kind order then namespace/name, without application-controller's
 // source objects (kinds.IsApplicationSource): they are its implementation;
 // an Application's page shows its repository, revision and conditions.
 func (s *store) list() []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, k := range s.kinds {
-		if k.Kind == argov1.ApplicationKind {
+		if k.ArgoCD {
 			continue
 		}
 		for _, u := range s.listKind(k.Kind) {

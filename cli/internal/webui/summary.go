@@ -60,14 +60,6 @@ func typed(u *unstructured.Unstructured) (kinds.Kind, kinds.Object, bool) {
 	return k, o, true
 }
 
-// noStatus is true of the kinds without status by design (kinds.Kind
-// NoStatus: Alert, Provider): accepted by the API server is all there is
-// to know.
-func noStatus(kind string) bool {
-	k, ok := kinds.ByKind(kind)
-	return ok && k.NoStatus
-}
-
 // summarize derives the overview row of an object. State, in order:
 // suspended; Stalled=True: stalled; Ready=False (of this generation):
 // failed, also while it retries; Reconciling=True: reconciling; no Ready:
@@ -76,7 +68,10 @@ func noStatus(kind string) bool {
 // Unknown: reconciling; Ready=True: ready.
 func summarize(u *unstructured.Unstructured) Summary {
 	s := Summary{Ref: refOf(u)}
-	s.Suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "suspend")
+	k, o, isKind := typed(u)
+	if isKind {
+		s.Suspended = o.IsSuspended()
+	}
 	var ready, stalled, reconciling *Condition
 	conds := conditions(u)
 	for i := range conds {
@@ -94,7 +89,6 @@ func summarize(u *unstructured.Unstructured) Summary {
 	}
 	// A Ready condition of an older generation says nothing of the spec
 	// now: the object waits to be reconciled.
-	k, o, isKind := typed(u)
 	stale := false
 	if isKind && ready != nil {
 		_, current := kinds.ReadyCondition(o)

@@ -3,7 +3,16 @@ package webui
 import (
 	"testing"
 
+	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/cli/internal/kinds"
+	"github.com/eddyops/eddy/cli/internal/status"
+	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // TestHelmReleaseRevisionAsGet: after a failed upgrade the overview's
@@ -42,4 +51,59 @@ func TestUnreconciledHelmRepositoryIsReady(t *testing.T) {
 	if s := summarize(u); s.State != "ready" {
 		t.Errorf("OCI HelmRepository: state %q; want ready", s.State)
 	}
+}
+
+// TestOverviewAndGetReadTheSameRevisionAndReady: the overview's REVISION
+// and Ready of an object are what `eddy get` prints for it (status.Rows):
+// both read the kind's row of kinds.All, so they cannot disagree, as they
+// once did on a HelmRelease after a failed upgrade.
+func TestOverviewAndGetReadTheSameRevisionAndReady(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: meta.ReadyCondition, Status: status, Reason: reason, Message: "m",
+			ObservedGeneration: 2, LastTransitionTime: metav1.Now()}}
+	}
+	om := metav1.ObjectMeta{Name: "o", Namespace: "apps", Generation: 2}
+	failedUpgrade := &helmv2.HelmRelease{ObjectMeta: om}
+	failedUpgrade.Status.ObservedGeneration = 2
+	failedUpgrade.Status.LastAttemptedRevision = "6.2.0+bad"
+	failedUpgrade.Status.History = []helmv2.Snapshot{{ChartVersion: "6.2.0", Status: "failed"}, {ChartVersion: "6.1.0", Status: "superseded"}}
+	failedUpgrade.Status.Conditions = ready(metav1.ConditionFalse, helmv2.UpgradeFailedReason)
+	firstAttempt := &helmv2.HelmRelease{ObjectMeta: om}
+	firstAttempt.Status.LastAttemptedRevision = "6.1.0"
+	ks := &kustomizev1.Kustomization{ObjectMeta: om}
+	ks.Status.LastAppliedRevision, ks.Status.LastAttemptedRevision = "main@sha1:a", "main@sha1:b"
+	ks.Status.Conditions = ready(metav1.ConditionTrue, meta.ReconciliationSucceededReason)
+	git := &sourcev1.GitRepository{ObjectMeta: om}
+	git.Status.Artifact = &sourcev1.Artifact{Revision: "main@sha1:c"}
+	git.Status.Conditions = ready(metav1.ConditionTrue, meta.SucceededReason)
+	for _, o := range []kinds.Object{failedUpgrade, firstAttempt, ks, git} {
+		k, _ := kinds.Of(o)
+		l := k.NewList()
+		if err := apimeta.SetList(l, []runtime.Object{o}); err != nil {
+			t.Fatal(err)
+		}
+		row := status.Rows(k, l, "")[0]
+		s := mustSummary(t, o)
+		if s.Revision != row.Revision {
+			t.Errorf("%s: overview revision %q, get %q", k.Kind, s.Revision, row.Revision)
+		}
+		if s.Ready != "" && (s.Ready != row.Ready || s.Message != row.Message) {
+			t.Errorf("%s: overview Ready %s %q, get %s %q", k.Kind, s.Ready, s.Message, row.Ready, row.Message)
+		}
+	}
+	if got := mustSummary(t, failedUpgrade).Revision; got != "6.2.0" {
+		t.Errorf("failed upgrade: revision %q; want the failed release's chart version 6.2.0", got)
+	}
+}
+
+func mustSummary(t *testing.T, o kinds.Object) Summary {
+	t.Helper()
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := kinds.Of(o)
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(k.GVK())
+	return summarize(u)
 }

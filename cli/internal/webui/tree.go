@@ -9,6 +9,7 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/cli/internal/inspect"
+	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/pkg/ssa"
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,7 @@ import (
 // live with the user's credentials (inventory objects are not watched).
 func (a *api) tree(w http.ResponseWriter, r *http.Request) {
 	kind, ns, name := r.PathValue("kind"), nsParam(r), r.PathValue("name")
-	if kind != "Kustomization" && kind != "HelmRelease" {
+	if k, ok := kinds.ByKind(kind); !ok || !k.Applier {
 		writeError(w, http.StatusBadRequest, "a tree is of a Kustomization or a HelmRelease")
 		return
 	}
