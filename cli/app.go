@@ -9,6 +9,7 @@ import (
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/cli/internal/app"
 	"github.com/eddyops/eddy/cli/internal/kinds"
+	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/cli/internal/ui"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -133,6 +134,22 @@ func (g *globalFlags) openApp(cmd *cobra.Command, arg string) (*appSession, func
 	return &appSession{c: c, ctx: ctx, key: types.NamespacedName{Namespace: ns, Name: name}, u: ui.New(cmd.OutOrStdout())}, cancel, nil
 }
 
+// readApp reads the Application named arg, warning on stderr when it was
+// never reconciled (warnNotReconciled), as get and history show it.
+func (g *globalFlags) readApp(cmd *cobra.Command, arg string) (*argov1.Application, error) {
+	s, done, err := g.openApp(cmd, arg)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	a, err := s.get(s.ctx)
+	if err != nil {
+		return nil, err
+	}
+	warnNotReconciled(ui.New(cmd.ErrOrStderr()), a)
+	return a, nil
+}
+
 // get reads the Application; NotFound worded with its name and namespace.
 func (s *appSession) get(ctx context.Context) (*argov1.Application, error) {
 	a := &argov1.Application{}
@@ -158,18 +175,12 @@ func newAppGetCommand(g *globalFlags) *cobra.Command {
 			if output != "wide" && output != "yaml" && output != "json" {
 				return fmt.Errorf("--output %q: use wide, yaml or json", output)
 			}
-			s, done, err := g.openApp(cmd, args[0])
+			a, err := g.readApp(cmd, args[0])
 			if err != nil {
 				return err
 			}
-			defer done()
-			a, err := s.get(s.ctx)
-			if err != nil {
-				return err
-			}
-			warnNotReconciled(ui.New(cmd.ErrOrStderr()), a)
 			if output != "wide" {
-				return printObjects(cmd.OutOrStdout(), s.c.Scheme(), &argov1.ApplicationList{Items: []argov1.Application{*a}}, output, true)
+				return printObjects(cmd.OutOrStdout(), scheme.New(), &argov1.ApplicationList{Items: []argov1.Application{*a}}, output, true)
 			}
 			return app.PrintApp(cmd.OutOrStdout(), a, showOperation, time.Now())
 		},
@@ -188,16 +199,10 @@ func newAppHistoryCommand(g *globalFlags) *cobra.Command {
 			if output != "wide" && output != "id" {
 				return fmt.Errorf("--output %q: use wide or id", output)
 			}
-			s, done, err := g.openApp(cmd, args[0])
+			a, err := g.readApp(cmd, args[0])
 			if err != nil {
 				return err
 			}
-			defer done()
-			a, err := s.get(s.ctx)
-			if err != nil {
-				return err
-			}
-			warnNotReconciled(ui.New(cmd.ErrOrStderr()), a)
 			if output == "id" {
 				for _, h := range a.Status.History {
 					fmt.Fprintln(cmd.OutOrStdout(), h.ID)

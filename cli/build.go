@@ -11,12 +11,12 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/cli/internal/inspect"
+	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 )
 
 // localBuild are the flags of `build kustomization` and `diff kustomization`.
@@ -159,13 +159,9 @@ func readKustomizationFile(file, name, namespace string) (*kustomizev1.Kustomiza
 
 // objectsYAML is each object as a YAML document behind "---".
 func objectsYAML(objs []*unstructured.Unstructured) ([]byte, error) {
-	var b []byte
-	for _, u := range objs {
-		doc, err := yaml.Marshal(u.Object)
-		if err != nil {
-			return nil, err
-		}
-		b = append(append(b, "---\n"...), doc...)
+	docs, err := kustomize.YAMLStream(objs)
+	if err != nil || len(objs) == 0 {
+		return nil, err
 	}
-	return b, nil
+	return append([]byte("---\n"), docs...), nil
 }

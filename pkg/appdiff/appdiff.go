@@ -59,7 +59,8 @@ type Field struct {
 func (o Object) IsSecret() bool { return o.Group == "" && o.Kind == "Secret" }
 
 // Encode returns objs as the annotation's JSON ("" for none). The values of
-// a Secret's data and stringData fields are replaced by MaskedLive and
+// a Secret's data and stringData fields, and of its kubectl
+// last-applied-configuration annotation, are replaced by MaskedLive and
 // MaskedDesired (a missing side stays missing), so the annotation never
 // holds a secret value. An error only when a value is not valid JSON.
 func Encode(objs []Object) (string, error) {
@@ -100,9 +101,14 @@ func Decode(s string) ([]Object, error) {
 	return objs, nil
 }
 
-// secretValue is true of a path under a Secret's data or stringData.
+// lastAppliedPointer is kubectl's last-applied-configuration annotation,
+// which holds a Secret's values as they were applied.
+const lastAppliedPointer = "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration"
+
+// secretValue is true of a path of a Secret that holds its values: under
+// data or stringData, or kubectl's last-applied record.
 func secretValue(path string) bool {
-	return path == "/data" || path == "/stringData" ||
+	return path == "/data" || path == "/stringData" || path == lastAppliedPointer ||
 		strings.HasPrefix(path, "/data/") || strings.HasPrefix(path, "/stringData/")
 }
 

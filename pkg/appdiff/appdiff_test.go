@@ -35,13 +35,15 @@ func TestEncodeMasksSecretValues(t *testing.T) {
 			{Path: "/data/password", Live: json.RawMessage(`"c2VjcmV0MQ=="`), Desired: json.RawMessage(`"c2VjcmV0Mg=="`)},
 			{Path: "/stringData/token", Desired: json.RawMessage(`"t0ken"`)},
 			{Path: "/metadata/labels/app", Live: json.RawMessage(`"db"`), Desired: json.RawMessage(`"db2"`)},
+			{Path: "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration",
+				Live: json.RawMessage(`"{\"data\":{\"password\":\"b2xk\"}}"`)},
 		},
 	}}
 	s, err := Encode(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{"c2VjcmV0MQ==", "c2VjcmV0Mg==", "t0ken"} {
+	for _, secret := range []string{"c2VjcmV0MQ==", "c2VjcmV0Mg==", "t0ken", "b2xk"} {
 		if strings.Contains(s, secret) {
 			t.Errorf("the encoded diff holds the secret value %q: %s", secret, s)
 		}
@@ -56,6 +58,9 @@ func TestEncodeMasksSecretValues(t *testing.T) {
 	}
 	if string(f[2].Desired) != `"db2"` {
 		t.Errorf("a label of a Secret was masked: %s", f[2].Desired)
+	}
+	if string(f[3].Live) != `"`+MaskedLive+`"` || f[3].Desired != nil {
+		t.Errorf("kubectl's last-applied record masked as %s → %s; want masked → missing", f[3].Live, f[3].Desired)
 	}
 	if objs[0].Fields[0].Live == nil || string(objs[0].Fields[0].Live) != `"c2VjcmV0MQ=="` {
 		t.Error("Encode changed its argument")

@@ -151,7 +151,7 @@ func Build(t *Tree, opts Options) (*Result, error) {
 			u.SetAnnotations(merge(u.GetAnnotations(), m.Annotations))
 		}
 	}
-	if res.YAML, err = yamlStream(res.Objects); err != nil {
+	if res.YAML, err = YAMLStream(res.Objects); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -161,7 +161,7 @@ func Build(t *Tree, opts Options) (*Result, error) {
 // (generated true) whose resources are the manifests under dir; kfile is
 // where it is (to be) written.
 func readKustomization(fs *layerFS, dir string) (kfile string, kus kustypes.Kustomization, generated bool, err error) {
-	kfile = findKustomizationFile(fs, dir)
+	kfile = FindKustomizationFile(fs, dir)
 	if kfile == "" {
 		kfile = path.Join(dir, konfig.DefaultKustomizationFileName())
 		resources, err := generateResources(fs, dir)
@@ -236,8 +236,9 @@ func runDecrypting(fs *layerFS, dir string, dec Decryptor) ([]*unstructured.Unst
 	return objs, nil
 }
 
-// yamlStream is objs as a multi-document YAML stream.
-func yamlStream(objs []*unstructured.Unstructured) ([]byte, error) {
+// YAMLStream is objs as a multi-document YAML stream: each object's YAML,
+// "---" between two. nil for no objects.
+func YAMLStream(objs []*unstructured.Unstructured) ([]byte, error) {
 	var out bytes.Buffer
 	for i, u := range objs {
 		doc, err := yaml.Marshal(u.Object)
@@ -288,7 +289,11 @@ func RunOrdered(fs filesys.FileSystem, dir string, reorder krusty.ReorderOption)
 	return krusty.MakeKustomizer(kopts).Run(fs, dir)
 }
 
-func findKustomizationFile(fs filesys.FileSystem, dir string) string {
+// FindKustomizationFile is the path of dir's kustomization file on fs (the
+// first of the names kustomize recognises, in its order:
+// kustomization.yaml, kustomization.yml, Kustomization), "" when it has
+// none.
+func FindKustomizationFile(fs filesys.FileSystem, dir string) string {
 	for _, name := range konfig.RecognizedKustomizationFileNames() {
 		p := path.Join(dir, name)
 		if fs.Exists(p) && !fs.IsDir(p) {
@@ -315,7 +320,7 @@ func generateResources(fs *layerFS, dir string) ([]string, error) {
 		}
 		rel := "./" + strings.TrimPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 		if info.IsDir() {
-			if findKustomizationFile(fs, p) != "" {
+			if FindKustomizationFile(fs, p) != "" {
 				resources = append(resources, rel)
 				return filepath.SkipDir
 			}

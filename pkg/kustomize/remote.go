@@ -49,7 +49,7 @@ func refuseRemote(fs filesys.FileSystem, dir string) error {
 			return nil
 		}
 		seen[dir] = true
-		kfile := findKustomizationFile(fs, dir)
+		kfile := FindKustomizationFile(fs, dir)
 		if kfile == "" {
 			return nil
 		}

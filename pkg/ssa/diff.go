@@ -48,7 +48,7 @@ func (f FieldDrift) Pointer() string {
 			b.WriteString(strconv.Itoa(s.index))
 			continue
 		}
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s.field))
+		b.WriteString(escapePointer(s.field))
 	}
 	return b.String()
 }

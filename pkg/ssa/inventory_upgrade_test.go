@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// TestInventoryIDWrittenByOldEddy (adversarial review of issue #11): an
+// TestInventoryIDWrittenByOldEddy: an
 // inventory id written by the Eddy before the cli-utils rewrite must still
 // be recognised as the object it names once the new code applies that
 // object again. Old Eddy wrote ':' as "__" for every kind; cli-utils'
@@ -33,7 +33,7 @@ func TestInventoryIDWrittenByOldEddy(t *testing.T) {
 	}
 }
 
-// TestInventoryIDUnderscoreName (adversarial review of issue #11): a custom
+// TestInventoryIDUnderscoreName: a custom
 // resource may be named "my_widget"; old Eddy parsed its id (split from
 // both ends) and could prune it. ParseObjMetadata refuses it, and reconcile
 // and finalize `continue` past an id that does not parse, so the object is

@@ -29,7 +29,7 @@ func liveService(t *testing.T, ns, name string) *corev1.Service {
 // Removing `clusterIP: None` from a Service leaves the API server keeping
 // the value (the dry-run shows no difference): without force the set fails
 // naming the object and the field, and nothing is written; with force the
-// Service is recreated and reported replaced. Issue #10 item 3.
+// Service is recreated and reported replaced.
 func TestRemovedFieldKeptByServerNeedsForce(t *testing.T) {
 	ctx := context.Background()
 	for _, how := range []string{"spec.force", "annotation"} {

@@ -91,8 +91,7 @@ func (r *ApplicationReconciler) prepare(ctx context.Context, run *syncRun) (outc
 			action, err := r.dryRun(ctx, t)
 			switch {
 			case err != nil:
-				run.record(t, argov1.ResultSyncFailed, err.Error(), "")
-				reasons = append(reasons, err.Error())
+				reasons = append(reasons, run.record(t, argov1.ResultSyncFailed, err.Error(), "").Message)
 			case dry && !t.Hook:
 				run.record(t, argov1.ResultSynced, taskName(t)+" "+string(action)+" (dry run)", "")
 			}
@@ -196,8 +195,7 @@ func (r *ApplicationReconciler) applyStep(ctx context.Context, run *syncRun, ste
 	byKey := map[string]*plan.Task{}
 	var reasons []string
 	fail := func(t *plan.Task, err error, hookPhase string) {
-		run.record(t, argov1.ResultSyncFailed, err.Error(), hookPhase)
-		reasons = append(reasons, err.Error())
+		reasons = append(reasons, run.record(t, argov1.ResultSyncFailed, err.Error(), hookPhase).Message)
 	}
 	for _, t := range step.Tasks {
 		if run.results[taskKey(t)] != nil {

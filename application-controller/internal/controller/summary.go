@@ -145,7 +145,7 @@ const maxDiffBytes = 64 << 10
 // whole-object pointer "" with the desired object (metadata reduced to
 // name, namespace, labels and annotations) and no live value; one that
 // requires pruning is that field with the live object and no desired one.
-// A Secret's data values are masked. Past maxDiffBytes, whole-object
+// A Secret's values are masked (appdiff.Encode). Past maxDiffBytes, whole-object
 // values are dropped, then trailing objects. "" when nothing differs or
 // the comparison failed.
 func pendingDiff(c *comparison) string {
@@ -166,11 +166,7 @@ func pendingDiff(c *comparison) string {
 			o.Fields = []appdiff.Field{{Path: "", Desired: wholeObject(c.desired[k], appdiff.MaskedDesired)}}
 		default:
 			for _, f := range c.drift[k] {
-				df := diffField(f)
-				if o.IsSecret() && df.Path == lastAppliedPointer {
-					df.Live, df.Desired = maskValue(df.Live, appdiff.MaskedLive), maskValue(df.Desired, appdiff.MaskedDesired)
-				}
-				o.Fields = append(o.Fields, df)
+				o.Fields = append(o.Fields, diffField(f))
 			}
 		}
 		objs = append(objs, o)
@@ -193,18 +189,6 @@ func pendingDiff(c *comparison) string {
 		objs = objs[:len(objs)/2]
 	}
 	return ""
-}
-
-// lastAppliedPointer is kubectl's last-applied record, which holds a
-// Secret's values.
-const lastAppliedPointer = "/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration"
-
-func maskValue(v json.RawMessage, mask string) json.RawMessage {
-	if v == nil {
-		return nil
-	}
-	b, _ := json.Marshal(mask)
-	return b
 }
 
 // diffField turns an ssa drift into the annotation's field: absent

@@ -10,6 +10,7 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"github.com/eddyops/eddy/application-controller/internal/plan"
+	"github.com/eddyops/eddy/pkg/redact"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -30,6 +31,9 @@ type syncRun struct {
 	// endedBefore holds the keys of the hooks whose end (a completed
 	// hookPhase) the status this pass started from records already.
 	endedBefore map[string]bool
+	// secrets masks the values of the rendered Secrets in the messages
+	// of failed tasks (secretValues).
+	secrets *redact.Values
 }
 
 // syncPass runs the next group of app's sync (argocd-contract §4.2): the
@@ -187,7 +191,8 @@ func (r *ApplicationReconciler) newSyncRun(app *argov1.Application, st *argov1.O
 			st.SyncResult.Revision, st.SyncResult.Source = c.target.revisions[0], c.target.sources[0]
 		}
 	}
-	run := &syncRun{app: app, st: st, c: c, opts: plan.ParseOptions(sync.SyncOptions, nil), results: map[string]*argov1.ResourceResult{}}
+	run := &syncRun{app: app, st: st, c: c, opts: plan.ParseOptions(sync.SyncOptions, nil), results: map[string]*argov1.ResourceResult{},
+		secrets: secretValues(c)}
 	run.endedBefore = map[string]bool{}
 	for _, res := range st.SyncResult.Resources {
 		k := resultKey(res.SyncPhase, plan.Key(res.Group, res.Kind, res.Namespace, res.Name))
@@ -327,8 +332,12 @@ func hasHook(step plan.Step) bool {
 	return false
 }
 
-// record adds or replaces a task's result.
+// record adds or replaces a task's result. A failure's message has the
+// values of the rendered Secrets masked (run.secrets).
 func (run *syncRun) record(t *plan.Task, status, message, hookPhase string) *argov1.ResourceResult {
+	if status == argov1.ResultSyncFailed {
+		message = run.secrets.Mask(message)
+	}
 	gvk := t.Obj.GroupVersionKind()
 	res := &argov1.ResourceResult{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: t.Obj.GetNamespace(),
 		Name: t.Obj.GetName(), Status: status, Message: message, SyncPhase: t.Phase, HookPhase: hookPhase}

@@ -114,13 +114,7 @@ func refuseOutside(fsys filesys.FileSystem, dir string, seen map[string]bool) er
 		return nil
 	}
 	seen[dir] = true
-	var kfile string
-	for _, n := range kustomizationNames {
-		if p := path.Join(dir, n); fsys.Exists(p) && !fsys.IsDir(p) {
-			kfile = p
-			break
-		}
-	}
+	kfile := kustomize.FindKustomizationFile(fsys, dir)
 	if kfile == "" {
 		return nil
 	}

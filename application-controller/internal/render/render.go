@@ -17,6 +17,7 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/konfig"
 )
 
 // Input is one source to render.
@@ -204,13 +205,10 @@ func DetectType(root string, src argov1.ApplicationSource) (string, error) {
 	return argov1.SourceTypeDirectory, nil
 }
 
-// kustomizationNames are the file names kustomize recognises, in its
-// order.
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
-
-// kustomizationFile is the name of dir's kustomization file, or "".
+// kustomizationFile is the name of dir's kustomization file (the first of
+// the names kustomize recognises, in its order), or "".
 func kustomizationFile(dir string) string {
-	for _, n := range kustomizationNames {
+	for _, n := range konfig.RecognizedKustomizationFileNames() {
 		if fi, err := os.Stat(filepath.Join(dir, n)); err == nil && fi.Mode().IsRegular() {
 			return n
 		}

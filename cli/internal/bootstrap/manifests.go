@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/yaml"
 )
 
@@ -96,9 +97,6 @@ func SyncObjects(o SyncOptions) ([]*unstructured.Unstructured, error) {
 	return out, nil
 }
 
-// kustomizationNames are the file names kustomize recognises.
-var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
-
 // KustomizationManifest returns the kustomization.yaml flux bootstrap
 // writes into dir when it has none: every file below dir that decodes as
 // Kubernetes objects, and every subdirectory with its own kustomization
@@ -111,7 +109,7 @@ func KustomizationManifest(dir string) (string, error) {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		if d.IsDir() {
-			for _, k := range kustomizationNames {
+			for _, k := range konfig.RecognizedKustomizationFileNames() {
 				if _, err := os.Stat(filepath.Join(p, k)); err == nil {
 					resources = append(resources, filepath.ToSlash(rel))
 					return filepath.SkipDir
@@ -119,7 +117,7 @@ func KustomizationManifest(dir string) (string, error) {
 			}
 			return nil
 		}
-		if slices.Contains(kustomizationNames, d.Name()) {
+		if slices.Contains(konfig.RecognizedKustomizationFileNames(), d.Name()) {
 			return nil
 		}
 		data, err := os.ReadFile(p)

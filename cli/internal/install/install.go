@@ -8,7 +8,6 @@
 package install
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -18,6 +17,7 @@ import (
 	"strings"
 
 	eddyconfig "github.com/eddyops/eddy/config"
+	"github.com/eddyops/eddy/pkg/kustomize"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -227,19 +227,11 @@ func Render(o Options) ([]byte, error) {
 // Manifest is Render for objects already built by Objects(o), for callers
 // that need both without building the bundle twice.
 func Manifest(o Options, objs []*unstructured.Unstructured) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(Header(o))
-	for i, u := range objs {
-		data, err := yaml.Marshal(u.Object)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 {
-			b.WriteString("---\n")
-		}
-		b.Write(data)
+	docs, err := kustomize.YAMLStream(objs)
+	if err != nil {
+		return nil, err
 	}
-	return b.Bytes(), nil
+	return append([]byte(Header(o)), docs...), nil
 }
 
 // Objects builds the bundle's objects with kustomize from the embedded
