@@ -110,6 +110,22 @@ func TestBinarySubmoduleCredentialsStayOnTheirHost(t *testing.T) {
 	elsewhere := func(srv *gitserver.Server, name string) string {
 		return strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/" + name
 	}
+	// Each submodule has one of its own, next to it: a nested one keeps
+	// its parent's host, and gets the credentials only on A.
+	for _, n := range []struct {
+		r    *gitserver.Repo
+		head *string
+	}{{shared, &sharedHead}, {lib, &libHead}} {
+		deep, err := gitserver.NewRepo(filepath.Dir(n.r.Bare), "deep.git", t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		deepHead, err := deep.Commit(map[string]string{"deep.yaml": "deep: " + n.r.Bare + "\n"}, "deep")
+		if err != nil {
+			t.Fatal(err)
+		}
+		*n.head = commitSubmodules(t, n.r, submodule{"deep", "nested/deep", "../deep.git", deepHead})
+	}
 	parent := func(name string, subs ...submodule) string {
 		r, err := gitserver.NewRepo(filepath.Dir(shared.Bare), name, t.TempDir())
 		if err != nil {
@@ -147,20 +163,27 @@ func TestBinarySubmoduleCredentialsStayOnTheirHost(t *testing.T) {
 		t.Run("public submodule elsewhere and relative one with "+tc.name, func(t *testing.T) {
 			got := waitReady(t, create("mixed-"+tc.name, mixed, tc.creds))
 			files := untar(t, download(t, got.Status.Artifact))
-			if string(files["vendor/public/lib.yaml"]) != "from: b\n" || string(files["vendor/shared/shared.yaml"]) != "from: a\n" {
+			if string(files["vendor/public/lib.yaml"]) != "from: b\n" || string(files["vendor/shared/shared.yaml"]) != "from: a\n" ||
+				string(files["vendor/public/nested/deep/deep.yaml"]) != "deep: "+lib.Bare+"\n" ||
+				string(files["vendor/shared/nested/deep/deep.yaml"]) != "deep: "+shared.Bare+"\n" {
 				t.Errorf("artifact files %v lack a submodule's content", keys(files))
 			}
 		})
 	}
-	if got := authorizations(b); len(got) != 1 || got[0] != "" || b.Fetches("lib.git") == 0 {
-		t.Errorf("server B received Authorization %q and %d fetches of lib.git; want none and a fetch", got, b.Fetches("lib.git"))
+	if got := authorizations(b); len(got) != 1 || got[0] != "" || b.Fetches("lib.git") == 0 || b.Fetches("deep.git") == 0 {
+		t.Errorf("server B received Authorization %q and %d, %d fetches of lib.git, deep.git; want none and fetches",
+			got, b.Fetches("lib.git"), b.Fetches("deep.git"))
 	}
-	sawToken := false
-	for _, r := range a.Requests() {
-		sawToken = sawToken || (strings.HasPrefix(r.Path, "/shared.git/") && r.Authorization == "Bearer tok-A")
-	}
-	if !sawToken {
-		t.Error("the relative submodule on A was not fetched with the GitRepository's token")
+	for _, repo := range []string{"shared.git", "deep.git"} {
+		seen := map[string]bool{}
+		for _, r := range a.Requests() {
+			if strings.HasPrefix(r.Path, "/"+repo+"/") && r.Status == 200 {
+				seen[r.Authorization] = true
+			}
+		}
+		if !seen["Bearer tok-A"] || !seen["Basic Z2l0OnB3LUE="] {
+			t.Errorf("%s on A was answered with Authorization %v; want the GitRepository's token and its basic auth", repo, seen)
+		}
 	}
 
 	refused := []struct{ name, url, path, why string }{
@@ -176,6 +199,7 @@ func TestBinarySubmoduleCredentialsStayOnTheirHost(t *testing.T) {
 			}
 			got := waitNotReady(t, create(tc.name, parent(tc.name+".git", submodule{"sub", tc.path, tc.url, head}), token))
 			msg := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition).Message
+			t.Logf("Ready message: %s", msg)
 			if !strings.Contains(msg, "submodule '"+tc.path+"'") || !strings.Contains(msg, tc.why) {
 				t.Errorf("Ready message %q does not name submodule '%s' and %q", msg, tc.path, tc.why)
 			}
