@@ -176,7 +176,8 @@ func submoduleRemote(origin *url.URL, base, raw string) (addr string, withCreden
 }
 
 // updateSubmodules initialises, fetches and checks out the submodules of
-// wt and, down to depth levels, theirs. base is the address of wt's
+// wt and, depth levels further down, theirs (go-git's recursion depth
+// counts the same way). base is the address of wt's
 // repository, prefix its path in the checkout; origin and a are the
 // GitRepository's URL and credentials, given only to submodules of
 // origin's scheme, host and port. Other submodules are fetched without
@@ -204,7 +205,7 @@ func updateSubmodules(ctx context.Context, wt *git.Worktree, base, prefix string
 		if err != nil {
 			return &submoduleError{path: name, url: addr, anonymous: !creds, err: err}
 		}
-		if depth > 1 {
+		if depth > 0 {
 			if err := updateSubmodules(ctx, sub, addr, name, origin, a, depth-1); err != nil {
 				return err
 			}
