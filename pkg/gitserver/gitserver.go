@@ -44,6 +44,10 @@ type Request struct {
 	// or fetch, as opposed to a ref listing (info/refs, or a protocol v2
 	// `command=ls-refs`).
 	Fetch bool
+	// Authorization is the request's Authorization header as received
+	// (e.g. `Bearer <token>`), empty when it carried none: tests assert
+	// which credentials reached which server.
+	Authorization string
 }
 
 // Server is a running Git HTTP server.
@@ -89,7 +93,8 @@ func Start(opts Options) (*Server, error) {
 			rec.WriteHeader(http.StatusUnauthorized)
 		}
 		s.mu.Lock()
-		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Status: rec.status, Fetch: fetch})
+		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Status: rec.status, Fetch: fetch,
+			Authorization: r.Header.Get("Authorization")})
 		s.mu.Unlock()
 	})
 	if opts.TLS {

@@ -99,6 +99,13 @@ func TestAuthentication(t *testing.T) {
 	if err := lsRemote(srv.URL+"/app.git", "-c", "http.extraHeader=Authorization: Bearer tok3n"); err != nil {
 		t.Errorf("bearer token refused: %v", err)
 	}
+	var seen []string
+	for _, r := range srv.Requests() {
+		seen = append(seen, r.Authorization)
+	}
+	if len(seen) == 0 || seen[0] != "" || seen[len(seen)-1] != "Bearer tok3n" {
+		t.Errorf("recorded Authorization headers %q: want the first (anonymous) empty and the last the bearer token", seen)
+	}
 	if err := os.WriteFile(ca, unrelatedCA(t), 0o600); err != nil {
 		t.Fatal(err)
 	}

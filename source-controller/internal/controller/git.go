@@ -395,13 +395,11 @@ func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, sub
 		}
 	}
 	if submodules {
-		subs, err := wt.Submodules()
+		origin, err := remoteURL(rawURL)
 		if err != nil {
 			return nil, err
 		}
-		if err := subs.UpdateContext(ctx, &git.SubmoduleUpdateOptions{
-			Init: true, Auth: a.auth, RecurseSubmodules: git.DefaultSubmoduleRecursionDepth,
-		}); err != nil {
+		if err := updateSubmodules(ctx, wt, rawURL, "", origin, a, int(git.DefaultSubmoduleRecursionDepth)); err != nil {
 			return nil, fmt.Errorf("submodule update failed: %w", err)
 		}
 	}
@@ -431,6 +429,14 @@ func commitSubject(msg string) string {
 // describeGitError turns transport errors into stable messages that name
 // the problem and never carry credentials.
 func describeGitError(err error, rawURL string) string {
+	var sub *submoduleError
+	if errors.As(err, &sub) { // before the causes below, which would drop its path
+		why := sub.err.Error()
+		if sub.url != "" {
+			why = describeGitError(sub.err, sub.url)
+		}
+		return sub.describe(why)
+	}
 	var dns *net.DNSError
 	var op *net.OpError
 	switch {
