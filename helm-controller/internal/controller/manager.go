@@ -56,6 +56,25 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "The service account impersonated when a HelmRelease names none.")
 	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", 600*time.Second,
 		"How long running Helm actions may take to finish after a stop signal; a negative value waits without limit.")
+	c.bindFluxOnlyFlags(fs)
+}
+
+// bindFluxOnlyFlags registers the flags of Flux's helm-controller (its
+// main.go, Flux v2.10) that Eddy parses without Flux's effect.
+func (c *Config) bindFluxOnlyFlags(fs *flag.FlagSet) {
+	const noKubeConfig = "Eddy refuses spec.kubeConfig on a HelmRelease, so it reads no kubeconfig"
+	c.IgnoreFlag(fs, controllerkit.BoolFlag, "insecure-kubeconfig-exec", "false", noKubeConfig, nil)
+	c.IgnoreFlag(fs, controllerkit.BoolFlag, "insecure-kubeconfig-tls", "false", noKubeConfig, nil)
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "default-kubeconfig-service-account", "", controllerkit.NoWorkloadIdentity, nil)
+	const noOOMWatch = "Eddy has no OOM watcher (Flux's OOMWatch feature gate)"
+	c.IgnoreFlag(fs, controllerkit.IntFlag, "oom-watch-memory-threshold", "95", noOOMWatch, nil)
+	c.IgnoreFlag(fs, controllerkit.DurationFlag, "oom-watch-interval", "500ms", noOOMWatch, nil)
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "oom-watch-max-memory-path", "", noOOMWatch, nil)
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "oom-watch-current-memory-path", "", noOOMWatch, nil)
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "snapshot-digest-algo", "sha256",
+		"Eddy digests release snapshots with sha256 whatever the value", func(v string) bool { return v != "sha256" })
+	c.RefuseFlag(fs, controllerkit.ListFlag, "override-manager", "",
+		"Eddy's drift detection takes over the fields of the kubectl* and before-first-apply* field managers only, and cannot be given others yet")
 }
 
 // NewScheme returns helm-controller's scheme: the Kubernetes built-in kinds,
