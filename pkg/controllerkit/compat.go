@@ -123,7 +123,8 @@ func (f compatFlag) applies() bool {
 }
 
 // CheckFlags returns the error of the first refused flag given (RefuseFlag),
-// `--<name>=<value>: <why>`, nil if none. controllerkit.Main calls it right
+// `--<name>=<value>: <why>`, else of the first refused Flux gate given
+// (FluxGate), `--feature-gates=<name>=<value>: <why>`, nil if none. controllerkit.Main calls it right
 // after parsing, before --version, so `<binary> --version <flags>` checks
 // them too.
 func (o *Options) CheckFlags() error {
@@ -131,6 +132,9 @@ func (o *Options) CheckFlags() error {
 		if f.refuse && f.applies() {
 			return fmt.Errorf("--%s=%s: %s", f.name, f.value.value, f.why)
 		}
+	}
+	if flags, whys := o.gateFindings(true); len(flags) > 0 {
+		return fmt.Errorf("--%s: %s", flags[0], whys[0])
 	}
 	return nil
 }
@@ -143,10 +147,15 @@ func (o *Options) LogFlags(log logr.Logger) {
 			log.Info("flag accepted for Flux compatibility, without Flux's effect", "flag", "--"+f.name, "value", f.value.value, "eddy", f.why)
 		}
 	}
+	flags, whys := o.gateFindings(false)
+	for i := range flags {
+		log.Info("feature gate accepted for Flux compatibility, without Flux's effect", "flag", "--"+flags[i], "eddy", whys[i])
+	}
 }
 
 // IgnoredFlags returns the names of the ignored flags given (IgnoreFlag),
-// sorted as registered: what LogFlags logs.
+// sorted as registered, then the ignored Flux gates given with their value
+// on (FluxGate) as `feature-gates=<name>=<value>`: what LogFlags logs.
 func (o *Options) IgnoredFlags() []string {
 	var names []string
 	for _, f := range o.compat {
@@ -154,7 +163,8 @@ func (o *Options) IgnoredFlags() []string {
 			names = append(names, f.name)
 		}
 	}
-	return names
+	flags, _ := o.gateFindings(false)
+	return append(names, flags...)
 }
 
 // NoWorkloadIdentity is why Flux's service-account flags for cloud

@@ -33,6 +33,13 @@ func TestCompatFlags(t *testing.T) {
 		{name: "refused at its default", args: []string{"--secret="}},
 		{name: "refused", args: []string{"--secret=key"}, refusedErr: "--secret=key: no global key"},
 		{name: "repeated list", args: []string{"--manager=a", "--manager=b"}, refusedErr: "--manager=a,b: no managers"},
+		{name: "Flux gate at Eddy's behaviour", args: []string{"--feature-gates=Watchers=true,Lookups=false"}},
+		{name: "Flux gate ignored", args: []string{"--feature-gates=Watchers=false"}, ignored: []string{"feature-gates=Watchers=false"}},
+		{name: "Flux gate refused", args: []string{"--feature-gates=CacheSecretsAndConfigMaps=true,Lookups=true"},
+			refusedErr: "--feature-gates=Lookups=true: no lookups"},
+		{name: "workload identity gate refused", args: []string{"--feature-gates=ObjectLevelWorkloadIdentity=true"},
+			refusedErr: "--feature-gates=ObjectLevelWorkloadIdentity=true: Eddy does not implement cloud workload identity (a spec.provider other than generic is refused)"},
+		{name: "unknown gate still refused", args: []string{"--feature-gates=NoSuchGate=true"}, parseErr: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -43,6 +50,8 @@ func TestCompatFlags(t *testing.T) {
 			o.IgnoreFlag(fs, BoolFlag, "remote", "false", "always refused", func(v string) bool { return v == "false" })
 			o.RefuseFlag(fs, StringFlag, "secret", "", "no global key")
 			o.RefuseFlag(fs, ListFlag, "manager", "", "no managers")
+			o.FluxGate("Watchers", false, false, false, "no watchers")
+			o.FluxGate("Lookups", false, true, true, "no lookups")
 			err := fs.Parse(c.args)
 			if (err != nil) != c.parseErr {
 				t.Fatalf("parse error %v, want error: %t", err, c.parseErr)

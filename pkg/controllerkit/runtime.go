@@ -103,6 +103,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet, concurrent int, gates ...string) {
 	fs.Float64Var(&o.IntervalJitter, "interval-jitter-percentage", 5, "Jitter, in percent, added to or removed from each requeue interval.")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "Refuse references to objects in other namespaces.")
 	o.bindFluxOnlyFlags(fs)
+	o.bindFluxGates()
 }
 
 // SetupLogger installs the process logger from --log-level and --log-encoding.

@@ -57,6 +57,27 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", 600*time.Second,
 		"How long running Helm actions may take to finish after a stop signal; a negative value waits without limit.")
 	c.bindFluxOnlyFlags(fs)
+	c.bindFluxGates()
+}
+
+// bindFluxGates lets --feature-gates take the gates of Flux's
+// helm-controller (internal/features/features.go, Flux v2.10) that Eddy
+// does not implement.
+func (c *Config) bindFluxGates() {
+	const perObject = "deprecated by Flux and not implemented by Eddy; set spec.driftDetection.mode on each HelmRelease"
+	c.FluxGate("DetectDrift", false, true, true, perObject)
+	c.FluxGate("CorrectDrift", false, true, true, perObject)
+	c.FluxGate("AllowDNSLookups", false, true, true, "Eddy renders Helm templates without DNS lookups")
+	c.FluxGate("OOMWatch", false, true, false, "Eddy has no OOM watcher")
+	c.FluxGate("AdoptLegacyReleases", false, true, false, "Flux ignores it too since helm-controller v1.5; Eddy adopts no v2beta1 release")
+	c.FluxGate("UseHelm3Defaults", false, false, false, "Eddy runs the Helm 3 SDK (helm.sh/helm/v3): Helm 3's defaults are its behaviour")
+	c.FluxGate("CancelHealthCheckOnNewRevision", false, false, false,
+		"Eddy's helm-controller always ends a running wait for a new generation or chart revision")
+	c.FluxGate("DefaultToRetryOnFailure", false, true, true,
+		"Eddy's default strategy stays RemediateOnFailure; set spec.install.strategy and spec.upgrade.strategy on each HelmRelease")
+	c.FluxGate("ExternalArtifact", false, true, true, controllerkit.WhyNoExternalArtifact)
+	c.FluxGate("DisableConfigWatchers", false, false, false, controllerkit.WhyNoConfigWatchers)
+	c.FluxGate("DirectSourceFetch", false, true, false, controllerkit.WhyNoDirectSourceFetch)
 }
 
 // bindFluxOnlyFlags registers the flags of Flux's helm-controller (its

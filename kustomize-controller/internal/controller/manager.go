@@ -67,6 +67,20 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SOPSHelper, "sops-helper", "",
 		"The path of the SOPS helper eddy-sops, started for each build that decrypts (default: beside this binary, else in PATH).")
 	c.bindFluxOnlyFlags(fs)
+	c.bindFluxGates()
+}
+
+// bindFluxGates lets --feature-gates take the gates of Flux's
+// kustomize-controller (internal/features/features.go, Flux v2.10) that
+// Eddy does not implement.
+func (c *Config) bindFluxGates() {
+	c.FluxGate("DisableStatusPollerCache", true, false, false, "Eddy's health checks do not use Flux's status poller, nor its cache")
+	c.FluxGate("DisableFailFastBehavior", false, true, true, "Eddy does not implement it")
+	c.FluxGate("GroupChangeLog", false, true, false, "Eddy does not group the object names of its change log lines")
+	c.FluxGate("ExternalArtifact", false, true, true, controllerkit.WhyNoExternalArtifact)
+	c.FluxGate("DisableConfigWatchers", false, false, false, controllerkit.WhyNoConfigWatchers)
+	c.FluxGate("DirectSourceFetch", false, true, false, controllerkit.WhyNoDirectSourceFetch)
+	c.FluxGate("MigrateAPIVersion", false, true, true, "Eddy does not migrate the API version of managed-fields entries")
 }
 
 // bindFluxOnlyFlags registers the flags of Flux's kustomize-controller

@@ -31,7 +31,12 @@ var fluxFlags = map[string][]string{
 		"--watch-configs-label-selector=reconcile.fluxcd.io/watch=Enabled", "--interval-jitter-percentage=5",
 		"--concurrent-ssa=4", "--requeue-dependency=30s", "--no-remote-bases=true", "--no-remote-bases", "--http-retry=9",
 		"--default-service-account=default", "--default-decryption-service-account=sops", "--default-kubeconfig-service-account=remote",
-		"--sops-age-secret=", "--sops-vault-configmap=", "--override-manager=", "--custom-apply-stage-kinds="),
+		"--sops-age-secret=", "--sops-vault-configmap=", "--override-manager=", "--custom-apply-stage-kinds=",
+		// internal/features/features.go, each gate at Flux's default
+		"--feature-gates=CacheSecretsAndConfigMaps=false,DisableStatusPollerCache=true,DisableFailFastBehavior=false,"+
+			"StrictPostBuildSubstitutions=true,GroupChangeLog=false,AdditiveCELDependencyCheck=false,ExternalArtifact=false,"+
+			"CancelHealthCheckOnNewRevision=false,DisableConfigWatchers=false,DirectSourceFetch=false,MigrateAPIVersion=false,"+
+			"ObjectLevelWorkloadIdentity=false"),
 	// fluxcd/helm-controller main.go
 	"helm-controller": append(runtimeFlags("http://notification-controller.flux-system.svc.cluster.local./", "4"),
 		"--no-cross-namespace-refs=true", "--insecure-kubeconfig-exec=false", "--insecure-kubeconfig-tls=false",
@@ -40,7 +45,12 @@ var fluxFlags = map[string][]string{
 		"--requeue-dependency=30s", "--graceful-shutdown-timeout=600s", "--http-retry=9", "--http-timeout=30s",
 		"--default-service-account=default", "--default-kubeconfig-service-account=remote",
 		"--oom-watch-memory-threshold=95", "--oom-watch-interval=500ms", "--oom-watch-max-memory-path=/sys/fs/cgroup/memory.max",
-		"--oom-watch-current-memory-path=/sys/fs/cgroup/memory.current", "--snapshot-digest-algo=sha256", "--override-manager="),
+		"--oom-watch-current-memory-path=/sys/fs/cgroup/memory.current", "--snapshot-digest-algo=sha256", "--override-manager=",
+		// internal/features/features.go, each gate at Flux's default
+		"--feature-gates=CacheSecretsAndConfigMaps=false,DetectDrift=false,CorrectDrift=false,AllowDNSLookups=false,OOMWatch=false,"+
+			"AdoptLegacyReleases=false,DisableChartDigestTracking=false,AdditiveCELDependencyCheck=false,ExternalArtifact=false,"+
+			"DisableConfigWatchers=false,DirectSourceFetch=false,UseHelm3Defaults=false,CancelHealthCheckOnNewRevision=false,"+
+			"DefaultToRetryOnFailure=false,ObjectLevelWorkloadIdentity=false", "--feature-gates=OOMWatch=true"),
 	// fluxcd/source-controller main.go and fluxcd/pkg artifact/config/flags.go
 	"source-controller": append(runtimeFlags("http://notification-controller.flux-system.svc.cluster.local./", "2"),
 		"--watch-all-namespaces=true", "--watch-label-selector=sharding.fluxcd.io/key=shard1",
@@ -50,12 +60,14 @@ var fluxFlags = map[string][]string{
 		"--ssh-kex-algos=curve25519-sha256,ecdh-sha2-nistp256", "--ssh-hostkey-algos=ssh-ed25519",
 		"--default-service-account=default", "--storage-path=/data", "--storage-addr=:9090",
 		"--storage-adv-addr=source-controller.flux-system.svc.cluster.local.", "--artifact-retention-ttl=60s",
-		"--artifact-retention-records=2", "--artifact-digest-algo=sha256"),
+		"--artifact-retention-records=2", "--artifact-digest-algo=sha256",
+		"--feature-gates=CacheSecretsAndConfigMaps=false,ObjectLevelWorkloadIdentity=false"),
 	// fluxcd/notification-controller main.go
 	"notification-controller": append(runtimeFlags(":9090", "4"),
 		"--no-cross-namespace-refs=true", "--receiverAddr=:9292", "--rate-limit-interval=5m", "--export-http-path-metrics=false",
 		"--watch-all-namespaces=true", "--watch-configs-label-selector=reconcile.fluxcd.io/watch=Enabled",
-		"--default-service-account=default"),
+		"--default-service-account=default",
+		"--feature-gates=CacheSecretsAndConfigMaps=false,DisableConfigWatchers=false,ObjectLevelWorkloadIdentity=false"),
 }
 
 // runtimeFlags are the flags every Flux controller binds: its own address
@@ -120,6 +132,9 @@ func TestBinariesRefuseFluxFlagsTheyCannotHonour(t *testing.T) {
 		{"kustomize-controller", "--override-manager=kubectl-edit", "kustomize-controller: --override-manager=kubectl-edit: Eddy takes over"},
 		{"kustomize-controller", "--custom-apply-stage-kinds=rbac.authorization.k8s.io/Role", "kustomize-controller: --custom-apply-stage-kinds=rbac.authorization.k8s.io/Role: Eddy applies in Flux's fixed stages"},
 		{"helm-controller", "--override-manager=kubectl-edit", "helm-controller: --override-manager=kubectl-edit: Eddy's drift detection"},
+		{"helm-controller", "--feature-gates=CorrectDrift=true", "helm-controller: --feature-gates=CorrectDrift=true: deprecated by Flux"},
+		{"kustomize-controller", "--feature-gates=MigrateAPIVersion=true", "kustomize-controller: --feature-gates=MigrateAPIVersion=true: Eddy does not migrate"},
+		{"source-controller", "--feature-gates=ObjectLevelWorkloadIdentity=true", "source-controller: --feature-gates=ObjectLevelWorkloadIdentity=true: Eddy does not implement cloud workload identity"},
 	}
 	for _, c := range cases {
 		t.Run(c.controller+"/"+c.flag, func(t *testing.T) {

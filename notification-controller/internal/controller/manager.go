@@ -46,6 +46,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	c.IgnoreFlag(fs, controllerkit.BoolFlag, "export-http-path-metrics", "false",
 		"Eddy's event and receiver servers export no per-request HTTP metrics", nil)
 	c.IgnoreFlag(fs, controllerkit.StringFlag, "default-service-account", "", controllerkit.NoWorkloadIdentity, nil)
+	c.FluxGate("DisableConfigWatchers", false, false, false, controllerkit.WhyNoConfigWatchers)
 }
 
 // NewScheme returns notification-controller's scheme: the Kubernetes
