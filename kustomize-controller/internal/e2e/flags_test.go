@@ -248,6 +248,29 @@ func TestRecipeFlagsStartTheBinaries(t *testing.T) {
 	}
 }
 
+// TestIgnoredFluxFlagsAreLoggedAtStartUp: a Flux flag Eddy accepts without
+// Flux's effect, given, is named in one start-up log line saying what Eddy
+// does instead; one at Eddy's behaviour (--no-remote-bases=true) is not.
+func TestIgnoredFluxFlagsAreLoggedAtStartUp(t *testing.T) {
+	p := testenv.RunBinary(t, env, builtController(t, "kustomize-controller"), "--watch-label-selector=eddy.test/shard=none",
+		"--token-cache-max-size=5", "--no-remote-bases=false", "--feature-gates=GroupChangeLog=true")
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	for _, want := range []string{`"flag":"--token-cache-max-size","value":"5","eddy":"Eddy fetches no cloud workload-identity tokens`,
+		`"flag":"--no-remote-bases","value":"false","eddy":"Eddy never fetches remote bases`,
+		`"flag":"--feature-gates=GroupChangeLog=true","eddy":"Eddy does not group`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("start-up log lacks %s:\n%s", want, log)
+		}
+	}
+	if strings.Count(log, "for Flux compatibility") != 3 {
+		t.Errorf("want 3 compatibility lines:\n%s", log)
+	}
+}
+
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	ports, err := localcluster.FreePorts(n)

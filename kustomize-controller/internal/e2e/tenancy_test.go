@@ -177,13 +177,14 @@ func TestMultiTenancyLockdown(t *testing.T) {
 		waitMessage(t, cluster, func() []metav1.Condition { return cluster.Status.Conditions }, tenantDefault, "ClusterRole/tenant-escape")
 		setValues(t, web, map[string]any{"other": other, "escape": true})
 		waitMessage(t, web, func() []metav1.Condition { return web.Status.Conditions }, tenantDefault)
-		// A release installed into another namespace acts there as the
-		// tenant's account too (its records stay in the tenant's namespace).
+		// A release installed into another namespace (named
+		// <namespace>-<name>, as Flux names it) acts there as the tenant's
+		// account too.
 		elsewhere := tenantRelease(t, "elsewhere", src, "", nil, func(hr *helmv2.HelmRelease) { hr.Spec.TargetNamespace = other })
 		waitMessage(t, elsewhere, func() []metav1.Condition { return elsewhere.Status.Conditions }, tenantDefault)
 		for _, o := range [][3]string{{"ConfigMap", tenantNS, "away-a"}, {"ConfigMap", other, "away-b"}, {"ConfigMap", tenantNS, "cluster-a"},
 			{"ClusterRole", "", "tenant-escape"}, {"ConfigMap", tenantNS, "web-extra"}, {"ConfigMap", other, "web-away"}, {"ClusterRole", "", "web-apps"},
-			{"ConfigMap", other, "elsewhere-own"}} {
+			{"ConfigMap", other, other + "-elsewhere-own"}} {
 			exists(t, o[0], o[1], o[2], false)
 		}
 	})
@@ -339,6 +340,7 @@ func waitMessage(t *testing.T, obj client.Object, conds func() []metav1.Conditio
 				return false
 			}
 		}
+		t.Logf("%s/%s: %s", obj.GetNamespace(), obj.GetName(), c.Message)
 		return true
 	})
 }
