@@ -124,7 +124,8 @@ func cm(name, ns string) string {
 // default ServiceAccount; their writes to another namespace and of
 // cluster-scoped objects are refused naming that account, with nothing of
 // the set written; a source in another namespace stalls AccessDenied; and
-// deleting them removes only their own objects.
+// deleting them removes only their own objects. It runs once per cluster:
+// the recipe's namespace has a fixed name.
 func TestMultiTenancyLockdown(t *testing.T) {
 	ctx := context.Background()
 	startLockedDown(t)
@@ -302,8 +303,11 @@ func setValues(t *testing.T, hr *helmv2.HelmRelease, values map[string]any) {
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(hr), hr); err != nil {
 		t.Fatal(err)
 	}
+	// A merge patch: the controller's status writes in between cannot
+	// make it conflict.
+	before := hr.DeepCopy()
 	hr.Spec.Values = jsonValues(t, values)
-	if err := env.Client.Update(context.Background(), hr); err != nil {
+	if err := env.Client.Patch(context.Background(), hr, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
 }
