@@ -61,8 +61,9 @@ var gateDefaults = map[string]bool{
 // binary exits non-zero at start-up. Flux compatible (fluxcd/pkg
 // runtime/features): the same syntax and `feature-gate '<name>' not supported`.
 type FeatureGates struct {
-	known map[string]bool // name ⇒ default
-	set   map[string]bool // from the flag
+	known map[string]bool     // name ⇒ default
+	set   map[string]bool     // from the flag
+	flux  map[string]fluxGate // Flux's gates Eddy does not implement (FluxGate)
 }
 
 // NewFeatureGates returns the gates named in defaults (name ⇒ default).
@@ -109,7 +110,7 @@ func (g *FeatureGates) Set(value string) error {
 		if err != nil {
 			return fmt.Errorf("invalid value of %s: %s", name, strings.TrimSpace(val))
 		}
-		if _, known := g.known[name]; !known {
+		if _, known := g.known[name]; !known && g.flux[name].why == "" {
 			return fmt.Errorf("feature-gate '%s' not supported (supported: %s)", name, g.names())
 		}
 		g.set[name] = b
@@ -119,8 +120,12 @@ func (g *FeatureGates) Set(value string) error {
 
 func (g *FeatureGates) names() string {
 	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(g.known)) {
-		parts = append(parts, fmt.Sprintf("%s=%t", k, g.known[k]))
+	all := maps.Clone(g.known)
+	for k, f := range g.flux {
+		all[k] = f.def
+	}
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		parts = append(parts, fmt.Sprintf("%s=%t", k, all[k]))
 	}
 	return strings.Join(parts, ", ")
 }

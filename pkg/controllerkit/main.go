@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/go-logr/logr"
+
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -16,6 +18,10 @@ import (
 // builds the manager from them.
 type Config interface {
 	BindFlags(fs *flag.FlagSet)
+	// CheckFlags and LogFlags are Options': the refused and the ignored
+	// Flux flags given.
+	CheckFlags() error
+	LogFlags(log logr.Logger)
 	SetupLogger() error
 	Manager() (ctrl.Manager, error)
 }
@@ -28,12 +34,18 @@ var Version = "dev"
 // Main is a controller binary's main function: it binds and parses the
 // flags into cfg, installs the logger, builds the manager (cfg.Manager) and
 // runs it until SIGINT or SIGTERM (Run). A start-up error is printed as
-// "<name>: <error>" on stderr; any failure exits 1. --version prints
-// "<name> <Version>" on stdout and exits 0 without touching a cluster.
+// "<name>: <error>" on stderr; any failure exits 1. A refused Flux flag
+// (RefuseFlag) is such an error, found before --version is; the ignored
+// ones given are logged (LogFlags). --version prints "<name> <Version>" on
+// stdout and exits 0 without touching a cluster.
 func Main(name string, cfg Config) {
 	cfg.BindFlags(flag.CommandLine)
 	showVersion := flag.Bool("version", false, "Print the version and exit.")
 	flag.Parse()
+	if err := cfg.CheckFlags(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
 	if *showVersion {
 		fmt.Printf("%s %s\n", name, Version)
 		os.Exit(0)
@@ -42,6 +54,7 @@ func Main(name string, cfg Config) {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}
+	cfg.LogFlags(ctrl.Log.WithName("setup"))
 	mgr, err := cfg.Manager()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)

@@ -62,6 +62,10 @@ type Options struct {
 	// running reconciles after a stop signal (a controller's own flag, e.g.
 	// helm-controller's --graceful-shutdown-timeout); nil: controller-runtime's 30s.
 	GracefulShutdownTimeout *time.Duration
+
+	// compat are the Flux flags parsed without Flux's effect (IgnoreFlag,
+	// RefuseFlag).
+	compat []compatFlag
 }
 
 // BindFlags registers the shared flags on fs; concurrent is the controller's
@@ -98,6 +102,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet, concurrent int, gates ...string) {
 	fs.DurationVar(&o.MaxRetryDelay, "max-retry-delay", 15*time.Minute, "The longest delay of the exponential back-off after failed reconciles.")
 	fs.Float64Var(&o.IntervalJitter, "interval-jitter-percentage", 5, "Jitter, in percent, added to or removed from each requeue interval.")
 	fs.BoolVar(&o.NoCrossNamespaceRefs, "no-cross-namespace-refs", false, "Refuse references to objects in other namespaces.")
+	o.bindFluxOnlyFlags(fs)
+	o.bindFluxGates()
 }
 
 // SetupLogger installs the process logger from --log-level and --log-encoding.

@@ -56,6 +56,46 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "The service account impersonated when a HelmRelease names none.")
 	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", 600*time.Second,
 		"How long running Helm actions may take to finish after a stop signal; a negative value waits without limit.")
+	c.bindFluxOnlyFlags(fs)
+	c.bindFluxGates()
+}
+
+// bindFluxGates lets --feature-gates take the gates of Flux's
+// helm-controller (internal/features/features.go, Flux v2.10) that Eddy
+// does not implement.
+func (c *Config) bindFluxGates() {
+	const perObject = "deprecated by Flux and not implemented by Eddy; set spec.driftDetection.mode on each HelmRelease"
+	c.FluxGate("DetectDrift", false, true, true, perObject)
+	c.FluxGate("CorrectDrift", false, true, true, perObject)
+	c.FluxGate("AllowDNSLookups", false, true, true, "Eddy renders Helm templates without DNS lookups")
+	c.FluxGate("OOMWatch", false, true, false, "Eddy has no OOM watcher")
+	c.FluxGate("AdoptLegacyReleases", false, true, false, "Flux ignores it too since helm-controller v1.5; Eddy adopts no v2beta1 release")
+	c.FluxGate("UseHelm3Defaults", false, false, false, "Eddy runs the Helm 3 SDK (helm.sh/helm/v3): Helm 3's defaults are its behaviour")
+	c.FluxGate("CancelHealthCheckOnNewRevision", false, false, false,
+		"Eddy's helm-controller always ends a running wait for a new generation or chart revision")
+	c.FluxGate("DefaultToRetryOnFailure", false, true, true,
+		"Eddy's default strategy stays RemediateOnFailure; set spec.install.strategy and spec.upgrade.strategy on each HelmRelease")
+	c.FluxGate("ExternalArtifact", false, true, true, controllerkit.WhyNoExternalArtifact)
+	c.FluxGate("DisableConfigWatchers", false, false, false, controllerkit.WhyNoConfigWatchers)
+	c.FluxGate("DirectSourceFetch", false, true, false, controllerkit.WhyNoDirectSourceFetch)
+}
+
+// bindFluxOnlyFlags registers the flags of Flux's helm-controller (its
+// main.go, Flux v2.10) that Eddy parses without Flux's effect.
+func (c *Config) bindFluxOnlyFlags(fs *flag.FlagSet) {
+	const noKubeConfig = "Eddy refuses spec.kubeConfig on a HelmRelease, so it reads no kubeconfig"
+	c.IgnoreFlag(fs, controllerkit.BoolFlag, "insecure-kubeconfig-exec", "false", noKubeConfig, nil)
+	c.IgnoreFlag(fs, controllerkit.BoolFlag, "insecure-kubeconfig-tls", "false", noKubeConfig, nil)
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "default-kubeconfig-service-account", "", controllerkit.NoWorkloadIdentity, nil)
+	const noOOMWatch = "Eddy has no OOM watcher (Flux's OOMWatch feature gate)"
+	c.IgnoreFlag(fs, controllerkit.IntFlag, "oom-watch-memory-threshold", "95", noOOMWatch, nil)
+	c.IgnoreFlag(fs, controllerkit.DurationFlag, "oom-watch-interval", "500ms", noOOMWatch, nil)
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "oom-watch-max-memory-path", "", noOOMWatch, nil)
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "oom-watch-current-memory-path", "", noOOMWatch, nil)
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "snapshot-digest-algo", "sha256",
+		"Eddy digests release snapshots with sha256 whatever the value", func(v string) bool { return v != "sha256" })
+	c.RefuseFlag(fs, controllerkit.ListFlag, "override-manager", "",
+		"Eddy's drift detection takes over the fields of the kubectl* and before-first-apply* field managers only, and cannot be given others yet")
 }
 
 // NewScheme returns helm-controller's scheme: the Kubernetes built-in kinds,

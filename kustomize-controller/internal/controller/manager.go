@@ -66,6 +66,41 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 		"The most file content, in MiB, of the source artifacts kept in memory between reconciles (beyond Flux: each revision is downloaded once).")
 	fs.StringVar(&c.SOPSHelper, "sops-helper", "",
 		"The path of the SOPS helper eddy-sops, started for each build that decrypts (default: beside this binary, else in PATH).")
+	c.bindFluxOnlyFlags(fs)
+	c.bindFluxGates()
+}
+
+// bindFluxGates lets --feature-gates take the gates of Flux's
+// kustomize-controller (internal/features/features.go, Flux v2.10) that
+// Eddy does not implement.
+func (c *Config) bindFluxGates() {
+	c.FluxGate("DisableStatusPollerCache", true, false, false, "Eddy's health checks do not use Flux's status poller, nor its cache")
+	c.FluxGate("DisableFailFastBehavior", false, true, true, "Eddy does not implement it")
+	c.FluxGate("GroupChangeLog", false, true, false, "Eddy does not group the object names of its change log lines")
+	c.FluxGate("ExternalArtifact", false, true, true, controllerkit.WhyNoExternalArtifact)
+	c.FluxGate("DisableConfigWatchers", false, false, false, controllerkit.WhyNoConfigWatchers)
+	c.FluxGate("DirectSourceFetch", false, true, false, controllerkit.WhyNoDirectSourceFetch)
+	c.FluxGate("MigrateAPIVersion", false, true, true, "Eddy does not migrate the API version of managed-fields entries")
+}
+
+// bindFluxOnlyFlags registers the flags of Flux's kustomize-controller
+// (its main.go, Flux v2.10) that Eddy parses without Flux's effect.
+func (c *Config) bindFluxOnlyFlags(fs *flag.FlagSet) {
+	// Flux's default is false (remote bases fetched); Eddy never fetches
+	// one, so true, the multi-tenancy lockdown's value, is its behaviour.
+	c.IgnoreFlag(fs, controllerkit.BoolFlag, "no-remote-bases", "false",
+		"Eddy never fetches remote bases: true is its behaviour, and with false a kustomization naming a remote base still fails its build, naming it",
+		func(v string) bool { return v == "false" })
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "default-decryption-service-account", "", controllerkit.NoWorkloadIdentity, nil)
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "default-kubeconfig-service-account", "", controllerkit.NoWorkloadIdentity, nil)
+	c.RefuseFlag(fs, controllerkit.StringFlag, "sops-age-secret", "",
+		"Eddy has no controller-wide SOPS key; give each Kustomization spec.decryption.secretRef")
+	c.RefuseFlag(fs, controllerkit.StringFlag, "sops-vault-configmap", "",
+		"Eddy does not implement SOPS decryption through Vault ServiceAccount-token authentication")
+	c.RefuseFlag(fs, controllerkit.ListFlag, "override-manager", "",
+		"Eddy takes over the fields of the kubectl* and before-first-apply* field managers only, and cannot be given others yet")
+	c.RefuseFlag(fs, controllerkit.StringFlag, "custom-apply-stage-kinds", "",
+		"Eddy applies in Flux's fixed stages (CRDs, Namespaces and ClusterRoles; *Class kinds; the rest) and has no custom stage yet")
 }
 
 // NewScheme returns kustomize-controller's scheme: the Kubernetes built-in

@@ -42,6 +42,11 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ReceiverAddr, "receiverAddr", ":9292", "The address the webhook receiver server binds to.")
 	fs.StringVar(&c.ReceiverAddr, "receiver-addr", ":9292", "Alias of --receiverAddr.")
 	fs.DurationVar(&c.RateLimitInterval, "rate-limit-interval", 5*time.Minute, "Interval within which a repeat of the same event is dropped (answered 429); 0 disables.")
+	// Flux's notification-controller main.go (Flux v2.10).
+	c.IgnoreFlag(fs, controllerkit.BoolFlag, "export-http-path-metrics", "false",
+		"Eddy's event and receiver servers export no per-request HTTP metrics", nil)
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "default-service-account", "", controllerkit.NoWorkloadIdentity, nil)
+	c.FluxGate("DisableConfigWatchers", false, false, false, controllerkit.WhyNoConfigWatchers)
 }
 
 // NewScheme returns notification-controller's scheme: the Kubernetes

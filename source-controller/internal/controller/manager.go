@@ -59,6 +59,25 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Int64Var(&c.HelmIndexMaxSize, "helm-index-max-size", DefaultHelmIndexMaxSize, "The max allowed size in bytes of a Helm repository index file.")
 	fs.Int64Var(&c.HelmChartMaxSize, "helm-chart-max-size", chart.DefaultLimits.MaxChartSize, "The max allowed size in bytes of a Helm chart file.")
 	fs.Int64Var(&c.HelmChartFileMaxSize, "helm-chart-file-max-size", chart.DefaultLimits.MaxFileSize, "The max allowed size in bytes of a file in a Helm chart.")
+	c.bindFluxOnlyFlags(fs)
+}
+
+// bindFluxOnlyFlags registers the flags of Flux's source-controller (its
+// main.go and fluxcd/pkg/artifact/config, Flux v2.10) that Eddy parses
+// without Flux's effect.
+func (c *Config) bindFluxOnlyFlags(fs *flag.FlagSet) {
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "artifact-digest-algo", "sha256",
+		"Eddy digests artifacts with sha256 whatever the value", func(v string) bool { return v != "sha256" })
+	c.IgnoreFlag(fs, controllerkit.StringFlag, "default-service-account", "", controllerkit.NoWorkloadIdentity, nil)
+	const noIndexCache = "Eddy keeps no in-memory cache of Helm repository indexes; a HelmChart reads its HelmRepository's stored index artifact"
+	c.IgnoreFlag(fs, controllerkit.IntFlag, "helm-cache-max-size", "0", noIndexCache, nil)
+	c.IgnoreFlag(fs, controllerkit.DurationFlag, "helm-cache-ttl", "15m", noIndexCache, nil)
+	c.IgnoreFlag(fs, controllerkit.DurationFlag, "helm-cache-purge-interval", "1m", noIndexCache, nil)
+	c.IgnoreFlag(fs, controllerkit.DurationFlag, "requeue-dependency", "30s",
+		"Eddy's source-controller has no fixed dependency wait; a HelmChart is reconciled again when its source's artifact changes", nil)
+	const sshDefaults = "Eddy's SSH client offers the Go SSH library's default algorithms"
+	c.IgnoreFlag(fs, controllerkit.ListFlag, "ssh-kex-algos", "", sshDefaults, nil)
+	c.IgnoreFlag(fs, controllerkit.ListFlag, "ssh-hostkey-algos", "", sshDefaults, nil)
 }
 
 // NewScheme returns source-controller's scheme: the Kubernetes built-in
