@@ -32,7 +32,7 @@ type syncRun struct {
 	// hookPhase) the status this pass started from records already.
 	endedBefore map[string]bool
 	// secrets masks the values of the rendered Secrets in the messages
-	// of failed tasks (secretValues).
+	// of failed tasks (secretValues), made at the first failure.
 	secrets *redact.Values
 }
 
@@ -191,8 +191,7 @@ func (r *ApplicationReconciler) newSyncRun(app *argov1.Application, st *argov1.O
 			st.SyncResult.Revision, st.SyncResult.Source = c.target.revisions[0], c.target.sources[0]
 		}
 	}
-	run := &syncRun{app: app, st: st, c: c, opts: plan.ParseOptions(sync.SyncOptions, nil), results: map[string]*argov1.ResourceResult{},
-		secrets: secretValues(c)}
+	run := &syncRun{app: app, st: st, c: c, opts: plan.ParseOptions(sync.SyncOptions, nil), results: map[string]*argov1.ResourceResult{}}
 	run.endedBefore = map[string]bool{}
 	for _, res := range st.SyncResult.Resources {
 		k := resultKey(res.SyncPhase, plan.Key(res.Group, res.Kind, res.Namespace, res.Name))
@@ -336,6 +335,9 @@ func hasHook(step plan.Step) bool {
 // values of the rendered Secrets masked (run.secrets).
 func (run *syncRun) record(t *plan.Task, status, message, hookPhase string) *argov1.ResourceResult {
 	if status == argov1.ResultSyncFailed {
+		if run.secrets == nil {
+			run.secrets = secretValues(run.c)
+		}
 		message = run.secrets.Mask(message)
 	}
 	gvk := t.Obj.GroupVersionKind()
