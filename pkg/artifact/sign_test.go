@@ -43,9 +43,11 @@ func TestVerifySignatureRefusesEveryChangedField(t *testing.T) {
 		owner  artifact.Owner
 		change func(a *meta.Artifact)
 	}{
-		"unsigned":              {owner, func(a *meta.Artifact) { delete(a.Metadata, artifact.SignatureKey) }},
-		"garbage signature":     {owner, func(a *meta.Artifact) { a.Metadata[artifact.SignatureKey] = "hmac-sha256:00" }},
-		"another host":          {owner, func(a *meta.Artifact) { a.URL = strings.Replace(a.URL, "source-controller.flux-system.svc", "169.254.169.254", 1) }},
+		"unsigned":          {owner, func(a *meta.Artifact) { delete(a.Metadata, artifact.SignatureKey) }},
+		"garbage signature": {owner, func(a *meta.Artifact) { a.Metadata[artifact.SignatureKey] = "hmac-sha256:00" }},
+		"another host": {owner, func(a *meta.Artifact) {
+			a.URL = strings.Replace(a.URL, "source-controller.flux-system.svc", "169.254.169.254", 1)
+		}},
 		"another path":          {owner, func(a *meta.Artifact) { a.URL += "x" }},
 		"another digest":        {owner, func(a *meta.Artifact) { a.Digest = "sha256:" + strings.Repeat("b", 64) }},
 		"another revision":      {owner, func(a *meta.Artifact) { a.Revision = "main@sha1:def" }},
