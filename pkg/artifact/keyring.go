@@ -64,8 +64,9 @@ type SecretKeyring struct {
 	read time.Time
 }
 
-// Key returns the key, read again when older than keyTTL or when fresh
-// and older than freshGap. Errors name the Secret, never its data.
+// Key returns the key, read again when older than keyTTL (the old one
+// kept if that read fails) or when fresh and older than freshGap. Errors
+// name the Secret, never its data.
 func (k *SecretKeyring) Key(ctx context.Context, fresh bool) ([]byte, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -75,6 +76,9 @@ func (k *SecretKeyring) Key(ctx context.Context, fresh bool) ([]byte, error) {
 	}
 	key, err := k.load(ctx)
 	if err != nil {
+		if k.key != nil && !fresh {
+			return k.key, nil // an API hiccup does not stop fetches
+		}
 		return nil, err
 	}
 	k.key, k.read = key, time.Now()
@@ -111,4 +115,13 @@ func (k *SecretKeyring) load(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("artifact signing key Secret %s has no %q of at least 16 bytes", name, KeySecretField)
 	}
 	return key, nil
+}
+
+// NewSecretKeyring returns the SecretKeyring of KeyNamespace with reader
+// (an uncached one, e.g. a manager's APIReader) and writer, as every
+// controller builds it: source-controller and the consumers may each create
+// the missing Secret, since Flux's RBAC lets the appliers (cluster-admin)
+// write Secrets and not source-controller.
+func NewSecretKeyring(reader client.Reader, writer client.Writer) *SecretKeyring {
+	return &SecretKeyring{Reader: reader, Writer: writer, Namespace: KeyNamespace()}
 }

@@ -144,6 +144,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 				Client:       &http.Client{Timeout: 30 * time.Second},
 				Retries:      9,
 				HostOverride: os.Getenv("SOURCE_CONTROLLER_LOCALHOST"), // Flux compatible
+				Keys:         artifact.NewSecretKeyring(mgr.GetAPIReader(), mgr.GetClient()),
 			},
 		},
 		SSA: &ssa.Manager{Client: mgr.GetClient(), Owner: FieldManager, StageTimeout: time.Minute, Poll: time.Second, KeepManagers: true},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,6 +38,12 @@ func (m *Manager) unpack(ctx context.Context, kind, name string, art *sourcev1.A
 	if !digestName.MatchString(art.Digest) {
 		return "", fmt.Errorf("%s %s: artifact digest %q is not <algorithm>:<hex>", kind, name, art.Digest)
 	}
+	// Before the cache, which is keyed by digest: a digest copied into a
+	// forged status must not reach another source's files.
+	owner := artifact.Owner{Kind: kind, Namespace: m.Namespace, Name: name}
+	if err := artifact.VerifySignature(ctx, m.fetcher().Keys, owner, art); err != nil {
+		return "", err
+	}
 	dirName := strings.Replace(art.Digest, ":", "-", 1)
 	dir := filepath.Join(m.CacheDir, dirName)
 	for {
@@ -60,7 +67,7 @@ func (m *Manager) unpack(ctx context.Context, kind, name string, art *sourcev1.A
 		m.cacheMu.Unlock()
 		wg.Wait()
 	}
-	err := m.extract(ctx, art, dir)
+	err := m.extract(ctx, owner, art, dir)
 
 	m.cacheMu.Lock()
 	wg := m.inflight[dirName]
@@ -82,9 +89,17 @@ func (m *Manager) unpack(ctx context.Context, kind, name string, art *sourcev1.A
 	return dir, nil
 }
 
-// extract fetches art into a temporary directory in CacheDir and renames
-// it to dir.
-func (m *Manager) extract(ctx context.Context, art *sourcev1.Artifact, dir string) error {
+// fetcher is Fetcher, or one with no key (refusing every artifact).
+func (m *Manager) fetcher() *artifact.Fetcher {
+	if m.Fetcher == nil {
+		return &artifact.Fetcher{}
+	}
+	return m.Fetcher
+}
+
+// extract fetches owner's artifact art into a temporary directory in
+// CacheDir and renames it to dir.
+func (m *Manager) extract(ctx context.Context, owner artifact.Owner, art *sourcev1.Artifact, dir string) error {
 	if err := os.MkdirAll(m.CacheDir, 0o755); err != nil {
 		return fmt.Errorf("creating the artifact cache: %w", err)
 	}
@@ -92,11 +107,8 @@ func (m *Manager) extract(ctx context.Context, art *sourcev1.Artifact, dir strin
 	if err != nil {
 		return fmt.Errorf("creating the artifact cache: %w", err)
 	}
-	f := m.Fetcher
-	if f == nil {
-		f = &artifact.Fetcher{}
-	}
-	if err := f.Fetch(ctx, art.URL, art.Digest, tmp); err != nil {
+	extract := func(r io.Reader, lim artifact.Limits) error { return artifact.Extract(r, tmp, lim) }
+	if err := m.fetcher().FetchArtifact(ctx, owner, art, extract); err != nil {
 		os.RemoveAll(tmp)
 		return err
 	}

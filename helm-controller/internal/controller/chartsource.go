@@ -250,7 +250,10 @@ func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRele
 // HelmChart. Flux compatible messages.
 func (r *HelmReleaseReconciler) loadChart(ctx context.Context, src *chartSource) (*chart.Chart, string, *failure) {
 	var ch *chart.Chart
-	err := r.Fetcher.FetchWith(ctx, src.artifact.URL, src.artifact.Digest, func(rd io.Reader, _ artifact.Limits) error {
+	// FetchArtifact refuses, before any request, an artifact that
+	// source-controller did not sign for this source object.
+	owner := artifact.Owner{Kind: src.ref.Kind, Namespace: src.ref.Namespace, Name: src.ref.Name}
+	err := r.Fetcher.FetchArtifact(ctx, owner, src.artifact, func(rd io.Reader, _ artifact.Limits) error {
 		var err error
 		ch, err = loader.LoadArchive(rd)
 		return err

@@ -126,6 +126,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		Fetcher: &artifact.Fetcher{
 			Client: &http.Client{Timeout: c.HTTPTimeout}, Retries: c.HTTPRetry, RetryWait: c.HTTPRetryWait,
 			HostOverride: os.Getenv("SOURCE_CONTROLLER_LOCALHOST"), // Flux compatible
+			Keys:         artifact.NewSecretKeyring(mgr.GetAPIReader(), mgr.GetClient()),
 		},
 		Events: events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
 			ctrl.Log.WithName("events")).WithActions(eventActions),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/kustomize"
+	"github.com/fluxcd/pkg/apis/meta"
 )
 
 // MaxArtifactBytes bounds the file content of one artifact held in memory:
@@ -48,9 +49,16 @@ func newArtifactCache(f *artifact.Fetcher, maxBytes int64) *artifactCache {
 	return &artifactCache{fetcher: f, maxBytes: maxBytes, entries: map[string]*cacheEntry{}, lru: list.New()}
 }
 
-// Get returns the tree of the artifact at url with the given digest,
-// fetching it (see artifact.Fetcher.FetchWith for the errors) unless cached.
-func (c *artifactCache) Get(ctx context.Context, url, digest string) (*kustomize.Tree, error) {
+// Get returns the tree of owner's artifact art, fetching it (see
+// artifact.Fetcher.FetchArtifact for the errors) unless cached. The
+// signature is checked first, cached or not: the cache is keyed by digest,
+// and a digest copied into a forged status must not read another source's
+// tree from it.
+func (c *artifactCache) Get(ctx context.Context, owner artifact.Owner, art *meta.Artifact) (*kustomize.Tree, error) {
+	if err := artifact.VerifySignature(ctx, c.fetcher.Keys, owner, art); err != nil {
+		return nil, err
+	}
+	digest := art.Digest
 	c.mu.Lock()
 	e, ok := c.entries[digest]
 	if ok {
@@ -64,7 +72,7 @@ func (c *artifactCache) Get(ctx context.Context, url, digest string) (*kustomize
 				return e.tree, nil
 			}
 			// The download this call waited for failed: try again.
-			return c.Get(ctx, url, digest)
+			return c.Get(ctx, owner, art)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -73,7 +81,7 @@ func (c *artifactCache) Get(ctx context.Context, url, digest string) (*kustomize
 	c.entries[digest] = e
 	c.mu.Unlock()
 
-	e.err = c.fetcher.FetchWith(ctx, url, digest, func(r io.Reader, lim artifact.Limits) error {
+	e.err = c.fetcher.FetchArtifact(ctx, owner, art, func(r io.Reader, lim artifact.Limits) error {
 		lim.MaxBytes = min(lim.MaxBytes, MaxArtifactBytes)
 		t, err := kustomize.ReadTree(r, lim)
 		e.tree = t

@@ -8,6 +8,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	digest "github.com/opencontainers/go-digest"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor"
@@ -17,9 +18,12 @@ import (
 	"github.com/eddyops/eddy/pkg/ssa"
 )
 
-// fetch downloads and unpacks art (through the artifact cache).
-func (r *KustomizationReconciler) fetch(ctx context.Context, art *meta.Artifact) (*kustomize.Tree, *failure) {
-	tree, err := r.artifacts.Get(ctx, art.URL, art.Digest)
+// fetch downloads and unpacks art, the artifact of src of kind (through
+// the artifact cache, which refuses an artifact source-controller did not
+// sign for src).
+func (r *KustomizationReconciler) fetch(ctx context.Context, kind string, src client.Object, art *meta.Artifact) (*kustomize.Tree, *failure) {
+	owner := artifact.Owner{Kind: kind, Namespace: src.GetNamespace(), Name: src.GetName()}
+	tree, err := r.artifacts.Get(ctx, owner, art)
 	if err == nil {
 		return tree, nil
 	}

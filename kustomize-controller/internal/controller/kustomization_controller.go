@@ -311,7 +311,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	step("Fetching manifests")
 	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
 	defer cancel()
-	tree, f := r.fetch(ctx, art)
+	tree, f := r.fetch(ctx, obj.Spec.SourceRef.Kind, src, art)
 	if f != nil {
 		return o.ended(f)
 	}

@@ -129,6 +129,9 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		Fetcher: &artifact.Fetcher{
 			Client: &http.Client{Timeout: 30 * time.Second}, Retries: c.HTTPRetry, RetryWait: c.HTTPRetryWait,
 			HostOverride: os.Getenv("SOURCE_CONTROLLER_LOCALHOST"), // Flux compatible
+			// Downloads are cut at the in-memory limit of an artifact.
+			Limits: artifact.Limits{MaxBytes: MaxArtifactBytes, MaxFiles: artifact.DefaultLimits.MaxFiles},
+			Keys:   artifact.NewSecretKeyring(mgr.GetAPIReader(), mgr.GetClient()),
 		},
 		Events: events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
 			ctrl.Log.WithName("events")).WithActions(eventActions),

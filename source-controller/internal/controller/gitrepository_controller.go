@@ -39,7 +39,9 @@ import (
 type GitRepositoryReconciler struct {
 	client.Client
 	Storage *artifact.Storage
-	Events  *events.Recorder
+	// Signer signs the artifacts written to the status; nil signs none.
+	Signer *Signer
+	Events *events.Recorder
 	// JitterPercent varies each requeue interval by up to ± this percentage.
 	JitterPercent float64
 	// RequeueDependency is the wait before retrying a GitRepository whose
@@ -93,6 +95,9 @@ func (r *GitRepositoryReconciler) run(ctx context.Context, obj *sourcev1.GitRepo
 	start := time.Now()
 	objDir := artifact.ObjectDir(sourcev1.GitRepositoryKind, obj.Namespace, obj.Name)
 	wasReady := apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition)
+	if err := r.Signer.ready(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	recErr := r.reconcile(ctx, obj, objDir, wasReady)
 	r.summarize(obj, recErr)
 	var done string
@@ -279,6 +284,7 @@ func (r *GitRepositoryReconciler) store(ctx context.Context, obj *sourcev1.GitRe
 		art.Metadata = map[string]string{sourcev1.SymlinksAnnotation: sourcev1.SymlinksFollow}
 	}
 	prev := obj.Status.Artifact
+	r.Signer.sign(sourcev1.GitRepositoryKind, obj, art)
 	obj.Status.Artifact = art
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	obj.Status.ObservedRecurseSubmodules = obj.Spec.RecurseSubmodules
@@ -307,6 +313,7 @@ func (r *GitRepositoryReconciler) store(ctx context.Context, obj *sourcev1.GitRe
 // matches its digest, collects old artifacts and refreshes the URL.
 func (r *GitRepositoryReconciler) reconcileStorage(obj *sourcev1.GitRepository) {
 	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
+	r.Signer.sign(sourcev1.GitRepositoryKind, obj, obj.Status.Artifact)
 }
 
 // contentConfigChanged reports whether spec fields that shape the artifact

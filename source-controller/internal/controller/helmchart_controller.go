@@ -41,7 +41,9 @@ const helmChartSourceIndex = ".metadata.helmChartSource"
 type HelmChartReconciler struct {
 	client.Client
 	Storage *artifact.Storage
-	Events  *events.Recorder
+	// Signer signs the artifacts written to the status; nil signs none.
+	Signer *Signer
+	Events *events.Recorder
 	// Limits bound the charts loaded (--helm-chart-max-size,
 	// --helm-chart-file-max-size).
 	Limits chart.Limits
@@ -91,6 +93,9 @@ func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, 
 	log := ctrl.LoggerFrom(ctx)
 	start := time.Now()
 	wasReady := apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition)
+	if err := r.Signer.ready(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	b, recErr := r.reconcile(ctx, obj, wasReady)
 	r.summarize(obj, b, recErr)
 	var done string
@@ -104,6 +109,7 @@ func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, 
 // observations in obj.Status and returns the build or the first failure.
 func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmChart, wasReady bool) (*chart.Build, *reconciler.Failure) {
 	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
+	r.Signer.sign(sourcev1.HelmChartKind, obj, obj.Status.Artifact)
 	if obj.Status.Artifact == nil {
 		obj.Status.URL = ""
 	} else {
@@ -148,6 +154,7 @@ func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmC
 			Message: "unable to copy Helm chart to storage: " + strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", "")}
 	}
 	prev := obj.Status.Artifact
+	r.Signer.sign(sourcev1.HelmChartKind, obj, art)
 	obj.Status.Artifact = art
 	obj.Status.ObservedChartName = b.Name
 	obj.Status.ObservedValuesFiles = nil

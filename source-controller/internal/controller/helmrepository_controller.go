@@ -41,7 +41,9 @@ const HelmIndexLink = "index.yaml"
 type HelmRepositoryReconciler struct {
 	client.Client
 	Storage *artifact.Storage
-	Events  *events.Recorder
+	// Signer signs the artifacts written to the status; nil signs none.
+	Signer *Signer
+	Events *events.Recorder
 	// JitterPercent varies each requeue interval by up to ± this percentage.
 	JitterPercent float64
 	// IndexMaxSize is the largest index accepted, in bytes
@@ -107,6 +109,9 @@ func (r *HelmRepositoryReconciler) migrateToStatic(ctx context.Context, obj *sou
 func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRepository, p *reconciler.StatusPatcher) (ctrl.Result, error) {
 	start := time.Now()
 	old := obj.DeepCopy()
+	if err := r.Signer.ready(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	recErr := r.reconcile(ctx, obj, p)
 	r.summarize(obj, recErr)
 	if recErr != nil {
@@ -128,6 +133,7 @@ func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRe
 func (r *HelmRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmRepository, p *reconciler.StatusPatcher) *reconciler.Failure {
 	objDir := artifact.ObjectDir(sourcev1.HelmRepositoryKind, obj.Namespace, obj.Name)
 	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
+	r.Signer.sign(sourcev1.HelmRepositoryKind, obj, obj.Status.Artifact)
 	if obj.Status.Artifact == nil {
 		obj.Status.URL = ""
 	} else {
@@ -187,6 +193,7 @@ func (r *HelmRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.
 		return &reconciler.Failure{Condition: sourcev1.StorageOperationFailedCondition, Reason: sourcev1.ArchiveOperationFailedReason,
 			Message: "unable to save artifact to storage: " + strings.ReplaceAll(err.Error(), r.Storage.BasePath+"/", "")}
 	}
+	r.Signer.sign(sourcev1.HelmRepositoryKind, obj, art)
 	obj.Status.Artifact = art
 	if link, err := r.Storage.Symlink(*art, HelmIndexLink); err != nil {
 		r.Events.Event(obj, events.EventTypeTrace, sourcev1.SymlinkUpdateFailedReason,

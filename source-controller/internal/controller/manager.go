@@ -114,30 +114,37 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	})); err != nil {
 		return nil, nil, err
 	}
+	// The key is read or made now, so consumers find it early. Without
+	// the right to create it (Flux's own RBAC grants source-controller no
+	// Secret writes) a consumer creates it, and reconciles wait for it.
+	signer := &Signer{Keys: artifact.NewSecretKeyring(mgr.GetAPIReader(), mgr.GetClient())}
+	if err := signer.ready(context.Background()); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "artifacts are not published until the signing key can be read")
+	}
 	rec := events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
 		ctrl.Log.WithName("events")).WithActions(eventActions)
 	r := &GitRepositoryReconciler{
-		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter,
+		Client: mgr.GetClient(), Storage: storage, Signer: signer, Events: rec, JitterPercent: c.IntervalJitter,
 	}
 	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
 	hr := &HelmRepositoryReconciler{
-		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter,
+		Client: mgr.GetClient(), Storage: storage, Signer: signer, Events: rec, JitterPercent: c.IntervalJitter,
 		IndexMaxSize: c.HelmIndexMaxSize,
 	}
 	if err := hr.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
 	hc := &HelmChartReconciler{
-		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter,
+		Client: mgr.GetClient(), Storage: storage, Signer: signer, Events: rec, JitterPercent: c.IntervalJitter,
 		Limits: chart.Limits{MaxChartSize: c.HelmChartMaxSize, MaxFileSize: c.HelmChartFileMaxSize},
 	}
 	if err := hc.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
 	oc := &OCIRepositoryReconciler{
-		Client: mgr.GetClient(), Storage: storage, Events: rec, JitterPercent: c.IntervalJitter, Limits: c.OCILimits,
+		Client: mgr.GetClient(), Storage: storage, Signer: signer, Events: rec, JitterPercent: c.IntervalJitter, Limits: c.OCILimits,
 	}
 	if err := oc.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err

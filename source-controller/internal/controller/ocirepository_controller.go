@@ -47,7 +47,9 @@ const OCIArtifactLink = "latest.tar.gz"
 type OCIRepositoryReconciler struct {
 	client.Client
 	Storage *artifact.Storage
-	Events  *events.Recorder
+	// Signer signs the artifacts written to the status; nil signs none.
+	Signer *Signer
+	Events *events.Recorder
 	// JitterPercent varies each requeue interval by up to ± this percentage.
 	JitterPercent float64
 	// Limits bound a pulled layer: MaxBytes its compressed size and its
@@ -79,6 +81,9 @@ func (r *OCIRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepository, p *reconciler.StatusPatcher) (ctrl.Result, error) {
 	start := time.Now()
 	wasReady := apimeta.IsStatusConditionTrue(obj.Status.Conditions, meta.ReadyCondition)
+	if err := r.Signer.ready(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	recErr := r.reconcile(ctx, obj, p, wasReady)
 	summarizeSource(obj, r.Events, obj.Status.Artifact, "stored artifact for digest '%s'", recErr, ociRepositoryFailConditions...)
 	var done string
@@ -115,6 +120,7 @@ func (r *OCIRepositoryReconciler) limits() artifact.Limits {
 func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.OCIRepository, p *reconciler.StatusPatcher, wasReady bool) *reconciler.Failure {
 	objDir := artifact.ObjectDir(sourcev1.OCIRepositoryKind, obj.Namespace, obj.Name)
 	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
+	r.Signer.sign(sourcev1.OCIRepositoryKind, obj, obj.Status.Artifact)
 	if obj.Status.Artifact == nil {
 		obj.Status.URL = ""
 	} else {
@@ -273,6 +279,7 @@ func (r *OCIRepositoryReconciler) storeLayer(obj *sourcev1.OCIRepository, objDir
 // and emits NewArtifact (or, for a recovery, Succeeded).
 func (r *OCIRepositoryReconciler) record(ctx context.Context, obj *sourcev1.OCIRepository, art *meta.Artifact, wasReady bool) {
 	prev := obj.Status.Artifact
+	r.Signer.sign(sourcev1.OCIRepositoryKind, obj, art)
 	obj.Status.Artifact = art
 	obj.Status.ObservedIgnore = obj.Spec.Ignore
 	obj.Status.ObservedLayerSelector = obj.Spec.LayerSelector.DeepCopy()

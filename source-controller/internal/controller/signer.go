@@ -1,0 +1,56 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/fluxcd/pkg/apis/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Signer signs every artifact written to a source's status
+// (artifact.Signature in status.artifact.metadata), so that consumers
+// fetch only what this controller published. A nil Signer signs nothing:
+// tests that drive a reconciler without consumers.
+type Signer struct {
+	Keys artifact.Keyring
+
+	mu  sync.Mutex
+	key []byte
+}
+
+// ready reads the key (cached by Keys) before a reconcile writes any
+// artifact; its error fails the reconcile, retried with back-off.
+func (s *Signer) ready(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	key, err := s.Keys.Key(ctx, false)
+	if err != nil {
+		return fmt.Errorf("artifact signing key: %w", err)
+	}
+	s.mu.Lock()
+	s.key = key
+	s.mu.Unlock()
+	return nil
+}
+
+// sign writes a's signature for obj of kind into a's metadata, with the
+// key ready last read; a nil a is left alone.
+func (s *Signer) sign(kind string, obj client.Object, a *meta.Artifact) {
+	if s == nil || a == nil {
+		return
+	}
+	s.mu.Lock()
+	key := s.key
+	s.mu.Unlock()
+	if key == nil {
+		return // ready failed: the reconcile does not get this far
+	}
+	if a.Metadata == nil {
+		a.Metadata = map[string]string{}
+	}
+	a.Metadata[artifact.SignatureKey] = artifact.Signature(key, artifact.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, a)
+}
