@@ -15,10 +15,12 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	"github.com/eddyops/eddy/pkg/testenv"
 )
 
@@ -76,7 +78,7 @@ func (s *artifactServer) hitsOf(path string) int {
 func newManager(t *testing.T) *Manager {
 	ns := testenv.NewNamespace(t, env.Client, "src-")
 	m := &Manager{Client: env.Client, Namespace: ns, CacheDir: t.TempDir(),
-		Fetcher: &artifact.Fetcher{Retries: 0, RetryWait: 10 * time.Millisecond}}
+		Fetcher: &artifact.Fetcher{Retries: 0, RetryWait: 10 * time.Millisecond, Keys: artifacttest.Keyring()}}
 	t.Cleanup(func() {
 		if err := m.GC(context.Background(), nil); err != nil {
 			t.Errorf("GC: %v", err)
@@ -101,7 +103,8 @@ func asNotReady(t *testing.T, err error) *NotReady {
 }
 
 // setStatus writes a source object's status as source-controller would:
-// conditions for its generation and, when art is set, the artifact.
+// conditions for its generation and, when art is set, the artifact signed
+// for the object (artifacttest.Sign).
 func setStatus(t *testing.T, obj client.Object, art *sourcev1.Artifact, ready bool, reason, message string, stalled bool) {
 	t.Helper()
 	ctx := context.Background()
@@ -118,6 +121,13 @@ func setStatus(t *testing.T, obj client.Object, art *sourcev1.Artifact, ready bo
 	if stalled {
 		conds = append(conds, metav1.Condition{Type: meta.StalledCondition, Status: metav1.ConditionTrue, Reason: reason,
 			Message: message, ObservedGeneration: gen, LastTransitionTime: metav1.Now()})
+	}
+	if art != nil {
+		gvk, err := apiutil.GVKForObject(obj, env.Client.Scheme())
+		if err != nil {
+			t.Fatal(err)
+		}
+		art = artifacttest.Sign(artifact.Owner{Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, art)
 	}
 	switch o := obj.(type) {
 	case *sourcev1.GitRepository:

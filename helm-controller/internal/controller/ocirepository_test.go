@@ -156,7 +156,7 @@ func serveOCI(t testing.TB, ns, name, tag string, a *meta.Artifact) string {
 	oa.Path = fmt.Sprintf("ocirepository/%s/%s/%s.tgz", ns, name, strings.TrimPrefix(a.Digest, "sha256:"))
 	oa.Revision = tag + "@" + ociRevisionDigest(a)
 	repo.Status.ObservedGeneration = repo.Generation
-	repo.Status.Artifact = oa
+	repo.Status.Artifact = signed(t, sourcev1.OCIRepositoryKind, repo, oa)
 	repo.Status.URL = oa.URL
 	apimeta.SetStatusCondition(&repo.Status.Conditions, metav1.Condition{Type: meta.ReadyCondition, Status: metav1.ConditionTrue,
 		Reason: meta.SucceededReason, Message: fmt.Sprintf("stored artifact for digest '%s'", oa.Revision), ObservedGeneration: repo.Generation})

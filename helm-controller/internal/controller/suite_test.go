@@ -11,6 +11,8 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/eddyops/eddy/pkg/testenv/helmtest"
@@ -101,6 +103,15 @@ func chartFixture(t testing.TB) (ns string, srv *helmtest.ChartServer, a *meta.A
 
 func ptr[T any](v T) *T { return &v }
 
+// signed returns a signed for src of kind with the cluster's key, as
+// source-controller would publish it: the tests' chart servers stand in for
+// source-controller's.
+func signed(t testing.TB, kind string, src client.Object, a *meta.Artifact) *meta.Artifact {
+	t.Helper()
+	owner := artifact.Owner{Kind: kind, Namespace: src.GetNamespace(), Name: src.GetName()}
+	return artifacttest.SignInCluster(t, env.Client, artifact.KeyNamespace(), owner, a)
+}
+
 // newHelmChart creates a HelmChart (nothing reconciles it in this suite).
 func newHelmChart(t testing.TB, ns, name string) *sourcev1.HelmChart {
 	t.Helper()
@@ -122,7 +133,7 @@ func serveChart(t testing.TB, ns, name string, a *meta.Artifact) {
 		t.Fatal(err)
 	}
 	hc.Status.ObservedGeneration = hc.Generation
-	hc.Status.Artifact = a
+	hc.Status.Artifact = signed(t, sourcev1.HelmChartKind, hc, a)
 	hc.Status.URL = a.URL
 	apimeta.SetStatusCondition(&hc.Status.Conditions, metav1.Condition{Type: meta.ReadyCondition, Status: metav1.ConditionTrue,
 		Reason: "ChartPullSucceeded", Message: fmt.Sprintf("pulled 'podinfo' chart with version '%s'", a.Revision),

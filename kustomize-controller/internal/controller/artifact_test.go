@@ -12,6 +12,7 @@ import (
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	"github.com/fluxcd/pkg/apis/meta"
 	digest "github.com/opencontainers/go-digest"
@@ -68,9 +69,9 @@ func TestHostileArtifact(t *testing.T) {
 				t.Fatal(err)
 			}
 			base := src.DeepCopy()
-			src.Status.Artifact = &meta.Artifact{Path: "gitrepository/x.tar.gz", URL: srv.URL + "/" + name + ".tar.gz",
+			src.Status.Artifact = signed(t, sourcev1.GitRepositoryKind, src, &meta.Artifact{Path: "gitrepository/x.tar.gz", URL: srv.URL + "/" + name + ".tar.gz",
 				Revision: "main@sha1:0123456789abcdef0123456789abcdef01234567", Digest: digest.FromBytes(c.archive).String(),
-				LastUpdateTime: metav1.Now()}
+				LastUpdateTime: metav1.Now()})
 			if err := env.Client.Status().Patch(ctx, src, client.MergeFrom(base)); err != nil {
 				t.Fatal(err)
 			}
@@ -91,4 +92,13 @@ func TestHostileArtifact(t *testing.T) {
 			}
 		})
 	}
+}
+
+// signed returns art signed for src of kind with the cluster's key, as
+// source-controller would publish it: the tests' artifact servers stand in
+// for source-controller's.
+func signed(t *testing.T, kind string, src client.Object, art *meta.Artifact) *meta.Artifact {
+	t.Helper()
+	owner := artifact.Owner{Kind: kind, Namespace: src.GetNamespace(), Name: src.GetName()}
+	return artifacttest.SignInCluster(t, env.Client, artifact.KeyNamespace(), owner, art)
 }

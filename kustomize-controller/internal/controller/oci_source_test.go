@@ -87,9 +87,9 @@ func TestOCIRepositorySource(t *testing.T) {
 			setArtifact := func(rev, url string, b []byte) {
 				t.Helper()
 				base := repo.DeepCopy()
-				repo.Status.Artifact = &meta.Artifact{Path: "ocirepository/" + ns + "/app/x.tar.gz", URL: url, Revision: rev,
+				repo.Status.Artifact = signed(t, sourcev1.OCIRepositoryKind, repo, &meta.Artifact{Path: "ocirepository/" + ns + "/app/x.tar.gz", URL: url, Revision: rev,
 					Digest: digest.FromBytes(b).String(), LastUpdateTime: metav1.Now(),
-					Metadata: map[string]string{"org.opencontainers.image.revision": "main@sha1:" + strings.Repeat("1", 40)}}
+					Metadata: map[string]string{"org.opencontainers.image.revision": "main@sha1:" + strings.Repeat("1", 40)}})
 				if err := env.Client.Status().Patch(ctx, repo, client.MergeFrom(base)); err != nil {
 					t.Fatal(err)
 				}
