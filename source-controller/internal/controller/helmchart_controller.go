@@ -227,6 +227,9 @@ func (r *HelmChartReconciler) getSource(ctx context.Context, obj *sourcev1.HelmC
 		f.Waiting = true
 		return nil, f
 	}
+	if err := r.Signer.verify(ctx, ref.Kind, src, art); err != nil {
+		return nil, fetchFailed(sourcev1.SourceUnavailableReason, "failed to get source: %s", err)
+	}
 	obj.Status.ObservedSourceArtifactRevision = art.Revision
 	return src, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/eddyops/eddy/pkg/testenv/helmtest"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -242,7 +243,9 @@ func storeIndex(t testing.TB, st *artifact.Storage, c client.Client, hr *sourcev
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(hr.DeepCopy())
-	hr.Status.Artifact = a
+	// Signed as source-controller would (with the cluster's key).
+	hr.Status.Artifact = artifacttest.SignInCluster(t, c, artifact.KeyNamespace(),
+		artifact.Owner{Kind: sourcev1.HelmRepositoryKind, Namespace: hr.Namespace, Name: hr.Name}, a)
 	if err := c.Status().Patch(context.Background(), hr, patch); err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,10 @@ func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *so
 			return nil, &reconciler.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NoArtifactReason,
 				Message: fmt.Sprintf("no artifact available for include '%s'", name), Waiting: true}
 		}
+		if err := r.Signer.verify(ctx, sourcev1.GitRepositoryKind, dep, dep.Status.Artifact); err != nil {
+			return nil, &reconciler.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NoArtifactReason,
+				Message: fmt.Sprintf("include '%s': %s", name, err)}
+		}
 		arts = append(arts, dep.Status.Artifact.DeepCopy())
 	}
 	return arts, nil

@@ -54,3 +54,14 @@ func (s *Signer) sign(kind string, obj client.Object, a *meta.Artifact) {
 	}
 	a.Metadata[artifact.SignatureKey] = artifact.Signature(key, artifact.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, a)
 }
+
+// verify checks that a, read from obj's status to be used from storage
+// (an included GitRepository's, a HelmChart's source), is what this
+// controller published for obj: a forged status must not point a tenant's
+// source at another tenant's stored files. A nil Signer checks nothing.
+func (s *Signer) verify(ctx context.Context, kind string, obj client.Object, a *meta.Artifact) error {
+	if s == nil {
+		return nil
+	}
+	return artifact.VerifySignature(ctx, s.Keys, artifact.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, a)
+}
