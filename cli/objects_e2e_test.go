@@ -18,6 +18,7 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	pkgartifact "github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/artifact/artifacttest"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -363,8 +364,11 @@ func TestObjectsE2E(t *testing.T) {
 		sum := fmt.Sprintf("sha256:%x", sha256.Sum256(archive))
 		rev := "1.0.0@" + sum
 		status := sourcev1.OCIRepositoryStatus{ObservedGeneration: repo.Generation, URL: srv.URL + "/latest.tar.gz",
-			Artifact: &meta.Artifact{Path: "ocirepository/flux-system/manifests/x.tar.gz", URL: srv.URL + "/x.tar.gz", Revision: rev,
-				Digest: sum, LastUpdateTime: metav1.Now()},
+			// Signed with the cluster's key as source-controller would:
+			// this server stands in for source-controller's.
+			Artifact: artifacttest.SignInCluster(t, c, "flux-system", pkgartifact.Owner{Kind: sourcev1.OCIRepositoryKind, Namespace: "flux-system", Name: "manifests"},
+				&meta.Artifact{Path: "ocirepository/flux-system/manifests/x.tar.gz", URL: srv.URL + "/x.tar.gz", Revision: rev,
+					Digest: sum, LastUpdateTime: metav1.Now()}),
 			Conditions: []metav1.Condition{{Type: meta.ReadyCondition, Status: metav1.ConditionTrue, Reason: meta.SucceededReason,
 				Message: "stored artifact for digest '" + rev + "'", ObservedGeneration: repo.Generation, LastTransitionTime: metav1.Now()}}}
 		// source-controller adds its finalizer to the suspended object
