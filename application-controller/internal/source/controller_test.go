@@ -11,6 +11,7 @@ import (
 	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
+	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/eddyops/eddy/pkg/testenv/helmtest"
@@ -44,6 +45,8 @@ func TestEnsureWithSourceController(t *testing.T) {
 	r.MustGit(t, "push", "-q", r.Bare, "HEAD:refs/heads/dev")
 
 	m := newManager(t)
+	// The built source-controller signs with the cluster's key.
+	m.Fetcher.Keys = artifact.NewSecretKeyring(env.Client, env.Client)
 	t.Run("helm chart with credentials", func(t *testing.T) {
 		cs := helmtest.NewChartServer(t, helmtest.WithBasicAuth("chart-user", "chart-pw"))
 		for _, v := range []string{"1.0.0", "1.0.3", "1.1.0"} {
