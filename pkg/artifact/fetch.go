@@ -61,7 +61,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL, want, dir string) error {
 // error is returned wrapped, prefixed "failed to extract artifact from <url>".
 // Like Fetch it does not check who published the artifact.
 func (f *Fetcher) FetchWith(ctx context.Context, rawURL, want string, use func(r io.Reader, lim Limits) error) error {
-	return f.fetch(ctx, rawURL, want, f.limits().MaxBytes, use)
+	return f.fetch(ctx, rawURL, want, f.maxDownload(), use)
 }
 
 // FetchArtifact is FetchWith for the artifact a in owner's status, as the
@@ -78,7 +78,7 @@ func (f *Fetcher) FetchArtifact(ctx context.Context, owner Owner, a *meta.Artifa
 	if err := VerifySignature(ctx, f.Keys, owner, a); err != nil {
 		return err
 	}
-	limit := f.limits().MaxBytes
+	limit := f.maxDownload()
 	if a.Size != nil {
 		if *a.Size > limit || *a.Size < 0 {
 			return fmt.Errorf("%w: the artifact of %s is %d bytes, the limit is %d", ErrTooLarge, owner, *a.Size, limit)
@@ -95,6 +95,15 @@ var ErrTooLarge = errors.New("artifact too large")
 // memoryMax is the largest body kept in memory; a larger one goes to a
 // temporary file of at most its cap, removed as soon as the fetch ends.
 const memoryMax = 8 << 20
+
+// maxDownload is the most bytes a download may have: the extraction's
+// MaxBytes, so no download is larger than what may be extracted from it.
+func (f *Fetcher) maxDownload() int64 {
+	if f.Limits.MaxBytes > 0 {
+		return f.Limits.MaxBytes
+	}
+	return DefaultLimits.MaxBytes
+}
 
 func (f *Fetcher) limits() Limits {
 	if f.Limits.MaxBytes == 0 && f.Limits.MaxFiles == 0 {
