@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"flag"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
@@ -110,7 +112,7 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	// Like Flux, only the leader serves artifacts: a manager runnable that
 	// needs leader election.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		return controllerkit.Serve(ctx, artifactServer(c.StorageAddr, storage.Handler()))
+		return controllerkit.Serve(ctx, artifactServer(c.StorageAddr, hideDotPaths(storage.Handler())))
 	})); err != nil {
 		return nil, nil, err
 	}
@@ -171,10 +173,41 @@ func envOr(key, def string) string {
 	return def
 }
 
-// Manager is NewManager for controllerkit.Main, which needs only the manager.
+// Manager is NewManager for controllerkit.Main, which needs only the
+// manager, in the process the binary is: it first readies the storage
+// (PrepareWorkDir: a crash's leftovers removed) and points TMPDIR at its
+// work directory, and adds the removal of deleted objects' artifacts
+// (orphanCollector) to the manager.
 func (c *Config) Manager() (ctrl.Manager, error) {
+	started := time.Now()
+	storagePath, err := filepath.Abs(c.StoragePath)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(storagePath, 0o755); err != nil {
+		return nil, fmt.Errorf("creating storage directory: %w", err)
+	}
+	work, removed, err := PrepareWorkDir(storagePath)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the work directory: %w", err)
+	}
+	log := ctrl.Log.WithName("storage")
+	if len(removed) > 0 {
+		log.Info("removed what an interrupted run left in the storage", "paths", removed)
+	}
+	// Every temporary directory of the process, the libraries' included.
+	if err := os.Setenv("TMPDIR", work); err != nil {
+		return nil, err
+	}
 	mgr, _, err := NewManager(*c)
-	return mgr, err
+	if err != nil {
+		return nil, err
+	}
+	orphans := &orphanCollector{reader: mgr.GetAPIReader(), storage: storagePath, started: started, log: log}
+	if err := mgr.Add(orphans); err != nil {
+		return nil, err
+	}
+	return mgr, nil
 }
 
 // artifactServer is the artifact HTTP server on addr. As Flux's since
