@@ -5,10 +5,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 )
 
 // The built source-controller started over the storage of a run that
@@ -75,5 +80,32 @@ func TestBinaryStartPurgesStaleWork(t *testing.T) {
 		if want := map[bool]int{true: http.StatusNotFound, false: http.StatusOK}[p == "/.work/"]; resp.StatusCode != want {
 			t.Errorf("GET %s: %d, want %d", p, resp.StatusCode, want)
 		}
+	}
+}
+
+// The built source-controller with --storage-max-bytes keeps no artifact
+// that would bring its storage above the bound: the GitRepository is not
+// Ready and says the storage is full, and nothing is stored.
+func TestBinaryStorageMaxBytes(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.RunController(t, env, ControllerName,
+		"--watch-label-selector="+shardKey+"=maxbytes", "--storage-path="+data,
+		fmt.Sprintf("--storage-addr=127.0.0.1:%d", port), "--storage-max-bytes=100")
+	ns := newNamespace(t)
+	obj := newGitRepository(t, ns, "big", newRepo(t, map[string]string{"big.txt": strings.Repeat("0123456789abcdef\n", 4096)}).URL(),
+		func(o *sourcev1.GitRepository) { o.Labels = map[string]string{shardKey: "maxbytes"} })
+	got := waitNotReady(t, obj)
+	if c := apimeta.FindStatusCondition(got.Status.Conditions, meta.ReadyCondition); c == nil || !strings.Contains(c.Message, "artifact storage is full") {
+		t.Errorf("Ready %+v, want a message saying the storage is full", c)
+	}
+	if got.Status.Artifact != nil {
+		t.Errorf("artifact %s stored above the bound", got.Status.Artifact.Path)
+	}
+	if n, _ := (&artifact.Storage{BasePath: data}).Usage(); n > 100 {
+		t.Errorf("storage holds %d bytes, above the bound of 100", n)
 	}
 }
