@@ -117,3 +117,40 @@ func TestSelfHealthCheck(t *testing.T) {
 	})
 	waitApplied(t, k, src.Status.Artifact.Revision)
 }
+
+// A tenant's Kustomization whose account lost its rights (its RoleBinding
+// deleted first, as a namespace teardown may) is released with a warning
+// naming the objects the account may no longer delete, instead of
+// retrying the refused deletion for ever.
+func TestDeleteAfterAccountLostRights(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	r := newRepo(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tenant, namespace: " + ns + "}\ndata: {a: b}\n"})
+	src := newSource(t, ns, "src", r)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: ns}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "admin"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "deployer", Namespace: ns}}}
+	for _, o := range []client.Object{sa, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := newKustomization(t, ns, "tenant", "src", func(k *kustomizev1.Kustomization) { k.Spec.ServiceAccountName = "deployer" })
+	waitApplied(t, k, src.Status.Artifact.Revision)
+	for _, o := range []client.Object{binding, k} {
+		if err := env.Client.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !waitGone(t, k) {
+		t.Fatalf("Kustomization kept after its account lost its rights (finalizers %v)", k.Finalizers)
+	}
+	want := "Skipping pruning: the deletion was refused; 1 object of the inventory left in place: ConfigMap/" + ns + "/tenant (forbidden)"
+	if evs := kubeEvents(t, ns, "tenant", meta.PruneFailedReason); len(evs) != 1 || evs[0] != want {
+		t.Errorf("events %q, want %q", evs, want)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the ConfigMap should be left in place: %v", err)
+	}
+}
