@@ -20,7 +20,7 @@ import (
 // skeleton then removes the finalizer. A suspended HelmRelease leaves both
 // in place. Flux compatible: nothing is uninstalled without
 // status.storageNamespace (never released), nor when the impersonated
-// ServiceAccount is gone.
+// ServiceAccount is gone (Eddy says so in a Warning event, Flux only logs).
 //
 // Deleting must finish (a namespace waits for its HelmReleases), where
 // Flux retries a failing uninstall for ever: an uninstall that cannot work
@@ -37,6 +37,7 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRe
 			err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &corev1.ServiceAccount{})
 			if apierrors.IsNotFound(err) {
 				ctrl.LoggerFrom(ctx).Info("skipping Helm release uninstallation: ServiceAccount not found", "serviceAccount", sa)
+				r.leaveReleaseInPlace(obj, fmt.Sprintf("ServiceAccount '%s/%s' not found", obj.Namespace, sa))
 				return ctrl.Result{}, r.deleteGeneratedChart(ctx, obj, obj.Status.GetHelmChartReference())
 			}
 		}

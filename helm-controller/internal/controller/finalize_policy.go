@@ -69,11 +69,18 @@ func (r *HelmReleaseReconciler) uninstallFailed(ctx context.Context, obj *helmv2
 	default:
 		cause = fmt.Sprintf("still failing %s after the deletion: %s", window, cause)
 	}
+	r.leaveReleaseInPlace(obj, cause)
+	return ctrl.Result{}
+}
+
+// leaveReleaseInPlace emits the UninstallFailed Warning event saying that
+// the uninstall of obj's release is skipped for cause and which release
+// stays: the latest of status.history, else the one the spec names.
+func (r *HelmReleaseReconciler) leaveReleaseInPlace(obj *helmv2.HelmRelease, cause string) {
 	name, ns := release.ShortName(obj), release.Namespace(obj)
 	if cur := release.Latest(obj.Status.History); cur != nil {
 		name, ns = cur.Name, cur.Namespace
 	}
 	r.Events.Event(obj, corev1.EventTypeWarning, helmv2.UninstallFailedReason, fmt.Sprintf(
 		"Skipping uninstall: %s; Helm release '%s/%s' left in place (storage namespace '%s')", cause, ns, name, obj.Status.StorageNamespace), nil)
-	return ctrl.Result{}
 }
