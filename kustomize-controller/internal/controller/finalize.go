@@ -28,7 +28,9 @@ import (
 // not know, the objects concerned are left in place with a PruneFailed
 // Warning event naming them, and the finalizer is released. When the target
 // fails otherwise (unreachable, timeouts) pruning is retried for
-// finalizeWindow after the deletion, then given up the same way.
+// finalizeWindow after the deletion, then given up the same way. A
+// WaitForTermination wait ends at the timeout with a PruneFailed event
+// naming the objects still terminating, and releases, as Flux's.
 func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1.Kustomization) (ctrl.Result, error) {
 	policy := obj.Spec.DeletionPolicy
 	if policy == "" {
@@ -82,7 +84,11 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 	if policy == kustomizev1.DeletionPolicyWaitForTermination {
 		if err := r.waitForTermination(ctx, obj, c, deleted); err != nil {
 			r.Events.WithAction(kustomizev1.ActionWaitForTermination.String()).Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, err.Error(), nil)
-			return ctrl.Result{}, err
+			// Flux compatible: a wait that timed out releases; one cut
+			// short (the controller stopping) is tried again.
+			if time.Since(obj.DeletionTimestamp.Time) < finalizeWindow(obj) {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	return ctrl.Result{}, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -63,11 +64,10 @@ func TestDeleteAfterServiceAccountGone(t *testing.T) {
 	}
 }
 
-// deletionPolicy WaitForTermination keeps the Kustomization until its
-// objects are gone. The wait gives up after spec.timeout (30s, the least
-// Flux allows) with a PruneFailed event and is tried again; that event is
-// the point after which the Kustomization, had it been released without
-// waiting, would be gone.
+// deletionPolicy WaitForTermination keeps the Kustomization while its
+// objects terminate, for spec.timeout (30s, the least Flux allows) at
+// most: then, as Flux, a PruneFailed event names what is still
+// terminating and the Kustomization is released, so its namespace can go.
 func TestWaitForTermination(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -78,28 +78,32 @@ func TestWaitForTermination(t *testing.T) {
 		k.Spec.Timeout = &metav1.Duration{Duration: 30 * time.Second}
 	})
 	waitApplied(t, k, src.Status.Artifact.Revision)
+	start := time.Now()
 	if err := env.Client.Delete(ctx, k); err != nil {
 		t.Fatal(err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: ns}}
 	waitFor(t, cm, "held terminating", func() bool { return cm.DeletionTimestamp != nil })
-	waitFor(t, k, "a PruneFailed event naming the held ConfigMap", func() bool {
-		for _, msg := range kubeEvents(t, ns, k.Name, meta.PruneFailedReason) {
-			if strings.Contains(msg, "held") {
-				return true
-			}
-		}
-		return false
-	})
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(k), k); err != nil {
 		t.Fatalf("the Kustomization was released while its ConfigMap is terminating: %v", err)
+	}
+	testenv.WaitGone(t, env.Client, k, "the Kustomization released after its timeout")
+	if took := time.Since(start); took < 25*time.Second {
+		t.Errorf("released after %s, before the 30s timeout", took.Round(time.Second))
+	}
+	var named bool
+	for _, msg := range kubeEvents(t, ns, k.Name, meta.PruneFailedReason) {
+		named = named || strings.Contains(msg, "ConfigMap/"+ns+"/held")
+	}
+	if !named {
+		t.Errorf("no PruneFailed event names the held ConfigMap: %q", kubeEvents(t, ns, k.Name, meta.PruneFailedReason))
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+		t.Fatal(err)
 	}
 	cm.Finalizers = nil
 	if err := env.Client.Update(ctx, cm); err != nil {
 		t.Fatal(err)
-	}
-	if !waitGone(t, k) {
-		t.Error("the Kustomization was kept after its objects were gone")
 	}
 }
 
