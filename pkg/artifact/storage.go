@@ -42,6 +42,10 @@ type Storage struct {
 	// RetentionRecords: GarbageCollect keeps at most this many files per
 	// object, the current one included (--artifact-retention-records, Flux: 2).
 	RetentionRecords int
+	// MaxBytes bounds the bytes the storage holds (Usage): a write that
+	// would exceed it fails with ErrStorageFull and keeps nothing; 0 for no
+	// bound (Flux has none).
+	MaxBytes int64
 }
 
 // ErrDigestMismatch means an artifact's bytes no longer match its recorded digest.
@@ -124,6 +128,9 @@ func (s *Storage) write(objectDir, fileName, revision string, fill func(io.Write
 		return nil, err
 	}
 	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if err := s.checkCapacity(cw.n); err != nil {
 		return nil, err
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, fileName)); err != nil {

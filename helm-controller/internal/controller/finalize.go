@@ -20,7 +20,14 @@ import (
 // skeleton then removes the finalizer. A suspended HelmRelease leaves both
 // in place. Flux compatible: nothing is uninstalled without
 // status.storageNamespace (never released), nor when the impersonated
-// ServiceAccount is gone.
+// ServiceAccount is gone (Eddy says so in a Warning event, Flux only logs).
+//
+// Deleting must finish (a namespace waits for its HelmReleases), where
+// Flux retries a failing uninstall for ever: an uninstall that cannot work
+// (no credentials: noCredentialsError) is skipped at once, any other
+// failure (an uninstall hook failing, the API server not answering) is
+// retried for uninstallWindow after the deletion; either way the release
+// is then left in place with an UninstallFailed Warning event naming it.
 func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRelease) (ctrl.Result, error) {
 	if obj.Spec.Suspend {
 		return ctrl.Result{}, nil
@@ -30,11 +37,14 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRe
 			err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &corev1.ServiceAccount{})
 			if apierrors.IsNotFound(err) {
 				ctrl.LoggerFrom(ctx).Info("skipping Helm release uninstallation: ServiceAccount not found", "serviceAccount", sa)
+				r.leaveReleaseInPlace(obj, fmt.Sprintf("ServiceAccount '%s/%s' not found", obj.Namespace, sa))
 				return ctrl.Result{}, r.deleteGeneratedChart(ctx, obj, obj.Status.GetHelmChartReference())
 			}
 		}
 		if err := r.uninstallCurrent(ctx, obj); err != nil {
-			return ctrl.Result{}, err
+			if res := r.uninstallFailed(ctx, obj, err); !res.IsZero() {
+				return res, nil
+			}
 		}
 	}
 	return ctrl.Result{}, r.deleteGeneratedChart(ctx, obj, obj.Status.GetHelmChartReference())
@@ -55,7 +65,7 @@ func (r *HelmReleaseReconciler) uninstallCurrent(ctx context.Context, obj *helmv
 	}
 	getter, err := r.getterFor(obj)
 	if err != nil {
-		return err
+		return &noCredentialsError{err: err}
 	}
 	getter.namespace = ns
 	var observed []*release.Observed
@@ -66,6 +76,9 @@ func (r *HelmReleaseReconciler) uninstallCurrent(ctx context.Context, obj *helmv
 	rls, err := action.LastRelease(cfg, name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil
+	}
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return &noCredentialsError{err: err}
 	}
 	if err != nil {
 		return err
@@ -80,7 +93,7 @@ func (r *HelmReleaseReconciler) uninstallCurrent(ctx context.Context, obj *helmv
 	if err != nil && !errors.Is(err, driver.ErrReleaseNotFound) {
 		msg := fmt.Sprintf("Helm uninstall failed for release %s with chart %s: %s", full, chartName, err)
 		r.Events.Event(obj, corev1.EventTypeWarning, helmv2.UninstallFailedReason, msg, em)
-		return errors.New(msg)
+		return &reportedError{msg: msg}
 	}
 	r.Events.Event(obj, corev1.EventTypeNormal, helmv2.UninstallSucceededReason,
 		fmt.Sprintf("Helm uninstall succeeded for release %s with chart %s", full, chartName), em)

@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"flag"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
@@ -37,6 +39,10 @@ type Config struct {
 	HelmIndexMaxSize         int64
 	HelmChartMaxSize         int64
 	HelmChartFileMaxSize     int64
+	// StorageMaxBytes bounds the artifact storage (artifact.Storage.MaxBytes);
+	// 0 for no bound. Eddy's own flag: Flux bounds each object's artifacts
+	// only (the retention flags).
+	StorageMaxBytes int64
 
 	// RESTConfig is not a flag: nil means --kubeconfig, $KUBECONFIG or the
 	// in-cluster account.
@@ -56,6 +62,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.StorageAdvAddr, "storage-adv-addr", envOr("STORAGE_ADV_ADDR", ""), "The advertised address of the file server, used in artifact URLs; default derived from --storage-addr.")
 	fs.DurationVar(&c.ArtifactRetentionTTL, "artifact-retention-ttl", 60*time.Second, "How long superseded artifacts are kept.")
 	fs.IntVar(&c.ArtifactRetentionRecords, "artifact-retention-records", 2, "How many artifacts are kept per object, the current one included.")
+	fs.Int64Var(&c.StorageMaxBytes, "storage-max-bytes", 0, "The most bytes the artifact storage holds; an artifact that would exceed it is not kept and its object is not Ready. 0: no bound beyond the retention flags.")
 	fs.Int64Var(&c.HelmIndexMaxSize, "helm-index-max-size", DefaultHelmIndexMaxSize, "The max allowed size in bytes of a Helm repository index file.")
 	fs.Int64Var(&c.HelmChartMaxSize, "helm-chart-max-size", chart.DefaultLimits.MaxChartSize, "The max allowed size in bytes of a Helm chart file.")
 	fs.Int64Var(&c.HelmChartFileMaxSize, "helm-chart-file-max-size", chart.DefaultLimits.MaxFileSize, "The max allowed size in bytes of a file in a Helm chart.")
@@ -107,6 +114,7 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	storage.MaxBytes = c.StorageMaxBytes
 	// Like Flux, only the leader serves artifacts: a manager runnable that
 	// needs leader election.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -178,10 +186,41 @@ func envOr(key, def string) string {
 	return def
 }
 
-// Manager is NewManager for controllerkit.Main, which needs only the manager.
+// Manager is NewManager for controllerkit.Main, which needs only the
+// manager, in the process the binary is: it first readies the storage
+// (PrepareWorkDir: a crash's leftovers removed) and points TMPDIR at its
+// work directory, and adds the removal of deleted objects' artifacts
+// (orphanCollector) to the manager.
 func (c *Config) Manager() (ctrl.Manager, error) {
+	started := time.Now()
+	storagePath, err := filepath.Abs(c.StoragePath)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(storagePath, 0o755); err != nil {
+		return nil, fmt.Errorf("creating storage directory: %w", err)
+	}
+	work, removed, err := PrepareWorkDir(storagePath)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the work directory: %w", err)
+	}
+	log := ctrl.Log.WithName("storage")
+	if len(removed) > 0 {
+		log.Info("removed what an interrupted run left in the storage", "paths", removed)
+	}
+	// Every temporary directory of the process, the libraries' included.
+	if err := os.Setenv("TMPDIR", work); err != nil {
+		return nil, err
+	}
 	mgr, _, err := NewManager(*c)
-	return mgr, err
+	if err != nil {
+		return nil, err
+	}
+	orphans := &orphanCollector{reader: mgr.GetAPIReader(), storage: storagePath, started: started, log: log}
+	if err := mgr.Add(orphans); err != nil {
+		return nil, err
+	}
+	return mgr, nil
 }
 
 // artifactServer is the artifact HTTP server on addr. As Flux's since
@@ -189,7 +228,8 @@ func (c *Config) Manager() (ctrl.Manager, error) {
 // also bounds a TLS handshake) and how long an idle keep-alive connection
 // stays open (90 s, http.DefaultTransport's keep-alive), and nothing else:
 // no read or write timeout of the whole request, so a slow client can still
-// download a large artifact.
+// download a large artifact. Paths with a dot-segment are not served
+// (hideDotPaths).
 func artifactServer(addr string, h http.Handler) *http.Server {
-	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 90 * time.Second}
+	return &http.Server{Addr: addr, Handler: hideDotPaths(h), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 90 * time.Second}
 }
