@@ -135,3 +135,10 @@ func artifactAt(t testing.TB, src *sourcev1.GitRepository, rev string) {
 func configMap(name string) string {
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata: {k: v}\n"
 }
+
+func create(t testing.TB, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
