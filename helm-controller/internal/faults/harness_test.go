@@ -29,9 +29,17 @@ type controller struct {
 	health  int // port of /readyz
 	metrics int // port of /metrics and /debug/pprof
 
-	mu     sync.Mutex
-	proc   *process.Process
-	starts int
+	// label names this instance in figures (a replica's "kustomize-controller-1").
+	label string
+	// baseEnv is added to the environment of every start (TMPDIR, ...).
+	baseEnv []string
+
+	mu      sync.Mutex
+	proc    *process.Process
+	starts  int
+	faulted bool      // started with a fault point armed
+	down    bool      // stopped on purpose: not to be restarted by the suite's kubelet
+	started time.Time // of the current process
 }
 
 // newController builds (or finds in EDDY_BUILT_BIN_DIR) the controller
@@ -41,7 +49,7 @@ func newController(e *testenv.Environment, dir, name string, args ...string) (*c
 	if err != nil {
 		return nil, err
 	}
-	c := &controller{name: name, exe: exe, logPath: filepath.Join(dir, name+".log")}
+	c := &controller{name: name, label: name, exe: exe, logPath: filepath.Join(dir, name+".log")}
 	if c.health, err = testenv.FreePort(); err != nil {
 		return nil, err
 	}
@@ -57,10 +65,14 @@ func newController(e *testenv.Environment, dir, name string, args ...string) (*c
 // EDDY_FAULT=...) and, when waitReady, waits up to 30s for /readyz.
 func (c *controller) start(waitReady bool, env ...string) error {
 	c.mu.Lock()
-	p, err := process.Start(process.Spec{Name: c.name, Bin: c.exe, Args: c.args, Env: env, LogPath: c.logPath})
+	p, err := process.Start(process.Spec{Name: c.name, Bin: c.exe, Args: c.args,
+		Env: append(append([]string(nil), c.baseEnv...), env...), LogPath: c.logPath})
 	if err == nil {
 		c.proc = p
 		c.starts++
+		c.faulted = len(env) > 0
+		c.down = false
+		c.started = time.Now()
 	}
 	c.mu.Unlock()
 	if err != nil || !waitReady {
@@ -94,15 +106,48 @@ func (c *controller) current() *process.Process {
 	return c.proc
 }
 
+// exited tells whether the current process has ended, and its exit code
+// (-1 for a signal).
+func (c *controller) exited() (bool, int) {
+	p := c.current()
+	if p == nil {
+		return false, 0
+	}
+	done, err := p.Exited()
+	if !done {
+		return false, 0
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return true, exit.ExitCode()
+	}
+	return true, 0
+}
+
 // kill ends the process with SIGKILL, as a crash or an OOM kill would.
 func (c *controller) kill() {
+	c.setDown()
 	if p := c.current(); p != nil {
 		p.Kill()
 	}
 }
 
+func (c *controller) setDown() {
+	c.mu.Lock()
+	c.down = true
+	c.mu.Unlock()
+}
+
+// isDown tells whether the controller was stopped on purpose.
+func (c *controller) isDown() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.down
+}
+
 // stop ends the process gracefully (SIGTERM, SIGKILL after 10s).
 func (c *controller) stop() {
+	c.setDown()
 	if p := c.current(); p != nil {
 		p.Stop(10 * time.Second)
 	}

@@ -1,8 +1,11 @@
 package faults
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +15,10 @@ import (
 	"github.com/eddyops/eddy/pkg/faultpoint"
 	"github.com/eddyops/eddy/pkg/testenv/helmtest"
 	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestHelmExitMidInstallRecovers: helm-controller exits at its fault point
@@ -39,14 +44,14 @@ func TestHelmExitMidInstallRecovers(t *testing.T) {
 	if code, err := hc.waitExit(2 * time.Minute); err != nil || code != faultpoint.ExitCode {
 		t.Fatalf("helm-controller ended with code %d (%v), want the fault point's %d", code, err, faultpoint.ExitCode)
 	}
-	if got := pendingReleases(t, ns); len(got) != 1 {
+	if got := pendingReleases(ns); len(got) != 1 {
 		t.Fatalf("releases pending after the fault point: %v, want the one being installed", got)
 	}
 	if err := hc.start(true); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, hr, 2*time.Minute, "Ready", func() bool { return hrReady(hr) })
-	if got := pendingReleases(t, ns); len(got) != 0 {
+	if got := pendingReleases(ns); len(got) != 0 {
 		t.Errorf("releases left pending after the restart: %v", got)
 	}
 }
@@ -102,15 +107,29 @@ func hrReady(hr *helmv2.HelmRelease) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == hr.Generation
 }
 
-// pendingReleases lists the releases of storage namespace ns whose latest
-// revision is pending-*, as "<name>.v<version> <status>".
-func pendingReleases(t testing.TB, ns string) []string {
-	t.Helper()
-	var out []string
-	for _, rel := range helmtest.Releases(t, env.KubeconfigPath, ns) {
-		if rel.Info != nil && rel.Info.Status.IsPending() {
-			out = append(out, rel.Name+" "+rel.Info.Status.String())
+// pendingReleases lists the releases stored in namespace ns (Helm's
+// Secrets driver: labels owner=helm, name, version, status) whose latest
+// version is pending-*, as "<name>.v<version> <status>"; an error is
+// listed as such.
+func pendingReleases(ns string) []string {
+	var secrets corev1.SecretList
+	if err := env.Client.List(context.Background(), &secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"}); err != nil {
+		return []string{"listing releases: " + err.Error()}
+	}
+	latest := map[string]corev1.Secret{}
+	for _, s := range secrets.Items {
+		v, _ := strconv.Atoi(s.Labels["version"])
+		cur, ok := latest[s.Labels["name"]]
+		if w, _ := strconv.Atoi(cur.Labels["version"]); !ok || v > w {
+			latest[s.Labels["name"]] = s
 		}
 	}
+	var out []string
+	for name, s := range latest {
+		if strings.HasPrefix(s.Labels["status"], "pending-") {
+			out = append(out, name+".v"+s.Labels["version"]+" "+s.Labels["status"])
+		}
+	}
+	sort.Strings(out)
 	return out
 }
