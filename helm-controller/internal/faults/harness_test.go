@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -199,6 +198,3 @@ func (c *controller) logOnFailure(t *testing.T) {
 		}
 	})
 }
-
-// removeAll is os.RemoveAll for cleanups.
-func removeAll(dir string) func() { return func() { os.RemoveAll(dir) } }
