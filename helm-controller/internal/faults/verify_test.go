@@ -173,7 +173,7 @@ func (r *run) verify(t *testing.T) {
 			t.Errorf("%s: work directories left in its TMPDIR: %v", c.label, other)
 		}
 	}
-	f.checked = append(f.checked, "no work directory left in any controller's TMPDIR (artifact downloads counted apart)")
+	f.checked = append(f.checked, "no work directory left in any controller's TMPDIR but the known leaks (counted)")
 }
 
 // print writes the figures, for the README.
