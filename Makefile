@@ -17,7 +17,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 CONTROLLER_LDFLAGS := -X github.com/eddyops/eddy/pkg/controllerkit.Version=$(VERSION)
 EDDY_LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build generate tools test skipped-summary fuzz bench lint clean demo images push-images
+.PHONY: all build generate tools test skipped-summary fuzz bench faults lint clean demo images push-images
 
 all: build
 
@@ -125,6 +125,15 @@ fuzz:
 demo: build
 	bash tools/build.sh
 	bin/eddy dev demo
+
+## faults: the full form of the crash-consistency suite (helm-controller/internal/faults, whose short
+## form `make test` runs): at least 100 random SIGKILLs and fault-point exits of source-, kustomize-
+## and helm-controller (two kustomize-controller replicas with leader election, the leader killed),
+## 3 kube-apiserver and 3 etcd restarts, Git hangs, 20 Kustomizations x 50 objects and 5 HelmReleases;
+## then convergence within two intervals is checked and the run's figures printed (lines "faults: ...").
+## FAULTS_SEED=<n> replays a run's schedule (its seed is printed first).
+faults: tools build
+	EDDY_FAULTS=full EDDY_FAULTS_SEED=$(FAULTS_SEED) EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test -count=1 -timeout 60m -v -run '^TestCrashConsistency$$' ./helm-controller/internal/faults/
 
 ## bench: benchmarks, each reported as a ratio to a baseline measured in the same run
 ## (Applications: N=100; EDDY_BENCH_APPS_N=100,1000 adds 1,000)

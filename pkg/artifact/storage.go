@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/faultpoint"
 	"github.com/fluxcd/pkg/apis/meta"
 	digest "github.com/opencontainers/go-digest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,6 +134,7 @@ func (s *Storage) write(objectDir, fileName, revision string, fill func(io.Write
 	if err := s.checkCapacity(cw.n); err != nil {
 		return nil, err
 	}
+	faultpoint.Hit(faultpoint.SourceMidArtifactWrite) // test only: a kill before the rename
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, fileName)); err != nil {
 		return nil, err
 	}

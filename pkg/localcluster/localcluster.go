@@ -94,6 +94,7 @@ type Cluster struct {
 
 	ownDir   bool
 	ports    []int
+	timeout  time.Duration // Options.Timeout, for restarts
 	stopOnce sync.Once
 
 	mu      sync.Mutex // guards procs and stopped: a signal may stop the cluster during Start
@@ -243,7 +244,7 @@ func serviceIPOf(cidr string) (net.IP, error) {
 // newCluster is the Cluster of opts with its directory: opts.Dir, created
 // if need be, else a new temporary one owned by this process.
 func newCluster(opts Options) (*Cluster, error) {
-	c := &Cluster{Dir: opts.Dir, Profile: opts.Profile}
+	c := &Cluster{Dir: opts.Dir, Profile: opts.Profile, timeout: opts.Timeout}
 	if c.Dir != "" {
 		return c, os.MkdirAll(c.Dir, 0o700)
 	}

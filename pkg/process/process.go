@@ -73,6 +73,10 @@ func Start(spec Spec) (*Process, error) {
 // Name is Spec.Name.
 func (p *Process) Name() string { return p.spec.Name }
 
+// Spec is the Spec the process was started with: Start(p.Spec()) runs the
+// same binary again, with the same arguments, environment and log.
+func (p *Process) Spec() Spec { return p.spec }
+
 // LogPath is Spec.LogPath.
 func (p *Process) LogPath() string { return p.spec.LogPath }
 

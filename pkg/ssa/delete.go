@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,7 +46,9 @@ func (m *Manager) DeleteStale(ctx context.Context, stale []Change, opts PruneOpt
 		live.SetGroupVersionKind(u.GroupVersionKind())
 		err := m.Client.Get(ctx, client.ObjectKeyFromObject(u), live)
 		switch {
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err), apimeta.IsNoMatchError(err):
+			// A kind the API server does not serve has no object left: an
+			// entry recorded before its CRD was applied, or a removed CRD.
 			changes = append(changes, c)
 			continue
 		case err != nil:

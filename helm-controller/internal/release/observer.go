@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	"github.com/eddyops/eddy/pkg/faultpoint"
 	helmrelease "helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
 )
@@ -16,12 +17,17 @@ type Observer struct {
 	Observe func(*helmrelease.Release)
 }
 
-// Create stores rls under key, then observes it.
+// Create stores rls under key, then observes it. A release stored as
+// pending-* passes the fault point faultpoint.HelmMidUpgrade (test only):
+// the action started and has not recorded its outcome.
 func (d *Observer) Create(key string, rls *helmrelease.Release) error {
 	if err := d.Driver.Create(key, rls); err != nil {
 		return err
 	}
 	d.Observe(rls)
+	if rls.Info != nil && rls.Info.Status.IsPending() {
+		faultpoint.Hit(faultpoint.HelmMidUpgrade)
+	}
 	return nil
 }
 

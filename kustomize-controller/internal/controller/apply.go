@@ -173,3 +173,37 @@ func (r *KustomizationReconciler) clientFor(ctx context.Context, obj *kustomizev
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: impersonate}
 	return client.New(cfg, client.Options{Scheme: r.Scheme(), Mapper: r.RESTMapper()})
 }
+
+// statusWrites are the status writes a reconcile makes while it runs:
+// progress sets Ready Unknown with a message and writes the status; save
+// writes it as it stands (nothing is sent when nothing changed).
+type statusWrites struct {
+	progress func(string)
+	save     func() error
+}
+
+// recordIntent adds to obj's inventory each object of objs it does not
+// name yet (ssa.Manager.Intended, as applied with c) and reports whether
+// it added any. The entries stay until a reconcile's prune writes the
+// inventory of what it applied: an object applied and then removed from
+// Git is pruned even when the process died before that write. Beyond
+// Flux, which records the inventory only after the apply.
+func recordIntent(obj *kustomizev1.Kustomization, c client.Client, objs []*unstructured.Unstructured) bool {
+	entries := map[string]kustomizev1.ResourceRef{}
+	if obj.Status.Inventory != nil {
+		for _, e := range obj.Status.Inventory.Entries {
+			entries[e.ID] = e
+		}
+	}
+	grew := false
+	for _, ch := range (&ssa.Manager{Client: c}).Intended(objs) {
+		if _, ok := entries[ch.Meta.ID()]; !ok {
+			entries[ch.Meta.ID()] = kustomizev1.ResourceRef{ID: ch.Meta.ID(), Version: ch.Version}
+			grew = true
+		}
+	}
+	if grew {
+		obj.Status.Inventory = &kustomizev1.ResourceInventory{Entries: sortedEntries(entries)}
+	}
+	return grew
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/faultpoint"
 	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/ssa"
@@ -163,7 +164,7 @@ func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kust
 			log.Error(err, "patching status")
 		}
 	}
-	o := r.attempt(ctx, obj, progress)
+	o := r.attempt(ctx, obj, statusWrites{progress: progress, save: func() error { return p.Patch(ctx) }})
 	if o.healthPending {
 		return ctrl.Result{}, r.awaitHealthCheck(ctx, obj, p, o.start, &o.snap)
 	}
@@ -264,18 +265,18 @@ func (o outcome) ended(f *failure) outcome {
 
 // attempt ends the reconcile whose health checks ran in the background
 // (resumeHealthCheck) or, when there is none, runs a new one.
-func (r *KustomizationReconciler) attempt(ctx context.Context, obj *kustomizev1.Kustomization, progress func(string)) outcome {
+func (r *KustomizationReconciler) attempt(ctx context.Context, obj *kustomizev1.Kustomization, w statusWrites) outcome {
 	o := outcome{start: time.Now()}
 	f, resumed := r.resumeHealthCheck(ctx, obj, &o.snap, &o.start)
 	if !resumed {
-		return r.reconcile(ctx, obj, progress, o.start)
+		return r.reconcile(ctx, obj, w, o.start)
 	}
 	return o.ended(f)
 }
 
 // reconcile runs source, dependencies, fetch, build, apply, prune and
 // health checks, recording observations in obj.Status.
-func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization, progress func(string), start time.Time) outcome {
+func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev1.Kustomization, w statusWrites, start time.Time) outcome {
 	o := outcome{start: start}
 	// Refuse rather than ignore what Eddy does not do yet: applying to this
 	// cluster instead of a remote one would be worse than not applying.
@@ -305,7 +306,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	obj.Status.LastAttemptedRevision = art.Revision
 	step := func(what string) {
 		if !quiet {
-			progress(fmt.Sprintf("%s for revision %s with a timeout of %s", what, art.Revision, timeout(obj)))
+			w.progress(fmt.Sprintf("%s for revision %s with a timeout of %s", what, art.Revision, timeout(obj)))
 		}
 	}
 	step("Fetching manifests")
@@ -326,9 +327,21 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	if err != nil {
 		return o.ended(fail(meta.ReconciliationFailedReason, "%s", err))
 	}
+	// The inventory names what is about to be applied before anything is:
+	// a kill between the apply and the inventory write leaves no object
+	// that the next reconcile would not prune. The write goes with the
+	// progress one below, so it costs a request only when the set grew
+	// while the revision did not (a changed substitution).
+	grew := recordIntent(obj, c, res.Objects)
 	step("Detecting drift")
+	if grew {
+		if err := w.save(); err != nil {
+			return o.ended(fail(meta.ReconciliationFailedReason, "recording the inventory before applying: %s", err))
+		}
+	}
 	rec := r.Events.WithRelated(src)
 	mgr, changes, f := r.apply(ctx, obj, c, res.Objects, secrets, rec)
+	faultpoint.Hit(faultpoint.KustomizeAfterApply)
 	if f != nil {
 		return o.ended(f)
 	}
