@@ -125,6 +125,10 @@ func (r *run) setUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One namespace for the controllers, as installed: source-controller's
+	// artifact key is read from it by the consumers.
+	runtimeNS := []string{"RUNTIME_NAMESPACE=" + r.ns}
+	r.src.baseEnv = runtimeNS
 	r.isolate(t, r.src)
 	r.start(t, r.src)
 	for i := range r.s.replicas {
@@ -138,7 +142,7 @@ func (r *run) setUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		kc.label = fmt.Sprintf("kustomize-controller-%d", i)
-		kc.baseEnv = []string{"RUNTIME_NAMESPACE=" + r.ns}
+		kc.baseEnv = runtimeNS
 		r.isolate(t, kc)
 		r.start(t, kc)
 		r.kcs = append(r.kcs, kc)
@@ -146,6 +150,7 @@ func (r *run) setUp(t *testing.T) {
 	if r.hc, err = newController(env, t.TempDir(), "helm-controller", retry...); err != nil {
 		t.Fatal(err)
 	}
+	r.hc.baseEnv = runtimeNS
 	r.isolate(t, r.hc)
 	r.start(t, r.hc)
 	r.createObjects(t)
