@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -36,6 +37,18 @@ type Owner struct {
 }
 
 func (o Owner) String() string { return o.Kind + "/" + o.Namespace + "/" + o.Name }
+
+// Holds reports whether a's storage path is a file directly in o's own
+// storage directory (ObjectDir), not a dot file. source-controller reads
+// stored files by path, and a status, path included, may be written by a
+// tenant: a path elsewhere must never be opened, verified or removed.
+func (o Owner) Holds(a *meta.Artifact) bool {
+	if a == nil || a.Path == "" || path.Clean(a.Path) != a.Path {
+		return false
+	}
+	base := path.Base(a.Path)
+	return path.Dir(a.Path) == ObjectDir(o.Kind, o.Namespace, o.Name) && !strings.HasPrefix(base, ".")
+}
 
 // Signature returns the signature of a as published in owner's status:
 // "hmac-sha256:<hex>" over the owner's kind, namespace and name and the

@@ -312,7 +312,7 @@ func (r *GitRepositoryReconciler) store(ctx context.Context, obj *sourcev1.GitRe
 // reconcileStorage drops a status artifact whose file is gone or no longer
 // matches its digest, collects old artifacts and refreshes the URL.
 func (r *GitRepositoryReconciler) reconcileStorage(obj *sourcev1.GitRepository) {
-	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
+	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, sourcev1.GitRepositoryKind, obj.Status.Artifact)
 	r.Signer.sign(sourcev1.GitRepositoryKind, obj, obj.Status.Artifact)
 }
 

@@ -108,7 +108,7 @@ func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, 
 // reconcile runs the storage, source, build and artifact steps; it records
 // observations in obj.Status and returns the build or the first failure.
 func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmChart, wasReady bool) (*chart.Build, *reconciler.Failure) {
-	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, obj.Status.Artifact)
+	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, sourcev1.HelmChartKind, obj.Status.Artifact)
 	r.Signer.sign(sourcev1.HelmChartKind, obj, obj.Status.Artifact)
 	if obj.Status.Artifact == nil {
 		obj.Status.URL = ""
@@ -222,13 +222,16 @@ func (r *HelmChartReconciler) getSource(ctx context.Context, obj *sourcev1.HelmC
 		}
 		art = s.Status.Artifact
 	}
+	// Checked before the file is looked at: the status, path included, may be forged.
+	if art != nil {
+		if err := r.Signer.verify(ctx, ref.Kind, src, art); err != nil {
+			return nil, fetchFailed(sourcev1.SourceUnavailableReason, "failed to get source: %s", err)
+		}
+	}
 	if art == nil || !r.Storage.Exists(*art) {
 		f := fetchFailed(sourcev1.NoSourceArtifactReason, "no artifact available for %s source '%s'", ref.Kind, ref.Name)
 		f.Waiting = true
 		return nil, f
-	}
-	if err := r.Signer.verify(ctx, ref.Kind, src, art); err != nil {
-		return nil, fetchFailed(sourcev1.SourceUnavailableReason, "failed to get source: %s", err)
 	}
 	obj.Status.ObservedSourceArtifactRevision = art.Revision
 	return src, nil

@@ -47,13 +47,16 @@ func (r *GitRepositoryReconciler) includedArtifacts(ctx context.Context, obj *so
 			msg := fmt.Sprintf("could not get resource for include '%s': %s", name, err)
 			return nil, &reconciler.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NotFoundReason, Message: msg, Waiting: true}
 		}
+		// Checked before the file is looked at: the status, path included, may be forged.
+		if dep.Status.Artifact != nil {
+			if err := r.Signer.verify(ctx, sourcev1.GitRepositoryKind, dep, dep.Status.Artifact); err != nil {
+				return nil, &reconciler.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NoArtifactReason,
+					Message: fmt.Sprintf("include '%s': %s", name, err)}
+			}
+		}
 		if dep.Status.Artifact == nil || !r.Storage.Exists(*dep.Status.Artifact) {
 			return nil, &reconciler.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NoArtifactReason,
 				Message: fmt.Sprintf("no artifact available for include '%s'", name), Waiting: true}
-		}
-		if err := r.Signer.verify(ctx, sourcev1.GitRepositoryKind, dep, dep.Status.Artifact); err != nil {
-			return nil, &reconciler.Failure{Condition: sourcev1.IncludeUnavailableCondition, Reason: sourcev1.NoArtifactReason,
-				Message: fmt.Sprintf("include '%s': %s", name, err)}
 		}
 		arts = append(arts, dep.Status.Artifact.DeepCopy())
 	}

@@ -60,8 +60,12 @@ func (s *Signer) sign(kind string, obj client.Object, a *meta.Artifact) {
 // controller published for obj: a forged status must not point a tenant's
 // source at another tenant's stored files. A nil Signer checks nothing.
 func (s *Signer) verify(ctx context.Context, kind string, obj client.Object, a *meta.Artifact) error {
+	owner := artifact.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if !owner.Holds(a) {
+		return fmt.Errorf("%w: the artifact of %s is not stored in its own directory", artifact.ErrUnsigned, owner)
+	}
 	if s == nil {
 		return nil
 	}
-	return artifact.VerifySignature(ctx, s.Keys, artifact.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, a)
+	return artifact.VerifySignature(ctx, s.Keys, owner, a)
 }

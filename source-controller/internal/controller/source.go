@@ -24,9 +24,11 @@ import (
 // when its file is in storage and matches its digest, after collecting the
 // object's old artifacts; otherwise nil, the mismatching file deleted with
 // a Warning event ArtifactVerificationFailed. Flux compatible
-// (reconcileStorage of the sources).
-func checkStoredArtifact(st *artifact.Storage, rec *events.Recorder, obj client.Object, cur *meta.Artifact) *meta.Artifact {
-	if cur == nil || !st.Exists(*cur) {
+// (reconcileStorage of the sources). A path outside the object's own
+// directory (kind's) is dropped untouched: the status may be forged.
+func checkStoredArtifact(st *artifact.Storage, rec *events.Recorder, obj client.Object, kind string, cur *meta.Artifact) *meta.Artifact {
+	owner := artifact.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if cur == nil || !owner.Holds(cur) || !st.Exists(*cur) {
 		return nil
 	}
 	if err := st.Verify(*cur); err != nil {
