@@ -23,7 +23,7 @@ import (
 
 // apply applies objs with c (ssa.Manager.ApplyAll: the set dry-run, then
 // what changed written) and reports the changes. A failure lists what a
-// partial apply changed; secrets are masked in it.
+// partial apply changed (secrets masked) and returns those changes.
 func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, objs []*unstructured.Unstructured,
 	secrets *redact.Values, rec *events.Recorder) (*ssa.Manager, []ssa.Change, *failure) {
 	ignore, err := kustomize.IgnoreRules(obj.Spec.Ignore)
@@ -49,7 +49,7 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 				msg += "\n" + ch.String()
 			}
 		}
-		return nil, nil, fail(meta.ReconciliationFailedReason, "%s", secrets.Mask(msg))
+		return nil, changes, fail(meta.ReconciliationFailedReason, "%s", secrets.Mask(msg))
 	}
 	return mgr, changes, nil
 }

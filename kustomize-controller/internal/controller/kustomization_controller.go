@@ -332,6 +332,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	// that the next reconcile would not prune. The write goes with the
 	// progress one below, so it costs a request only when the set grew
 	// while the revision did not (a changed substitution).
+	before := obj.Status.Inventory.DeepCopy()
 	grew := recordIntent(obj, c, res.Objects)
 	step("Detecting drift")
 	if grew {
@@ -343,6 +344,11 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	mgr, changes, f := r.apply(ctx, obj, c, res.Objects, secrets, rec)
 	faultpoint.Hit(faultpoint.KustomizeAfterApply)
 	if f != nil {
+		if len(changes) == 0 {
+			// Nothing was written (a set refused by its dry-run): the
+			// inventory stays what it was.
+			obj.Status.Inventory = before
+		}
 		return o.ended(f)
 	}
 	if f := r.prune(ctx, obj, mgr, changes, rec); f != nil {
