@@ -29,9 +29,11 @@ func waitGone(t *testing.T, obj client.Object) bool {
 	return false
 }
 
-// A tenant's Kustomization deleted after its ServiceAccount (a namespace
-// teardown) skips pruning with a warning and is released, as in Flux.
-func TestDeleteAfterServiceAccountGone(t *testing.T) {
+// newTenantKustomization makes a namespace whose ServiceAccount "deployer"
+// is bound to admin there, and the Kustomization "tenant" that applies the
+// ConfigMap "tenant" as that account; it returns once it is applied.
+func newTenantKustomization(t *testing.T) (string, *corev1.ServiceAccount, *rbacv1.RoleBinding, *kustomizev1.Kustomization) {
+	t.Helper()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tenant, namespace: " + ns + "}\ndata: {a: b}\n"})
@@ -47,6 +49,14 @@ func TestDeleteAfterServiceAccountGone(t *testing.T) {
 	}
 	k := newKustomization(t, ns, "tenant", "src", func(k *kustomizev1.Kustomization) { k.Spec.ServiceAccountName = "deployer" })
 	waitApplied(t, k, src.Status.Artifact.Revision)
+	return ns, sa, binding, k
+}
+
+// A tenant's Kustomization deleted after its ServiceAccount (a namespace
+// teardown) skips pruning with a warning and is released, as in Flux.
+func TestDeleteAfterServiceAccountGone(t *testing.T) {
+	ctx := context.Background()
+	ns, sa, binding, k := newTenantKustomization(t)
 	for _, o := range []client.Object{binding, sa, k} {
 		if err := env.Client.Delete(ctx, o); err != nil {
 			t.Fatal(err)
@@ -128,20 +138,7 @@ func TestSelfHealthCheck(t *testing.T) {
 // retrying the refused deletion for ever.
 func TestDeleteAfterAccountLostRights(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t)
-	r := newRepo(t, map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tenant, namespace: " + ns + "}\ndata: {a: b}\n"})
-	src := newSource(t, ns, "src", r)
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: ns}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "deployer", Namespace: ns},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "admin"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "deployer", Namespace: ns}}}
-	for _, o := range []client.Object{sa, binding} {
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	k := newKustomization(t, ns, "tenant", "src", func(k *kustomizev1.Kustomization) { k.Spec.ServiceAccountName = "deployer" })
-	waitApplied(t, k, src.Status.Artifact.Revision)
+	ns, _, binding, k := newTenantKustomization(t)
 	for _, o := range []client.Object{binding, k} {
 		if err := env.Client.Delete(ctx, o); err != nil {
 			t.Fatal(err)
