@@ -255,8 +255,21 @@ func podcli(args []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
+// dialLocalhost dials "localhost" as the loopback address without asking
+// a resolver (RFC 6761): the probes' target, in an image with no
+// /etc/hosts of its own (the kubelet gives pods one, a bare runtime may not).
+func dialLocalhost(ctx context.Context, network, addr string) (net.Conn, error) {
+	if host, port, err := net.SplitHostPort(addr); err == nil && strings.EqualFold(host, "localhost") {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
 func checkTCP(addr string, timeout time.Duration) error {
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(addr, "tcp://"), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := dialLocalhost(ctx, "tcp", strings.TrimPrefix(addr, "tcp://"))
 	if err != nil {
 		return err
 	}
@@ -267,7 +280,7 @@ func checkHTTP(target string, timeout time.Duration) error {
 	if !strings.Contains(target, "://") {
 		target = "http://" + target
 	}
-	client := &http.Client{Timeout: timeout}
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{DialContext: dialLocalhost}}
 	resp, err := client.Get(target)
 	if err != nil {
 		return err

@@ -75,6 +75,10 @@ func TestPodinfoCommandServesAndProbesPass(t *testing.T) {
 			t.Errorf("podcli check http %s: exit %d: %s", p, code, out)
 		}
 	}
+	_, port, _ := net.SplitHostPort(addr)
+	if code, out := check("check", "http", "localhost:"+port+"/readyz"); code != 0 {
+		t.Errorf("podcli check http localhost:%s/readyz: exit %d: %s", port, code, out)
+	}
 	if code, out := check("check", "tcp", addr); code != 0 {
 		t.Errorf("podcli check tcp: exit %d: %s", code, out)
 	}
