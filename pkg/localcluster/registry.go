@@ -32,7 +32,8 @@ type RegistryOptions struct {
 	// pods can reach, such as the node bridge's, serves them as well.
 	Addr string
 	// Dir, when set, keeps the blobs on disk there, created if missing
-	// (the caller owns and removes it); by default they are kept in memory. Manifests are always
+	// (the caller owns and removes it); by default they are kept in memory,
+	// which for bin/images is its size (176 MB for linux/amd64 alone). Manifests are always
 	// kept in memory: a registry starts empty.
 	Dir string
 	// Log receives the registry's request log; default: discarded.
