@@ -17,7 +17,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 CONTROLLER_LDFLAGS := -X github.com/eddyops/eddy/pkg/controllerkit.Version=$(VERSION)
 EDDY_LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build generate tools test skipped-summary fuzz bench faults lint clean demo images push-images
+.PHONY: all build generate tools test skipped-summary fuzz bench faults lint clean demo images node-images push-images
 
 all: build
 
@@ -53,6 +53,23 @@ images:
 		-version $(VERSION) -revision "$(REVISION)" -source $(IMAGE_SOURCE) -created $(SOURCE_DATE_EPOCH) \
 		-platforms $(subst $(space),$(comma),$(IMAGE_PLATFORMS)) $(CONTROLLERS)
 	go build -ldflags "$(EDDY_LDFLAGS) -X github.com/eddyops/eddy/cli/internal/install.DefaultImageDigests=$$(paste -sd, bin/images/digests)" -o bin/eddy ./cli
+
+## node-images: the images a real node needs besides the controllers' (the node profile and its
+## tests), built by tools/images like theirs (reproducible, no Docker, nothing pulled), linux/amd64
+## only, written as one OCI image layout to bin/node-images (named REGISTRY/pause:<pause TAG> and
+## REGISTRY/tinyapp:VERSION) with bin/node-images/digests: the pause image (Kubernetes'
+## build/pause/linux/pause.c from the k8s.io/kubernetes module tools/go.mod pins, compiled with the
+## host's gcc -static by tools/pause.sh) and the tiny application (tools/images/tinyapp: a static HTTP
+## server standing in for podinfo, with podcli for its probes). Apart from make images: it needs
+## gcc, not the two-platform controller builds, and leaves bin/images and bin/eddy alone.
+node-images:
+	@mkdir -p bin/linux_amd64
+	@set -e; set -- $$(bash tools/pause.sh bin/linux_amd64/pause); \
+	echo "bin/linux_amd64/pause: pause $$1 from k8s.io/kubernetes $$2 (gcc -static)"; \
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/linux_amd64/tinyapp ./tools/images/tinyapp; \
+	go run ./tools/images node -bin bin -out bin/node-images -registry $(or $(REGISTRY),ghcr.io/eddyops) \
+		-version $(VERSION) -revision "$(REVISION)" -source $(IMAGE_SOURCE) -created $(SOURCE_DATE_EPOCH) \
+		-pause-version $$1 -kubernetes-version $$2
 
 ## push-images: push bin/images to REGISTRY/<controller>:VERSION (no Docker; credentials from
 ## ~/.docker/config.json, e.g. written by `docker login` or `crane auth login`); prints each

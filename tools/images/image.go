@@ -129,14 +129,35 @@ func image(name string, b Binary, base v1.Layer, m Meta) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	created := v1.Time{Time: m.Created}
+	return assemble(b.OS, b.Arch, m.Created, v1.Config{
+		Entrypoint: []string{"/" + name},
+		User:       user,
+		WorkingDir: "/",
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+		Labels:     labels(name, m),
+	}, []layerOf{{base, baseHistory}, {bin, createdBy}})
+}
+
+// baseHistory is the history line of the base layer.
+const baseHistory = "eddy images: CA certificates, nobody (65534), /tmp"
+
+// layerOf is one layer of an image and its history line.
+type layerOf struct {
+	layer     v1.Layer
+	createdBy string
+}
+
+// assemble is the OCI image of layers for goos/arch with config cfg,
+// created (config and history) at t.
+func assemble(goos, arch string, t time.Time, cfg v1.Config, layers []layerOf) (v1.Image, error) {
+	created := v1.Time{Time: t}
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err = mutate.Append(img,
-		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{
-			Created: created, CreatedBy: "eddy images: CA certificates, nobody (65534), /tmp"}},
-		mutate.Addendum{Layer: bin, MediaType: types.OCILayer, History: v1.History{
-			Created: created, CreatedBy: createdBy}},
-	)
+	var adds []mutate.Addendum
+	for _, l := range layers {
+		adds = append(adds, mutate.Addendum{Layer: l.layer, MediaType: types.OCILayer,
+			History: v1.History{Created: created, CreatedBy: l.createdBy}})
+	}
+	img, err := mutate.Append(img, adds...)
 	if err != nil {
 		return nil, err
 	}
@@ -146,14 +167,8 @@ func image(name string, b Binary, base v1.Layer, m Meta) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.Created = created
-	cf.OS, cf.Architecture = b.OS, b.Arch
-	cf.Config = v1.Config{
-		Entrypoint: []string{"/" + name},
-		User:       user,
-		WorkingDir: "/",
-		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
-		Labels:     labels(name, m),
-	}
+	cf.OS, cf.Architecture = goos, arch
+	cf.Config = cfg
 	return mutate.ConfigFile(img, cf)
 }
 
@@ -219,11 +234,13 @@ func checkCABundle(b []byte) error {
 	}
 }
 
-// entry is one file (data) or directory (name ending in "/") of a layer.
+// entry is one file (data), directory (name ending in "/") or symbolic
+// link (link set) of a layer.
 type entry struct {
 	name string
 	mode int64
 	data []byte
+	link string
 }
 
 // layer is a gzip-compressed tar of entries in name order, every header
@@ -238,9 +255,12 @@ func layer(entries []entry, t time.Time) (v1.Layer, error) {
 	tw := tar.NewWriter(zw)
 	for _, e := range entries {
 		h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: t, Uname: "root", Gname: "root", Format: tar.FormatUSTAR}
-		if strings.HasSuffix(e.name, "/") {
+		switch {
+		case strings.HasSuffix(e.name, "/"):
 			h.Typeflag = tar.TypeDir
-		} else {
+		case e.link != "":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, e.link
+		default:
 			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
 		}
 		if err := tw.WriteHeader(h); err != nil {

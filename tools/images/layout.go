@@ -26,11 +26,15 @@ const DigestsFile = "digests"
 type Component struct {
 	Name  string
 	Index v1.ImageIndex
+	// Tag is the image's tag when it is not the build's version (the
+	// pause image's is pause's own version).
+	Tag string
 }
 
 // WriteLayout writes comps as one OCI image layout at dir: index.json lists
 // each component's index, in the order given, annotated
-// org.opencontainers.image.ref.name = <registry>/<name>:<version>, with the
+// org.opencontainers.image.ref.name = <registry>/<name>:<version> (or
+// :<tag> when the component has its own), with the
 // DigestsFile beside it. The layout is written to a sibling directory first
 // and then replaces dir, so a failure leaves dir as it was. It returns the
 // digests by component.
@@ -52,9 +56,13 @@ func WriteLayout(dir, registry, version string, comps []Component) (map[string]v
 	digests := map[string]v1.Hash{}
 	var lines []string
 	for _, c := range comps {
-		ref, err := name.NewTag(registry + "/" + c.Name + ":" + version)
+		tag := version
+		if c.Tag != "" {
+			tag = c.Tag
+		}
+		ref, err := name.NewTag(registry + "/" + c.Name + ":" + tag)
 		if err != nil {
-			return nil, fmt.Errorf("image name %s/%s:%s: %w", registry, c.Name, version, err)
+			return nil, fmt.Errorf("image name %s/%s:%s: %w", registry, c.Name, tag, err)
 		}
 		if err := p.AppendIndex(c.Index, layout.WithAnnotations(map[string]string{specs.AnnotationRefName: ref.String()})); err != nil {
 			return nil, fmt.Errorf("%s: %w", c.Name, err)

@@ -3,11 +3,16 @@
 //
 //	images build -bin DIR -out DIR -registry REG -version V [-revision R] [-source URL]
 //	       [-created UNIX] [-ca-bundle FILE] [-platforms linux/amd64,linux/arm64] COMPONENT...
+//	images node -bin DIR -out DIR -registry REG -version V -pause-version P -kubernetes-version K
+//	       [-revision R] [-source URL] [-created UNIX] [-ca-bundle FILE]
 //	images push -layout DIR -registry REG
 //
 // build reads each component's static binary from DIR/<os>_<arch>/<component>
 // and writes one OCI image layout (see WriteLayout) with a multi-platform
 // index per component; it prints "<component> sha256:<hex>" per component.
+// node does the same for the node's images, pause and tinyapp, from
+// DIR/linux_amd64/pause and DIR/linux_amd64/tinyapp (see PauseIndex and
+// AppIndex): <registry>/pause:<P> and <registry>/tinyapp:<V>.
 // push pushes them (see Push). Errors: one line on stderr, exit 1; usage
 // errors exit 2.
 package main
@@ -48,11 +53,13 @@ type usageError struct{ error }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return usageError{fmt.Errorf("usage: images build|push [flags]")}
+		return usageError{fmt.Errorf("usage: images build|node|push [flags]")}
 	}
 	switch args[0] {
 	case "build":
 		return build(args[1:], out)
+	case "node":
+		return node(args[1:], out)
 	case "push":
 		fs := flag.NewFlagSet("push", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
@@ -63,43 +70,74 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return Push(ctx, *dir, *registry, out, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	default:
-		return usageError{fmt.Errorf("unknown command %q: images build|push [flags]", args[0])}
+		return usageError{fmt.Errorf("unknown command %q: images build|node|push [flags]", args[0])}
 	}
 }
 
-func build(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("build", flag.ContinueOnError)
+// buildFlags are the flags build and node share.
+type buildFlags struct {
+	binDir, outDir, registry, version, revision, source, created, caBundle *string
+}
+
+func newBuildFlags(fs *flag.FlagSet, out string) buildFlags {
 	fs.SetOutput(io.Discard)
-	binDir := fs.String("bin", "bin", "the directory holding <os>_<arch>/<component> binaries")
-	outDir := fs.String("out", "bin/images", "the OCI image layout to write (replaced)")
-	registry := fs.String("registry", "", "the registry the images are named for (ref.name annotations)")
-	version := fs.String("version", "", "the images' tag and org.opencontainers.image.version")
-	revision := fs.String("revision", "", "org.opencontainers.image.revision: the source commit")
-	source := fs.String("source", "", "org.opencontainers.image.source: the source repository URL")
-	created := fs.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "the creation time in Unix seconds (default $SOURCE_DATE_EPOCH, else 0)")
-	caBundle := fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the PEM CA bundle the images carry")
-	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "comma-separated <os>/<arch> list")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+	return buildFlags{
+		binDir:   fs.String("bin", "bin", "the directory holding <os>_<arch>/<component> binaries"),
+		outDir:   fs.String("out", out, "the OCI image layout to write (replaced)"),
+		registry: fs.String("registry", "", "the registry the images are named for (ref.name annotations)"),
+		version:  fs.String("version", "", "the images' tag and org.opencontainers.image.version"),
+		revision: fs.String("revision", "", "org.opencontainers.image.revision: the source commit"),
+		source:   fs.String("source", "", "org.opencontainers.image.source: the source repository URL"),
+		created:  fs.String("created", os.Getenv("SOURCE_DATE_EPOCH"), "the creation time in Unix seconds (default $SOURCE_DATE_EPOCH, else 0)"),
+		caBundle: fs.String("ca-bundle", "/etc/ssl/certs/ca-certificates.crt", "the PEM CA bundle the images carry"),
 	}
-	if fs.NArg() == 0 || *registry == "" || *version == "" {
-		return usageError{fmt.Errorf("build needs -registry, -version and at least one component")}
-	}
+}
+
+// meta is the Meta the parsed flags give.
+func (f buildFlags) meta() (Meta, error) {
 	var t time.Time
-	if *created != "" {
-		sec, err := strconv.ParseInt(*created, 10, 64)
+	if *f.created != "" {
+		sec, err := strconv.ParseInt(*f.created, 10, 64)
 		if err != nil || sec < 0 {
-			return usageError{fmt.Errorf("creation time %q: want Unix seconds (SOURCE_DATE_EPOCH)", *created)}
+			return Meta{}, usageError{fmt.Errorf("creation time %q: want Unix seconds (SOURCE_DATE_EPOCH)", *f.created)}
 		}
 		t = time.Unix(sec, 0).UTC()
 	} else {
 		t = time.Unix(0, 0).UTC()
 	}
-	ca, err := os.ReadFile(*caBundle)
+	ca, err := os.ReadFile(*f.caBundle)
 	if err != nil {
-		return fmt.Errorf("CA bundle: %w (on Debian: apt-get install ca-certificates)", err)
+		return Meta{}, fmt.Errorf("CA bundle: %w (on Debian: apt-get install ca-certificates)", err)
 	}
-	meta := Meta{Version: *version, Revision: *revision, Source: *source, Created: t, CABundle: ca}
+	return Meta{Version: *f.version, Revision: *f.revision, Source: *f.source, Created: t, CABundle: ca}, nil
+}
+
+// write writes comps as the layout and prints their digests.
+func (f buildFlags) write(comps []Component, out io.Writer) error {
+	digests, err := WriteLayout(*f.outDir, *f.registry, *f.version, comps)
+	if err != nil {
+		return err
+	}
+	for _, c := range comps {
+		fmt.Fprintf(out, "%s %s\n", c.Name, digests[c.Name])
+	}
+	return nil
+}
+
+func build(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("build", flag.ContinueOnError)
+	f := newBuildFlags(fs, "bin/images")
+	platforms := fs.String("platforms", "linux/amd64,linux/arm64", "comma-separated <os>/<arch> list")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() == 0 || *f.registry == "" || *f.version == "" {
+		return usageError{fmt.Errorf("build needs -registry, -version and at least one component")}
+	}
+	meta, err := f.meta()
+	if err != nil {
+		return err
+	}
 	var comps []Component
 	for _, c := range fs.Args() {
 		var bins []Binary
@@ -108,7 +146,7 @@ func build(args []string, out io.Writer) error {
 			if !ok {
 				return usageError{fmt.Errorf("platform %q: want <os>/<arch>, e.g. linux/arm64", p)}
 			}
-			dir := filepath.Join(*binDir, goos+"_"+arch)
+			dir := filepath.Join(*f.binDir, goos+"_"+arch)
 			b := Binary{OS: goos, Arch: arch, Path: filepath.Join(dir, c)}
 			for _, h := range Helpers[c] {
 				b.Helpers = append(b.Helpers, filepath.Join(dir, h))
@@ -121,12 +159,34 @@ func build(args []string, out io.Writer) error {
 		}
 		comps = append(comps, Component{Name: c, Index: idx})
 	}
-	digests, err := WriteLayout(*outDir, *registry, *version, comps)
+	return f.write(comps, out)
+}
+
+// node builds the node's images (see PauseIndex and AppIndex) from
+// DIR/linux_amd64/pause and DIR/linux_amd64/tinyapp into one layout.
+func node(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	f := newBuildFlags(fs, "bin/node-images")
+	pauseVersion := fs.String("pause-version", "", "the pause image's tag and version (Kubernetes' build/pause TAG)")
+	k8sVersion := fs.String("kubernetes-version", "", "the k8s.io/kubernetes version pause.c was taken from")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() != 0 || *f.registry == "" || *f.version == "" || *pauseVersion == "" || *k8sVersion == "" {
+		return usageError{fmt.Errorf("node needs -registry, -version, -pause-version and -kubernetes-version, and no argument")}
+	}
+	meta, err := f.meta()
 	if err != nil {
 		return err
 	}
-	for _, c := range comps {
-		fmt.Fprintf(out, "%s %s\n", c.Name, digests[c.Name])
+	dir := filepath.Join(*f.binDir, "linux_amd64")
+	pause, err := PauseIndex(filepath.Join(dir, PauseName), *pauseVersion, *k8sVersion, meta)
+	if err != nil {
+		return err
 	}
-	return nil
+	app, err := AppIndex(filepath.Join(dir, AppName), meta)
+	if err != nil {
+		return err
+	}
+	return f.write([]Component{{Name: PauseName, Index: pause, Tag: *pauseVersion}, {Name: AppName, Index: app}}, out)
 }
