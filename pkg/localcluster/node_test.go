@@ -24,22 +24,24 @@ const (
 	echoImage  = "localhost/eddy-test/echo:1"
 )
 
+// nodeOptions are the node profile's options with the pause and echo
+// images as archives (in archives when given, else built here).
+func nodeOptions(t *testing.T, archives ...string) localcluster.Options {
+	if len(archives) == 0 {
+		archives = []string{ociArchive(t, pauseImage, pauseBinary(t)), ociArchive(t, echoImage, echoBinary(t))}
+	}
+	return localcluster.Options{
+		Profile: localcluster.ProfileNode,
+		Timeout: 3 * time.Minute,
+		Node:    localcluster.NodeOptions{SandboxImage: pauseImage, ImageArchives: archives},
+	}
+}
+
 // startNode starts the node profile with the pause and echo images, or
 // skips the test with the one line saying what this machine lacks.
 func startNode(t *testing.T) *localcluster.Cluster {
 	t.Helper()
-	opts := localcluster.Options{
-		Profile: localcluster.ProfileNode,
-		Timeout: 3 * time.Minute,
-		Node: localcluster.NodeOptions{
-			SandboxImage: pauseImage,
-			ImageArchives: []string{
-				ociArchive(t, pauseImage, pauseBinary(t)),
-				ociArchive(t, echoImage, echoBinary(t)),
-			},
-		},
-	}
-	c, err := localcluster.Start(context.Background(), opts)
+	c, err := localcluster.Start(context.Background(), nodeOptions(t))
 	if errors.Is(err, localcluster.ErrNodeUnsupported) {
 		t.Skip(err)
 	}
@@ -237,4 +239,63 @@ func liveShims() int {
 		}
 	}
 	return n
+}
+
+// TestNodeProfileCrashIsSweptAtNextStart kills (SIGKILL) a process that
+// runs a node-profile cluster with a pod: containerd's shims and the
+// containers outlive it, with their mounts, network devices, cgroups and
+// the changed sysctls. The next node-profile Start sweeps all of it, and
+// after its Stop the machine is as it was.
+func TestNodeProfileCrashIsSweptAtNextStart(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the node profile needs root")
+	}
+	before := hostState(t)
+	archives := []string{ociArchive(t, pauseImage, pauseBinary(t)), ociArchive(t, echoImage, echoBinary(t))}
+	cmd, _, _, dir := startHelper(t, "node", "EDDY_LOCALCLUSTER_NODE_IMAGES="+strings.Join(archives, ","))
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if liveShims() == 0 {
+		t.Fatal("no containerd shim outlived the killed owner: the sweep would have nothing to do")
+	}
+	if crashed := hostState(t); crashed == before {
+		t.Fatal("the killed cluster left nothing: the sweep would have nothing to do")
+	}
+
+	c := startNode(t)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the killed cluster's directory %s is still there after the next Start (%v)", dir, err)
+	}
+	c.Stop()
+	if err := c.StopError(); err != nil {
+		t.Fatal(err)
+	}
+	if after := hostState(t); after != before {
+		t.Errorf("machine state after the sweep and Stop differs from before:\n--- before\n%s\n--- after\n%s", before, after)
+	}
+}
+
+// TestHelperNodeCluster is the helper process of
+// TestNodeProfileCrashIsSweptAtNextStart: it starts a node-profile
+// cluster, runs a pod and waits to be killed.
+func TestHelperNodeCluster(t *testing.T) {
+	images := os.Getenv("EDDY_LOCALCLUSTER_NODE_IMAGES")
+	if images == "" {
+		t.Skip("helper process of TestNodeProfileCrashIsSweptAtNextStart")
+	}
+	c, err := localcluster.Start(context.Background(), nodeOptions(t, strings.Split(images, ",")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(c.Config)
+	if _, err := cs.CoreV1().Pods("default").Create(context.Background(), pod("pause", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, cs, "pause", false)
+	fmt.Printf("READY dir=%s pid=%d\n", c.Dir, os.Getpid())
+	time.Sleep(time.Minute)
+	c.Stop()
+	t.Fatal("helper was not killed")
 }
