@@ -63,6 +63,8 @@ func startNode(t *testing.T) *localcluster.Cluster {
 func waitPod(t *testing.T, cs kubernetes.Interface, name string, succeeded bool) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
+	begin := time.Now()
+	defer func() { t.Logf("pod %s: %s after %s", name, pod.Status.Phase, time.Since(begin).Round(10*time.Millisecond)) }()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
 		if pod, err = cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); err != nil {
@@ -176,7 +178,9 @@ func TestNodeProfileStopLeavesNothing(t *testing.T) {
 	if during := hostState(t); during == before {
 		t.Fatal("the running node changed nothing that hostState sees: the check would prove nothing")
 	}
+	begin := time.Now()
 	c.Stop()
+	t.Logf("Stop took %s", time.Since(begin).Round(10*time.Millisecond))
 	if err := c.StopError(); err != nil {
 		t.Fatal(err)
 	}
