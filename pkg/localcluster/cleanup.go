@@ -177,10 +177,10 @@ func sweepNode(r *nodeRecord, removeDir bool) error {
 }
 
 // killNodeProcesses kills every process of the node: those in the cgroup
-// root (the containers), and any whose command line names dir (containerd's
-// shims, started in sessions of their own, name its socket; kubelet,
-// containerd and kube-proxy die with their parent anyway). It waits until
-// they are gone.
+// root (the containers), and any whose command line names a path under
+// dir/node (containerd's shims, started in sessions of their own, name its
+// socket; kubelet, containerd and kube-proxy name their configuration, and
+// die with their owner anyway). It waits until they are gone.
 func killNodeProcesses(dir string) error {
 	var pids []int
 	for _, h := range cgroupHierarchies() {
@@ -194,7 +194,7 @@ func killNodeProcesses(dir string) error {
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		cmdline, err := os.ReadFile(p)
-		if err == nil && strings.Contains(string(cmdline), dir+"/") {
+		if err == nil && strings.Contains(string(cmdline), filepath.Join(dir, "node")+"/") {
 			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil && pid != os.Getpid() {
 				pids = append(pids, pid)
 			}
