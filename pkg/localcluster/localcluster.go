@@ -109,6 +109,7 @@ type Cluster struct {
 	procs   []*process.Process
 	stopped bool
 
+	nodeMu  sync.Mutex  // held while the node is claimed or swept: a signal may stop the cluster meanwhile
 	node    *nodeRecord // what the node profile changed on the machine; nil after its sweep
 	stopErr error       // what Stop could not clean up
 }

@@ -70,6 +70,14 @@ func checkNodeHost(binDir string) error {
 // (before anything changes), and prepares the host: sysctls, the node IP's
 // bridge, the cgroup root.
 func (c *Cluster) claimNode() error {
+	c.nodeMu.Lock()
+	defer c.nodeMu.Unlock()
+	c.mu.Lock()
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped {
+		return errors.New("the cluster was stopped while starting")
+	}
 	if err := sweepStaleNode(); err != nil {
 		return err
 	}
@@ -177,6 +185,8 @@ func (c *Cluster) waitNode(ctx context.Context, np nodePorts) error {
 
 // stopNode undoes the node once its processes were stopped.
 func (c *Cluster) stopNode() error {
+	c.nodeMu.Lock()
+	defer c.nodeMu.Unlock()
 	if c.node == nil {
 		return nil
 	}

@@ -64,7 +64,11 @@ func waitPod(t *testing.T, cs kubernetes.Interface, name string, succeeded bool)
 	t.Helper()
 	var pod *corev1.Pod
 	begin := time.Now()
-	defer func() { t.Logf("pod %s: %s after %s", name, pod.Status.Phase, time.Since(begin).Round(10*time.Millisecond)) }()
+	defer func() {
+		if pod != nil {
+			t.Logf("pod %s: %s after %s", name, pod.Status.Phase, time.Since(begin).Round(10*time.Millisecond))
+		}
+	}()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		var err error
 		if pod, err = cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); err != nil {
