@@ -35,6 +35,21 @@ var nodePackages = []struct{ pkg, file string }{
 	{"iproute2", "/usr/sbin/ip"},
 }
 
+// CheckNodeProfile returns nil when this machine can run the node profile
+// with the binaries of binDir (resolved as Options.BinDir), else the error
+// Start would return: ErrNodeUnsupported or ErrBinariesMissing, wrapped,
+// in one line.
+func CheckNodeProfile(binDir string) error {
+	dir, err := findBinDir(binDir)
+	if err != nil {
+		return err
+	}
+	if err := checkNodeHost(dir); err != nil {
+		return err
+	}
+	return checkBinaries(dir, ProfileNode)
+}
+
 // checkNodeHost fails with ErrNodeUnsupported unless this process is root
 // and the packages are installed; and with ErrBinariesMissing unless binDir
 // has kubelet, kube-proxy and containerd.

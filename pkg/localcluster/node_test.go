@@ -27,6 +27,7 @@ const (
 // nodeOptions are the node profile's options with the pause and echo
 // images as archives (in archives when given, else built here).
 func nodeOptions(t *testing.T, archives ...string) localcluster.Options {
+	t.Helper()
 	if len(archives) == 0 {
 		archives = []string{ociArchive(t, pauseImage, pauseBinary(t)), ociArchive(t, echoImage, echoBinary(t))}
 	}
@@ -41,10 +42,8 @@ func nodeOptions(t *testing.T, archives ...string) localcluster.Options {
 // skips the test with the one line saying what this machine lacks.
 func startNode(t *testing.T) *localcluster.Cluster {
 	t.Helper()
+	skipUnlessNodeProfile(t)
 	c, err := localcluster.Start(context.Background(), nodeOptions(t))
-	if errors.Is(err, localcluster.ErrNodeUnsupported) {
-		t.Skip(err)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +55,15 @@ func startNode(t *testing.T) *localcluster.Cluster {
 		c.Stop()
 	})
 	return c
+}
+
+// skipUnlessNodeProfile skips the test, with the one line saying what is
+// missing, on a machine that cannot run the node profile.
+func skipUnlessNodeProfile(t *testing.T) {
+	t.Helper()
+	if err := localcluster.CheckNodeProfile(""); errors.Is(err, localcluster.ErrNodeUnsupported) {
+		t.Skip(err)
+	}
 }
 
 // waitPod waits until the pod is Ready (or, with succeeded, has
@@ -171,6 +179,7 @@ func TestNodeProfileRunsAPod(t *testing.T) {
 // or changed sysctl, and no file where the node writes outside its
 // directory.
 func TestNodeProfileStopLeavesNothing(t *testing.T) {
+	skipUnlessNodeProfile(t)
 	before := hostState(t)
 	c := startNode(t)
 	cs := kubernetes.NewForConfigOrDie(c.Config)
@@ -255,9 +264,7 @@ func liveShims() int {
 // the changed sysctls. The next node-profile Start sweeps all of it, and
 // after its Stop the machine is as it was.
 func TestNodeProfileCrashIsSweptAtNextStart(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("the node profile needs root")
-	}
+	skipUnlessNodeProfile(t)
 	before := hostState(t)
 	archives := []string{ociArchive(t, pauseImage, pauseBinary(t)), ociArchive(t, echoImage, echoBinary(t))}
 	cmd, _, _, dir := startHelper(t, "node", "EDDY_LOCALCLUSTER_NODE_IMAGES="+strings.Join(archives, ","))
