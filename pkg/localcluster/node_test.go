@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -292,15 +293,40 @@ func TestNodeProfileCrashIsSweptAtNextStart(t *testing.T) {
 	}
 }
 
+// TestNodeProfileSignalSweeps sends SIGTERM to a process that runs a
+// node-profile cluster with a pod and Options.HandleSignals: the handler's
+// Stop sweeps the node before the process dies, with no later Start.
+func TestNodeProfileSignalSweeps(t *testing.T) {
+	skipUnlessNodeProfile(t)
+	before := hostState(t)
+	archives := []string{ociArchive(t, pauseImage, pauseBinary(t)), ociArchive(t, echoImage, echoBinary(t))}
+	cmd, _, _, dir := startHelper(t, "node", "EDDY_LOCALCLUSTER_NODE_IMAGES="+strings.Join(archives, ","),
+		"EDDY_LOCALCLUSTER_NODE_SIGNALS=1")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if after := hostState(t); after != before {
+		t.Errorf("machine state after SIGTERM differs from before:\n--- before\n%s\n--- after\n%s", before, after)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("cluster directory %s still exists after SIGTERM (%v)", dir, err)
+	}
+}
+
 // TestHelperNodeCluster is the helper process of
-// TestNodeProfileCrashIsSweptAtNextStart: it starts a node-profile
-// cluster, runs a pod and waits to be killed.
+// TestNodeProfileCrashIsSweptAtNextStart and TestNodeProfileSignalSweeps:
+// it starts a node-profile cluster (with HandleSignals when
+// EDDY_LOCALCLUSTER_NODE_SIGNALS is set), runs a pod and waits for a
+// signal.
 func TestHelperNodeCluster(t *testing.T) {
 	images := os.Getenv("EDDY_LOCALCLUSTER_NODE_IMAGES")
 	if images == "" {
 		t.Skip("helper process of TestNodeProfileCrashIsSweptAtNextStart")
 	}
-	c, err := localcluster.Start(context.Background(), nodeOptions(t, strings.Split(images, ",")...))
+	opts := nodeOptions(t, strings.Split(images, ",")...)
+	opts.HandleSignals = os.Getenv("EDDY_LOCALCLUSTER_NODE_SIGNALS") != ""
+	c, err := localcluster.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
