@@ -340,3 +340,57 @@ func TestHelperNodeCluster(t *testing.T) {
 	c.Stop()
 	t.Fatal("helper was not killed")
 }
+
+// TestNodeProfilePullsFromTheLocalRegistry runs the node with the images
+// make node-images builds, pulled from the local registry (nothing
+// imported): containerd pulls the pause image as the sandbox image and
+// the tiny application for a pod whose readiness probe passes.
+func TestNodeProfilePullsFromTheLocalRegistry(t *testing.T) {
+	skipUnlessNodeProfile(t)
+	root, err := localcluster.WorkspaceRoot()
+	if err != nil {
+		t.Skip(err)
+	}
+	layoutDir := filepath.Join(root, "bin", "node-images")
+	if _, err := os.Stat(filepath.Join(layoutDir, "index.json")); err != nil {
+		t.Skip("no bin/node-images: run make node-images")
+	}
+	r, err := localcluster.StartRegistry(localcluster.RegistryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	pushed, err := r.PushLayout(context.Background(), layoutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]string{}
+	for _, p := range pushed {
+		refs[p.Name] = p.Ref
+	}
+	if refs["pause"] == "" || refs["tinyapp"] == "" {
+		t.Fatalf("bin/node-images pushed %v; want pause and tinyapp", refs)
+	}
+	c, err := localcluster.Start(context.Background(), localcluster.Options{Profile: localcluster.ProfileNode,
+		Timeout: 3 * time.Minute, Node: localcluster.NodeOptions{SandboxImage: refs["pause"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("component logs:\n%s", c.Logs(60))
+		}
+		c.Stop()
+	})
+	cs := kubernetes.NewForConfigOrDie(c.Config)
+	app := pod("tinyapp", nil)
+	app.Spec.Containers[0].Image = refs["tinyapp"]
+	app.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
+	app.Spec.Containers[0].Args = []string{"--port=9898"}
+	app.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(9898)}}}
+	if _, err := cs.CoreV1().Pods("default").Create(context.Background(), app, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, cs, "tinyapp", false)
+}
