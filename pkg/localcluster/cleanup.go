@@ -46,15 +46,22 @@ type nodeRecord struct {
 
 // hostDirs are the directories outside the cluster's where the node writes
 // files of its own, parents first, at paths fixed in the code of kubelet
-// (container log links), libcni (its cache), containerd (shim sockets) and
-// util-linux (mount's lock directory). Those that did not exist before are
-// removed once empty.
+// (container log links, the device plugin socket whatever its root
+// directory), libcni (its cache), containerd (shim sockets) and util-linux
+// (mount's lock directory). Those that did not exist before are removed
+// once empty; kubeletDevicePluginDir, which holds nothing but kubelet's
+// socket and checkpoint, with what it holds.
 var hostDirs = []string{
+	"/var/lib/kubelet", kubeletDevicePluginDir,
 	"/var/log/containers",
 	"/var/lib/cni", "/var/lib/cni/results",
 	"/run/containerd", shimSocketDir,
 	"/run/mount",
 }
+
+// kubeletDevicePluginDir is where kubelet serves device plugins, fixed in
+// its code (k8s.io/kubelet/pkg/apis/deviceplugin DevicePluginPath).
+const kubeletDevicePluginDir = "/var/lib/kubelet/device-plugins"
 
 // removeHostFiles removes the node's files in hostDirs: kubelet's links to
 // its container logs, and libcni's cached results of its pods (they name
@@ -155,6 +162,10 @@ func sweepNode(r *nodeRecord, removeDir bool) error {
 	errs = append(errs, restoreSysctls(r.Sysctls))
 	errs = append(errs, removeShimSockets(r.Dir), removeHostFiles(r.Dir))
 	for i := len(r.CreatedDirs) - 1; i >= 0; i-- {
+		if r.CreatedDirs[i] == kubeletDevicePluginDir {
+			errs = append(errs, os.RemoveAll(kubeletDevicePluginDir))
+			continue
+		}
 		if err := os.Remove(r.CreatedDirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("removing %s: %w", r.CreatedDirs[i], err))
 		}

@@ -228,7 +228,7 @@ func hostState(t *testing.T) string {
 		v, _ := os.ReadFile(filepath.Join("/proc/sys", k))
 		fmt.Fprintf(&b, "sysctl %s=%s", k, v)
 	}
-	for _, d := range []string{"/var/log/containers", "/var/lib/cni", "/run/containerd", "/run/mount", "/opt/containerd", "/var/lib/containerd"} {
+	for _, d := range []string{"/var/lib/kubelet", "/var/log/containers", "/var/lib/cni", "/run/containerd", "/run/mount", "/opt/containerd", "/var/lib/containerd"} {
 		entries, err := os.ReadDir(d)
 		fmt.Fprintf(&b, "%s: %d entries (%v)\n", d, len(entries), errors.Is(err, os.ErrNotExist))
 	}
