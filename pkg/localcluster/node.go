@@ -109,6 +109,11 @@ func (c *Cluster) claimNode() error {
 	if err := setNodeSysctls(c.node.Sysctls); err != nil {
 		return err
 	}
+	// Devices and tables of a node whose record was lost (no live owner
+	// holds one, or writeNodeRecord would have failed): recreated anew.
+	if err := errors.Join(removeNodeLinks(), removeNFTables()); err != nil {
+		return err
+	}
 	if err := setupHostNetwork(); err != nil {
 		return err
 	}
