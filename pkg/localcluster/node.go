@@ -93,19 +93,29 @@ func (c *Cluster) claimNode() error {
 	if stopped {
 		return errors.New("the cluster was stopped while starting")
 	}
-	if err := sweepStaleNode(); err != nil {
-		return err
-	}
-	c.node = &nodeRecord{OwnerPID: os.Getpid(), Dir: c.Dir, RemoveDir: c.ownDir, Sysctls: readSysctls()}
-	for _, d := range hostDirs {
-		if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
-			c.node.CreatedDirs = append(c.node.CreatedDirs, d)
+	// The record is created exclusively: another process may claim the
+	// node between the sweep and the write; then the sweep says who. The
+	// machine's state is read after the sweep restored it.
+	var rec *nodeRecord
+	for attempt := 1; ; attempt++ {
+		if err := sweepStaleNode(); err != nil {
+			return err
+		}
+		rec = &nodeRecord{OwnerPID: os.Getpid(), Dir: c.Dir, RemoveDir: c.ownDir, Sysctls: readSysctls()}
+		for _, d := range hostDirs {
+			if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
+				rec.CreatedDirs = append(rec.CreatedDirs, d)
+			}
+		}
+		err := writeNodeRecord(rec)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) || attempt == 3 {
+			return fmt.Errorf("recording the node: %w", err)
 		}
 	}
-	if err := writeNodeRecord(c.node); err != nil {
-		c.node = nil
-		return fmt.Errorf("recording the node: %w", err)
-	}
+	c.node = rec
 	if err := setNodeSysctls(c.node.Sysctls); err != nil {
 		return err
 	}
