@@ -259,8 +259,9 @@ func liveShims() int {
 	return n
 }
 
-// TestNodeProfileCrashIsSweptAtNextStart kills (SIGKILL) a process that
-// runs a node-profile cluster with a pod: containerd's shims and the
+// TestNodeProfileCrashIsSweptAtNextStart checks that a second node-profile
+// cluster is refused while one runs, then kills (SIGKILL) the process that
+// runs it with a pod: containerd's shims and the
 // containers outlive it, with their mounts, network devices, cgroups and
 // the changed sysctls. The next node-profile Start sweeps all of it, and
 // after its Stop the machine is as it was.
@@ -269,6 +270,16 @@ func TestNodeProfileCrashIsSweptAtNextStart(t *testing.T) {
 	before := hostState(t)
 	archives := []string{ociArchive(t, pauseImage, pauseBinary(t)), ociArchive(t, echoImage, echoBinary(t))}
 	cmd, _, _, dir := startHelper(t, "node", "EDDY_LOCALCLUSTER_NODE_IMAGES="+strings.Join(archives, ","))
+	// One node per machine: a second Start while the owner lives is refused,
+	// naming it, and changes nothing of the running node.
+	running := hostState(t)
+	_, err := localcluster.Start(context.Background(), nodeOptions(t, archives...))
+	if want := fmt.Sprintf("already runs on this machine (process %d", cmd.Process.Pid); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("second node-profile Start: %v; want an error saying %q", err, want)
+	}
+	if after := hostState(t); after != running {
+		t.Errorf("the refused Start changed the running node:\n--- before\n%s\n--- after\n%s", running, after)
+	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
