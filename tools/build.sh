@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local cluster's binaries from upstream Go source (through the Go module
 # proxy) into bin/k8s/: kube-apiserver, kube-controller-manager, kube-scheduler, etcd,
+# kubelet and kube-proxy (the node profile's real node),
 # kwok, plus kwok's fast stage files. Downloads no prebuilt binary. Idempotent: a
 # stamp file records what was built; nothing is rebuilt while it matches.
 set -euo pipefail
@@ -13,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/k8s-ldflags.sh"
 root=$(cd "$here/.." && pwd)
 out=${EDDY_K8S_BIN_DIR:-$root/bin/k8s}
-bins=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
+bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy etcd kwok)
 
 stamp_want=$(
 	echo "kubernetes=$K8S_VERSION kwok=$KWOK_VERSION $(go env GOVERSION)"
@@ -36,11 +37,13 @@ ldflags=$(k8s_ldflags "$K8S_VERSION")
 
 cd "$here"
 export GOWORK=off # tools/ is its own module, outside the workspace
-echo "==> kube-apiserver, kube-controller-manager, kube-scheduler, etcd (k8s.io/kubernetes $K8S_VERSION)"
+echo "==> kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, etcd (k8s.io/kubernetes $K8S_VERSION)"
 go build -trimpath -ldflags "$ldflags" -o "$out/" \
 	k8s.io/kubernetes/cmd/kube-apiserver \
 	k8s.io/kubernetes/cmd/kube-controller-manager \
 	k8s.io/kubernetes/cmd/kube-scheduler \
+	k8s.io/kubernetes/cmd/kubelet \
+	k8s.io/kubernetes/cmd/kube-proxy \
 	./cmd/etcd
 
 echo "==> kwok (sigs.k8s.io/kwok $KWOK_VERSION)"

@@ -24,9 +24,15 @@ type pki struct {
 	servingCert, servingKey []byte
 	adminCert, adminKey     []byte
 	saKey                   []byte // PEM EC private key; the apiserver derives the public key
+
+	ca       *x509.Certificate // signs the certificates issue makes
+	caSigner crypto.Signer
+	serial   int64 // of the last certificate issued
 }
 
-func newPKI(serviceIP net.IP) (*pki, error) {
+// newPKI makes the key material; the serving certificate is valid for
+// 127.0.0.1, the kubernetes Service's serviceIP and extraIPs.
+func newPKI(serviceIP net.IP, extraIPs ...net.IP) (*pki, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -49,32 +55,14 @@ func newPKI(serviceIP net.IP) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pki{caCert: pemBlock("CERTIFICATE", caDER)}
+	p := &pki{caCert: pemBlock("CERTIFICATE", caDER), ca: ca, caSigner: caKey, serial: 1}
 	if p.caKey, err = pemECKey(caKey); err != nil {
 		return nil, err
 	}
-
-	issue := func(serial int64, tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return nil, nil, err
-		}
-		tmpl.SerialNumber = big.NewInt(serial)
-		tmpl.NotBefore = now.Add(-time.Hour)
-		tmpl.NotAfter = now.Add(10 * 365 * 24 * time.Hour)
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), crypto.Signer(caKey))
-		if err != nil {
-			return nil, nil, err
-		}
-		keyPEM, err = pemECKey(key)
-		return pemBlock("CERTIFICATE", der), keyPEM, err
-	}
-
-	p.servingCert, p.servingKey, err = issue(2, &x509.Certificate{
+	p.servingCert, p.servingKey, err = p.issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), serviceIP},
+		IPAddresses: append([]net.IP{net.ParseIP("127.0.0.1"), serviceIP}, extraIPs...),
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
 	})
@@ -82,10 +70,7 @@ func newPKI(serviceIP net.IP) (*pki, error) {
 		return nil, err
 	}
 	// system:masters is bound to cluster-admin by the apiserver's bootstrap RBAC.
-	p.adminCert, p.adminKey, err = issue(3, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "eddy-admin", Organization: []string{"system:masters"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
+	p.adminCert, p.adminKey, err = p.issueClient("eddy-admin", "system:masters")
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +80,35 @@ func newPKI(serviceIP net.IP) (*pki, error) {
 	}
 	p.saKey, err = pemECKey(saKey)
 	return p, err
+}
+
+// issue signs tmpl, with a new key, by the CA: valid from an hour ago for
+// ten years. It returns the certificate and key as PEM.
+func (p *pki) issue(tmpl *x509.Certificate) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.serial++
+	now := time.Now()
+	tmpl.SerialNumber = big.NewInt(p.serial)
+	tmpl.NotBefore = now.Add(-time.Hour)
+	tmpl.NotAfter = now.Add(10 * 365 * 24 * time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, key.Public(), p.caSigner)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err = pemECKey(key)
+	return pemBlock("CERTIFICATE", der), keyPEM, err
+}
+
+// issueClient issues a client certificate for user cn in groups orgs.
+func (p *pki) issueClient(cn string, orgs ...string) (certPEM, keyPEM []byte, err error) {
+	return p.issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn, Organization: orgs},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
 }
 
 // write stores the PEM files under dir/pki and returns their paths by name.

@@ -2,7 +2,10 @@
 // built from upstream source by `make tools` into bin/k8s, with no container
 // runtime: profile "api" is etcd and kube-apiserver (for integration tests);
 // profile "full" adds kube-controller-manager, kube-scheduler and kwok with
-// fake Ready nodes, so Deployments become Available (for e2e tests and demos).
+// fake Ready nodes, so Deployments become Available (for e2e tests and demos);
+// profile "node" runs the full control plane with one real node instead of
+// kwok's: containerd, kubelet and kube-proxy on this machine, as root, so
+// that pods run as real containers (see node.go).
 //
 // Every component listens on a free loopback port and keeps its state and log
 // in one directory; Stop kills every child process, and so does a SIGINT or
@@ -19,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/eddyops/eddy/pkg/process"
@@ -30,7 +32,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Profile selects which components run.
@@ -42,6 +43,11 @@ const (
 	// ProfileFull adds kube-controller-manager (with the node lifecycle
 	// controller), kube-scheduler, kwok and fake Ready nodes.
 	ProfileFull Profile = "full"
+	// ProfileNode runs etcd, kube-apiserver, kube-controller-manager and
+	// kube-scheduler with one real node, NodeName: containerd, kubelet and
+	// kube-proxy on this machine. It needs root and Debian's runc,
+	// containernetworking-plugins and nftables; one runs per machine.
+	ProfileNode Profile = "node"
 )
 
 // Defaults of Options.
@@ -55,8 +61,10 @@ const (
 // Options configure Start. The zero value starts the api profile in a new
 // temporary directory with the binaries of <repo>/bin/k8s.
 type Options struct {
-	// Profile is ProfileAPI (the default) or ProfileFull.
+	// Profile is ProfileAPI (the default), ProfileFull or ProfileNode.
 	Profile Profile
+	// Node configures the real node of ProfileNode.
+	Node NodeOptions
 	// Nodes is the number of fake nodes of the full profile; default 1.
 	Nodes int
 	// BinDir holds the binaries built by `make tools`. Default: $EDDY_K8S_BIN_DIR,
@@ -100,6 +108,10 @@ type Cluster struct {
 	mu      sync.Mutex // guards procs and stopped: a signal may stop the cluster during Start
 	procs   []*process.Process
 	stopped bool
+
+	nodeMu  sync.Mutex  // held while the node is claimed or swept: a signal may stop the cluster meanwhile
+	node    *nodeRecord // what the node profile changed on the machine; nil after its sweep
+	stopErr error       // what Stop could not clean up
 }
 
 // ErrBinariesMissing is returned (wrapped) when bin/k8s lacks a binary.
@@ -137,6 +149,11 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := checkBinaries(binDir, opts.Profile); err != nil {
 		return nil, err
 	}
+	if opts.Profile == ProfileNode {
+		if err := checkNodeHost(binDir); err != nil {
+			return nil, err
+		}
+	}
 	serviceIP, err := serviceIPOf(opts.ServiceCIDR)
 	if err != nil {
 		return nil, err
@@ -155,7 +172,16 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		}
 	}()
 
-	p, err := newPKI(serviceIP)
+	apiHost := "127.0.0.1"
+	var extraIPs []net.IP
+	if opts.Profile == ProfileNode {
+		if err := c.claimNode(); err != nil {
+			return nil, err
+		}
+		apiHost = NodeIP
+		extraIPs = append(extraIPs, net.ParseIP(NodeIP))
+	}
+	p, err := newPKI(serviceIP, extraIPs...)
 	if err != nil {
 		return nil, fmt.Errorf("generating certificates: %w", err)
 	}
@@ -170,18 +196,27 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	c.ports = ports
 	apiPort, kcmPort, schedPort, kwokPort := ports[2], ports[3], ports[4], ports[5]
 	c.KubeconfigPath = filepath.Join(c.Dir, "kubeconfig")
-	if err := writeKubeconfig(c.KubeconfigPath, "https://127.0.0.1:"+strconv.Itoa(apiPort), p); err != nil {
+	apiServer := "https://" + net.JoinHostPort(apiHost, strconv.Itoa(apiPort))
+	if err := writeKubeconfig(c.KubeconfigPath, apiServer, p); err != nil {
 		return nil, err
 	}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.KubeconfigPath); err != nil {
 		return nil, err
 	}
 	c.Config.QPS, c.Config.Burst = 200, 400
-	if err := c.startAPI(ctx, binDir, files, opts.ServiceCIDR, ports[0], ports[1], apiPort); err != nil {
+	if err := c.startAPI(ctx, binDir, files, opts, ports[0], ports[1], apiPort); err != nil {
 		return nil, err
 	}
-	if opts.Profile == ProfileFull {
+	switch opts.Profile {
+	case ProfileFull:
 		if err := c.startFull(ctx, binDir, files, opts, kcmPort, schedPort, kwokPort); err != nil {
+			return nil, err
+		}
+	case ProfileNode:
+		if err := c.startControllers(binDir, files, opts, kcmPort, schedPort); err != nil {
+			return nil, err
+		}
+		if err := c.startNode(ctx, binDir, p, files, apiServer, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -195,8 +230,8 @@ func (o *Options) setDefaults() error {
 	if o.Profile == "" {
 		o.Profile = ProfileAPI
 	}
-	if o.Profile != ProfileAPI && o.Profile != ProfileFull {
-		return fmt.Errorf("unknown profile %q: use %q or %q", o.Profile, ProfileAPI, ProfileFull)
+	if o.Profile != ProfileAPI && o.Profile != ProfileFull && o.Profile != ProfileNode {
+		return fmt.Errorf("unknown profile %q: use %q, %q or %q", o.Profile, ProfileAPI, ProfileFull, ProfileNode)
 	}
 	if o.Nodes <= 0 {
 		o.Nodes = DefaultNodes
@@ -214,8 +249,11 @@ func (o *Options) setDefaults() error {
 // that profile runs.
 func checkBinaries(binDir string, profile Profile) error {
 	need := []string{"etcd", "kube-apiserver"}
-	if profile == ProfileFull {
+	switch profile {
+	case ProfileFull:
 		need = append(need, "kube-controller-manager", "kube-scheduler", "kwok")
+	case ProfileNode:
+		need = append(need, "kube-controller-manager", "kube-scheduler")
 	}
 	for _, b := range need {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
@@ -258,9 +296,9 @@ func newCluster(opts Options) (*Cluster, error) {
 }
 
 // startAPI starts etcd (client and peer ports) and kube-apiserver (on
-// apiPort, with the certificates files and service CIDR), and waits for
-// the apiserver to be ready.
-func (c *Cluster) startAPI(ctx context.Context, binDir string, files map[string]string, serviceCIDR string, etcdClient, etcdPeer, apiPort int) error {
+// apiPort, with the certificates files and opts' service CIDR), and waits
+// for the apiserver to be ready.
+func (c *Cluster) startAPI(ctx context.Context, binDir string, files map[string]string, opts Options, etcdClient, etcdPeer, apiPort int) error {
 	logDir := c.Dir
 	etcdURL := func(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
 	if err := c.start("etcd", binDir, logDir,
@@ -276,11 +314,20 @@ func (c *Cluster) startAPI(ctx context.Context, binDir string, files map[string]
 	); err != nil {
 		return err
 	}
-	if err := c.start("kube-apiserver", binDir, logDir,
-		"--etcd-servers="+etcdURL(etcdClient),
+	args := []string{
+		"--etcd-servers=" + etcdURL(etcdClient),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--endpoint-reconciler-type=none", // loopback cannot be the endpoint of the kubernetes Service
+	}
+	if opts.Profile == ProfileNode {
+		// Pods reach the apiserver through the kubernetes Service, whose
+		// endpoint is the node IP; it calls kubelet for logs and exec.
+		args = []string{"--etcd-servers=" + etcdURL(etcdClient), "--bind-address=" + NodeIP, "--advertise-address=" + NodeIP,
+			"--kubelet-client-certificate=" + files["admin.crt"], "--kubelet-client-key=" + files["admin.key"],
+			"--kubelet-preferred-address-types=InternalIP"}
+	}
+	if err := c.start("kube-apiserver", binDir, logDir, append(args,
 		"--secure-port="+strconv.Itoa(apiPort),
 		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"),
 		"--tls-cert-file="+files["apiserver.crt"],
@@ -289,18 +336,26 @@ func (c *Cluster) startAPI(ctx context.Context, binDir string, files map[string]
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+files["sa.key"],
 		"--service-account-signing-key-file="+files["sa.key"],
-		"--service-cluster-ip-range="+serviceCIDR,
+		"--service-cluster-ip-range="+opts.ServiceCIDR,
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1",
-	); err != nil {
+	)...); err != nil {
 		return err
 	}
 	return c.waitAPIReady(ctx)
 }
 
 func (c *Cluster) startFull(ctx context.Context, binDir string, files map[string]string, opts Options, kcmPort, schedPort, kwokPort int) error {
+	if err := c.startControllers(binDir, files, opts, kcmPort, schedPort); err != nil {
+		return err
+	}
+	return c.startKwok(ctx, binDir, opts, kwokPort)
+}
+
+// startControllers starts kube-controller-manager and kube-scheduler.
+func (c *Cluster) startControllers(binDir string, files map[string]string, opts Options, kcmPort, schedPort int) error {
 	kc := c.KubeconfigPath
 	// What kube-controller-manager and kube-scheduler share: the admin
 	// kubeconfig, a loopback port of their own, no leader election.
@@ -320,9 +375,12 @@ func (c *Cluster) startFull(ctx context.Context, binDir string, files map[string
 	)...); err != nil {
 		return err
 	}
-	if err := c.start("kube-scheduler", binDir, c.Dir, common(schedPort, "scheduler-certs")...); err != nil {
-		return err
-	}
+	return c.start("kube-scheduler", binDir, c.Dir, common(schedPort, "scheduler-certs")...)
+}
+
+// startKwok starts kwok, creates opts.Nodes fake nodes and waits for them.
+func (c *Cluster) startKwok(ctx context.Context, binDir string, opts Options, kwokPort int) error {
+	kc := c.KubeconfigPath
 	kwokArgs := []string{
 		"--kubeconfig=" + kc,
 		"--manage-all-nodes=false",
@@ -468,12 +526,22 @@ func (c *Cluster) Stop() {
 		for i := len(procs) - 1; i >= 0; i-- {
 			procs[i].Stop(5 * time.Second)
 		}
+		if err := c.stopNode(); err != nil {
+			c.stopErr = err
+			fmt.Fprintf(os.Stderr, "localcluster: %v\n", err)
+			unregister(c)
+			return // the directory may still hold mounts: never remove it then
+		}
 		if c.ownDir && os.Getenv("EDDY_KEEP_CLUSTER_DIR") == "" {
 			_ = os.RemoveAll(c.Dir)
 		}
 		unregister(c)
 	})
 }
+
+// StopError returns what Stop could not clean up of the node profile's
+// changes to the machine, or nil.
+func (c *Cluster) StopError() error { return c.stopErr }
 
 // Pids returns the process IDs of the cluster's components.
 func (c *Cluster) Pids() []int {
@@ -514,79 +582,4 @@ func (c *Cluster) Logs(n int) string {
 		fmt.Fprintf(&b, "----- %s (last %d lines of %s) -----\n%s\n", p.Name(), n, filepath.Base(p.LogPath()), p.Tail(n))
 	}
 	return b.String()
-}
-
-const (
-	dirPrefix = "eddy-localcluster-"
-	ownerFile = "owner.pid"
-)
-
-// sweepStaleDirs removes the temporary directories of clusters whose owning
-// process is gone: a process killed outright, or a test binary that timed
-// out, cannot remove its own (etcd's preallocated log makes each ~120 MB).
-// Their components died with the owner (parent-death signal).
-func sweepStaleDirs() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
-	for _, d := range dirs {
-		data, err := os.ReadFile(filepath.Join(d, ownerFile))
-		if err != nil {
-			continue // not ours, or still being created
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil || pid <= 0 || pid == os.Getpid() {
-			continue
-		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			_ = os.RemoveAll(d)
-		}
-	}
-}
-
-func writeKubeconfig(path, server string, p *pki) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[contextName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: p.caCert}
-	cfg.AuthInfos[contextName] = &clientcmdapi.AuthInfo{ClientCertificateData: p.adminCert, ClientKeyData: p.adminKey}
-	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: contextName, AuthInfo: contextName, Namespace: "default"}
-	cfg.CurrentContext = contextName
-	return clientcmd.WriteToFile(*cfg, path)
-}
-
-// findBinDir resolves Options.BinDir as documented there.
-func findBinDir(dir string) (string, error) {
-	if dir == "" {
-		dir = os.Getenv("EDDY_K8S_BIN_DIR")
-	}
-	if dir != "" {
-		return filepath.Abs(dir)
-	}
-	root, err := WorkspaceRoot()
-	if err != nil {
-		return "", fmt.Errorf("%w (%v; or set EDDY_K8S_BIN_DIR)", ErrBinariesMissing, err)
-	}
-	return filepath.Join(root, "bin", "k8s"), nil
-}
-
-// WorkspaceRoot returns the nearest directory at or above the working
-// directory that holds go.work: the root of an Eddy checkout, where bin/ and
-// config/ are. Tests run in their package's directory, so this finds the
-// checkout they belong to.
-func WorkspaceRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.work at or above %s", wd)
-		}
-	}
-}
-
-func firstIP(n *net.IPNet) net.IP {
-	ip := append(net.IP(nil), n.IP.To4()...)
-	ip[3]++
-	return ip
 }

@@ -126,12 +126,17 @@ func TestMissingBinariesSayMakeTools(t *testing.T) {
 }
 
 // startHelper runs TestHelperCluster in a child process in mode (the value
-// of EDDY_LOCALCLUSTER_HELPER) and returns it with the pids, ports and
-// directory of the cluster it started.
-func startHelper(t *testing.T, mode string) (cmd *exec.Cmd, pids, ports []int, dir string) {
+// of EDDY_LOCALCLUSTER_HELPER), or TestHelperNodeCluster with env for mode
+// "node", and returns it with the pids, ports and directory of the cluster
+// it started.
+func startHelper(t *testing.T, mode string, env ...string) (cmd *exec.Cmd, pids, ports []int, dir string) {
 	t.Helper()
 	cmd = exec.Command(os.Args[0], "-test.run=^TestHelperCluster$")
 	cmd.Env = append(os.Environ(), "EDDY_LOCALCLUSTER_HELPER="+mode)
+	if mode == "node" {
+		cmd = exec.Command(os.Args[0], "-test.run=^TestHelperNodeCluster$")
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if mode == "plain" {
 		// A temporary directory of its own: a cluster started meanwhile by
 		// another test binary sweeps the directories of dead owners under
