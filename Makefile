@@ -91,13 +91,15 @@ $(CONTROLLER_GEN): Makefile
 ## node among them) and kubectl (for the e2e tests' kubectl lines) into bin/k8s
 ## and the real flux CLI into bin/flux (for the compatibility e2e test), built from upstream
 ## source, and Debian's chromium package (for the web UI's browser tests; apt-get, when
-## /usr/bin/chromium is missing) (idempotent)
+## /usr/bin/chromium is missing), and the node profile's Debian packages runc, containernetworking-plugins and
+## nftables (apt-get, as root, when missing) (idempotent)
 tools:
 	bash tools/build.sh
 	bash tools/containerd.sh
 	bash tools/kubectl.sh
 	bash tools/flux.sh
 	bash tools/chromium.sh
+	bash tools/node-packages.sh
 
 ## test: unit, integration and e2e tests under the race detector (needs `make tools`; starts
 ## local clusters; e2e tests drive bin/eddy), then a short fuzz run. Without the companion
@@ -106,7 +108,7 @@ tools:
 SKIP_LOG := $(CURDIR)/bin/skipped-without-shared.txt
 ## Files tests write with t.ArtifactDir() (the web UI's screenshots) are kept under bin/test-artifacts/_artifacts.
 ARTIFACTS := $(CURDIR)/bin/test-artifacts
-test: tools build $(CONTROLLER_GEN)
+test: tools build node-images $(CONTROLLER_GEN)
 	@rm -f $(SKIP_LOG); rm -rf $(ARTIFACTS); mkdir -p $(ARTIFACTS)
 	EDDY_SKIP_LOG=$(SKIP_LOG) EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test $(GO_TEST_FLAGS) -artifacts -outputdir $(ARTIFACTS) -v $(PACKAGES) || { $(MAKE) -s skipped-summary; exit 1; }
 	$(MAKE) fuzz
