@@ -24,14 +24,18 @@ complete=1
 for b in "${bins[@]}"; do [ -x "$out/$b" ] || complete=0; done
 [ -f "$out/stages/node-fast/node-initialize.yaml" ] || complete=0
 if [ "$complete" = 1 ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp_want" ]; then
-	echo "bin/k8s is up to date (kubernetes $K8S_VERSION, kwok $KWOK_VERSION)"
+	echo "$out is up to date (kubernetes $K8S_VERSION, kwok $KWOK_VERSION)"
 	exit 0
 fi
 
 mkdir -p "$out"
 rm -f "$out/.stamp"
 start=$(date +%s)
-echo "Building the local cluster's binaries into $out (first time: about 15 minutes on 2 cores; cached afterwards)"
+if [ -f "$out/kube-apiserver" ]; then
+	echo "Rebuilding the local cluster's binaries into $out: tools/ or Go changed since the last build (minutes from the Go build cache)"
+else
+	echo "Building the local cluster's binaries into $out (first time: about 15 minutes on 2 cores; cached afterwards)"
+fi
 
 ldflags=$(k8s_ldflags "$K8S_VERSION")
 
@@ -63,4 +67,4 @@ for s in node/fast:node-fast node/heartbeat-with-lease:node-heartbeat-with-lease
 done
 
 echo "$stamp_want" > "$out/.stamp"
-echo "bin/k8s built in $(( $(date +%s) - start ))s: $("$out/kube-apiserver" --version)"
+echo "$out built in $(( $(date +%s) - start ))s: $("$out/kube-apiserver" --version)"

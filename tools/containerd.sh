@@ -28,7 +28,7 @@ stamp_want=$(
 complete=1
 for b in "${bins[@]}"; do [ -x "$out/$b" ] || complete=0; done
 if [ "$complete" = 1 ] && [ "$(cat "$out/.containerd-stamp" 2>/dev/null)" = "$stamp_want" ]; then
-	echo "bin/k8s/containerd is up to date (containerd $VERSION)"
+	echo "$out/containerd is up to date (containerd $VERSION)"
 	exit 0
 fi
 
@@ -46,4 +46,4 @@ CGO_ENABLED=0 go build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out/" \
 	"$pkg/cmd/containerd" "$pkg/cmd/containerd-shim-runc-v2" "$pkg/cmd/ctr"
 
 echo "$stamp_want" > "$out/.containerd-stamp"
-echo "bin/k8s/containerd built in $(( $(date +%s) - start ))s: $("$out/containerd" --version)"
+echo "$out/containerd built in $(( $(date +%s) - start ))s: $("$out/containerd" --version)"
