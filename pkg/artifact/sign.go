@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -53,8 +54,9 @@ func (o Owner) Holds(a *meta.Artifact) bool {
 // Signature returns the signature of a as published in owner's status:
 // "hmac-sha256:<hex>" over the owner's kind, namespace and name and the
 // artifact's URL (whole, host included, as written in the status), digest,
-// revision and size (absent: empty), each length-prefixed so no two
-// different tuples sign alike. The URL is signed whole so that a signed
+// revision and size (absent: empty) and its other metadata (sorted by key:
+// consumers read e.g. the OCI origin revision from it), each length-prefixed
+// so no two different tuples sign alike. The URL is signed whole so that a signed
 // path cannot be sent to another host; consumers apply the
 // SOURCE_CONTROLLER_LOCALHOST host override only after the check.
 func Signature(key []byte, owner Owner, a *meta.Artifact) string {
@@ -62,9 +64,20 @@ func Signature(key []byte, owner Owner, a *meta.Artifact) string {
 	if a.Size != nil {
 		size = strconv.FormatInt(*a.Size, 10)
 	}
+	fields := []string{"eddy-artifact-v2", owner.Kind, owner.Namespace, owner.Name, a.URL, a.Digest, a.Revision, size}
+	keys := make([]string, 0, len(a.Metadata))
+	for k := range a.Metadata {
+		if k != SignatureKey {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fields = append(fields, k, a.Metadata[k])
+	}
 	m := hmac.New(sha256.New, key)
 	var n [binary.MaxVarintLen64]byte
-	for _, f := range []string{"eddy-artifact-v1", owner.Kind, owner.Namespace, owner.Name, a.URL, a.Digest, a.Revision, size} {
+	for _, f := range fields {
 		m.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
 		m.Write([]byte(f))
 	}

@@ -48,11 +48,15 @@ func TestVerifySignatureRefusesEveryChangedField(t *testing.T) {
 		"another host": {owner, func(a *meta.Artifact) {
 			a.URL = strings.Replace(a.URL, "source-controller.flux-system.svc", "169.254.169.254", 1)
 		}},
-		"another path":          {owner, func(a *meta.Artifact) { a.URL += "x" }},
-		"another digest":        {owner, func(a *meta.Artifact) { a.Digest = "sha256:" + strings.Repeat("b", 64) }},
-		"another revision":      {owner, func(a *meta.Artifact) { a.Revision = "main@sha1:def" }},
-		"another size":          {owner, func(a *meta.Artifact) { a.Size = &bigger }},
-		"no size":               {owner, func(a *meta.Artifact) { a.Size = nil }},
+		"another path":           {owner, func(a *meta.Artifact) { a.URL += "x" }},
+		"another digest":         {owner, func(a *meta.Artifact) { a.Digest = "sha256:" + strings.Repeat("b", 64) }},
+		"another revision":       {owner, func(a *meta.Artifact) { a.Revision = "main@sha1:def" }},
+		"another size":           {owner, func(a *meta.Artifact) { a.Size = &bigger }},
+		"no size":                {owner, func(a *meta.Artifact) { a.Size = nil }},
+		"another metadata value": {owner, func(a *meta.Artifact) { a.Metadata["other"] = "changed" }},
+		"added origin revision": {owner, func(a *meta.Artifact) {
+			a.Metadata["org.opencontainers.image.revision"] = "main@sha1:def"
+		}},
 		"copied to a namespace": {artifact.Owner{Kind: "GitRepository", Namespace: "team-b", Name: "app"}, func(*meta.Artifact) {}},
 		"copied to a name":      {artifact.Owner{Kind: "GitRepository", Namespace: "team-a", Name: "other"}, func(*meta.Artifact) {}},
 		"copied to a kind":      {artifact.Owner{Kind: "OCIRepository", Namespace: "team-a", Name: "app"}, func(*meta.Artifact) {}},

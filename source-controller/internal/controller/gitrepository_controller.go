@@ -131,7 +131,7 @@ func outcome(log logr.Logger, start time.Time, recErr *reconciler.Failure, done 
 // reconcile runs the storage, source and artifact steps; it records
 // observations in obj.Status and returns the first failure.
 func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.GitRepository, objDir string, wasReady bool) *reconciler.Failure {
-	r.reconcileStorage(obj)
+	r.reconcileStorage(ctx, obj)
 	u, auth, f := r.gitAuth(ctx, obj)
 	if f != nil {
 		return f
@@ -309,10 +309,12 @@ func (r *GitRepositoryReconciler) store(ctx context.Context, obj *sourcev1.GitRe
 	return nil
 }
 
-// reconcileStorage drops a status artifact whose file is gone or no longer
-// matches its digest, collects old artifacts and refreshes the URL.
-func (r *GitRepositoryReconciler) reconcileStorage(obj *sourcev1.GitRepository) {
-	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, sourcev1.GitRepositoryKind, obj.Status.Artifact)
+// reconcileStorage drops a status artifact this controller did not sign
+// (Signer.published) or whose file is gone or no longer matches its
+// digest, collects old artifacts and refreshes the URL.
+func (r *GitRepositoryReconciler) reconcileStorage(ctx context.Context, obj *sourcev1.GitRepository) {
+	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, sourcev1.GitRepositoryKind,
+		r.Signer.published(ctx, sourcev1.GitRepositoryKind, obj, obj.Status.Artifact))
 	r.Signer.sign(sourcev1.GitRepositoryKind, obj, obj.Status.Artifact)
 }
 

@@ -108,7 +108,8 @@ func (r *HelmChartReconciler) run(ctx context.Context, obj *sourcev1.HelmChart, 
 // reconcile runs the storage, source, build and artifact steps; it records
 // observations in obj.Status and returns the build or the first failure.
 func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmChart, wasReady bool) (*chart.Build, *reconciler.Failure) {
-	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, sourcev1.HelmChartKind, obj.Status.Artifact)
+	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, sourcev1.HelmChartKind,
+		r.Signer.published(ctx, sourcev1.HelmChartKind, obj, obj.Status.Artifact))
 	r.Signer.sign(sourcev1.HelmChartKind, obj, obj.Status.Artifact)
 	if obj.Status.Artifact == nil {
 		obj.Status.URL = ""

@@ -132,7 +132,8 @@ func (r *HelmRepositoryReconciler) run(ctx context.Context, obj *sourcev1.HelmRe
 // observations in obj.Status and returns the first failure.
 func (r *HelmRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmRepository, p *reconciler.StatusPatcher) *reconciler.Failure {
 	objDir := artifact.ObjectDir(sourcev1.HelmRepositoryKind, obj.Namespace, obj.Name)
-	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, sourcev1.HelmRepositoryKind, obj.Status.Artifact)
+	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, sourcev1.HelmRepositoryKind,
+		r.Signer.published(ctx, sourcev1.HelmRepositoryKind, obj, obj.Status.Artifact))
 	r.Signer.sign(sourcev1.HelmRepositoryKind, obj, obj.Status.Artifact)
 	if obj.Status.Artifact == nil {
 		obj.Status.URL = ""

@@ -119,7 +119,8 @@ func (r *OCIRepositoryReconciler) limits() artifact.Limits {
 // leaves the stored artifact as it was.
 func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.OCIRepository, p *reconciler.StatusPatcher, wasReady bool) *reconciler.Failure {
 	objDir := artifact.ObjectDir(sourcev1.OCIRepositoryKind, obj.Namespace, obj.Name)
-	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, sourcev1.OCIRepositoryKind, obj.Status.Artifact)
+	obj.Status.Artifact = checkStoredArtifact(r.Storage, r.Events, obj, sourcev1.OCIRepositoryKind,
+		r.Signer.published(ctx, sourcev1.OCIRepositoryKind, obj, obj.Status.Artifact))
 	r.Signer.sign(sourcev1.OCIRepositoryKind, obj, obj.Status.Artifact)
 	if obj.Status.Artifact == nil {
 		obj.Status.URL = ""

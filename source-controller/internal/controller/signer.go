@@ -55,6 +55,24 @@ func (s *Signer) sign(kind string, obj client.Object, a *meta.Artifact) {
 	a.Metadata[artifact.SignatureKey] = artifact.Signature(key, artifact.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, a)
 }
 
+// published returns a, read from obj's status, when this controller
+// signed it for obj (under the URL it was signed with), else nil. Only a
+// published artifact is kept and re-signed with a refreshed URL: a status
+// artifact a tenant edited (an older stored file under the current
+// revision, say) must not be signed, or consumers would apply it. An
+// artifact from before signing, or signed with a replaced key, is dropped
+// and so rebuilt once. A nil Signer keeps a.
+func (s *Signer) published(ctx context.Context, kind string, obj client.Object, a *meta.Artifact) *meta.Artifact {
+	if s == nil || a == nil {
+		return a
+	}
+	owner := artifact.Owner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	if artifact.VerifySignature(ctx, s.Keys, owner, a) != nil {
+		return nil
+	}
+	return a
+}
+
 // verify checks that a, read from obj's status to be used from storage
 // (an included GitRepository's, a HelmChart's source), is what this
 // controller published for obj: a forged status must not point a tenant's
