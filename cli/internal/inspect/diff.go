@@ -166,7 +166,8 @@ func Diff(ctx context.Context, c client.Client, ks *kustomizev1.Kustomization, o
 // objects against the cluster (Diff), as the user of c. It returns the
 // artifact's revision. Errors (stable text, no local paths): a Kustomization
 // of a remote cluster (spec.kubeConfig); the source's Get error, or one
-// without an artifact; FetchArtifact's, Build's and Diff's errors.
+// without an artifact; one not signed by source-controller when the key is
+// readable (checkPublished); FetchArtifact's, Build's and Diff's errors.
 func DiffKustomization(ctx context.Context, cfg *rest.Config, c client.Client, ks *kustomizev1.Kustomization) (string, []ObjectDiff, error) {
 	id := fmt.Sprintf("Kustomization/%s/%s", ks.Namespace, ks.Name)
 	if ks.Spec.KubeConfig != nil {
@@ -175,6 +176,9 @@ func DiffKustomization(ctx context.Context, cfg *rest.Config, c client.Client, k
 	art, src, err := sourceArtifact(ctx, c, ks)
 	if err != nil {
 		return "", nil, err
+	}
+	if err := checkPublished(ctx, c, ks, art); err != nil {
+		return "", nil, fmt.Errorf("%s artifact %s: %w", src, art.Revision, err)
 	}
 	t, err := FetchArtifact(ctx, cfg, art)
 	if err != nil {
