@@ -87,13 +87,15 @@ $(CONTROLLER_GEN): Makefile
 	GOBIN=$(CURDIR)/bin go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	@touch $@
 
-## tools: the local cluster's binaries and kubectl (for the e2e tests' kubectl lines) into bin/k8s
-## and the real flux CLI into bin/flux (for the compatibility e2e test), built from upstream
-## source, and Debian's chromium package (for the web UI's browser tests; apt-get, when
-## /usr/bin/chromium is missing) (idempotent)
+## tools: the local cluster's binaries, kubectl (for the e2e tests' kubectl lines) and CoreDNS
+## (the cluster's DNS, with only the plugins it needs) into bin/k8s and the real flux CLI into
+## bin/flux (for the compatibility e2e test), built from upstream source, and Debian's chromium
+## package (for the web UI's browser tests; apt-get, when /usr/bin/chromium is missing)
+## (idempotent)
 tools:
 	bash tools/build.sh
 	bash tools/kubectl.sh
+	bash tools/coredns.sh
 	bash tools/flux.sh
 	bash tools/chromium.sh
 
