@@ -88,15 +88,16 @@ $(CONTROLLER_GEN): Makefile
 	@touch $@
 
 ## tools: the local cluster's binaries (kubelet, kube-proxy and containerd for the node profile's real
-## node among them) and kubectl (for the e2e tests' kubectl lines) into bin/k8s
-## and the real flux CLI into bin/flux (for the compatibility e2e test), built from upstream
-## source, and Debian's chromium package (for the web UI's browser tests; apt-get, when
-## /usr/bin/chromium is missing), and the node profile's Debian packages runc, containernetworking-plugins and
-## nftables (apt-get, as root, when missing) (idempotent)
+## node among them), kubectl (for the e2e tests' kubectl lines) and CoreDNS (the cluster's DNS, with
+## only the plugins it needs) into bin/k8s and the real flux CLI into bin/flux (for the compatibility
+## e2e test), built from upstream source, and Debian's chromium package (for the web UI's browser
+## tests; apt-get, when /usr/bin/chromium is missing), and the node profile's Debian packages runc,
+## containernetworking-plugins and nftables (apt-get, as root, when missing) (idempotent)
 tools:
 	bash tools/build.sh
 	bash tools/containerd.sh
 	bash tools/kubectl.sh
+	bash tools/coredns.sh
 	bash tools/flux.sh
 	bash tools/chromium.sh
 	bash tools/node-packages.sh
