@@ -36,7 +36,7 @@ build:
 ## bin/images/digests ("<controller>=sha256:…" lines). Reproducible: same source, same digests
 ## (fixed SOURCE_DATE_EPOCH, the commit time). Then bin/eddy is relinked so that the install
 ## bundle pins these digests (install.DefaultImageDigests); make build relinks it without them.
-IMAGE_PLATFORMS := linux/amd64 linux/arm64
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_SOURCE ?= https://github.com/eddyops/eddy
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
