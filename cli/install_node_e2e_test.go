@@ -126,9 +126,12 @@ func TestInstallRunsControllersAsPods(t *testing.T) {
 		// to Ready in less than initialDelay + failureThreshold periods.
 		probe := p.Spec.Containers[0].ReadinessProbe
 		budget := time.Duration(probe.InitialDelaySeconds+probe.PeriodSeconds*probe.FailureThreshold) * time.Second
-		if started, ready := st.State.Running.StartedAt.Time, podReadySince(p); ready.Sub(started) > budget {
+		started, ready := st.State.Running.StartedAt.Time, podReadySince(p)
+		if ready.Sub(started) > budget {
 			t.Errorf("%s Ready %s after its container started; the readiness probe's budget is %s", c, ready.Sub(started), budget)
 		}
+		t.Logf("%s: pod created +%s, container started +%s, Ready +%s after eddy install started", c,
+			p.CreationTimestamp.Sub(start).Round(time.Second), started.Sub(start).Round(time.Second), ready.Sub(start).Round(time.Second))
 
 		pid, cg := containerProcess(t, strings.TrimPrefix(st.ContainerID, "containerd://"))
 		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); !strings.HasPrefix(string(cmdline), "/"+c+"\x00") {
