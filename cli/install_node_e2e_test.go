@@ -137,11 +137,24 @@ func TestInstallRunsControllersAsPods(t *testing.T) {
 		if cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); !strings.HasPrefix(string(cmdline), "/"+c+"\x00") {
 			t.Errorf("%s: the process of its container's cgroup, %d, runs %q", c, pid, cmdline)
 		}
-		if uid := procUID(t, pid); uid != "65534" {
-			t.Errorf("%s runs as uid %s; want 65534", c, uid)
+		if ids := procIDs(t, pid, "Uid:"); ids != "65534 65534 65534 65534" {
+			t.Errorf("%s runs as uids (real, effective, saved, fs) %s; want 65534", c, ids)
 		}
-		if opts := rootMountOptions(t, pid); !hasOption(opts, "ro") {
+		if ids := procIDs(t, pid, "Gid:"); ids != "65534 65534 65534 65534" {
+			t.Errorf("%s runs as gids %s; want 65534", c, ids)
+		}
+		if opts := mountOptions(t, pid, "/"); !hasOption(opts, "ro") {
 			t.Errorf("%s's root filesystem is mounted %s; want read-only", c, opts)
+		}
+		// The writable directories are the Deployment's volumes (/tmp,
+		// and source-controller's /data).
+		for _, m := range p.Spec.Containers[0].VolumeMounts {
+			if m.ReadOnly { // the service account token
+				continue
+			}
+			if opts := mountOptions(t, pid, m.MountPath); !hasOption(opts, "rw") {
+				t.Errorf("%s's %s is mounted %q; want read-write", c, m.MountPath, opts)
+			}
 		}
 		podPeak, _ := os.ReadFile(filepath.Join(filepath.Dir(cg), "memory.max_usage_in_bytes"))
 		peak, _ := os.ReadFile(filepath.Join(cg, "memory.max_usage_in_bytes"))
@@ -303,26 +316,28 @@ func containerProcess(t *testing.T, id string) (int, string) {
 	return pid, dir
 }
 
-// procUID is the real uid of the process (the Uid line of its status).
-func procUID(t *testing.T, pid int) string {
+// procIDs are the process's real, effective, saved and filesystem uids
+// (line "Uid:" of its status) or gids ("Gid:").
+func procIDs(t *testing.T, pid int, line string) string {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" {
-			return f[1]
+		if f := strings.Fields(l); len(f) > 1 && f[0] == line {
+			return strings.Join(f[1:], " ")
 		}
 	}
-	t.Fatalf("no Uid line in /proc/%d/status", pid)
+	t.Fatalf("no %s line in /proc/%d/status", line, pid)
 	return ""
 }
 
-// rootMountOptions are the mount options of / as the process sees it
-// (/proc/<pid>/mountinfo: the mount point is the fifth field, the mount
-// options the sixth).
-func rootMountOptions(t *testing.T, pid int) string {
+// mountOptions are the mount options of the mount point as the process
+// sees it (/proc/<pid>/mountinfo: the mount point is the fifth field, the
+// mount options the sixth; the last mount on a point is the one seen), ""
+// when nothing is mounted there.
+func mountOptions(t *testing.T, pid int, point string) string {
 	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
 	if err != nil {
@@ -332,12 +347,9 @@ func rootMountOptions(t *testing.T, pid int) string {
 	opts := ""
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if f := strings.Fields(s.Text()); len(f) > 5 && f[4] == "/" {
-			opts = f[5] // the last mount on / is the one seen
+		if f := strings.Fields(s.Text()); len(f) > 5 && f[4] == point {
+			opts = f[5]
 		}
-	}
-	if opts == "" {
-		t.Fatalf("no / in /proc/%d/mountinfo", pid)
 	}
 	return opts
 }
