@@ -170,24 +170,30 @@ func TestInstallRunsControllersAsPods(t *testing.T) {
 				t.Errorf("%s logged an error: %s", c, l)
 			}
 		}
-		// Leader election with the installed RBAC: the pod holds its lease.
-		lease, err := cs.CoordinationV1().Leases("flux-system").List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		held := false
-		for _, l := range lease.Items {
-			if h := l.Spec.HolderIdentity; h != nil && strings.HasPrefix(*h, p.Name) {
-				held = true
+	}
+	// Leader election with the installed RBAC: each pod comes to hold its
+	// controller's lease (after Ready: the health endpoints serve before
+	// the election).
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, c := range installedControllers {
+			l, err := cs.CoordinationV1().Leases("flux-system").Get(ctx, c+"-leader-election", metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			if h := l.Spec.HolderIdentity; h == nil || !strings.HasPrefix(*h, pods[c].Name) {
+				return false, nil
 			}
 		}
-		if !held {
-			t.Errorf("%s's pod %s holds no lease in flux-system", c, p.Name)
-		}
+		return true, nil
+	}); err != nil {
+		t.Errorf("the controllers' pods do not all hold their leases flux-system/<controller>-leader-election: %v", err)
 	}
 	// source-controller made the artifact signing key in its namespace.
-	if s, err := cs.CoreV1().Secrets("flux-system").Get(ctx, "source-controller-artifact-key", metav1.GetOptions{}); err != nil || len(s.Data["key"]) != 32 {
-		t.Errorf("the Secret flux-system/source-controller-artifact-key: %v; want a 32-byte key", err)
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := cs.CoreV1().Secrets("flux-system").Get(ctx, "source-controller-artifact-key", metav1.GetOptions{})
+		return err == nil && len(s.Data["key"]) == 32, nil
+	}); err != nil {
+		t.Errorf("no Secret flux-system/source-controller-artifact-key with a 32-byte key: %v", err)
 	}
 
 	// --version of each image's entrypoint, in a pod: its log is the
