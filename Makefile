@@ -17,7 +17,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 CONTROLLER_LDFLAGS := -X github.com/eddyops/eddy/pkg/controllerkit.Version=$(VERSION)
 EDDY_LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build generate tools test skipped-summary fuzz bench faults lint clean demo images node-images push-images
+.PHONY: all build generate tools test skipped-summary fuzz bench faults lint clean demo images test-images node-images push-images
 
 all: build
 
@@ -36,7 +36,7 @@ build:
 ## bin/images/digests ("<controller>=sha256:…" lines). Reproducible: same source, same digests
 ## (fixed SOURCE_DATE_EPOCH, the commit time). Then bin/eddy is relinked so that the install
 ## bundle pins these digests (install.DefaultImageDigests); make build relinks it without them.
-IMAGE_PLATFORMS := linux/amd64 linux/arm64
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_SOURCE ?= https://github.com/eddyops/eddy
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -53,6 +53,16 @@ images:
 		-version $(VERSION) -revision "$(REVISION)" -source $(IMAGE_SOURCE) -created $(SOURCE_DATE_EPOCH) \
 		-platforms $(subst $(space),$(comma),$(IMAGE_PLATFORMS)) $(CONTROLLERS)
 	go build -ldflags "$(EDDY_LDFLAGS) -X github.com/eddyops/eddy/cli/internal/install.DefaultImageDigests=$$(paste -sd, bin/images/digests)" -o bin/eddy ./cli
+
+## test-images: the controllers' images as make images builds them, for linux/amd64 only, in
+## bin/test-images (what the node profile's e2e test installs, TestInstallRunsControllersAsPods);
+## bin/images and bin/eddy are left alone. After make build the packages are cached: 2-3 min.
+test-images: build
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "$(CONTROLLER_LDFLAGS)" \
+		-o bin/linux_amd64/ $(foreach c,$(CONTROLLERS),./$(c)) $(HELPERS)
+	go run ./tools/images build -bin bin -out bin/test-images -registry $(or $(REGISTRY),ghcr.io/eddyops) \
+		-version $(VERSION) -revision "$(REVISION)" -source $(IMAGE_SOURCE) -created $(SOURCE_DATE_EPOCH) \
+		-platforms linux/amd64 $(CONTROLLERS)
 
 ## node-images: the images a real node needs besides the controllers' (the node profile and its
 ## tests), built by tools/images like theirs (reproducible, no Docker, nothing pulled), linux/amd64
@@ -109,7 +119,7 @@ tools:
 SKIP_LOG := $(CURDIR)/bin/skipped-without-shared.txt
 ## Files tests write with t.ArtifactDir() (the web UI's screenshots) are kept under bin/test-artifacts/_artifacts.
 ARTIFACTS := $(CURDIR)/bin/test-artifacts
-test: tools build node-images $(CONTROLLER_GEN)
+test: tools build node-images test-images $(CONTROLLER_GEN)
 	@rm -f $(SKIP_LOG); rm -rf $(ARTIFACTS); mkdir -p $(ARTIFACTS)
 	EDDY_SKIP_LOG=$(SKIP_LOG) EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test $(GO_TEST_FLAGS) -artifacts -outputdir $(ARTIFACTS) -v $(PACKAGES) || { $(MAKE) -s skipped-summary; exit 1; }
 	$(MAKE) fuzz
