@@ -38,6 +38,13 @@ func TestInstallRunsControllersAsPods(t *testing.T) {
 	if err := localcluster.CheckNodeProfile(""); errors.Is(err, localcluster.ErrNodeUnsupported) {
 		t.Skip(err)
 	}
+	// pkg/localcluster's node tests may run a node meanwhile (go test runs
+	// packages in parallel): one node per machine.
+	release, err := localcluster.AcquireNodeLock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
 	root, eddy := built(t)
 	nodeImages := filepath.Join(root, "bin", "node-images")
 	if _, err := os.Stat(filepath.Join(nodeImages, "index.json")); err != nil {

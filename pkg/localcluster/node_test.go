@@ -65,7 +65,27 @@ func skipUnlessNodeProfile(t *testing.T) {
 	if err := localcluster.CheckNodeProfile(""); errors.Is(err, localcluster.ErrNodeUnsupported) {
 		t.Skip(err)
 	}
+	lockNode(t)
 }
+
+// lockNode holds the machine's node lock for the rest of t (once per test):
+// another package's test binary may run a node meanwhile.
+func lockNode(t *testing.T) {
+	t.Helper()
+	if nodeLocked[t.Name()] {
+		return
+	}
+	release, err := localcluster.AcquireNodeLock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeLocked[t.Name()] = true
+	t.Cleanup(func() { delete(nodeLocked, t.Name()); release() })
+}
+
+// nodeLocked names the tests holding the node lock (tests of this package
+// run one at a time).
+var nodeLocked = map[string]bool{}
 
 // waitPod waits until the pod is Ready (or, with succeeded, has
 // succeeded) and returns it.
