@@ -37,7 +37,7 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRe
 			err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &corev1.ServiceAccount{})
 			if apierrors.IsNotFound(err) {
 				ctrl.LoggerFrom(ctx).Info("skipping Helm release uninstallation: ServiceAccount not found", "serviceAccount", sa)
-				r.leaveReleaseInPlace(obj, fmt.Sprintf("ServiceAccount '%s/%s' not found", obj.Namespace, sa))
+				r.leaveReleaseInPlace(ctx, obj, fmt.Sprintf("ServiceAccount '%s/%s' not found", obj.Namespace, sa))
 				return ctrl.Result{}, r.deleteGeneratedChart(ctx, obj, obj.Status.GetHelmChartReference())
 			}
 		}

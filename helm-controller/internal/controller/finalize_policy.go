@@ -69,18 +69,21 @@ func (r *HelmReleaseReconciler) uninstallFailed(ctx context.Context, obj *helmv2
 	default:
 		cause = fmt.Sprintf("still failing %s after the deletion: %s", window, cause)
 	}
-	r.leaveReleaseInPlace(obj, cause)
+	r.leaveReleaseInPlace(ctx, obj, cause)
 	return ctrl.Result{}
 }
 
 // leaveReleaseInPlace emits the UninstallFailed Warning event saying that
 // the uninstall of obj's release is skipped for cause and which release
-// stays: the latest of status.history, else the one the spec names.
-func (r *HelmReleaseReconciler) leaveReleaseInPlace(obj *helmv2.HelmRelease, cause string) {
+// stays (the latest of status.history, else the one the spec names), and
+// logs it at error level: the API server refuses events in a namespace
+// being deleted, so the log is the record that always remains.
+func (r *HelmReleaseReconciler) leaveReleaseInPlace(ctx context.Context, obj *helmv2.HelmRelease, cause string) {
 	name, ns := release.ShortName(obj), release.Namespace(obj)
 	if cur := release.Latest(obj.Status.History); cur != nil {
 		name, ns = cur.Name, cur.Namespace
 	}
-	r.Events.Event(obj, corev1.EventTypeWarning, helmv2.UninstallFailedReason, fmt.Sprintf(
-		"Skipping uninstall: %s; Helm release '%s/%s' left in place (storage namespace '%s')", cause, ns, name, obj.Status.StorageNamespace), nil)
+	msg := fmt.Sprintf("Skipping uninstall: %s; Helm release '%s/%s' left in place (storage namespace '%s')", cause, ns, name, obj.Status.StorageNamespace)
+	ctrl.LoggerFrom(ctx).Error(errors.New(msg), "the deleted HelmRelease is released with its Helm release left in place")
+	r.Events.Event(obj, corev1.EventTypeWarning, helmv2.UninstallFailedReason, msg, nil)
 }

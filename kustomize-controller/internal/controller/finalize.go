@@ -58,15 +58,14 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 		// in its name; keeping the finalizer would block the namespace.
 		err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &corev1.ServiceAccount{})
 		if apierrors.IsNotFound(err) {
-			r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, fmt.Sprintf(
-				"Skipping pruning: ServiceAccount '%s/%s' not found; the objects of the inventory are left in place", obj.Namespace, sa), nil)
+			r.skipPruning(ctx, obj, fmt.Sprintf("ServiceAccount '%s/%s' not found; the objects of the inventory are left in place", obj.Namespace, sa))
 			return ctrl.Result{}, nil
 		}
 	}
 	c, err := r.clientFor(ctx, obj)
 	if err != nil {
 		if cause, gone := credentialsGone(obj, err); gone {
-			r.leaveInPlace(obj, cause, stale)
+			r.leaveInPlace(ctx, obj, cause, stale)
 			return ctrl.Result{}, nil
 		}
 		return r.retryOrRelease(ctx, obj, err, stale)
@@ -79,7 +78,7 @@ func (r *KustomizationReconciler) finalize(ctx context.Context, obj *kustomizev1
 		if transient {
 			return r.retryOrRelease(ctx, obj, err, failed)
 		}
-		r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, "Skipping pruning: "+left, nil)
+		r.skipPruning(ctx, obj, left)
 	}
 	if policy == kustomizev1.DeletionPolicyWaitForTermination {
 		if err := r.waitForTermination(ctx, obj, c, deleted); err != nil {
@@ -108,7 +107,7 @@ func (r *KustomizationReconciler) retryOrRelease(ctx context.Context, obj *kusto
 		r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, cause.Error(), nil)
 		return ctrl.Result{RequeueAfter: min(finalizeRetryStep(window), window-age)}, nil
 	}
-	r.leaveInPlace(obj, fmt.Sprintf("still failing %s after the deletion: %s", window, cause), stale)
+	r.leaveInPlace(ctx, obj, fmt.Sprintf("still failing %s after the deletion: %s", window, cause), stale)
 	return ctrl.Result{}, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -59,15 +60,24 @@ func credentialsGone(obj *kustomizev1.Kustomization, err error) (string, bool) {
 	return "", false
 }
 
-// leaveInPlace emits the PruneFailed Warning event saying that pruning is
-// skipped for cause and which objects of the inventory stay.
-func (r *KustomizationReconciler) leaveInPlace(obj *kustomizev1.Kustomization, cause string, stale []ssa.Change) {
+// leaveInPlace reports (skipPruning) that pruning is skipped for cause
+// and which objects of the inventory stay.
+func (r *KustomizationReconciler) leaveInPlace(ctx context.Context, obj *kustomizev1.Kustomization, cause string, stale []ssa.Change) {
 	ids := make([]string, len(stale))
 	for i, s := range stale {
 		ids[i] = s.Meta.String()
 	}
-	r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason,
-		fmt.Sprintf("Skipping pruning: %s; %s", cause, objectList(ids)), nil)
+	r.skipPruning(ctx, obj, fmt.Sprintf("%s; %s", cause, objectList(ids)))
+}
+
+// skipPruning emits "Skipping pruning: <why>" as a PruneFailed Warning
+// event and logs it at error level: the API server refuses events in a
+// namespace being deleted, the usual reason a deleted Kustomization is
+// released, so the log is the record that always remains.
+func (r *KustomizationReconciler) skipPruning(ctx context.Context, obj *kustomizev1.Kustomization, why string) {
+	msg := "Skipping pruning: " + why
+	ctrl.LoggerFrom(ctx).Error(errors.New(msg), "the deleted Kustomization is released with objects left in place")
+	r.Events.Event(obj, corev1.EventTypeWarning, meta.PruneFailedReason, msg, nil)
 }
 
 // objectList is "N object(s) of the inventory left in place: id, id, ...

@@ -67,6 +67,41 @@ func TestDeleteAfterKubeConfigSecretGoneReleases(t *testing.T) {
 	}
 }
 
+// Deleting the namespace itself: the API server refuses events in a
+// namespace being deleted, so the Warning cannot be recorded there; the
+// controller's log keeps the message naming what was left in place.
+func TestNamespaceDeletionLogsWhatIsLeftInPlace(t *testing.T) {
+	p := testenv.RunBinary(t, env, kcExe)
+	_, k := setup(t, map[string]string{"cm.yaml": configMap("left", "  a: b\n")}, remoteToSelf(t))
+	waitFor(t, k, "Ready through the kubeconfig", func() bool { return ready(k) })
+	ctx := context.Background()
+	// The namespace controller's order: the namespace Terminating, the
+	// Secret gone, then the Kustomization.
+	if err := env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: k.Namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig", Namespace: k.Namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitGone(t, env.Client, k, "the Kustomization released")
+	want := fmt.Sprintf("Skipping pruning: KubeConfig secret '%s/kubeconfig' not found; 1 object of the inventory left in place: ConfigMap/%s/left",
+		k.Namespace, k.Namespace)
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bool
+	for _, line := range strings.Split(string(b), "\n") {
+		logged = logged || (strings.Contains(line, `"level":"error"`) && strings.Contains(line, want) && strings.Contains(line, k.Name))
+	}
+	if !logged {
+		t.Errorf("no error log line says %q", want)
+	}
+}
+
 // A Kustomization whose remote cluster stops answering keeps retrying the
 // prune for its spec.timeout after the deletion, then is released with a
 // Warning naming what it leaves in place.
