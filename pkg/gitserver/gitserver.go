@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -31,6 +32,10 @@ type Options struct {
 	BearerToken string
 	// TLS serves HTTPS with a self-signed certificate; see Server.CACert.
 	TLS bool
+	// Addr is the address to listen on, host:port (port 0: a free one);
+	// empty is a free loopback port. The node profile's pods reach the
+	// node's IP, not the host's loopback.
+	Addr string
 }
 
 // Request is one request the server answered.
@@ -62,7 +67,8 @@ type Server struct {
 	requests []Request
 }
 
-// Start starts a server on a free loopback port. It needs `git` on PATH.
+// Start starts a server on Options.Addr, by default a free loopback port.
+// It needs `git` on PATH.
 func Start(opts Options) (*Server, error) {
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -97,10 +103,21 @@ func Start(opts Options) (*Server, error) {
 			Authorization: r.Header.Get("Authorization")})
 		s.mu.Unlock()
 	})
+	var l net.Listener
+	if opts.Addr != "" {
+		if l, err = net.Listen("tcp", opts.Addr); err != nil {
+			return nil, fmt.Errorf("git server: %w", err)
+		}
+	}
+	s.srv = httptest.NewUnstartedServer(handler)
+	if l != nil {
+		s.srv.Listener.Close()
+		s.srv.Listener = l
+	}
 	if opts.TLS {
-		s.srv = httptest.NewTLSServer(handler)
+		s.srv.StartTLS()
 	} else {
-		s.srv = httptest.NewServer(handler)
+		s.srv.Start()
 	}
 	s.URL = s.srv.URL
 	return s, nil
