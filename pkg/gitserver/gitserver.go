@@ -32,9 +32,8 @@ type Options struct {
 	BearerToken string
 	// TLS serves HTTPS with a self-signed certificate; see Server.CACert.
 	TLS bool
-	// Addr is the address to listen on, host:port (port 0: a free one);
-	// empty is a free loopback port. The node profile's pods reach the
-	// node's IP, not the host's loopback.
+	// Addr is the host:port to listen on, e.g. the node profile's node IP
+	// with port 0 so that pods reach the server. Default: a free loopback port.
 	Addr string
 }
 
@@ -67,8 +66,8 @@ type Server struct {
 	requests []Request
 }
 
-// Start starts a server on Options.Addr, by default a free loopback port.
-// It needs `git` on PATH.
+// Start starts a server on opts.Addr, by default a free loopback port. It
+// needs `git` on PATH.
 func Start(opts Options) (*Server, error) {
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -103,14 +102,12 @@ func Start(opts Options) (*Server, error) {
 			Authorization: r.Header.Get("Authorization")})
 		s.mu.Unlock()
 	})
-	var l net.Listener
+	s.srv = httptest.NewUnstartedServer(handler)
 	if opts.Addr != "" {
-		if l, err = net.Listen("tcp", opts.Addr); err != nil {
+		l, err := net.Listen("tcp", opts.Addr)
+		if err != nil {
 			return nil, fmt.Errorf("git server: %w", err)
 		}
-	}
-	s.srv = httptest.NewUnstartedServer(handler)
-	if l != nil {
 		s.srv.Listener.Close()
 		s.srv.Listener = l
 	}
