@@ -4,18 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/eddyops/eddy/pkg/localcluster"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	corev1 "k8s.io/api/core/v1"
@@ -35,103 +32,14 @@ var installedControllers = []string{"source-controller", "kustomize-controller",
 // (read from the host's /proc), its log JSON lines read through the API,
 // and the image's binary printing the build's version.
 func TestInstallRunsControllersAsPods(t *testing.T) {
-	if err := localcluster.CheckNodeProfile(""); errors.Is(err, localcluster.ErrNodeUnsupported) {
-		t.Skip(err)
-	}
-	// pkg/localcluster's node tests may run a node meanwhile (go test runs
-	// packages in parallel): one node per machine.
-	release, err := localcluster.AcquireNodeLock(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	root, eddy := built(t)
-	nodeImages := filepath.Join(root, "bin", "node-images")
-	if _, err := os.Stat(filepath.Join(nodeImages, "index.json")); err != nil {
-		t.Skip("no bin/node-images: run make node-images")
-	}
-	// make test-images (make test runs it) writes bin/test-images; make
-	// images bin/images.
-	version := builtVersion(t)
-	images := ""
-	for _, dir := range []string{"test-images", "images"} {
-		dir = filepath.Join(root, "bin", dir)
-		if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-			continue
-		}
-		labels := imageVersions(t, dir)
-		current := true
-		for _, c := range installedControllers {
-			current = current && labels[c] == version
-		}
-		if current {
-			images = dir
-			break
-		}
-	}
-	if images == "" {
-		t.Skipf("no images of bin/eddy's version %s in bin/test-images or bin/images: run make test-images", version)
-	}
-	t.Logf("images from %s", images)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	e := startNodeEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	r, err := localcluster.StartRegistry(localcluster.RegistryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Stop()
-	refs := map[string]string{}
-	for _, dir := range []string{images, nodeImages} {
-		pushed, err := r.PushLayout(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pushed {
-			refs[p.Name] = p.Ref
-		}
-	}
-	cluster, err := localcluster.Start(ctx, localcluster.Options{Profile: localcluster.ProfileNode,
-		Timeout: 3 * time.Minute, Node: localcluster.NodeOptions{SandboxImage: refs["pause"]}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("component logs:\n%s", cluster.Logs(80))
-		}
-		cluster.Stop()
-	})
-	t.Logf("node profile started in %s", cluster.StartupDuration.Round(time.Millisecond))
-	cs := kubernetes.NewForConfigOrDie(cluster.Config)
-	t.Cleanup(func() {
-		if t.Failed() {
-			logPods(t, cs)
-		}
-	})
+	cs, refs, version := e.CS, e.Refs, e.version
 
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, eddy, "install", "--kubeconfig="+cluster.KubeconfigPath, "--registry="+r.Host(), "--version="+version, "--timeout=5m")
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	t.Logf("$ eddy install --registry=%s   (%s, err=%v)\n%s", r.Host(), time.Since(start).Round(100*time.Millisecond), err, out)
-	if err != nil {
-		t.Fatal("eddy install failed")
-	}
-	pods := map[string]*corev1.Pod{}
-	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, c := range installedControllers {
-			p, err := readyPod(ctx, cs, c)
-			if err != nil || p == nil {
-				return false, err
-			}
-			pods[c] = p
-		}
-		return true, nil
-	}); err != nil {
-		t.Fatalf("controllers' pods not Ready: %v", err)
-	}
-	t.Logf("eddy install to every controller's pod Ready: %s", time.Since(start).Round(100*time.Millisecond))
+	e.eddyMust(t, ctx, "install", "--registry="+e.Registry.Host(), "--version="+version, "--timeout=5m")
+	pods := e.waitControllerPods(t, ctx, start)
 
 	for _, c := range installedControllers {
 		p := pods[c]

@@ -103,6 +103,9 @@ type Cluster struct {
 	// DNS is the cluster's DNS server of the node profile (CoreDNS on the
 	// node IP, port 53: kubelet's clusterDNS), nil for the other profiles.
 	DNS *DNS
+	// ContainerdSocket is the node's containerd address (node profile),
+	// e.g. for `ctr --address <socket> -n k8s.io containers ls`.
+	ContainerdSocket string
 
 	ownDir   bool
 	ports    []int

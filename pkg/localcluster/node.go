@@ -184,6 +184,7 @@ func (c *Cluster) startNode(ctx context.Context, binDir string, p *pki, files ma
 	if err != nil {
 		return err
 	}
+	c.ContainerdSocket = socket
 	if err := c.startKubelet(binDir, dir, kubeletKC, files["ca.crt"], socket, np); err != nil {
 		return err
 	}

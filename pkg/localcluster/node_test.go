@@ -227,57 +227,14 @@ func TestNodeProfileStopLeavesNothing(t *testing.T) {
 	}
 }
 
-// hostState describes what a node may change on the machine, one line per
-// item, sorted.
+// hostState is localcluster.HostState, failing the test on error.
 func hostState(t *testing.T) string {
 	t.Helper()
-	run := func(name string, args ...string) string {
-		out, err := exec.Command(name, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
-		}
-		return string(out)
+	s, err := localcluster.HostState()
+	if err != nil {
+		t.Fatal(err)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "mounts:\n%s", run("findmnt", "-rn", "-o", "TARGET,FSTYPE"))
-	fmt.Fprintf(&b, "links:\n%s", run("sh", "-c", "ip -o link show | cut -d' ' -f2"))
-	fmt.Fprintf(&b, "nft:\n%s", run("nft", "list", "tables"))
-	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/eddy-node")
-	fmt.Fprintf(&b, "cgroups: %v\n", cgroups)
-	for _, k := range []string{"net/ipv4/ip_forward", "vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops",
-		"fs/inotify/max_user_instances", "vm/panic_on_oom", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"} {
-		v, _ := os.ReadFile(filepath.Join("/proc/sys", k))
-		fmt.Fprintf(&b, "sysctl %s=%s", k, v)
-	}
-	for _, d := range []string{"/var/lib/kubelet", "/var/log/containers", "/var/lib/cni", "/run/containerd", "/run/mount", "/opt/containerd", "/var/lib/containerd"} {
-		entries, err := os.ReadDir(d)
-		fmt.Fprintf(&b, "%s: %d entries (%v)\n", d, len(entries), errors.Is(err, os.ErrNotExist))
-	}
-	fmt.Fprintf(&b, "live shims: %d\n", liveShims())
-	return b.String()
-}
-
-// liveShims counts the containerd shims running on the machine (an exited
-// one may wait a moment for init to reap it).
-func liveShims() int {
-	n := 0
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, f := range stats {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ...: comm is the first 15 bytes of the name.
-		s := string(data)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open || len(s) < end+3 {
-			continue
-		}
-		if strings.HasPrefix(s[open+1:end], "containerd-shim") && s[end+2] != 'Z' {
-			n++
-		}
-	}
-	return n
+	return s
 }
 
 // TestNodeProfileCrashIsSweptAtNextStart checks that a second node-profile
@@ -305,7 +262,7 @@ func TestNodeProfileCrashIsSweptAtNextStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if liveShims() == 0 {
+	if localcluster.LiveShims() == 0 {
 		t.Fatal("no containerd shim outlived the killed owner: the sweep would have nothing to do")
 	}
 	if crashed := hostState(t); crashed == before {
