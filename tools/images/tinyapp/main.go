@@ -94,22 +94,13 @@ func newFlags(c *config) *flag.FlagSet {
 }
 
 // parse reads args over the environment (PODINFO_<FLAG>), ignoring flags
-// it does not know; it returns the ignored ones.
+// it does not know; it returns the ignored ones. The environment is read
+// only for flags the command line does not set: Kubernetes' service links
+// set PODINFO_PORT=tcp://<IP>:<port> in every pod beside a Service named
+// podinfo, and podinfo's manifests pass --port.
 func parse(args []string, getenv func(string) string) (config, []string, error) {
 	var c config
 	fs := newFlags(&c)
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		env := "PODINFO_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(env); v != "" && err == nil {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s=%q: %v", env, v, e)
-			}
-		}
-	})
-	if err != nil {
-		return c, nil, err
-	}
 	var known, ignored []string
 	for _, a := range args {
 		n := strings.TrimLeft(a, "-")
@@ -125,6 +116,20 @@ func parse(args []string, getenv func(string) string) (config, []string, error) 
 	}
 	if fs.NArg() > 0 {
 		return c, nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "PODINFO_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && !set[f.Name] && err == nil {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s=%q: %v", env, v, e)
+			}
+		}
+	})
+	if err != nil {
+		return c, nil, err
 	}
 	if !strings.HasPrefix(c.prefix, "/") {
 		c.prefix = "/" + c.prefix

@@ -146,3 +146,18 @@ func TestCheckFailsOnNoServerAndUsage(t *testing.T) {
 		t.Errorf("unknown check: exit %d, want 2", code)
 	}
 }
+
+// TestCommandLineWinsOverServiceLinks runs the server in a pod's
+// environment beside a Service named podinfo: Kubernetes' service links
+// set PODINFO_PORT=tcp://<IP>:<port>, which is no port; podinfo's
+// manifests pass --port, which wins.
+func TestCommandLineWinsOverServiceLinks(t *testing.T) {
+	addr, _ := start(t, []string{"--port=0"}, map[string]string{"PODINFO_PORT": "tcp://10.96.0.5:9898", "PODINFO_UNREADY": "true"})
+	if code, _ := check("check", "http", addr+"/healthz"); code != 0 {
+		t.Errorf("healthz check: exit %d, want 0", code)
+	}
+	// The environment still sets what the command line does not.
+	if code, _ := check("check", "http", addr+"/readyz"); code != 1 {
+		t.Errorf("readyz check with PODINFO_UNREADY: exit %d, want 1", code)
+	}
+}
