@@ -322,25 +322,3 @@ func checkJSONLog(t *testing.T, controller, logs string) {
 		}
 	}
 }
-
-// logPods logs the pods of flux-system, their events and their logs.
-func logPods(t *testing.T, cs kubernetes.Interface) {
-	ctx := context.Background()
-	l, err := cs.CoreV1().Pods("flux-system").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Logf("pods: %v", err)
-		return
-	}
-	for _, p := range l.Items {
-		b, _ := json.Marshal(p.Status)
-		t.Logf("pod %s: %s", p.Name, b)
-		logs, _ := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: new(int64(30))}).DoRaw(ctx)
-		t.Logf("pod %s log:\n%s", p.Name, logs)
-	}
-	ev, err := cs.CoreV1().Events("flux-system").List(ctx, metav1.ListOptions{})
-	if err == nil {
-		for _, e := range ev.Items {
-			t.Logf("event %s/%s %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
-		}
-	}
-}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,10 +13,13 @@ import (
 
 	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // nodeEnv is what the e2e tests of Eddy as users run it on a real node
@@ -36,6 +40,8 @@ type nodeEnv struct {
 	// started.
 	Before string
 	state  string // the user's XDG_STATE_HOME
+	// diagnosed: the cluster's state was logged (once).
+	diagnosed bool
 }
 
 // startNodeEnv starts a nodeEnv for the test, stopped at its end, or skips
@@ -86,20 +92,16 @@ func startNodeEnv(t *testing.T) *nodeEnv {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("component logs:\n%s", e.Cluster.Logs(80))
+			e.diagnose(t)
 		}
 		e.Cluster.Stop()
 	})
 	t.Logf("node profile started in %s", e.Cluster.StartupDuration.Round(time.Millisecond))
 	e.CS = kubernetes.NewForConfigOrDie(e.Cluster.Config)
+	ctrllog.SetLogger(logr.Discard()) // as eddy's main: the client's own logging is not wanted
 	if e.Client, err = client.New(e.Cluster.Config, client.Options{Scheme: scheme.New()}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			logPods(t, e.CS)
-		}
-	})
 	return e
 }
 
@@ -162,4 +164,34 @@ func (e *nodeEnv) waitControllerPods(t *testing.T, ctx context.Context, start ti
 	}
 	t.Logf("installation start to every controller's pod Ready: %s", time.Since(start).Round(100*time.Millisecond))
 	return pods
+}
+
+// diagnose logs, once and while the cluster runs, the pods of flux-system
+// and default with their logs, the namespaces' events and the components'
+// logs.
+func (e *nodeEnv) diagnose(t *testing.T) {
+	if e.diagnosed {
+		return
+	}
+	e.diagnosed = true
+	ctx := context.Background()
+	for _, ns := range []string{"flux-system", "default"} {
+		l, err := e.CS.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Logf("pods: %v", err)
+			return
+		}
+		for _, p := range l.Items {
+			b, _ := json.Marshal(p.Status)
+			t.Logf("pod %s/%s: %s", ns, p.Name, b)
+			logs, _ := e.CS.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: new(int64(30))}).DoRaw(ctx)
+			t.Logf("pod %s/%s log:\n%s", ns, p.Name, logs)
+		}
+		if ev, err := e.CS.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, e := range ev.Items {
+				t.Logf("event %s %s/%s %s: %s", ns, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		}
+	}
+	t.Logf("component logs:\n%s", e.Cluster.Logs(80))
 }
