@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -126,9 +127,9 @@ func TestInstallRunsControllersAsPods(t *testing.T) {
 	}
 
 	// eddy check and the real flux check against the controllers as pods.
-	for _, bin := range []string{eddy, filepath.Join(root, "bin", "flux")} {
+	for _, bin := range []string{e.eddy, filepath.Join(e.root, "bin", "flux")} {
 		c := exec.CommandContext(ctx, bin, "check")
-		c.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath)
+		c.Env = append(os.Environ(), "KUBECONFIG="+e.Cluster.KubeconfigPath)
 		o, err := c.CombinedOutput()
 		t.Logf("$ %s check   (err=%v)\n%s", filepath.Base(bin), err, o)
 		if err != nil || !strings.Contains(string(o), "all checks passed") {
