@@ -44,16 +44,20 @@ type nodeEddy struct {
 // eddy install --registry with the images of bin/test-images (or
 // bin/images) and bin/node-images, as TestInstallRunsControllersAsPods
 // does; it skips where those cannot run.
-func startNodeEddy(t *testing.T, ctx context.Context) *nodeEddy {
+func startNodeEddy(t *testing.T) *nodeEddy {
 	t.Helper()
 	if err := localcluster.CheckNodeProfile(""); errors.Is(err, localcluster.ErrNodeUnsupported) {
 		t.Skip(err)
 	}
-	release, err := localcluster.AcquireNodeLock(ctx)
+	// Other node tests may hold the lock for minutes: the test's own
+	// timeouts start once it holds it.
+	release, err := localcluster.AcquireNodeLock(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
 	root, eddy := built(t)
 	nodeImages := filepath.Join(root, "bin", "node-images")
 	if _, err := os.Stat(filepath.Join(nodeImages, "index.json")); err != nil {
@@ -297,9 +301,9 @@ var healthFailures = []struct {
 // Then eddy uninstall removes Eddy and leaves the applications' pods as
 // they were: same pods, the healthy one not restarted.
 func TestNodeHealthChecksSayWhyPodsAreNotReady(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	n := startNodeEddy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	n := startNodeEddy(t, ctx)
 	sink := startEventSink(t, localcluster.NodeIP+":0")
 	files := map[string]string{
 		"ok/deploy.yaml":   appDeployment("ks-ok", "apps", n.refs["tinyapp"], "[]"),
