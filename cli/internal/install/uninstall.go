@@ -110,36 +110,11 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, log Log
 	}
 
 	log.Action("deleting toolkit.fluxcd.io finalizers in all namespaces")
-	crds, err := list(ctx, c, crdGVK)
+	n, err := releaseFinalizers(ctx, c, o.DryRun, suffix, log)
 	if err != nil {
 		return err
 	}
-	for _, crd := range crds {
-		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
-		version := storageVersion(crd)
-		if !releasable(crd, group) || version == "" {
-			continue
-		}
-		items, err := list(ctx, c, schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
-		if err != nil {
-			return err
-		}
-		for _, u := range items {
-			name := fmt.Sprintf("%s/%s/%s", kind, u.GetNamespace(), u.GetName())
-			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-			opts := []client.PatchOption{}
-			if o.DryRun {
-				opts = append(opts, client.DryRunAll)
-			}
-			if err := c.Patch(ctx, u, patch, opts...); err != nil && !apierrors.IsNotFound(err) {
-				log.Failure("%s removing finalizers failed: %s", name, err)
-				failed++
-				continue
-			}
-			log.Success("%s finalizers deleted%s", name, suffix)
-		}
-	}
+	failed += n
 
 	log.Action("deleting toolkit.fluxcd.io custom resource definitions")
 	labelled, err := list(ctx, c, crdGVK, partOf)
@@ -171,6 +146,42 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, log Log
 		return fmt.Errorf("uninstall failed: %d object(s) could not be deleted or released", failed)
 	}
 	return nil
+}
+
+// releaseFinalizers removes the finalizers of every object of a
+// releasable kind; it returns how many could not be released.
+func releaseFinalizers(ctx context.Context, c client.Client, dryRun bool, suffix string, log Logger) (failed int, err error) {
+	crds, err := list(ctx, c, crdGVK)
+	if err != nil {
+		return failed, err
+	}
+	for _, crd := range crds {
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		version := storageVersion(crd)
+		if !releasable(crd, group) || version == "" {
+			continue
+		}
+		items, err := list(ctx, c, schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
+		if err != nil {
+			return failed, err
+		}
+		for _, u := range items {
+			name := fmt.Sprintf("%s/%s/%s", kind, u.GetNamespace(), u.GetName())
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+			opts := []client.PatchOption{}
+			if dryRun {
+				opts = append(opts, client.DryRunAll)
+			}
+			if err := c.Patch(ctx, u, patch, opts...); err != nil && !apierrors.IsNotFound(err) {
+				log.Failure("%s removing finalizers failed: %s", name, err)
+				failed++
+				continue
+			}
+			log.Success("%s finalizers deleted%s", name, suffix)
+		}
+	}
+	return failed, nil
 }
 
 // ControllersStopTimeout bounds Uninstall's wait for the controllers' pods
