@@ -167,16 +167,25 @@ func (e *nodeEnv) waitControllerPods(t *testing.T, ctx context.Context, start ti
 }
 
 // diagnose logs, once and while the cluster runs, the pods of flux-system
-// and default with their logs, the namespaces' events and the components'
-// logs.
+// and default with their logs and events, and the components' logs.
 func (e *nodeEnv) diagnose(t *testing.T) {
 	if e.diagnosed {
 		return
 	}
 	e.diagnosed = true
+	logPods(t, e.CS, "flux-system", "default")
+	t.Logf("component logs:\n%s", e.Cluster.Logs(80))
+}
+
+// logPods logs the pods of the namespaces (by default flux-system), their
+// logs and the namespaces' events.
+func logPods(t *testing.T, cs kubernetes.Interface, namespaces ...string) {
 	ctx := context.Background()
-	for _, ns := range []string{"flux-system", "default"} {
-		l, err := e.CS.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if len(namespaces) == 0 {
+		namespaces = []string{"flux-system"}
+	}
+	for _, ns := range namespaces {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Logf("pods: %v", err)
 			return
@@ -184,14 +193,13 @@ func (e *nodeEnv) diagnose(t *testing.T) {
 		for _, p := range l.Items {
 			b, _ := json.Marshal(p.Status)
 			t.Logf("pod %s/%s: %s", ns, p.Name, b)
-			logs, _ := e.CS.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: new(int64(30))}).DoRaw(ctx)
+			logs, _ := cs.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: new(int64(30))}).DoRaw(ctx)
 			t.Logf("pod %s/%s log:\n%s", ns, p.Name, logs)
 		}
-		if ev, err := e.CS.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
+		if ev, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{}); err == nil {
 			for _, e := range ev.Items {
 				t.Logf("event %s %s/%s %s: %s", ns, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 			}
 		}
 	}
-	t.Logf("component logs:\n%s", e.Cluster.Logs(80))
 }
