@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -40,79 +38,16 @@ type nodeEddy struct {
 	state    string // XDG_STATE_HOME of bin/eddy
 }
 
-// startNodeEddy holds the node lock, starts the node profile and runs
-// eddy install --registry with the images of bin/test-images (or
-// bin/images) and bin/node-images, as TestInstallRunsControllersAsPods
-// does; it skips where those cannot run.
+// startNodeEddy starts a nodeEnv (the node lock held, the images pushed,
+// the node profile started) and runs eddy install --registry, as
+// TestInstallRunsControllersAsPods does; it skips where those cannot run.
 func startNodeEddy(t *testing.T) *nodeEddy {
 	t.Helper()
-	if err := localcluster.CheckNodeProfile(""); errors.Is(err, localcluster.ErrNodeUnsupported) {
-		t.Skip(err)
-	}
-	// Other node tests may hold the lock for minutes: the test's own
-	// timeouts start once it holds it.
-	release, err := localcluster.AcquireNodeLock(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
+	e := startNodeEnv(t)
+	n := &nodeEddy{cluster: e.Cluster, cs: e.CS, c: e.Client, registry: e.Registry.Host(), refs: e.Refs, eddy: e.eddy, state: e.state}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	root, eddy := built(t)
-	nodeImages := filepath.Join(root, "bin", "node-images")
-	if _, err := os.Stat(filepath.Join(nodeImages, "index.json")); err != nil {
-		t.Skip("no bin/node-images: run make node-images")
-	}
-	version, images := builtVersion(t), ""
-	for _, dir := range []string{"test-images", "images"} {
-		dir = filepath.Join(root, "bin", dir)
-		if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-			continue
-		}
-		if imageVersions(t, dir)["kustomize-controller"] == version {
-			images = dir
-			break
-		}
-	}
-	if images == "" {
-		t.Skipf("no images of bin/eddy's version %s in bin/test-images or bin/images: run make test-images", version)
-	}
-	r, err := localcluster.StartRegistry(localcluster.RegistryOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Stop)
-	n := &nodeEddy{registry: r.Host(), refs: map[string]string{}, eddy: eddy, state: t.TempDir()}
-	for _, dir := range []string{images, nodeImages} {
-		pushed, err := r.PushLayout(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range pushed {
-			n.refs[p.Name] = p.Ref
-		}
-	}
-	n.cluster, err = localcluster.Start(ctx, localcluster.Options{Profile: localcluster.ProfileNode,
-		Timeout: 3 * time.Minute, Node: localcluster.NodeOptions{SandboxImage: n.refs["pause"]}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("component logs:\n%s", n.cluster.Logs(80))
-		}
-		n.cluster.Stop()
-	})
-	n.cs = kubernetes.NewForConfigOrDie(n.cluster.Config)
-	if n.c, err = client.New(n.cluster.Config, client.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	out, err := n.run(ctx, "install", "--registry="+r.Host(), "--version="+version, "--timeout=5m")
-	t.Logf("$ eddy install --registry=%s   (%s, err=%v)\n%s", r.Host(), time.Since(start).Round(100*time.Millisecond), err, out)
-	if err != nil {
-		t.Fatal("eddy install failed")
-	}
+	e.eddyMust(t, ctx, "install", "--registry="+n.registry, "--version="+e.version, "--timeout=5m")
 	return n
 }
 
