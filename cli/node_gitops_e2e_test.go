@@ -20,6 +20,7 @@ import (
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -201,10 +202,13 @@ func (s *gitopsSuite) crashAndRevert(t *testing.T) {
 		t.Errorf("the revert is the good revision %s", good)
 	}
 	for _, p := range crashing {
-		if err := s.Client.Get(s.ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); err == nil {
-			t.Errorf("crashing pod %s is still there", p.Name)
+		if err := wait.PollUntilContextTimeout(s.ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			return apierrors.IsNotFound(s.Client.Get(ctx, client.ObjectKeyFromObject(p), &corev1.Pod{})), nil
+		}); err != nil {
+			t.Errorf("crashing pod %s is still there: %v", p.Name, err)
 		}
 	}
+	t.Logf("revert to the crashing pods gone: %s", time.Since(start).Round(100*time.Millisecond))
 }
 
 // sourceControllerRestart deletes source-controller's pod right after a

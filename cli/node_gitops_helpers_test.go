@@ -21,7 +21,9 @@ import (
 type autoscalingHPA = autoscalingv2.HorizontalPodAutoscaler
 
 // appKustomization deploys apps/podinfo into default and waits for its
-// objects; the timeout bounds how long a broken rollout takes to report.
+// objects; the timeout bounds how long a broken rollout takes to report,
+// the retry interval how long a failed fetch of an artifact that did not
+// change (source-controller restarting) waits to be tried again.
 const appKustomization = `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:
@@ -29,6 +31,7 @@ metadata:
   namespace: flux-system
 spec:
   interval: 10m
+  retryInterval: 15s
   path: ./apps/podinfo
   prune: true
   wait: true
