@@ -31,10 +31,12 @@ const replicasPatch = `patches:
 
 // leaderHandover runs two kustomize-controller replicas, deletes the pod
 // of the one that holds the Lease flux-system/kustomize-controller-leader-election
-// and checks that the other holds it within the Lease's duration and
-// reconciles, and that nothing is applied twice: the standby started no
-// controller before it led, and the new leader's reconcile of the
-// unchanged revision writes no applied object (their resourceVersions stay).
+// and checks that another pod holds it within the Lease's duration and
+// reconciles, and that nothing is applied twice: a replica starts its
+// controllers only once it leads (the others' logs show none), and the new
+// leader's reconcile of the unchanged revision writes no applied object
+// (their resourceVersions stay). The standby, retrying every 5s, or the
+// Deployment's replacement pod, starting meanwhile, may take the lead.
 func (s *gitopsSuite) leaderHandover(t *testing.T) {
 	flux := "clusters/node/flux-system/kustomization.yaml"
 	cur, err := os.ReadFile(filepath.Join(s.repo.Work, flux))
@@ -45,45 +47,23 @@ func (s *gitopsSuite) leaderHandover(t *testing.T) {
 	s.eddyMust(t, s.ctx, "reconcile", "kustomization", "flux-system", "--with-source")
 	s.waitKs(t, "flux-system", time.Minute, readyAt(rev))
 	pods := s.waitControllerReplicas(t, "kustomize-controller", 2)
-
-	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: "flux-system", Name: "kustomize-controller-leader-election"}
-	var leader, standby *corev1.Pod
-	if err := wait.PollUntilContextTimeout(s.ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := s.Client.Get(ctx, key, lease); err != nil || lease.Spec.HolderIdentity == nil {
-			return false, nil
-		}
-		for i, p := range pods {
-			if strings.HasPrefix(*lease.Spec.HolderIdentity, p.Name+"_") {
-				leader, standby = p, pods[1-i]
-			}
-		}
-		return leader != nil, nil
-	}); err != nil {
-		t.Fatalf("neither pod of %v holds the Lease %s: %v", pods, key, err)
-	}
+	lease, leader := s.leaseHolder(t, key, "", time.Minute)
 	duration := time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
-	t.Logf("leader %s, standby %s, lease duration %s (args %v)", leader.Name, standby.Name, duration, leader.Spec.Containers[0].Args)
-	if logs := s.podLog(t, standby.Name); strings.Contains(logs, "Starting workers") {
-		t.Errorf("the standby %s started controllers before it led:\n%s", standby.Name, logs)
-	}
+	t.Logf("leader %s of %d replicas, lease duration %s (args %v)", leader, len(pods), duration, pods[0].Spec.Containers[0].Args)
+	s.checkOnlyLeaderStarted(t, leader)
 	app := s.kustomization(t, "podinfo")
 	applied := s.appliedVersions(t)
 
 	start := time.Now()
-	if err := s.CS.CoreV1().Pods("flux-system").Delete(s.ctx, leader.Name, metav1.DeleteOptions{}); err != nil {
+	if err := s.CS.CoreV1().Pods("flux-system").Delete(s.ctx, leader, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(s.ctx, 100*time.Millisecond, 2*duration, true, func(ctx context.Context) (bool, error) {
-		err := s.Client.Get(ctx, key, lease)
-		return err == nil && lease.Spec.HolderIdentity != nil && strings.HasPrefix(*lease.Spec.HolderIdentity, standby.Name+"_"), nil
-	}); err != nil {
-		t.Fatalf("the standby %s does not hold the Lease: %v (holder %v)", standby.Name, err, lease.Spec.HolderIdentity)
-	}
+	_, next := s.leaseHolder(t, key, leader, 2*duration)
 	took := time.Since(start)
-	t.Logf("leader's pod deleted to the standby holding the Lease: %s", took.Round(100*time.Millisecond))
+	t.Logf("leader's pod deleted to %s holding the Lease: %s", next, took.Round(100*time.Millisecond))
 	if took > duration {
-		t.Errorf("the standby took %s to lead; the lease duration is %s", took, duration)
+		t.Errorf("%s took %s to lead; the lease duration is %s", next, took, duration)
 	}
 
 	token := s.requestReconcile(t, &kustomizev1.Kustomization{}, "podinfo")
@@ -93,8 +73,41 @@ func (s *gitopsSuite) leaderHandover(t *testing.T) {
 	if after := s.appliedVersions(t); after != applied {
 		t.Errorf("the unchanged revision's objects were written across the handover: before %s, after %s", applied, after)
 	}
-	if logs := s.podLog(t, standby.Name); !strings.Contains(logs, "Starting workers") {
-		t.Errorf("the new leader %s logged no controller start:\n%s", standby.Name, logs)
+	s.checkOnlyLeaderStarted(t, next)
+}
+
+// leaseHolder waits until a pod other than not holds the Lease and returns
+// the Lease and the pod's name.
+func (s *gitopsSuite) leaseHolder(t *testing.T, key client.ObjectKey, not string, within time.Duration) (*coordinationv1.Lease, string) {
+	t.Helper()
+	lease := &coordinationv1.Lease{}
+	holder := ""
+	if err := wait.PollUntilContextTimeout(s.ctx, 100*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
+		if err := s.Client.Get(ctx, key, lease); err != nil || lease.Spec.HolderIdentity == nil {
+			return false, nil
+		}
+		holder, _, _ = strings.Cut(*lease.Spec.HolderIdentity, "_")
+		return holder != "" && holder != not, nil
+	}); err != nil {
+		t.Fatalf("no pod but %q holds the Lease %s: %v (holder %q)", not, key, err, holder)
+	}
+	return lease, holder
+}
+
+// checkOnlyLeaderStarted checks from the kustomize-controller pods' logs
+// that the leader started its controllers after it acquired the Lease and
+// that no other pod started any.
+func (s *gitopsSuite) checkOnlyLeaderStarted(t *testing.T, leader string) {
+	t.Helper()
+	for _, p := range s.waitControllerReplicas(t, "kustomize-controller", 2) {
+		logs := s.podLog(t, p.Name)
+		acquired, started := strings.Index(logs, "Successfully acquired lease"), strings.Index(logs, "Starting workers")
+		switch {
+		case p.Name == leader && (acquired < 0 || started < acquired):
+			t.Errorf("the leader %s did not start its controllers after acquiring the Lease:\n%s", p.Name, logs)
+		case p.Name != leader && (acquired >= 0 || started >= 0):
+			t.Errorf("%s, not the leader, acquired the Lease or started controllers:\n%s", p.Name, logs)
+		}
 	}
 }
 
@@ -136,7 +149,14 @@ func (s *gitopsSuite) waitControllerReplicas(t *testing.T, controller string, n 
 				pods = append(pods, p)
 			}
 		}
-		return len(pods) == n && len(l.Items) == n, nil
+		d, err := s.CS.AppsV1().Deployments("flux-system").Get(ctx, controller, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		// The rollout done: no pod on its way in or out.
+		st := d.Status
+		done := d.Generation == st.ObservedGeneration && st.Replicas == int32(n) && st.UpdatedReplicas == int32(n) && st.AvailableReplicas == int32(n)
+		return done && len(pods) == n && len(l.Items) == n, nil
 	}); err != nil {
 		t.Fatalf("%s: %d Ready pods; want %d: %v", controller, len(pods), n, err)
 	}
