@@ -228,6 +228,10 @@ func (s *gitopsSuite) sourceControllerRestart(t *testing.T) {
 	if err := s.CS.CoreV1().Pods("flux-system").Delete(s.ctx, old.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Whether the old pod had published the new artifact: either way the
+	// new pod must serve it.
+	t.Logf("source-controller's pod deleted %s after the request; the artifact was then at %s",
+		time.Since(start).Round(time.Millisecond), s.gitRepository(t).Status.Artifact.Revision)
 	seen := map[string]bool{}
 	s.waitKs(t, "podinfo", 3*time.Minute, func(k *kustomizev1.Kustomization) bool {
 		seen[k.Status.LastAppliedRevision] = true
@@ -258,6 +262,7 @@ func (s *gitopsSuite) sourceControllerRestart(t *testing.T) {
 		t.Fatalf("no new Ready source-controller pod: %v", err)
 	}
 	b := s.checkArtifactServed(t, nil)
+	t.Logf("after an idle restart: %s %s served through the service proxy", b.Revision, b.Digest)
 	if b.Revision != a.Revision || b.Digest != a.Digest {
 		t.Errorf("after a restart the artifact is %s %s; before %s %s", b.Revision, b.Digest, a.Revision, a.Digest)
 	}

@@ -61,7 +61,13 @@ func (s *gitopsSuite) leaderHandover(t *testing.T) {
 	}
 	_, next := s.leaseHolder(t, key, leader, 2*duration)
 	took := time.Since(start)
-	t.Logf("leader's pod deleted to %s holding the Lease: %s", next, took.Round(100*time.Millisecond))
+	role := "the Deployment's replacement pod"
+	for _, p := range pods {
+		if p.Name == next {
+			role = "the standby"
+		}
+	}
+	t.Logf("leader's pod deleted to %s, %s, holding the Lease: %s", next, role, took.Round(100*time.Millisecond))
 	if took > duration {
 		t.Errorf("%s took %s to lead; the lease duration is %s", next, took, duration)
 	}
@@ -72,6 +78,8 @@ func (s *gitopsSuite) leaderHandover(t *testing.T) {
 	})
 	if after := s.appliedVersions(t); after != applied {
 		t.Errorf("the unchanged revision's objects were written across the handover: before %s, after %s", applied, after)
+	} else {
+		t.Logf("applied objects unchanged across the handover: %s", applied)
 	}
 	s.checkOnlyLeaderStarted(t, next)
 }
