@@ -18,6 +18,7 @@ import (
 
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 )
 
@@ -104,6 +106,7 @@ func startNodeEddy(t *testing.T) *nodeEddy {
 		n.cluster.Stop()
 	})
 	n.cs = kubernetes.NewForConfigOrDie(n.cluster.Config)
+	ctrllog.SetLogger(logr.Discard()) // as main does: the client logs nothing here
 	if n.c, err = client.New(n.cluster.Config, client.Options{}); err != nil {
 		t.Fatal(err)
 	}

@@ -239,6 +239,11 @@ func WaitForSet(ctx context.Context, targets []ObjMeta, w SetWait) (SetStatus, e
 			}
 			if latest[i] == nil {
 				read++
+			} else if s.Object == nil && s.Status == status.UnknownStatus {
+				// A failed read (e.g. the client's rate limiter refusing to
+				// wait past the deadline) keeps the object last read for
+				// Explain.
+				s.Object = latest[i].Object
 			}
 			s.Meta = t
 			latest[i] = &s
