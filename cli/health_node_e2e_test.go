@@ -298,7 +298,9 @@ spec:
 	})
 
 	checkFailureMessages(t, ctx, n, sink)
-	checkUninstallKeepsWorkloads(t, ctx, n)
+	uctx, ucancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer ucancel()
+	checkUninstallKeepsWorkloads(t, uctx, n)
 }
 
 // checkFailureMessages waits for each failure's Kustomization and
@@ -320,10 +322,12 @@ func checkFailureMessages(t *testing.T, ctx context.Context, n *nodeEddy, sink *
 	}
 	start := time.Now()
 	for _, c := range checks {
-		// Flux's text first, then the object, its pod and the reason.
-		flux := "timeout waiting for: [" + c.object + " status: 'InProgress']: " + c.object + ": pod " + strings.TrimPrefix(c.object, "Deployment/apps/") + "-"
+		// Flux's text first (the status InProgress, or Unknown when the
+		// last read failed), then the object, its pod and the reason.
+		flux := "timeout waiting for: [" + c.object + " status: '"
+		detail := "]: " + c.object + ": pod " + strings.TrimPrefix(c.object, "Deployment/apps/") + "-"
 		matches := func(msg string) bool {
-			if !strings.HasPrefix(msg, c.prefix) || !strings.Contains(msg, flux) {
+			if !strings.HasPrefix(msg, c.prefix) || !strings.Contains(msg, flux) || !strings.Contains(msg, detail) {
 				return false
 			}
 			for _, w := range c.want {
@@ -333,8 +337,11 @@ func checkFailureMessages(t *testing.T, ctx context.Context, n *nodeEddy, sink *
 			}
 			return false
 		}
+		// Each check has its own time: one failing leaves the others theirs.
+		cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
 		msg, status, reason := "", "", ""
-		err := waitPoll(ctx, func(ctx context.Context) bool {
+		err := waitPoll(cctx, func(ctx context.Context) bool {
 			u := &unstructured.Unstructured{}
 			u.SetAPIVersion(c.apiVersion)
 			u.SetKind(c.kind)
@@ -345,22 +352,22 @@ func checkFailureMessages(t *testing.T, ctx context.Context, n *nodeEddy, sink *
 			return status == "False" && reason == c.reason && matches(msg)
 		})
 		if err != nil {
-			t.Errorf("%s/%s: Ready=%s %s %q; want False %s starting %q, then %q and one of %q", c.kind, c.name, status, reason, msg,
-				c.reason, c.prefix, flux, c.want)
+			t.Errorf("%s/%s: Ready=%s %s %q; want False %s starting %q, then %q, %q and one of %q", c.kind, c.name, status, reason, msg,
+				c.reason, c.prefix, flux, detail, c.want)
 			continue
 		}
 		t.Logf("%s/%s Ready=False %s (+%s): %s", c.kind, c.name, reason, time.Since(start).Round(time.Second), msg)
 		var ev string
-		err = waitPoll(ctx, func(context.Context) bool {
+		err = waitPoll(cctx, func(context.Context) bool {
 			for _, w := range c.want {
-				if ev = sink.find(c.kind, c.name, flux, w); ev != "" {
+				if ev = sink.find(c.kind, c.name, flux, detail, w); ev != "" {
 					return true
 				}
 			}
 			return false
 		})
 		if err != nil {
-			t.Errorf("%s/%s: no event with %q and one of %q at the provider", c.kind, c.name, flux, c.want)
+			t.Errorf("%s/%s: no event with %q, %q and one of %q at the provider", c.kind, c.name, flux, detail, c.want)
 			continue
 		}
 		t.Logf("%s/%s event at the provider: %s", c.kind, c.name, ev)

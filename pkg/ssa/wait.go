@@ -103,8 +103,8 @@ type ObjectStatus struct {
 	// Err is why the status could not be read or computed (Status is then
 	// Unknown); nil when it was, or when the reader keeps it to itself.
 	Err error
-	// Object is the object as last read (nil when not found or not kept),
-	// for SetWait.Explain.
+	// Object is the object as last read (nil when not found or not kept;
+	// WaitForSet keeps none of a Current one), for SetWait.Explain.
 	Object *unstructured.Unstructured
 	// Detail is SetWait.Explain's answer for an object left Failed or
 	// pending, e.g. why its pods are not ready; not part of String.
@@ -239,6 +239,14 @@ func WaitForSet(ctx context.Context, targets []ObjMeta, w SetWait) (SetStatus, e
 			}
 			if latest[i] == nil {
 				read++
+			} else if s.Object == nil && s.Status == status.UnknownStatus {
+				// A failed read (e.g. the client's rate limiter refusing to
+				// wait past the deadline) keeps the object last read for
+				// Explain.
+				s.Object = latest[i].Object
+			}
+			if s.Status == status.CurrentStatus {
+				s.Object = nil // never explained: a large healthy set keeps none
 			}
 			s.Meta = t
 			latest[i] = &s

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eddyops/eddy/pkg/ssa"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
@@ -161,5 +162,25 @@ func TestWaitForSetCanceledExplainsNothing(t *testing.T) {
 func TestDetailMessageWithoutDetailIsFluxs(t *testing.T) {
 	if got := ssa.DetailMessage("m", []ssa.ObjectStatus{{Meta: waitTarget("a")}}); got != "m" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestWaitForSetKeepsTheLastObjectReadForExplainAfterAFailedRead(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{"kind": "Deployment"}}
+	reads := 0
+	read := func(context.Context, ssa.ObjMeta) (ssa.ObjectStatus, error) {
+		reads++
+		if reads == 1 {
+			return ssa.ObjectStatus{Status: status.InProgressStatus, Object: obj}, nil
+		}
+		return ssa.ObjectStatus{Status: status.UnknownStatus, Err: errors.New("rate limiter")}, nil
+	}
+	var explained *unstructured.Unstructured
+	explain := func(_ context.Context, s ssa.ObjectStatus) string { explained = s.Object; return "" }
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	st, _ := ssa.WaitForSet(ctx, []ssa.ObjMeta{waitTarget("a")}, ssa.SetWait{Poll: 5 * time.Millisecond, Read: read, Explain: explain})
+	if reads < 2 || explained != obj || len(st.Pending) != 1 || st.Pending[0].Status != status.UnknownStatus {
+		t.Errorf("after %d reads: explained %v, pending %+v; want the object of the first read, status Unknown", reads, explained, st.Pending)
 	}
 }

@@ -180,7 +180,8 @@ func canceledBy(ctx context.Context) error {
 
 // read reads the object of resource gvr named name, in namespace (""
 // for a cluster-scoped one), once: NotFound, Unknown when it cannot be
-// read or its status computed (pkg/health), else its kstatus status.
+// read (with the error) or its status computed (pkg/health), else its
+// kstatus status.
 func (k *kstatusKube) read(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) ssa.ObjectStatus {
 	var ri dynamic.ResourceInterface = k.dyn.Resource(gvr)
 	if namespace != "" {
@@ -190,8 +191,8 @@ func (k *kstatusKube) read(ctx context.Context, gvr schema.GroupVersionResource,
 	switch {
 	case apierrors.IsNotFound(err):
 		return ssa.ObjectStatus{Status: status.NotFoundStatus}
-	case err != nil:
-		return ssa.ObjectStatus{Status: status.UnknownStatus}
+	case err != nil: // said after the status: why it is Unknown
+		return ssa.ObjectStatus{Status: status.UnknownStatus, Err: err}
 	}
 	res, err := health.Compute(u)
 	if err != nil {

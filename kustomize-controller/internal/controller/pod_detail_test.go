@@ -11,6 +11,7 @@ import (
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -88,20 +89,16 @@ func setPodStatus(t *testing.T, ns, app string, cs corev1.ContainerStatus) *core
 	t.Helper()
 	ctx := context.Background()
 	var pod *corev1.Pod
-	deadline := time.Now().Add(time.Minute)
-	for pod == nil {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
-		if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
-			t.Fatal(err)
+		if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil || len(pods.Items) == 0 {
+			return false, err
 		}
-		if len(pods.Items) > 0 {
-			pod = &pods.Items[0]
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pod of %s/%s after 1m", ns, app)
-		}
-		time.Sleep(100 * time.Millisecond)
+		pod = &pods.Items[0]
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("no pod of %s/%s: %v", ns, app, err)
 	}
 	cs.Name, cs.Image = "app", "ghcr.io/example/app:1.0.0"
 	pod.Status.Phase = corev1.PodRunning
