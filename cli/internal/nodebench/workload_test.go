@@ -1,0 +1,248 @@
+package nodebench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	ns         = "flux-system"
+	appNS      = "bench-app"
+	configNS   = "bench"
+	sourceName = "bench"
+	appKs      = "app"
+	// interval of the GitRepository and the Kustomizations: long, so that
+	// only the reconcile request after a push makes the commit seen.
+	interval = 10 * time.Minute
+)
+
+// workload is the Git repository the GitRepository follows and what the
+// benchmark applies from it: the application's Kustomization (one
+// tinyapp Deployment) and the Kustomizations of ConfigMaps.
+type workload struct {
+	n    *node
+	git  *gitserver.Server
+	repo *gitserver.Repo
+	head string // the pushed commit
+}
+
+// newWorkload serves a repository on the node IP (pods reach it) holding
+// app/ and ks/<i>/, and creates the namespaces it applies to.
+func newWorkload(ctx context.Context, b *testing.B, n *node) *workload {
+	root := b.TempDir()
+	srv, err := gitserver.Start(gitserver.Options{Root: root, Addr: localcluster.NodeIP + ":0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	repo, err := gitserver.NewRepo(root, "bench.git", b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	files := map[string]string{"app/deployment.yaml": deployment(n.refs["tinyapp"], "initial")}
+	for i := range kustomizations {
+		var cms []string
+		for j := range configMapsPerKs {
+			cms = append(cms, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ks%03d-%d\n  namespace: %s\ndata:\n  key: value-%d-%d\n",
+				i, j, configNS, i, j))
+		}
+		files[fmt.Sprintf("ks/%03d/configmaps.yaml", i)] = strings.Join(cms, "---\n")
+	}
+	w := &workload{n: n, git: srv, repo: repo}
+	if w.head, err = repo.Commit(files, "initial"); err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{appNS, configNS} {
+		if err := n.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return w
+}
+
+// deployment is the application's manifest; rev is an env var whose
+// change rolls out a new pod. The readiness probe runs every second, so
+// that Ready follows the container's start closely.
+func deployment(image, rev string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tinyapp
+  namespace: %s
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: tinyapp
+  template:
+    metadata:
+      labels:
+        app: tinyapp
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: app
+          image: %s
+          imagePullPolicy: IfNotPresent
+          args: ["--port=9898"]
+          env:
+            - name: BENCH_REV
+              value: %q
+          readinessProbe:
+            periodSeconds: 1
+            httpGet:
+              path: /readyz
+              port: 9898
+`, appNS, image, rev)
+}
+
+// applyAll creates the GitRepository, the application's Kustomization and
+// the 100 others, and returns the time until all are Ready at the pushed
+// commit; the application's pod is Ready too when it returns.
+func (w *workload) applyAll(ctx context.Context, b *testing.B) time.Duration {
+	start := time.Now()
+	objs := []client.Object{&sourcev1.GitRepository{
+		ObjectMeta: metav1.ObjectMeta{Name: sourceName, Namespace: ns},
+		Spec: sourcev1.GitRepositorySpec{URL: w.git.URL + "/" + w.repo.Name, Interval: metav1.Duration{Duration: interval},
+			Reference: &sourcev1.GitRepositoryRef{Branch: "main"}},
+	}, kustomization(appKs, "./app")}
+	for i := range kustomizations {
+		objs = append(objs, kustomization(fmt.Sprintf("ks%03d", i), fmt.Sprintf("./ks/%03d", i)))
+	}
+	for _, o := range objs {
+		if err := w.n.c.Create(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.waitApplied(ctx, b, 10*time.Minute)
+	took := time.Since(start)
+	b.Logf("GitRepository and %d Kustomizations Ready: %s", kustomizations+1, took.Round(100*time.Millisecond))
+	w.waitSettled(ctx, b, "initial")
+	return took
+}
+
+func kustomization(name, path string) *kustomizev1.Kustomization {
+	return &kustomizev1.Kustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: kustomizev1.KustomizationSpec{Interval: metav1.Duration{Duration: interval}, Path: path, Prune: true,
+			SourceRef: kustomizev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: sourceName}},
+	}
+}
+
+// waitApplied waits until every Kustomization is Ready with the pushed
+// commit applied.
+func (w *workload) waitApplied(ctx context.Context, b *testing.B, timeout time.Duration) {
+	var pending []string
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		var l kustomizev1.KustomizationList
+		if err := w.n.c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		pending = nil
+		for _, k := range l.Items {
+			if !strings.HasSuffix(k.Status.LastAppliedRevision, w.head) || !apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.ReadyCondition) {
+				pending = append(pending, k.Name)
+			}
+		}
+		return len(l.Items) == kustomizations+1 && len(pending) == 0, nil
+	}); err != nil {
+		b.Fatalf("Kustomizations not Ready at %s: %v; pending: %d (%s)", w.head, err, len(pending), strings.Join(first(pending, 5), ", "))
+	}
+}
+
+func first(s []string, n int) []string { return s[:min(n, len(s))] }
+
+// commitToReady changes the application's env var to rev, commits, and
+// measures from the push to the new pod Running and Ready; the push is
+// followed at once by a reconcile request on the GitRepository. It returns
+// once the rollout is over (the old pod gone, the Kustomization applied).
+func (w *workload) commitToReady(ctx context.Context, b *testing.B, rev string) time.Duration {
+	path := filepath.Join(w.repo.Work, "app", "deployment.yaml")
+	if err := os.WriteFile(path, []byte(deployment(w.n.refs["tinyapp"], rev)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", rev}} {
+		if _, err := w.repo.Git(args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	head, err := w.repo.Git("rev-parse", "HEAD")
+	if err != nil {
+		b.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	watcher, err := w.n.cs.CoreV1().Pods(appNS).Watch(wctx, metav1.ListOptions{LabelSelector: "app=tinyapp"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer watcher.Stop()
+
+	start := time.Now()
+	if _, err := w.repo.Git("push", "-q", "--force", w.repo.Bare, "HEAD:main"); err != nil {
+		b.Fatal(err)
+	}
+	w.head = head
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, time.Now().Format(time.RFC3339Nano))
+	if err := w.n.c.Patch(ctx, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: sourceName, Namespace: ns}},
+		client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		b.Fatal(err)
+	}
+	var took time.Duration
+	for ev := range watcher.ResultChan() {
+		if p, ok := ev.Object.(*corev1.Pod); ok && podRev(p) == rev && podReady(p) {
+			took = time.Since(start)
+			break
+		}
+	}
+	if took == 0 {
+		b.Fatalf("commit %s: no pod of it Ready within 3 minutes", rev)
+	}
+	b.Logf("commit %s → new pod Ready: %s", rev, took.Round(time.Millisecond))
+	w.waitSettled(ctx, b, rev)
+	return took
+}
+
+// podRev is the pod's BENCH_REV.
+func podRev(p *corev1.Pod) string {
+	for _, c := range p.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == "BENCH_REV" {
+				return e.Value
+			}
+		}
+	}
+	return ""
+}
+
+// waitSettled waits until the application runs one pod, of rev, Ready,
+// and every Kustomization has the pushed commit applied.
+func (w *workload) waitSettled(ctx context.Context, b *testing.B, rev string) {
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := w.n.cs.CoreV1().Pods(appNS).List(ctx, metav1.ListOptions{LabelSelector: "app=tinyapp"})
+		if err != nil {
+			return false, nil
+		}
+		return len(l.Items) == 1 && podRev(&l.Items[0]) == rev && podReady(&l.Items[0]), nil
+	}); err != nil {
+		b.Fatalf("the application did not settle on one Ready pod of %s: %v", rev, err)
+	}
+	w.waitApplied(ctx, b, 3*time.Minute)
+}
