@@ -213,7 +213,12 @@ func (w *workload) commitToReady(ctx context.Context, b *testing.B, rev string) 
 		}
 	}
 	if took == 0 {
-		b.Fatalf("commit %s: no pod of it Ready within 3 minutes", rev)
+		var k kustomizev1.Kustomization
+		_ = w.n.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: appKs}, &k)
+		var g sourcev1.GitRepository
+		_ = w.n.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: sourceName}, &g)
+		b.Fatalf("commit %s: no pod of it Ready within 3 minutes; Kustomization %s: %+v; GitRepository: %+v",
+			rev, appKs, k.Status.Conditions, g.Status.Conditions)
 	}
 	b.Logf("commit %s → new pod Ready: %s", rev, took.Round(time.Millisecond))
 	w.waitSettled(ctx, b, rev)
