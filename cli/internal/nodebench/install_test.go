@@ -2,6 +2,7 @@ package nodebench
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -107,6 +108,43 @@ func podPeaks(b *testing.B, pods map[string]podInfo) map[string]float64 {
 			b.Fatalf("%s: memory.max_usage_in_bytes %q", c, data)
 		}
 		out[c] = float64(v) / (1 << 20)
+		b.Logf("%s pod cgroup: peak %.1f MiB; now %s", c, out[c], memoryStat(filepath.Dir(dir)))
+	}
+	return out
+}
+
+// memoryStat is the cgroup's total_rss, total_cache and total_mapped_file
+// (memory.stat, hierarchical), in MiB.
+func memoryStat(dir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && (f[0] == "total_rss" || f[0] == "total_cache" || f[0] == "total_mapped_file") {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			out = append(out, fmt.Sprintf("%s %.1f MiB", strings.TrimPrefix(f[0], "total_"), v/(1<<20)))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// podProcessRSS reads the peak RSS (VmHWM) of each controller pod's
+// process, the first of its container's cgroup: like for like with the
+// local processes'.
+func podProcessRSS(b *testing.B, pods map[string]podInfo) map[string]float64 {
+	out := map[string]float64{}
+	for c, p := range pods {
+		data, err := os.ReadFile(filepath.Join(containerCgroup(b, p.containerID), "cgroup.procs"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.Fields(string(data) + " x")[0])
+		if err != nil {
+			b.Fatalf("%s: cgroup.procs %q", c, data)
+		}
+		out[c] = vmHWM(pid)
 	}
 	return out
 }

@@ -214,8 +214,9 @@ type result struct {
 	install            time.Duration
 	idle, loaded       map[string]float64 // pod memory peak, MiB
 	ksReady            time.Duration
-	pods, local        []time.Duration // commit → Ready
-	localRSS           map[string]float64
+	pods, local        []commitTimes
+	localRSS           map[string]float64 // local process VmHWM, MiB
+	podRSS             map[string]float64 // pod process VmHWM after the loaded measurement, MiB
 	reps               int
 }
 
@@ -234,6 +235,7 @@ func runNode(b *testing.B, in inputs) result {
 	w := newWorkload(ctx, b, n)
 	r.ksReady = w.applyAll(ctx, b)
 	r.loaded = podPeaks(b, pods)
+	r.podRSS = podProcessRSS(b, pods)
 	for i := range in.reps {
 		r.pods = append(r.pods, w.commitToReady(ctx, b, fmt.Sprintf("pods-%d", i)))
 	}

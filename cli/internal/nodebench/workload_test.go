@@ -169,11 +169,17 @@ func (w *workload) waitApplied(ctx context.Context, b *testing.B, timeout time.D
 
 func first(s []string, n int) []string { return s[:min(n, len(s))] }
 
+// commitTimes are one commit's times from its push: to the GitRepository's
+// artifact of it, to the application's Kustomization Ready with it
+// applied (both polled every 50 ms), and to the new pod Running and Ready
+// (watched).
+type commitTimes struct{ artifact, applied, ready time.Duration }
+
 // commitToReady changes the application's env var to rev, commits, and
 // measures from the push to the new pod Running and Ready; the push is
 // followed at once by a reconcile request on the GitRepository. It returns
 // once the rollout is over (the old pod gone, the Kustomization applied).
-func (w *workload) commitToReady(ctx context.Context, b *testing.B, rev string) time.Duration {
+func (w *workload) commitToReady(ctx context.Context, b *testing.B, rev string) commitTimes {
 	path := filepath.Join(w.repo.Work, "app", "deployment.yaml")
 	if err := os.WriteFile(path, []byte(deployment(w.n.refs["tinyapp"], rev)), 0o644); err != nil {
 		b.Fatal(err)
@@ -195,7 +201,11 @@ func (w *workload) commitToReady(ctx context.Context, b *testing.B, rev string) 
 	}
 	defer watcher.Stop()
 
+	var ct commitTimes
 	start := time.Now()
+	pctx, stopPoll := context.WithCancel(ctx)
+	polled := w.pollStages(pctx, head, start, &ct)
+	defer func() { stopPoll(); <-polled }()
 	if _, err := w.repo.Git("push", "-q", "--force", w.repo.Bare, "HEAD:main"); err != nil {
 		b.Fatal(err)
 	}
@@ -205,14 +215,13 @@ func (w *workload) commitToReady(ctx context.Context, b *testing.B, rev string) 
 		client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		b.Fatal(err)
 	}
-	var took time.Duration
 	for ev := range watcher.ResultChan() {
 		if p, ok := ev.Object.(*corev1.Pod); ok && podRev(p) == rev && podReady(p) {
-			took = time.Since(start)
+			ct.ready = time.Since(start)
 			break
 		}
 	}
-	if took == 0 {
+	if ct.ready == 0 {
 		var k kustomizev1.Kustomization
 		_ = w.n.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: appKs}, &k)
 		var g sourcev1.GitRepository
@@ -220,9 +229,42 @@ func (w *workload) commitToReady(ctx context.Context, b *testing.B, rev string) 
 		b.Fatalf("commit %s: no pod of it Ready within 3 minutes; Kustomization %s: %+v; GitRepository: %+v",
 			rev, appKs, k.Status.Conditions, g.Status.Conditions)
 	}
-	b.Logf("commit %s → new pod Ready: %s", rev, took.Round(time.Millisecond))
 	w.waitSettled(ctx, b, rev)
-	return took
+	stopPoll()
+	<-polled
+	b.Logf("commit %s → artifact %s, applied %s, new pod Ready %s", rev, ct.artifact.Round(time.Millisecond),
+		ct.applied.Round(time.Millisecond), ct.ready.Round(time.Millisecond))
+	return ct
+}
+
+// pollStages records in ct, every 50 ms until ctx ends, when the
+// GitRepository's artifact and the application's Kustomization (Ready)
+// first have head; the returned channel is closed when it stops.
+func (w *workload) pollStages(ctx context.Context, head string, start time.Time, ct *commitTimes) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for ct.artifact == 0 || ct.applied == 0 {
+			var g sourcev1.GitRepository
+			if ct.artifact == 0 && w.n.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: sourceName}, &g) == nil &&
+				g.Status.Artifact != nil && strings.HasSuffix(g.Status.Artifact.Revision, head) {
+				ct.artifact = time.Since(start)
+			}
+			var k kustomizev1.Kustomization
+			if ct.applied == 0 && w.n.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: appKs}, &k) == nil &&
+				strings.HasSuffix(k.Status.LastAppliedRevision, head) && apimeta.IsStatusConditionTrue(k.Status.Conditions, meta.ReadyCondition) {
+				ct.applied = time.Since(start)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return done
 }
 
 // podRev is the pod's BENCH_REV.
