@@ -26,8 +26,11 @@ import (
 
 	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // controllers are the controllers `eddy install` runs by default.
@@ -71,6 +74,7 @@ func BenchmarkNode(b *testing.B) {
 		b.Skip(err)
 	}
 	in := findInputs(b)
+	ctrllog.SetLogger(logr.Discard())
 	// One run whatever b.N (-benchtime 1x): a run is minutes long and
 	// holds the machine's one node; its repetitions are the commits.
 	report(b, runNode(b, in))
@@ -240,9 +244,18 @@ func runNode(b *testing.B, in inputs) result {
 		r.pods = append(r.pods, w.commitToReady(ctx, b, fmt.Sprintf("pods-%d", i)))
 	}
 
+	if log, err := n.cs.CoreV1().Pods(ns).GetLogs(pods["kustomize-controller"].name, &corev1.PodLogOptions{}).DoRaw(ctx); err == nil {
+		b.Logf("kustomize-controller as a pod, last commit: %s", reconcileSummary(string(log), w.head))
+	}
+
 	procs := runLocal(ctx, b, n, in, w, pods)
 	for i := range in.reps {
 		r.local = append(r.local, w.commitToReady(ctx, b, fmt.Sprintf("local-%d", i)))
+	}
+	for _, p := range procs {
+		if log, err := os.ReadFile(p.LogPath()); err == nil && p.Name() == "kustomize-controller" {
+			b.Logf("kustomize-controller as a local process, last commit: %s", reconcileSummary(string(log), w.head))
+		}
 	}
 	r.localRSS = map[string]float64{}
 	for _, p := range procs {
