@@ -27,7 +27,7 @@ import (
 // election with its 15 s leases, events to notification-controller,
 // source-controller's storage served and advertised on loopback). notification-
 // and source-controller start first; kustomize- and helm-controller once
-// the GitRepository's artifact is served by the local source-controller
+// the GitRepositories' artifacts are served by the local source-controller
 // (the pod's storage went with it): started earlier, kustomize-controller's
 // first reconciles of all 101 Kustomizations would fetch from the pod's
 // Service name, which the host does not resolve, and retry for minutes. It
@@ -143,27 +143,29 @@ func (l *locals) waitReady(ctx context.Context, b *testing.B) {
 	}
 }
 
-// waitLocalArtifact asks for a reconcile of the GitRepository and waits
-// until its artifact's URL is the local source-controller's (the pod's
-// storage went with it: the artifact is built again on the host).
+// waitLocalArtifact asks for a reconcile of both GitRepositories and
+// waits until their artifacts' URLs are the local source-controller's (the
+// pod's storage went with it: the artifacts are built again on the host).
 func waitLocalArtifact(ctx context.Context, b *testing.B, n *node, addr string) {
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, "local-"+time.Now().Format(time.RFC3339Nano))
-	if err := n.c.Patch(ctx, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: sourceName, Namespace: ns}},
-		client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		b.Fatal(err)
-	}
-	var url string
-	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		var g sourcev1.GitRepository
-		if err := n.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: sourceName}, &g); err != nil {
-			return false, nil
+	for _, name := range []string{sourceName, appSource} {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, "local-"+time.Now().Format(time.RFC3339Nano))
+		if err := n.c.Patch(ctx, &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}},
+			client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			b.Fatal(err)
 		}
-		if g.Status.Artifact != nil {
-			url = g.Status.Artifact.URL
+		var url string
+		if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			var g sourcev1.GitRepository
+			if err := n.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &g); err != nil {
+				return false, nil
+			}
+			if g.Status.Artifact != nil {
+				url = g.Status.Artifact.URL
+			}
+			return strings.Contains(url, addr), nil
+		}); err != nil {
+			b.Fatalf("GitRepository %s's artifact is not served by the local source-controller (%s): %s: %v", name, addr, url, err)
 		}
-		return strings.Contains(url, addr), nil
-	}); err != nil {
-		b.Fatalf("the GitRepository's artifact is not served by the local source-controller (%s): %s: %v", addr, url, err)
 	}
 }
 

@@ -54,21 +54,21 @@ const (
 //   - install-s: from starting `eddy install --registry …` until the four
 //     controllers' pods are Ready;
 //   - <c>-idle-MiB, <c>-loaded-MiB: each controller pod's memory peak
-//     (cgroup v1 memory.max_usage_in_bytes of the pod's cgroup, page cache
-//     included) once the pods are Ready and hold their leader-election
-//     leases, and again once one GitRepository and 100 Kustomizations of
-//     3 ConfigMaps each (plus the application's) are Ready;
-//     ks-ready-s is the time from creating them to all Ready;
+//     (cgroup v1 memory.max_usage_in_bytes of the pod's cgroup) once the
+//     pods are Ready and hold their leader-election leases, and again once
+//     one GitRepository and 100 Kustomizations of 3 ConfigMaps each (plus
+//     the application's) are Ready; ks-ready-s is the time from creating
+//     them to all Ready;
 //   - commit-pods-*-s, commit-local-*-s: commit → Ready, from a `git push`
 //     of a commit changing an env var of a Deployment (tinyapp, readiness
 //     probe every second) to its new pod Running and Ready, the push
 //     followed at once by the reconcile.fluxcd.io/requestedAt annotation
-//     on the GitRepository (what `eddy reconcile source git` sets; the
-//     GitRepository and Kustomizations have a 10m interval). First with
-//     Eddy as pods, then with the four Deployments scaled to 0 and the
-//     same built controllers run by the benchmark as processes on the host
-//     with the cluster's kubeconfig (flags as `eddy dev` gives them);
-//     ratio-commit-pods/local-{min,median} compares the two.
+//     on the application's GitRepository (what `eddy reconcile source git`
+//     sets; every GitRepository and Kustomization has a 10m interval).
+//     First with Eddy as pods, then with the four Deployments scaled to 0
+//     and the same built controllers run by the benchmark as processes on
+//     the host with the cluster's kubeconfig (flags as `eddy dev` gives
+//     them); ratio-commit-pods/local-{min,median} compares the two.
 func BenchmarkNode(b *testing.B) {
 	if err := localcluster.CheckNodeProfile(""); errors.Is(err, localcluster.ErrNodeUnsupported) {
 		b.Skip(err)

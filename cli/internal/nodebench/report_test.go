@@ -27,7 +27,7 @@ func report(b *testing.B, r result) {
 	var t strings.Builder
 	fmt.Fprintf(&t, "Eddy on a real node (node profile; load average %s at start, %s at end)\n", r.loadStart, r.loadEnd)
 	fmt.Fprintf(&t, "eddy install --registry … → the 4 controllers' pods Ready: %.1f s\n", r.install.Seconds())
-	fmt.Fprintf(&t, "GitRepository + %d Kustomizations (%d ConfigMaps each) + the application's, created → all Ready: %.1f s\n",
+	fmt.Fprintf(&t, "2 GitRepositories + %d Kustomizations (%d ConfigMaps each) + the application's, created → all Ready: %.1f s\n",
 		kustomizations, configMapsPerKs, r.ksReady.Seconds())
 	fmt.Fprintf(&t, "%-24s %14s %14s %14s %14s\n", "memory peak, MiB", "pod cgroup:", "pod cgroup:", "pod process", "local process")
 	fmt.Fprintf(&t, "%-24s %14s %14s %14s %14s\n", "", "idle", fmt.Sprintf("%d Ks", kustomizations), "VmHWM", "VmHWM")
