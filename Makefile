@@ -170,7 +170,7 @@ faults: tools build
 ## bench: benchmarks, each reported as a ratio to a baseline measured in the same run
 ## (Applications: N=100; EDDY_BENCH_APPS_N=100,1000 adds 1,000); the last, Eddy on a real node
 ## (node profile: root and its Debian packages, else one skip line), compares commit → Ready with
-## the controllers as pods and as local processes (EDDY_BENCH_NODE_REPS commits each, default 5)
+## the controllers as pods and as local processes (EDDY_BENCH_NODE_REPS commits each, default 9)
 bench: tools build node-images test-images
 	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/
 	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/

@@ -46,7 +46,7 @@ const (
 	configMapsPerKs = 3
 	// defaultReps is the number of commit → Ready repetitions in each mode
 	// (EDDY_BENCH_NODE_REPS overrides it).
-	defaultReps = 5
+	defaultReps = 9
 )
 
 // BenchmarkNode measures, on one node-profile cluster:
