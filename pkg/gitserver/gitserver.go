@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -31,6 +32,9 @@ type Options struct {
 	BearerToken string
 	// TLS serves HTTPS with a self-signed certificate; see Server.CACert.
 	TLS bool
+	// Addr is the host:port to listen on; default a free loopback port.
+	// An address pods reach (such as a real node's IP) serves them too.
+	Addr string
 }
 
 // Request is one request the server answered.
@@ -62,7 +66,7 @@ type Server struct {
 	requests []Request
 }
 
-// Start starts a server on a free loopback port. It needs `git` on PATH.
+// Start starts a server on Options.Addr (default: a free loopback port). It needs `git` on PATH.
 func Start(opts Options) (*Server, error) {
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -97,10 +101,19 @@ func Start(opts Options) (*Server, error) {
 			Authorization: r.Header.Get("Authorization")})
 		s.mu.Unlock()
 	})
+	s.srv = httptest.NewUnstartedServer(handler)
+	if opts.Addr != "" {
+		l, err := net.Listen("tcp", opts.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("git server: %w", err)
+		}
+		s.srv.Listener.Close()
+		s.srv.Listener = l
+	}
 	if opts.TLS {
-		s.srv = httptest.NewTLSServer(handler)
+		s.srv.StartTLS()
 	} else {
-		s.srv = httptest.NewServer(handler)
+		s.srv.Start()
 	}
 	s.URL = s.srv.URL
 	return s, nil
