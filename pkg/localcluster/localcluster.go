@@ -45,7 +45,8 @@ const (
 	ProfileFull Profile = "full"
 	// ProfileNode runs etcd, kube-apiserver, kube-controller-manager and
 	// kube-scheduler with one real node, NodeName: containerd, kubelet and
-	// kube-proxy on this machine. It needs root and Debian's runc,
+	// kube-proxy on this machine, and CoreDNS answering the cluster's zone on
+	// NodeIP:53 (kubelet's clusterDNS). It needs root and Debian's runc,
 	// containernetworking-plugins and nftables; one runs per machine.
 	ProfileNode Profile = "node"
 )
@@ -99,6 +100,9 @@ type Cluster struct {
 	StartupDuration time.Duration
 	// Profile that runs.
 	Profile Profile
+	// DNS is the cluster's DNS server of the node profile (CoreDNS on the
+	// node IP, port 53: kubelet's clusterDNS), nil for the other profiles.
+	DNS *DNS
 
 	ownDir   bool
 	ports    []int
@@ -214,6 +218,10 @@ func start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		}
 	case ProfileNode:
 		if err := c.startControllers(binDir, files, opts, kcmPort, schedPort); err != nil {
+			return nil, err
+		}
+		// DNS before the node: the first pods get a resolv.conf that answers.
+		if c.DNS, err = c.startDNS(ctx, DNSOptions{Addr: net.JoinHostPort(NodeIP, "53"), BinDir: binDir}); err != nil {
 			return nil, err
 		}
 		if err := c.startNode(ctx, binDir, p, files, apiServer, opts); err != nil {

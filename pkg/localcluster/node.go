@@ -52,7 +52,7 @@ func CheckNodeProfile(binDir string) error {
 
 // checkNodeHost fails with ErrNodeUnsupported unless this process is root
 // and the packages are installed; and with ErrBinariesMissing unless binDir
-// has kubelet, kube-proxy and containerd.
+// has kubelet, kube-proxy, containerd and coredns.
 func checkNodeHost(binDir string) error {
 	var missing []string
 	if os.Geteuid() != 0 {
@@ -73,7 +73,7 @@ func checkNodeHost(binDir string) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: needs %s", ErrNodeUnsupported, strings.Join(missing, "; "))
 	}
-	for _, b := range []string{"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr"} {
+	for _, b := range []string{"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", CoreDNS} {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
 			return fmt.Errorf("%w (no %s in %s)", ErrBinariesMissing, b, binDir)
 		}

@@ -138,7 +138,7 @@ func pod(name string, labels map[string]string, args ...string) *corev1.Pod {
 
 // TestNodeProfileRunsAPod runs the pause image as a real container on the
 // real node, and a Service whose pod answers through kube-proxy from the
-// host and from another pod.
+// host and, by its DNS name, from another pod.
 func TestNodeProfileRunsAPod(t *testing.T) {
 	c := startNode(t)
 	ctx := context.Background()
@@ -178,9 +178,10 @@ func TestNodeProfileRunsAPod(t *testing.T) {
 	waitPod(t, cs, "echo", false)
 	url := "http://" + svc.Spec.ClusterIP + "/"
 
-	// From another pod, through kube-proxy's rules (the client retries until
-	// kube-proxy has synced the Service).
-	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod("client", nil, "-get="+url), metav1.CreateOptions{}); err != nil {
+	// From another pod, by the Service's short name (the cluster DNS and the
+	// pod's search path), through kube-proxy's rules (the client retries
+	// until kube-proxy has synced the Service).
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod("client", nil, "-get=http://echo/"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitPod(t, cs, "client", true)
