@@ -78,7 +78,7 @@ func Down(ctx context.Context, out io.Writer) error {
 // removeState removes what an environment leaves in its state directory
 // besides logs/ and the webhook token.
 func removeState(dir string) {
-	for _, sub := range []string{"cluster", "storage", "sync.json", "state.json"} {
+	for _, sub := range []string{"cluster", "storage", "registry", "sync.json", "state.json"} {
 		_ = os.RemoveAll(filepath.Join(dir, sub))
 	}
 	_ = RemoveServed(dir)
