@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +26,8 @@ import (
 // ConfigMap and one Deployment of tinyapp, named by eddy dev's registry
 // address: the controllers run as pods from the images of the build's
 // version, the repository is synced, the application's pod runs; then
-// `eddy dev down` at a terminal leaves no process, port, container,
-// mount, network device, nftables table or cgroup of the node.
+// `eddy dev down` at a terminal leaves no process, port, container (its
+// shim), mount, network device, nftables table or cgroup of the node.
 func TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing(t *testing.T) {
 	if err := localcluster.CheckNodeProfile(""); err != nil {
 		t.Skip(err)
@@ -48,7 +49,16 @@ func TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing(t *testing.T) {
 	gitInit(t, repo)
 
 	before := nodeHostState(t)
+	// containerd's sockets are under the state directory: the kernel
+	// limits their paths, which the test's own temporary directory exceeds.
+	// Removed after newUser's cleanup has stopped the environment.
+	short, err := os.MkdirTemp("", "eddy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(short) })
 	u := newUser(t)
+	u.state = short
 	start := time.Now()
 	up := u.startTTY(120, false, "dev", "up", "--node", "real", "--repo", repo, "--detach")
 	screen := strings.Join(up.checkTerminal(8*time.Minute, false), "\n")
@@ -106,6 +116,10 @@ func TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing(t *testing.T) {
 		t.Errorf("ctr -n k8s.io containers ls does not list the application's container; it lists:\n%s", ids)
 	}
 
+	if shims := shimsOf(u.dir()); len(shims) == 0 {
+		t.Error("no containerd shim names the environment's directory: the check after eddy dev down would prove nothing")
+	}
+
 	start = time.Now()
 	down := u.startTTY(120, false, "dev", "down")
 	if screen := strings.Join(down.checkTerminal(3*time.Minute, false), "\n"); !strings.Contains(screen, "✔ stopped:") {
@@ -115,6 +129,9 @@ func TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing(t *testing.T) {
 	checkAllGone(t, state, u.dir())
 	if _, err := os.Stat(socket); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("containerd's socket is left (%v)", err)
+	}
+	if shims := shimsOf(u.dir()); len(shims) > 0 {
+		t.Errorf("containerd shims left: %v", shims)
 	}
 	if after := nodeHostState(t); after != before {
 		t.Errorf("machine state after eddy dev down differs from before eddy dev up:\n--- before\n%s\n--- after\n%s", before, after)
@@ -202,8 +219,7 @@ func ctrContainers(t *testing.T, socket string) string {
 }
 
 // nodeHostState describes what a node changes on the machine: mounts,
-// network devices, nftables tables, the node's cgroups and containerd's
-// shims, one item a line.
+// network devices, nftables tables and the node's cgroups, one item a line.
 func nodeHostState(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
@@ -216,7 +232,27 @@ func nodeHostState(t *testing.T) string {
 	}
 	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/eddy-node")
 	fmt.Fprintf(&b, "cgroups: %v\n", cgroups)
-	shims, _ := exec.Command("pgrep", "-c", "containerd-shim").Output()
-	fmt.Fprintf(&b, "shims: %s", shims)
 	return b.String()
+}
+
+// shimsOf are the command lines of the live containerd shims of the node
+// whose containerd listens below dir (another node's, stopped before this
+// one started, may still be exiting: the machine's count proves nothing).
+func shimsOf(dir string) []string {
+	var out []string
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		data, err := os.ReadFile(f)
+		cl := strings.ReplaceAll(string(data), "\x00", " ")
+		if err == nil && strings.Contains(cl, "containerd-shim") && strings.Contains(cl, dir) && dev.Alive(pidOf(f)) {
+			out = append(out, cl)
+		}
+	}
+	return out
+}
+
+// pidOf is the pid of /proc/<pid>/<file>.
+func pidOf(procFile string) int {
+	pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(procFile)))
+	return pid
 }

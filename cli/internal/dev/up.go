@@ -223,8 +223,20 @@ func checkNode(root string, f *Flags) (*NodeImages, error) {
 	if err := localcluster.CheckNodeProfile(K8sBinDir(root)); err != nil {
 		return nil, fmt.Errorf("--node real: %w", err)
 	}
+	dir, err := DefaultStateDir()
+	if err != nil {
+		return nil, err
+	}
+	// containerd's longest socket path, which the kernel limits.
+	if sock := filepath.Join(dir, "cluster", "node", "containerd", "containerd.sock.ttrpc"); len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("--node real: the state directory %s is too deep for containerd's sockets (%d characters, at most %d): "+
+			"set XDG_STATE_HOME to a shorter directory", dir, len(sock), maxSocketPath)
+	}
 	return FindNodeImages(root, f.Version)
 }
+
+// maxSocketPath is the longest Unix socket path containerd takes.
+const maxSocketPath = 104
 
 // printRegistry prints the registry of --node real and the images it
 // serves, by the names a repository gives them.
