@@ -48,3 +48,38 @@ func TestNodeRealWithoutImagesSaysWhatToBuild(t *testing.T) {
 		t.Errorf("without bin/images: %v; want %s", err, want)
 	}
 }
+
+func TestNodeRealBundleHonoursShardsAndControllerFlagsThroughDeployments(t *testing.T) {
+	digest := "sha256:" + strings.Repeat("a", 64)
+	s := &State{Registry: "127.0.0.1:5001", Shards: 1,
+		ImageDigests:    map[string]string{"source-controller": digest, "kustomize-controller": digest},
+		ControllerFlags: ControllerFlags{"kustomize-controller": {"--concurrent=7"}}}
+	objs, err := nodeBundle(s, "v9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string][]any{}
+	images := map[string]string{}
+	for _, u := range objs {
+		if u.GetKind() != "Deployment" {
+			continue
+		}
+		c := u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+		args[u.GetName()], _ = c["args"].([]any)
+		images[u.GetName()], _ = c["image"].(string)
+	}
+	for _, name := range []string{"kustomize-controller", "kustomize-controller-shard1"} {
+		if a := args[name]; len(a) == 0 || a[len(a)-1] != "--concurrent=7" {
+			t.Errorf("%s's arguments %v do not end with --concurrent=7", name, a)
+		}
+	}
+	if a := args["source-controller"]; len(a) > 0 && a[len(a)-1] == "--concurrent=7" {
+		t.Errorf("source-controller got kustomize-controller's flags: %v", a)
+	}
+	if got, want := images["source-controller-shard1"], "127.0.0.1:5001/source-controller:v9@"+digest; got != want {
+		t.Errorf("source-controller-shard1's image %q; want %q", got, want)
+	}
+	if _, ok := images["application-controller"]; ok {
+		t.Error("application-controller installed without its image")
+	}
+}
