@@ -33,7 +33,8 @@ var installedControllers = []string{"source-controller", "kustomize-controller",
 // Deployment Available and its pod Ready from its image (by the layout's
 // digest), its process running as 65534 with a read-only root filesystem
 // (read from the host's /proc), its log JSON lines read through the API,
-// and the image's binary printing the build's version.
+// the image's binary printing the build's version, and eddy check and the
+// real flux check passing.
 func TestInstallRunsControllersAsPods(t *testing.T) {
 	if err := localcluster.CheckNodeProfile(""); errors.Is(err, localcluster.ErrNodeUnsupported) {
 		t.Skip(err)
@@ -216,6 +217,16 @@ func TestInstallRunsControllersAsPods(t *testing.T) {
 		t.Errorf("no Secret flux-system/source-controller-artifact-key with a 32-byte key: %v", err)
 	}
 
+	// eddy check and the real flux check against the controllers as pods.
+	for _, bin := range []string{eddy, filepath.Join(root, "bin", "flux")} {
+		c := exec.CommandContext(ctx, bin, "check")
+		c.Env = append(os.Environ(), "KUBECONFIG="+cluster.KubeconfigPath)
+		o, err := c.CombinedOutput()
+		t.Logf("$ %s check   (err=%v)\n%s", filepath.Base(bin), err, o)
+		if err != nil || !strings.Contains(string(o), "all checks passed") {
+			t.Errorf("%s check did not pass", filepath.Base(bin))
+		}
+	}
 	// --version of each image's entrypoint, in a pod: its log is the
 	// build's version.
 	vp := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "versions", Namespace: "default"},

@@ -32,8 +32,8 @@ type Options struct {
 	BearerToken string
 	// TLS serves HTTPS with a self-signed certificate; see Server.CACert.
 	TLS bool
-	// Addr is the host:port to listen on; default a free loopback port.
-	// An address pods reach (such as a real node's IP) serves them too.
+	// Addr is the host:port to listen on, e.g. the node profile's node IP
+	// with port 0 so that pods reach the server. Default: a free loopback port.
 	Addr string
 }
 
@@ -66,7 +66,8 @@ type Server struct {
 	requests []Request
 }
 
-// Start starts a server on Options.Addr (default: a free loopback port). It needs `git` on PATH.
+// Start starts a server on opts.Addr, by default a free loopback port. It
+// needs `git` on PATH.
 func Start(opts Options) (*Server, error) {
 	git, err := exec.LookPath("git")
 	if err != nil {

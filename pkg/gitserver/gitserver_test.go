@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,4 +132,29 @@ func unrelatedCA(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func TestListensOnTheGivenAddress(t *testing.T) {
+	root := t.TempDir()
+	_, head := newRepo(t, root)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	srv, err := gitserver.Start(gitserver.Options{Root: root, Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if srv.URL != "http://"+addr {
+		t.Errorf("URL %s; want http://%s", srv.URL, addr)
+	}
+	if refs := must(t, t.TempDir(), "ls-remote", srv.URL+"/app.git"); !strings.Contains(refs, head) {
+		t.Errorf("ls-remote at %s: %q lacks %s", addr, refs, head)
+	}
+	if _, err := gitserver.Start(gitserver.Options{Root: root, Addr: addr}); err == nil || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("a second server on %s: %v; want address already in use", addr, err)
+	}
 }
