@@ -579,6 +579,9 @@ func (e *Env) Stop() {
 		}
 		if e.Cluster != nil {
 			e.Cluster.Stop()
+			if err := e.Cluster.StopError(); err != nil {
+				e.progress("the cluster's stop left something behind: %v", err)
+			}
 		}
 		if e.registry != nil {
 			e.registry.Stop()

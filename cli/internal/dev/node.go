@@ -210,6 +210,9 @@ func nodeBundle(s *State, version string) ([]*unstructured.Unstructured, error) 
 // does; the controllers' pods are waited for by waitPods.
 func (e *Env) startNode(ctx context.Context) (err error) {
 	imgs := e.Opts.NodeImages
+	if imgs == nil {
+		return errors.New("--node real: no images to install (see FindNodeImages)")
+	}
 	addr := e.Opts.RegistryAddr
 	if addr == "" {
 		addr = DefaultRegistryAddr
