@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,4 +256,60 @@ func shimsOf(dir string) []string {
 func pidOf(procFile string) int {
 	pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(procFile)))
 	return pid
+}
+
+// TestDevDownSweepsARealNodeWhoseOwnerWasKilled: after the process that
+// owns an `eddy dev up --node real` environment is killed outright (no
+// Stop ran), `eddy dev down` leaves nothing of the node on the machine:
+// no shim, mount, network device, nftables table or cgroup.
+func TestDevDownSweepsARealNodeWhoseOwnerWasKilled(t *testing.T) {
+	if err := localcluster.CheckNodeProfile(""); err != nil {
+		t.Skip(err)
+	}
+	release, err := localcluster.AcquireNodeLock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	root, _ := built(t)
+	if _, err := dev.FindNodeImages(root, builtVersion(t)); err != nil {
+		t.Skip(err)
+	}
+	repo := t.TempDir()
+	writeNodeRepo(t, repo, dev.DefaultRegistryAddr+"/tinyapp:"+layoutTag(t, filepath.Join(root, "bin", "node-images"), "tinyapp"))
+	gitInit(t, repo)
+	before := nodeHostState(t)
+	short, err := os.MkdirTemp("", "eddy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(short) })
+	u := newUser(t)
+	u.state = short
+	u.must("dev", "up", "--node", "real", "--repo", repo, "--detach")
+	state, err := dev.ReadState(u.dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shims := shimsOf(u.dir()); len(shims) == 0 {
+		t.Fatal("no containerd shim names the environment's directory: the check after eddy dev down would prove nothing")
+	}
+	if err := syscall.Kill(state.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the owner gone", time.Minute, func() (bool, string) {
+		return syscall.Kill(state.PID, 0) != nil, fmt.Sprintf("process %d", state.PID)
+	})
+	if out := u.must("dev", "down"); !strings.Contains(out, "stopped:") {
+		t.Errorf("eddy dev down after the owner was killed does not say it stopped")
+	}
+	if shims := shimsOf(u.dir()); len(shims) > 0 {
+		t.Errorf("containerd shims left: %v", shims)
+	}
+	if after := nodeHostState(t); after != before {
+		t.Errorf("machine state after eddy dev down differs from before eddy dev up:\n--- before\n%s\n--- after\n%s", before, after)
+	}
+	if fileExists(filepath.Join(u.dir(), "cluster")) {
+		t.Error("cluster/ is left in the state directory")
+	}
 }
