@@ -144,7 +144,8 @@ func newUninstallCommand(g *globalFlags) *cobra.Command {
 		Use:   "uninstall",
 		Short: "Uninstall Eddy's controllers and CRDs from a cluster, leaving the workloads they applied",
 		Long: `Uninstall Eddy's controllers and CRDs, as flux uninstall does: the components labelled
-app.kubernetes.io/part-of=flux in the namespace, then the finalizers of every toolkit.fluxcd.io
+app.kubernetes.io/part-of=flux in the namespace (and, beyond flux, waits for the controllers'
+pods to stop, so that none adds a finalizer back), then the finalizers of every toolkit.fluxcd.io
 object in all namespaces (so the workloads they applied are not pruned), then the CRDs, then
 the namespace unless --keep-namespace.`,
 		Example: `  # Uninstall, asking for confirmation

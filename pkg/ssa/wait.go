@@ -2,6 +2,7 @@ package ssa
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -102,6 +103,12 @@ type ObjectStatus struct {
 	// Err is why the status could not be read or computed (Status is then
 	// Unknown); nil when it was, or when the reader keeps it to itself.
 	Err error
+	// Object is the object as last read (nil when not found or not kept;
+	// WaitForSet keeps none of a Current one), for SetWait.Explain.
+	Object *unstructured.Unstructured
+	// Detail is SetWait.Explain's answer for an object left Failed or
+	// pending, e.g. why its pods are not ready; not part of String.
+	Detail string
 }
 
 // String is `Kind/namespace/name status: '<status>'`, followed by
@@ -155,6 +162,51 @@ type SetWait struct {
 	// FirstRound, when set, is called once every object has been read and
 	// the set is still undecided.
 	FirstRound func()
+	// Explain, when set, says why an object is not Current (Detail), e.g.
+	// what its pods show. It is called once per Failed or pending object
+	// when the set is decided Failed or ctx's deadline passes (not when ctx
+	// is canceled), so its reads cost nothing while the set is polled; after
+	// the deadline it gets a context of its own, bounded by ExplainTimeout.
+	Explain func(ctx context.Context, s ObjectStatus) string
+}
+
+// ExplainTimeout bounds the reads of SetWait.Explain for one set.
+const ExplainTimeout = 10 * time.Second
+
+// DetailMessage is msg followed by ": " and the Detail of each status that
+// has one, as `Kind/namespace/name: <detail>` separated by "; "; msg alone
+// when none has. Beyond Flux: Flux's message is msg.
+func DetailMessage(msg string, ss []ObjectStatus) string {
+	var details []string
+	for _, s := range ss {
+		if s.Detail != "" {
+			details = append(details, fmt.Sprintf("%s: %s", s.Meta, s.Detail))
+		}
+	}
+	if len(details) == 0 {
+		return msg
+	}
+	return msg + ": " + strings.Join(details, "; ")
+}
+
+// explain fills the Detail of each of ss with w.Explain, under ctx (or,
+// when ctx's deadline has passed, a context of its own); nothing when ctx
+// was canceled.
+func (w SetWait) explain(ctx context.Context, ss []ObjectStatus) {
+	if w.Explain == nil || len(ss) == 0 {
+		return
+	}
+	if err := ctx.Err(); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		ctx = context.WithoutCancel(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ExplainTimeout)
+	defer cancel()
+	for i := range ss {
+		ss[i].Detail = w.Explain(ctx, ss[i])
+	}
 }
 
 // WaitForSet reads the status of targets every w.Poll until each is
@@ -176,22 +228,31 @@ func WaitForSet(ctx context.Context, targets []ObjMeta, w SetWait) (SetStatus, e
 	for {
 		for i, t := range targets {
 			if ctx.Err() != nil {
-				return pendingOf(targets, latest, read), ctx.Err()
+				return w.pending(ctx, targets, latest, read)
 			}
 			s, err := w.Read(ctx, t)
 			if ctx.Err() != nil { // a read cut by the context decides nothing
-				return pendingOf(targets, latest, read), ctx.Err()
+				return w.pending(ctx, targets, latest, read)
 			}
 			if err != nil {
 				return SetStatus{}, err
 			}
 			if latest[i] == nil {
 				read++
+			} else if s.Object == nil && s.Status == status.UnknownStatus {
+				// A failed read (e.g. the client's rate limiter refusing to
+				// wait past the deadline) keeps the object last read for
+				// Explain.
+				s.Object = latest[i].Object
+			}
+			if s.Status == status.CurrentStatus {
+				s.Object = nil // never explained: a large healthy set keeps none
 			}
 			s.Meta = t
 			latest[i] = &s
 			if read == len(targets) {
 				if st, decided := verdict(latest); decided {
+					w.explain(ctx, st.Failed)
 					return st, nil
 				}
 			}
@@ -202,7 +263,7 @@ func WaitForSet(ctx context.Context, targets []ObjMeta, w SetWait) (SetStatus, e
 		}
 		select {
 		case <-ctx.Done():
-			return pendingOf(targets, latest, read), ctx.Err()
+			return w.pending(ctx, targets, latest, read)
 		case <-tick.C:
 		}
 	}
@@ -223,6 +284,14 @@ func verdict(latest []*ObjectStatus) (SetStatus, bool) {
 		}
 	}
 	return st, len(st.Failed) > 0 || !pending
+}
+
+// pending is the set's status when ctx ended, explained when its deadline
+// passed, and ctx's error.
+func (w SetWait) pending(ctx context.Context, targets []ObjMeta, latest []*ObjectStatus, read int) (SetStatus, error) {
+	st := pendingOf(targets, latest, read)
+	w.explain(ctx, st.Pending)
+	return st, ctx.Err()
 }
 
 func pendingOf(targets []ObjMeta, latest []*ObjectStatus, read int) SetStatus {

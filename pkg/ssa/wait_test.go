@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eddyops/eddy/pkg/ssa"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
@@ -99,5 +100,87 @@ func TestObjectStatusStringAddsTheReadError(t *testing.T) {
 	s := ssa.ObjectStatus{Meta: ssa.ObjMeta{Name: "x", GroupKind: schema.GroupKind{Kind: "Namespace"}}, Status: status.UnknownStatus, Err: errors.New("no CEL")}
 	if got, want := s.String(), "Namespace/x status: 'Unknown': no CEL"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// explainer counts its calls and answers "why <name>" with a live context.
+func explainer(calls *atomic.Int32) func(context.Context, ssa.ObjectStatus) string {
+	return func(ctx context.Context, s ssa.ObjectStatus) string {
+		calls.Add(1)
+		if ctx.Err() != nil {
+			return "dead context"
+		}
+		return "why " + s.Meta.Name
+	}
+}
+
+func TestWaitForSetExplainsPendingObjectsAtTheDeadlineOnly(t *testing.T) {
+	var calls atomic.Int32
+	read := statuses(map[string][]status.Status{"b": {status.InProgressStatus}, "a": {status.CurrentStatus}})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	st, err := ssa.WaitForSet(ctx, []ssa.ObjMeta{waitTarget("b"), waitTarget("a")},
+		ssa.SetWait{Poll: 5 * time.Millisecond, Read: read, Explain: explainer(&calls)})
+	if !errors.Is(err, context.DeadlineExceeded) || len(st.Pending) != 1 {
+		t.Fatalf("got %+v, %v", st, err)
+	}
+	// Once, for the pending object, at the report: not in each round.
+	if calls.Load() != 1 {
+		t.Errorf("Explain called %d times, want once", calls.Load())
+	}
+	got := ssa.DetailMessage(ssa.TimeoutMessage(ssa.StatusLines(st.Pending)), st.Pending)
+	if want := "timeout waiting for: [Deployment/ns/b status: 'InProgress']: Deployment/ns/b: why b"; got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestWaitForSetExplainsFailedObjects(t *testing.T) {
+	var calls atomic.Int32
+	read := statuses(map[string][]status.Status{"a": {status.FailedStatus}, "b": {status.CurrentStatus}})
+	st, err := ssa.WaitForSet(context.Background(), []ssa.ObjMeta{waitTarget("a"), waitTarget("b")},
+		ssa.SetWait{Poll: time.Hour, Read: read, Explain: explainer(&calls)})
+	if err != nil || len(st.Failed) != 1 || st.Failed[0].Detail != "why a" || calls.Load() != 1 {
+		t.Fatalf("got %+v, %v, %d calls", st, err, calls.Load())
+	}
+}
+
+func TestWaitForSetCanceledExplainsNothing(t *testing.T) {
+	var calls atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	read := func(context.Context, ssa.ObjMeta) (ssa.ObjectStatus, error) {
+		cancel()
+		return ssa.ObjectStatus{Status: status.InProgressStatus}, nil
+	}
+	if _, err := ssa.WaitForSet(ctx, []ssa.ObjMeta{waitTarget("a")}, ssa.SetWait{Poll: time.Hour, Read: read, Explain: explainer(&calls)}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	if calls.Load() != 0 {
+		t.Errorf("Explain called %d times after a cancel", calls.Load())
+	}
+}
+
+func TestDetailMessageWithoutDetailIsFluxs(t *testing.T) {
+	if got := ssa.DetailMessage("m", []ssa.ObjectStatus{{Meta: waitTarget("a")}}); got != "m" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestWaitForSetKeepsTheLastObjectReadForExplainAfterAFailedRead(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{"kind": "Deployment"}}
+	reads := 0
+	read := func(context.Context, ssa.ObjMeta) (ssa.ObjectStatus, error) {
+		reads++
+		if reads == 1 {
+			return ssa.ObjectStatus{Status: status.InProgressStatus, Object: obj}, nil
+		}
+		return ssa.ObjectStatus{Status: status.UnknownStatus, Err: errors.New("rate limiter")}, nil
+	}
+	var explained *unstructured.Unstructured
+	explain := func(_ context.Context, s ssa.ObjectStatus) string { explained = s.Object; return "" }
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	st, _ := ssa.WaitForSet(ctx, []ssa.ObjMeta{waitTarget("a")}, ssa.SetWait{Poll: 5 * time.Millisecond, Read: read, Explain: explain})
+	if reads < 2 || explained != obj || len(st.Pending) != 1 || st.Pending[0].Status != status.UnknownStatus {
+		t.Errorf("after %d reads: explained %v, pending %+v; want the object of the first read, status Unknown", reads, explained, st.Pending)
 	}
 }

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -51,7 +54,8 @@ var (
 // Uninstall removes an installation in flux uninstall's order (contract
 // §7): (1) the components labelled part-of=flux in the namespace, and the
 // ClusterRoles and ClusterRoleBindings labelled part-of=flux and
-// instance=<namespace>; (2) the finalizers of every object of a
+// instance=<namespace>, and waits for the controllers' pods to stop
+// (beyond Flux, see waitPodsGone); (2) the finalizers of every object of a
 // *.toolkit.fluxcd.io kind in all namespaces, and of the argoproj.io kinds
 // when the install labelled their CRDs (application-controller's: an
 // Application's resources finalizer would otherwise hold its CRD's
@@ -77,6 +81,7 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, log Log
 	partOf := client.MatchingLabels{PartOfLabel: PartOfValue}
 
 	log.Action("deleting components in %s namespace", o.Namespace)
+	var controllers []*unstructured.Unstructured
 	for _, gvk := range componentKinds {
 		items, err := list(ctx, c, gvk, client.InNamespace(o.Namespace), partOf)
 		if err != nil {
@@ -84,6 +89,14 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, log Log
 		}
 		for _, u := range items {
 			del(u, fmt.Sprintf("%s/%s/%s", gvk.Kind, u.GetNamespace(), u.GetName()))
+		}
+		if gvk.Kind == "Deployment" {
+			controllers = items
+		}
+	}
+	if !o.DryRun {
+		if err := waitPodsGone(ctx, c, controllers, log); err != nil {
+			return err
 		}
 	}
 	for _, gvk := range clusterKinds {
@@ -97,36 +110,11 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, log Log
 	}
 
 	log.Action("deleting toolkit.fluxcd.io finalizers in all namespaces")
-	crds, err := list(ctx, c, crdGVK)
+	n, err := releaseFinalizers(ctx, c, o.DryRun, suffix, log)
 	if err != nil {
 		return err
 	}
-	for _, crd := range crds {
-		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
-		version := storageVersion(crd)
-		if !releasable(crd, group) || version == "" {
-			continue
-		}
-		items, err := list(ctx, c, schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
-		if err != nil {
-			return err
-		}
-		for _, u := range items {
-			name := fmt.Sprintf("%s/%s/%s", kind, u.GetNamespace(), u.GetName())
-			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
-			opts := []client.PatchOption{}
-			if o.DryRun {
-				opts = append(opts, client.DryRunAll)
-			}
-			if err := c.Patch(ctx, u, patch, opts...); err != nil && !apierrors.IsNotFound(err) {
-				log.Failure("%s removing finalizers failed: %s", name, err)
-				failed++
-				continue
-			}
-			log.Success("%s finalizers deleted%s", name, suffix)
-		}
-	}
+	failed += n
 
 	log.Action("deleting toolkit.fluxcd.io custom resource definitions")
 	labelled, err := list(ctx, c, crdGVK, partOf)
@@ -157,6 +145,80 @@ func Uninstall(ctx context.Context, c client.Client, o UninstallOptions, log Log
 	if failed > 0 {
 		return fmt.Errorf("uninstall failed: %d object(s) could not be deleted or released", failed)
 	}
+	return nil
+}
+
+// releaseFinalizers removes the finalizers of every object of a
+// releasable kind; it returns how many could not be released.
+func releaseFinalizers(ctx context.Context, c client.Client, dryRun bool, suffix string, log Logger) (failed int, err error) {
+	crds, err := list(ctx, c, crdGVK)
+	if err != nil {
+		return failed, err
+	}
+	for _, crd := range crds {
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+		version := storageVersion(crd)
+		if !releasable(crd, group) || version == "" {
+			continue
+		}
+		items, err := list(ctx, c, schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
+		if err != nil {
+			return failed, err
+		}
+		for _, u := range items {
+			name := fmt.Sprintf("%s/%s/%s", kind, u.GetNamespace(), u.GetName())
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+			opts := []client.PatchOption{}
+			if dryRun {
+				opts = append(opts, client.DryRunAll)
+			}
+			if err := c.Patch(ctx, u, patch, opts...); err != nil && !apierrors.IsNotFound(err) {
+				log.Failure("%s removing finalizers failed: %s", name, err)
+				failed++
+				continue
+			}
+			log.Success("%s finalizers deleted%s", name, suffix)
+		}
+	}
+	return failed, nil
+}
+
+// ControllersStopTimeout bounds Uninstall's wait for the controllers' pods
+// to stop.
+var ControllersStopTimeout = 2 * time.Minute
+
+// waitPodsGone waits until no pod of deployments (by their selectors) is
+// left. Beyond Flux: a controller still running while its objects' finalizers
+// are removed would add them back as it reconciles (e.g. once a health check
+// ends), and then finalize, that is prune, when the CRDs' deletion deletes
+// its objects; Flux's uninstall does not wait.
+func waitPodsGone(ctx context.Context, c client.Client, deployments []*unstructured.Unstructured, log Logger) error {
+	var selectors []labels.Selector
+	for _, d := range deployments {
+		m, _, _ := unstructured.NestedStringMap(d.Object, "spec", "selector", "matchLabels")
+		if len(m) > 0 {
+			selectors = append(selectors, labels.SelectorFromSet(m))
+		}
+	}
+	if len(selectors) == 0 {
+		return nil
+	}
+	log.Action("waiting for the controllers' pods to stop")
+	ns := deployments[0].GetNamespace()
+	err := wait.PollUntilContextTimeout(ctx, time.Second, ControllersStopTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, sel := range selectors {
+			pods, err := list(ctx, c, schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel})
+			if err != nil || len(pods) > 0 {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the controllers' pods in %s did not stop (their objects keep their finalizers): %w", ns, err)
+	}
+	log.Success("controllers' pods stopped")
 	return nil
 }
 

@@ -99,6 +99,8 @@ type kstatusKube struct {
 	ctx  context.Context
 	dyn  dynamic.Interface
 	poll time.Duration
+	// getter's client reads the pods of the objects left not ready.
+	getter *restGetter
 }
 
 func (k *kstatusKube) Wait(resources kube.ResourceList, timeout time.Duration) error {
@@ -113,7 +115,8 @@ func (k *kstatusKube) WaitWithJobs(resources kube.ResourceList, timeout time.Dur
 // (ssa.WaitForSet); a Failed object ends it at once. Jobs count only with
 // jobs. The error names the objects not ready: "timeout waiting for:
 // [Kind/ns/name status: 'InProgress', ...]" (the form of Flux's ssa wait),
-// or a Failed one: "Kind/ns/name status: 'Failed': <kstatus message>".
+// or a Failed one: "Kind/ns/name status: 'Failed': <kstatus message>";
+// beyond Flux, followed by what their pods show (ssa.DetailMessage).
 func (k *kstatusKube) wait(resources kube.ResourceList, timeout time.Duration, jobs bool) error {
 	ctx, cancel := context.WithTimeout(k.ctx, timeout)
 	defer cancel()
@@ -136,21 +139,34 @@ func (k *kstatusKube) wait(resources kube.ResourceList, timeout time.Duration, j
 	read := func(ctx context.Context, t ssa.ObjMeta) (ssa.ObjectStatus, error) {
 		return k.read(ctx, resources[index[t]].Mapping.Resource, t.Namespace, t.Name), nil
 	}
-	st, err := ssa.WaitForSet(ctx, targets, ssa.SetWait{Poll: k.poll, Read: read})
+	st, err := ssa.WaitForSet(ctx, targets, ssa.SetWait{Poll: k.poll, Read: read, Explain: k.explain})
 	if cause := canceledBy(k.ctx); cause != nil {
 		return cause
 	}
 	switch {
 	case err == nil && len(st.Failed) > 0:
-		return fmt.Errorf("%s status: 'Failed': %s", st.Failed[0].Meta, st.Failed[0].Message)
+		return errors.New(ssa.DetailMessage(fmt.Sprintf("%s status: 'Failed': %s", st.Failed[0].Meta, st.Failed[0].Message), st.Failed[:1]))
 	case ctx.Err() != nil:
 		pending := []string{"no status read yet"}
 		if st.Complete {
 			pending = ssa.StatusLines(st.Pending)
 		}
-		return errors.New(ssa.TimeoutMessage(pending))
+		return errors.New(ssa.DetailMessage(ssa.TimeoutMessage(pending), st.Pending))
 	}
 	return err
+}
+
+// explain says what the pods of an object left not ready show
+// (health.PodsDetail), read once when the wait ends.
+func (k *kstatusKube) explain(ctx context.Context, s ssa.ObjectStatus) string {
+	if s.Object == nil || k.getter == nil {
+		return ""
+	}
+	c, err := k.getter.client()
+	if err != nil {
+		return ""
+	}
+	return health.PodsDetail(ctx, c, s.Object)
 }
 
 // canceledBy returns the healthCheckCanceled that ended ctx, or nil.
@@ -164,7 +180,8 @@ func canceledBy(ctx context.Context) error {
 
 // read reads the object of resource gvr named name, in namespace (""
 // for a cluster-scoped one), once: NotFound, Unknown when it cannot be
-// read or its status computed (pkg/health), else its kstatus status.
+// read (with the error) or its status computed (pkg/health), else its
+// kstatus status.
 func (k *kstatusKube) read(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) ssa.ObjectStatus {
 	var ri dynamic.ResourceInterface = k.dyn.Resource(gvr)
 	if namespace != "" {
@@ -174,14 +191,14 @@ func (k *kstatusKube) read(ctx context.Context, gvr schema.GroupVersionResource,
 	switch {
 	case apierrors.IsNotFound(err):
 		return ssa.ObjectStatus{Status: status.NotFoundStatus}
-	case err != nil:
-		return ssa.ObjectStatus{Status: status.UnknownStatus}
+	case err != nil: // said after the status: why it is Unknown
+		return ssa.ObjectStatus{Status: status.UnknownStatus, Err: err}
 	}
 	res, err := health.Compute(u)
 	if err != nil {
-		return ssa.ObjectStatus{Status: status.UnknownStatus}
+		return ssa.ObjectStatus{Status: status.UnknownStatus, Object: u}
 	}
-	return ssa.ObjectStatus{Status: res.Status, Message: res.Message}
+	return ssa.ObjectStatus{Status: res.Status, Message: res.Message, Object: u}
 }
 
 // newHelmConfig is the Helm action configuration of one HelmRelease: the
@@ -221,7 +238,7 @@ func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, ma
 	// A negative poll selects Helm's own waiter (waitStrategy: legacy).
 	var kubeClient kube.Interface = kc
 	if poll > 0 {
-		kubeClient = &kstatusKube{Client: kc, ctx: ctx, dyn: dyn, poll: poll}
+		kubeClient = &kstatusKube{Client: kc, ctx: ctx, dyn: dyn, poll: poll, getter: getter}
 	}
 	return &helmaction.Configuration{
 		RESTClientGetter: getter,

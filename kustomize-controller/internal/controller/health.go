@@ -154,7 +154,10 @@ type healthOutcome struct {
 	failed  string
 	detail  string // of the failed objects, for the event only
 	pending []string
-	err     error
+	// explained are the pending objects, with what their pods show
+	// (ssa.DetailMessage).
+	explained []ssa.ObjectStatus
+	err       error
 }
 
 // terminalErrorMessage prefixes the message of a spec that cannot work
@@ -332,7 +335,7 @@ func (r *KustomizationReconciler) startHealthCheck(ctx context.Context, obj *kus
 	read := healthReader(c, statusFunc(waitCtx, exprs), w.deletedWhenFinished)
 	go func() {
 		defer h.wg.Done()
-		r.waitHealthy(waitCtx, w, read)
+		r.waitHealthy(waitCtx, w, read, podsExplainer(c))
 	}()
 
 	<-w.firstRound
@@ -361,7 +364,7 @@ func healthReader(c client.Client, compute func(*unstructured.Unstructured) (*st
 		if err != nil {
 			return ssa.ObjectStatus{}, err
 		}
-		st := ssa.ObjectStatus{Status: rs.Status, Message: rs.Message, Err: rs.Error}
+		st := ssa.ObjectStatus{Status: rs.Status, Message: rs.Message, Err: rs.Error, Object: rs.Resource}
 		if st.Status == status.NotFoundStatus && deletedWhenFinished[t.ID()] {
 			st.Status = status.CurrentStatus
 		}
@@ -369,10 +372,22 @@ func healthReader(c client.Client, compute func(*unstructured.Unstructured) (*st
 	}
 }
 
+// podsExplainer says, through c, what the pods of an object that is not
+// healthy show (health.PodsDetail), read once when the wait is decided.
+func podsExplainer(c client.Reader) func(context.Context, ssa.ObjectStatus) string {
+	return func(ctx context.Context, s ssa.ObjectStatus) string {
+		if s.Object == nil {
+			return ""
+		}
+		return health.PodsDetail(ctx, c, s.Object)
+	}
+}
+
 // waitHealthy reads the targets of w every r.HealthPoll (Flux: 5s) until
 // all are healthy, one is Failed, or ctx ends (ssa.WaitForSet), and records
 // the outcome.
-func (r *KustomizationReconciler) waitHealthy(ctx context.Context, w *healthWait, read func(context.Context, ssa.ObjMeta) (ssa.ObjectStatus, error)) {
+func (r *KustomizationReconciler) waitHealthy(ctx context.Context, w *healthWait, read func(context.Context, ssa.ObjMeta) (ssa.ObjectStatus, error),
+	explain func(context.Context, ssa.ObjectStatus) string) {
 	poll := r.HealthPoll
 	if poll <= 0 {
 		poll = 5 * time.Second
@@ -382,7 +397,7 @@ func (r *KustomizationReconciler) waitHealthy(ctx context.Context, w *healthWait
 		targets[i] = t.Meta
 	}
 	firstRound := func() { w.firstOnce.Do(func() { close(w.firstRound) }) }
-	st, err := ssa.WaitForSet(ctx, targets, ssa.SetWait{Poll: poll, Read: read, FirstRound: firstRound})
+	st, err := ssa.WaitForSet(ctx, targets, ssa.SetWait{Poll: poll, Read: read, FirstRound: firstRound, Explain: explain})
 	var out *healthOutcome
 	switch {
 	case err == nil && len(st.Failed) > 0:
@@ -395,7 +410,7 @@ func (r *KustomizationReconciler) waitHealthy(ctx context.Context, w *healthWait
 		firstRound()
 		return // canceled: nobody waits for the outcome
 	default:
-		out = &healthOutcome{pending: ssa.StatusLines(st.Pending)}
+		out = &healthOutcome{pending: ssa.StatusLines(st.Pending), explained: st.Pending}
 	}
 	out.elapsed = time.Since(w.started)
 
@@ -422,9 +437,10 @@ func (h *healthChecks) enqueue(key types.NamespacedName) {
 
 // failedOutcome lists the Failed objects as `failed early due to stalled
 // resources: [Kind/namespace/name status: 'Failed', ...]`. Flux compatible
-// (fluxcd/pkg ssa WaitForSet). Beyond Flux, detail gives kstatus's message
-// of each Failed object that has one (`Job/ns/name: Job Failed. failed:
-// 1/1`), for the event only, so the status keeps Flux's text.
+// (fluxcd/pkg ssa WaitForSet). Beyond Flux, what their pods show follows
+// (ssa.DetailMessage), and detail gives kstatus's message of each Failed
+// object that has one (`Job/ns/name: Job Failed. failed: 1/1`), for the
+// event only.
 func failedOutcome(failed []ssa.ObjectStatus) *healthOutcome {
 	var failures, details []string
 	for _, s := range failed {
@@ -433,7 +449,8 @@ func failedOutcome(failed []ssa.ObjectStatus) *healthOutcome {
 			details = append(details, fmt.Sprintf("%s: %s", s.Meta, s.Message))
 		}
 	}
-	return &healthOutcome{failed: "failed early due to stalled resources: [" + strings.Join(failures, ", ") + "]",
+	msg := "failed early due to stalled resources: [" + strings.Join(failures, ", ") + "]"
+	return &healthOutcome{failed: ssa.DetailMessage(msg, failed),
 		detail: strings.Join(details, "; ")}
 }
 
@@ -451,7 +468,7 @@ func (r *KustomizationReconciler) healthResult(obj *kustomizev1.Kustomization, w
 	case o.err != nil:
 		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s", after, o.err))
 	case len(o.pending) > 0:
-		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s", after, ssa.TimeoutMessage(o.pending)))
+		return r.unhealthy(obj, fmt.Sprintf("health check failed after %s: %s", after, ssa.DetailMessage(ssa.TimeoutMessage(o.pending), o.explained)))
 	}
 	msg := fmt.Sprintf("Health check passed in %s", o.elapsed.Round(time.Millisecond))
 	notify := !apimeta.IsStatusConditionTrue(obj.Status.Conditions, kustomizev1.HealthyCondition) ||
