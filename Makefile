@@ -168,14 +168,17 @@ faults: tools build
 	EDDY_FAULTS=full EDDY_FAULTS_SEED=$(FAULTS_SEED) EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test -count=1 -timeout 60m -v -run '^TestCrashConsistency$$' ./helm-controller/internal/faults/
 
 ## bench: benchmarks, each reported as a ratio to a baseline measured in the same run
-## (Applications: N=100; EDDY_BENCH_APPS_N=100,1000 adds 1,000)
-bench: tools
+## (Applications: N=100; EDDY_BENCH_APPS_N=100,1000 adds 1,000); the last, Eddy on a real node
+## (node profile: root and its Debian packages, else one skip line), compares commit → Ready with
+## the controllers as pods and as local processes (EDDY_BENCH_NODE_REPS commits each, default 9)
+bench: tools build node-images test-images
 	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/
 	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 3h ./kustomize-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./helm-controller/internal/bench/
 	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./application-controller/internal/bench/
+	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./cli/internal/nodebench/
 
 ## lint: gofmt, go vet, and the code's size limits (tools/shape: hand-written Go files under
 ## 600 lines, functions under 100; tests and generated files aside)

@@ -141,6 +141,28 @@ func sweepStaleNode() error {
 	return sweepNode(r, r.RemoveDir)
 }
 
+// SweepDeadNode undoes what the node-profile cluster of directory dir left
+// on this machine after its owner died without Stop (killed outright):
+// processes, mounts, network devices, nftables tables, cgroups, sysctls, as
+// the next Start would. Nil when no node of dir is recorded; an error when
+// its owner still runs, or naming what could not be undone.
+func SweepDeadNode(dir string) error {
+	r, err := readNodeRecord()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if filepath.Clean(r.Dir) != filepath.Clean(dir) {
+		return nil
+	}
+	if processAlive(r.OwnerPID) {
+		return fmt.Errorf("the node of %s is still run by process %d", dir, r.OwnerPID)
+	}
+	return sweepNode(r, r.RemoveDir)
+}
+
 func processAlive(pid int) bool {
 	if pid <= 0 {
 		return false

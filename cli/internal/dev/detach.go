@@ -45,7 +45,8 @@ func upDetached(ctx context.Context, out io.Writer, timeout time.Duration, u *ui
 	}
 	args := []string{"dev", "supervise", "--repo=" + repo, "--path=" + f.Path, "--branch=" + f.Branch,
 		"--target-namespace=" + f.TargetNamespace, "--nodes=" + strconv.Itoa(f.Nodes), "--alerts-sink=" + strconv.FormatBool(f.AlertsSink),
-		"--shards=" + strconv.Itoa(f.Shards), "--ui=" + strconv.FormatBool(f.UI), "--ui-listen=" + f.UIListen, "--lock-fd=3"}
+		"--shards=" + strconv.Itoa(f.Shards), "--ui=" + strconv.FormatBool(f.UI), "--ui-listen=" + f.UIListen, "--lock-fd=3",
+		"--node=" + f.Node, "--registry-addr=" + f.RegistryAddr}
 	for _, a := range cflags.Args() {
 		args = append(args, "--controller-flags="+a)
 	}
@@ -98,6 +99,7 @@ func upDetached(ctx context.Context, out io.Writer, timeout time.Duration, u *ui
 	u.Success("up in %s", time.Since(begin).Round(100*time.Millisecond))
 	printExport(out, s.Kubeconfig, src, hookTree != "")
 	printUI(out, s)
+	printRegistry(out, s)
 	printNotification(ctx, out, c, s, dir, "in "+logPath)
 	fmt.Fprintln(out, "Run `eddy dev down` to stop it.")
 	if werr != nil {
@@ -158,8 +160,12 @@ func Supervise(ctx context.Context, out io.Writer, f *Flags) (err error) {
 	}
 	ctx, stopSignals := signal.NotifyContext(ctx, StopSignals()...)
 	defer stopSignals()
+	images, err := checkNode(root, f)
+	if err != nil {
+		return err
+	}
 	o := optionsFor(root, dir, f, u)
-	o.Lock, o.ControllerFlags = opts.Lock, cflags
+	o.Lock, o.ControllerFlags, o.NodeImages = opts.Lock, cflags, images
 	_, stop, err := startSync(ctx, u, o, src, "stopping", "stopped")
 	if err != nil {
 		return err

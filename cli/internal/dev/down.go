@@ -61,6 +61,13 @@ func Down(ctx context.Context, out io.Writer) error {
 	for _, pid := range left() {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+	// A node whose owner was killed outright leaves mounts under the state
+	// directory: swept before the state is removed.
+	if s.Node == NodeReal {
+		if err := localcluster.SweepDeadNode(filepath.Join(dir, "cluster")); err != nil {
+			return fmt.Errorf("stopping the node: %w", err)
+		}
+	}
 	var busy []string
 	for _, port := range s.Ports {
 		if !localcluster.PortFree(port) {
@@ -78,7 +85,7 @@ func Down(ctx context.Context, out io.Writer) error {
 // removeState removes what an environment leaves in its state directory
 // besides logs/ and the webhook token.
 func removeState(dir string) {
-	for _, sub := range []string{"cluster", "storage", "sync.json", "state.json"} {
+	for _, sub := range []string{"cluster", "storage", "registry", "sync.json", "state.json"} {
 		_ = os.RemoveAll(filepath.Join(dir, sub))
 	}
 	_ = RemoveServed(dir)

@@ -40,6 +40,7 @@ import (
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/eddyops/eddy/pkg/process"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -92,6 +93,13 @@ type Options struct {
 	// controllers are ready they are kept in the state directory for the
 	// next start (see LoadControllerFlags).
 	ControllerFlags ControllerFlags
+	// Node is NodeKwok (the default) or NodeReal: the node profile, with
+	// the controllers installed as pods from NodeImages, pushed to a
+	// registry at RegistryAddr (default DefaultRegistryAddr), and the Git
+	// server on the node IP.
+	Node         string
+	NodeImages   *NodeImages
+	RegistryAddr string
 }
 
 // ShardedControllers are the controllers `eddy dev up --shards` runs shard
@@ -123,6 +131,9 @@ type Env struct {
 	ncEvents, ncReceiver int
 
 	stopUI context.CancelFunc // stops the web UI (Options.UI)
+
+	registry *localcluster.Registry       // --node real: serves the images
+	nodeObjs []*unstructured.Unstructured // --node real: the install bundle
 	// reported holds, by process, 1 + the restarts at the exit last
 	// reported by reportExits (guarded by mu).
 	reported map[string]int
@@ -198,6 +209,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	_ = os.Remove(syncPath(opts.StateDir))
 	e := &Env{Opts: opts, Sup: &process.Supervisor{}, Scheme: scheme.New(), lock: lock}
 	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Shards: opts.Shards, ControllerFlags: opts.ControllerFlags}
+	steps := []func(context.Context) error{e.startCluster, e.startServers, e.startControllers, e.startUI}
+	if opts.Node == NodeReal {
+		e.state.Node = NodeReal
+		steps = []func(context.Context) error{e.startNode, e.startNodeServers, e.waitPods, e.startUI}
+	}
 	defer func() {
 		if err != nil {
 			e.Stop()
@@ -211,7 +227,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		e.reportExits()
 	}
 
-	for _, step := range []func(context.Context) error{e.startCluster, e.startServers, e.startControllers, e.startUI} {
+	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return nil, err
 		}
@@ -231,15 +247,7 @@ func (e *Env) startCluster(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	e.state.Kubeconfig = e.Cluster.KubeconfigPath
-	e.state.Ports = append(e.state.Ports, e.Cluster.Ports()...)
-	for _, c := range e.Cluster.Components() {
-		e.state.Cluster = append(e.state.Cluster, ClusterProc{Name: c.Name, PID: c.PID, Log: c.LogPath})
-	}
-	e.mu.Unlock()
-	_ = e.save()
-	e.progress("cluster ready in %s", e.Cluster.StartupDuration.Round(100*time.Millisecond))
+	e.recordCluster()
 
 	if e.Client, err = client.New(e.Cluster.Config, client.Options{Scheme: e.Scheme}); err != nil {
 		return err
@@ -571,7 +579,14 @@ func (e *Env) Stop() {
 		}
 		if e.Cluster != nil {
 			e.Cluster.Stop()
+			if err := e.Cluster.StopError(); err != nil {
+				e.progress("the cluster's stop left something behind: %v", err)
+			}
 		}
+		if e.registry != nil {
+			e.registry.Stop()
+		}
+		_ = os.RemoveAll(filepath.Join(e.Opts.StateDir, "registry"))
 		if os.Getenv("EDDY_KEEP_CLUSTER_DIR") == "" {
 			_ = os.RemoveAll(filepath.Join(e.Opts.StateDir, "cluster"))
 		}

@@ -55,11 +55,7 @@ func repair(ctx context.Context, c client.Client, u *ui.UI, dir, version string,
 	if err != nil && !recreate {
 		return fmt.Errorf("namespace %s: %w", Namespace, err)
 	}
-	objs, err := install.Objects(BundleOptions(version))
-	if err != nil {
-		return err
-	}
-	if err := installBundle(ctx, c, objs); err != nil {
+	if err := reinstall(ctx, c, version, s); err != nil {
 		return err
 	}
 	token, err := WebhookToken(dir)
@@ -91,6 +87,24 @@ func repair(ctx context.Context, c client.Client, u *ui.UI, dir, version string,
 	u.Success("re-created namespace %s, eddy dev's objects and the sync of %s (branch %s, path %s); the controllers take their leases again when they restart",
 		Namespace, src.URL, src.Branch, src.Path)
 	return nil
+}
+
+// reinstall applies the install bundle of the running environment s again:
+// the controllers' pods of --node real, else their Deployments of 0
+// replicas with the CRDs and the namespace.
+func reinstall(ctx context.Context, c client.Client, version string, s *State) error {
+	if s.Node == NodeReal {
+		objs, err := nodeBundle(s, version)
+		if err == nil {
+			_, err = install.Apply(ctx, c, objs)
+		}
+		return err
+	}
+	objs, err := install.Objects(BundleOptions(version))
+	if err != nil {
+		return err
+	}
+	return installBundle(ctx, c, objs)
 }
 
 // syncMissing reports whether the GitRepository or the Kustomization

@@ -53,6 +53,9 @@ func PrintStatus(ctx context.Context, out io.Writer) error {
 			s.EventsAddr, filepath.Join(dir, "logs", "events.log"), s.NotificationAddr)
 		fmt.Fprintf(out, "receiver:    %s (webhook receivers; a Receiver's URL adds its status.webhookPath)\n", s.ReceiverURL)
 	}
+	if s.Registry != "" {
+		fmt.Fprintf(out, "node:        real (controllers as pods; `eddy logs` reads their logs)\nregistry:    %s (%s)\n", s.Registry, strings.Join(s.Images, ", "))
+	}
 	if s.UI != "" {
 		fmt.Fprintf(out, "ui:          %s (log %s)\n", s.UI, filepath.Join(dir, "logs", "ui.log"))
 	}
@@ -91,6 +94,9 @@ func PrintStatus(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", p.Name, p.PID, health, p.Restarts, lease, p.LastExit, p.LogPath)
 	}
 	_ = tw.Flush()
+	if s.Node == NodeReal && c != nil {
+		why = append(why, printDeployments(ctx, out, c)...)
+	}
 	if len(why) > 0 {
 		fmt.Fprintf(out, "\nnot ready, with the last line of each log:\n%s\n", strings.Join(why, "\n"))
 		if leaseMissing && namespaceGone(ctx, c) {

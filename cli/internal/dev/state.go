@@ -54,6 +54,13 @@ type State struct {
 	Shards int `json:"shards,omitempty"`
 	// ControllerFlags are the controllers' extra flags (--controller-flags).
 	ControllerFlags ControllerFlags `json:"controllerFlags,omitempty"`
+	// Node is NodeReal for `eddy dev up --node real` (else kwok's nodes):
+	// the controllers run as pods, from the images Registry (host:port)
+	// serves, Images (<name>:<tag>) with the controllers' ImageDigests.
+	Node         string            `json:"node,omitempty"`
+	Registry     string            `json:"registry,omitempty"`
+	Images       []string          `json:"images,omitempty"`
+	ImageDigests map[string]string `json:"imageDigests,omitempty"`
 	// Ports are every loopback port the environment listens on.
 	Ports []int `json:"ports,omitempty"`
 	// Cluster are the local cluster's processes; Controllers the supervised ones.

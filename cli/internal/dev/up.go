@@ -19,6 +19,7 @@ import (
 	"github.com/eddyops/eddy/cli/internal/kinds"
 	"github.com/eddyops/eddy/cli/internal/status"
 	"github.com/eddyops/eddy/cli/internal/ui"
+	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/fluxcd/pkg/apis/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,8 @@ type Flags struct {
 	Version            string // the eddy version (Options.Version)
 	UI                 bool   // --ui: serve the web UI (eddy ui) from the environment's owner
 	UIListen           string // --ui-listen: its host:port (default webui.DefaultListen; port 0: any free port)
+	Node               string // --node: NodeKwok ("" too) or NodeReal
+	RegistryAddr       string // --registry-addr: the local registry's host:port with --node real
 	// ControllerFlags are the --controller-flags values, NAME=FLAGS (see
 	// ParseControllerFlags).
 	ControllerFlags []string
@@ -127,6 +130,9 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	if _, err := ParseControllerFlags(f.ControllerFlags); err != nil {
 		return err // before anything is touched
 	}
+	if err := CheckNodeFlags(f); err != nil {
+		return err
+	}
 	dir, err := DefaultStateDir()
 	if err != nil {
 		return err
@@ -159,6 +165,10 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	if err := checkControllerFlags(root, cflags, f.ControllerFlags); err != nil {
 		return err
 	}
+	images, err := checkNode(root, f)
+	if err != nil {
+		return err
+	}
 	if f.Detach {
 		return upDetached(ctx, out, timeout, u, dir, lock, f, cflags, src, hookTree)
 	}
@@ -167,7 +177,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	defer stopSignals()
 	begin := time.Now()
 	opts := optionsFor(root, dir, f, u)
-	opts.Lock, opts.ControllerFlags = lock, cflags
+	opts.Lock, opts.ControllerFlags, opts.NodeImages = lock, cflags, images
 	env, stop, err := startSync(ctx, u, opts, src, "stopping the controllers, the Git server and the cluster",
 		"stopped; nothing of the environment is left running")
 	if err != nil {
@@ -184,6 +194,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	st := env.State()
 	printExport(out, env.Cluster.KubeconfigPath, src, hookTree != "")
 	printUI(out, &st)
+	printRegistry(out, &st)
 	printNotification(ctx, out, env.Client, &st, dir, "here")
 	if werr != nil {
 		u.Warning("%v; the environment keeps running: fix the repository and commit, or press Ctrl-C", werr)
@@ -198,7 +209,43 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 func optionsFor(root, dir string, f *Flags, u *ui.UI) Options {
 	return Options{Root: root, K8sBinDir: K8sBinDir(root), StateDir: dir, Nodes: f.Nodes, Version: f.Version,
 		Progress: func(s string) { u.Action("%s", s) }, AlertsSink: f.AlertsSink,
-		OnAlert: func(line string) { u.Alert("%s", line) }, Shards: f.Shards, UI: f.UI, UIListen: f.UIListen}
+		OnAlert: func(line string) { u.Alert("%s", line) }, Shards: f.Shards, UI: f.UI, UIListen: f.UIListen,
+		Node: f.Node, RegistryAddr: f.RegistryAddr}
+}
+
+// checkNode returns, for --node real, the images to install, once this
+// machine can run the node profile; else an error of one line saying what
+// is missing. Nothing for kwok's nodes.
+func checkNode(root string, f *Flags) (*NodeImages, error) {
+	if f.Node != NodeReal {
+		return nil, nil
+	}
+	if err := localcluster.CheckNodeProfile(K8sBinDir(root)); err != nil {
+		return nil, fmt.Errorf("--node real: %w", err)
+	}
+	dir, err := DefaultStateDir()
+	if err != nil {
+		return nil, err
+	}
+	// containerd's longest socket path, which the kernel limits.
+	if sock := filepath.Join(dir, "cluster", "node", "containerd", "containerd.sock.ttrpc"); len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("--node real: the state directory %s is too deep for containerd's sockets (%d characters, at most %d): "+
+			"set XDG_STATE_HOME to a shorter directory", dir, len(sock), maxSocketPath)
+	}
+	return FindNodeImages(root, f.Version)
+}
+
+// maxSocketPath is the longest Unix socket path containerd takes.
+const maxSocketPath = 104
+
+// printRegistry prints the registry of --node real and the images it
+// serves, by the names a repository gives them.
+func printRegistry(w io.Writer, s *State) {
+	if s.Registry == "" {
+		return
+	}
+	fmt.Fprintf(w, "Registry: %s (the node pulls from it: name its images %s/<name>:<tag>; serving %s)\n",
+		s.Registry, s.Registry, strings.Join(s.Images, ", "))
 }
 
 // startSync starts an environment with opts, points it at src and records
@@ -371,6 +418,9 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 	if f.Shards > 0 && f.Shards != s.Shards {
 		return fmt.Errorf("--shards=%d: the running environment runs %d shard(s): run `eddy dev down`, then `eddy dev up --shards=%d`", f.Shards, s.Shards, f.Shards)
 	}
+	if f.Node != "" && f.Node != nodeOf(s) {
+		return fmt.Errorf("--node %s: the running environment runs on %s nodes: run `eddy dev down`, then `eddy dev up --node %s`", f.Node, nodeOf(s), f.Node)
+	}
 	if f.UI && s.UI == "" {
 		return errors.New("--ui: the running environment was started without it: run `eddy dev down`, then `eddy dev up --ui` (or run `eddy ui` beside it)")
 	}
@@ -404,6 +454,7 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 		u.Success("an eddy dev environment is already running (pid %d)", s.PID)
 		printExport(out, s.Kubeconfig, nil, false)
 		printUI(out, s)
+		printRegistry(out, s)
 		printNotification(ctx, out, c, s, dir, "by the environment (see `eddy dev status`)")
 		return nil
 	}
@@ -423,6 +474,7 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 	werr := waitSynced(ctx, c, u, timeout)
 	printExport(out, s.Kubeconfig, src, hookTree != "")
 	printUI(out, s)
+	printRegistry(out, s)
 	printNotification(ctx, out, c, s, dir, "by the environment (see `eddy dev status`)")
 	return werr
 }
