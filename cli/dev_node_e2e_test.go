@@ -18,6 +18,7 @@ import (
 	"github.com/eddyops/eddy/pkg/localcluster"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -134,9 +135,7 @@ func TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing(t *testing.T) {
 	if shims := shimsOf(u.dir()); len(shims) > 0 {
 		t.Errorf("containerd shims left: %v", shims)
 	}
-	if after := nodeHostState(t); after != before {
-		t.Errorf("machine state after eddy dev down differs from before eddy dev up:\n--- before\n%s\n--- after\n%s", before, after)
-	}
+	checkHostStateIs(t, before)
 	for _, d := range []string{"cluster", "registry", "storage"} {
 		if fileExists(filepath.Join(u.dir(), d)) {
 			t.Errorf("%s/ is left in the state directory", d)
@@ -219,21 +218,30 @@ func ctrContainers(t *testing.T, socket string) string {
 	return string(out)
 }
 
-// nodeHostState describes what a node changes on the machine: mounts,
-// network devices, nftables tables and the node's cgroups, one item a line.
+// nodeHostState is localcluster.HostState: what a node changes on the
+// machine (mounts, devices, nftables tables, cgroups, sysctls, host
+// directories, live shims).
 func nodeHostState(t *testing.T) string {
 	t.Helper()
-	var b strings.Builder
-	for _, cmd := range [][]string{{"findmnt", "-rn", "-o", "TARGET,FSTYPE"}, {"sh", "-c", "ip -o link show | cut -d' ' -f2"}, {"nft", "list", "tables"}} {
-		out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v: %s", strings.Join(cmd, " "), err, out)
-		}
-		fmt.Fprintf(&b, "%s:\n%s", strings.Join(cmd, " "), out)
+	s, err := localcluster.HostState()
+	if err != nil {
+		t.Fatal(err)
 	}
-	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/eddy-node")
-	fmt.Fprintf(&b, "cgroups: %v\n", cgroups)
-	return b.String()
+	return s
+}
+
+// checkHostStateIs waits (a killed shim may wait a moment to be reaped)
+// until the machine's state is before again.
+func checkHostStateIs(t *testing.T, before string) {
+	t.Helper()
+	var after string
+	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		after = nodeHostState(t)
+		return after == before, nil
+	})
+	if after != before {
+		t.Errorf("machine state after eddy dev down differs from before eddy dev up:\n--- before\n%s\n--- after\n%s", before, after)
+	}
 }
 
 // shimsOf are the command lines of the live containerd shims of the node
@@ -306,9 +314,7 @@ func TestDevDownSweepsARealNodeWhoseOwnerWasKilled(t *testing.T) {
 	if shims := shimsOf(u.dir()); len(shims) > 0 {
 		t.Errorf("containerd shims left: %v", shims)
 	}
-	if after := nodeHostState(t); after != before {
-		t.Errorf("machine state after eddy dev down differs from before eddy dev up:\n--- before\n%s\n--- after\n%s", before, after)
-	}
+	checkHostStateIs(t, before)
 	if fileExists(filepath.Join(u.dir(), "cluster")) {
 		t.Error("cluster/ is left in the state directory")
 	}
