@@ -247,6 +247,11 @@ func sameDir(a, b string) bool {
 // snapshot makes dst a Git repository on branch main whose last commit holds
 // exactly the files of src (a .git inside src is skipped).
 func snapshot(src, dst string) error {
+	// A destination inside the source would be copied into itself, again
+	// and again, until a path is too long (and the disk maybe full).
+	if inside(src, dst) {
+		return fmt.Errorf("it holds eddy dev's state directory (%s): pass a directory that does not", filepath.Dir(filepath.Dir(dst)))
+	}
 	if fi, err := os.Lstat(dst); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		if err := os.Remove(dst); err != nil {
 			return err
@@ -284,6 +289,17 @@ func snapshot(src, dst string) error {
 	}
 	_, err = gitserver.Git(dst, "commit", "-q", "--allow-empty", "-m", "Snapshot of "+filepath.Base(src))
 	return err
+}
+
+// inside says whether path p is dir or below it.
+func inside(dir, p string) bool {
+	dir, err1 := filepath.Abs(dir)
+	p, err2 := filepath.Abs(p)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 func copyTree(src, dst string) error {
