@@ -178,16 +178,32 @@ const ExplainTimeout = 10 * time.Second
 // when none has. Beyond Flux: Flux's message is msg.
 func DetailMessage(msg string, ss []ObjectStatus) string {
 	var details []string
+	size, more := 0, 0
 	for _, s := range ss {
-		if s.Detail != "" {
-			details = append(details, fmt.Sprintf("%s: %s", s.Meta, s.Detail))
+		if s.Detail == "" {
+			continue
 		}
+		d := fmt.Sprintf("%s: %s", s.Meta, s.Detail)
+		if size+len(d) > MaxDetail {
+			more++
+			continue
+		}
+		size += len(d)
+		details = append(details, d)
+	}
+	if more > 0 {
+		details = append(details, fmt.Sprintf("%d more object(s) not explained", more))
 	}
 	if len(details) == 0 {
 		return msg
 	}
 	return msg + ": " + strings.Join(details, "; ")
 }
+
+// MaxDetail bounds, in bytes, the details DetailMessage adds to Flux's
+// message: a condition's message holds at most 32768 (the CRDs' maxLength),
+// and a longer one makes the API server refuse the whole status.
+const MaxDetail = 8192
 
 // explain fills the Detail of each of ss with w.Explain, under ctx (or,
 // when ctx's deadline has passed, a context of its own); nothing when ctx

@@ -3,6 +3,8 @@ package ssa_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,5 +184,19 @@ func TestWaitForSetKeepsTheLastObjectReadForExplainAfterAFailedRead(t *testing.T
 	st, _ := ssa.WaitForSet(ctx, []ssa.ObjMeta{waitTarget("a")}, ssa.SetWait{Poll: 5 * time.Millisecond, Read: read, Explain: explain})
 	if reads < 2 || explained != obj || len(st.Pending) != 1 || st.Pending[0].Status != status.UnknownStatus {
 		t.Errorf("after %d reads: explained %v, pending %+v; want the object of the first read, status Unknown", reads, explained, st.Pending)
+	}
+}
+
+// The details of 100 workloads, each as long as PodsDetail makes them,
+// stay within a condition's maxLength (32768) beside Flux's own message;
+// the objects past the bound are counted.
+func TestDetailMessageOfManyObjectsIsBounded(t *testing.T) {
+	var ss []ssa.ObjectStatus
+	for i := 0; i < 100; i++ {
+		ss = append(ss, ssa.ObjectStatus{Meta: waitTarget(fmt.Sprintf("w%03d", i)), Detail: strings.Repeat("x", 600)})
+	}
+	got := ssa.DetailMessage("m", ss)
+	if len(got) > 8192+200 || !strings.HasSuffix(got, " more object(s) not explained") {
+		t.Errorf("%d bytes, ends %q", len(got), got[len(got)-60:])
 	}
 }
