@@ -44,11 +44,13 @@ func PodsDetail(ctx context.Context, c client.Reader, u *unstructured.Unstructur
 	var lines []string
 	more := 0
 	for i := range pods {
-		problems := podProblems(ctx, c, &pods[i])
+		// Past maxPods, a pod is only counted: no events read for it.
+		described := len(lines) < maxPods
+		problems := podProblems(ctx, c, &pods[i], described)
 		if len(problems) == 0 {
 			continue
 		}
-		if len(lines) == maxPods {
+		if !described {
 			more++
 			continue
 		}
@@ -110,8 +112,8 @@ func podsOf(ctx context.Context, c client.Reader, u *unstructured.Unstructured) 
 // container waiting (CrashLoopBackOff, ImagePullBackOff, ErrImagePull,
 // CreateContainerConfigError, ...), terminated with an error, or running
 // but not ready (with the kubelet's latest probe failure); none for a pod
-// that is ready, finished, or being deleted.
-func podProblems(ctx context.Context, c client.Reader, p *corev1.Pod) []string {
+// that is ready, finished, or being deleted. events: read the probe failure.
+func podProblems(ctx context.Context, c client.Reader, p *corev1.Pod, events bool) []string {
 	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded {
 		return nil
 	}
@@ -139,7 +141,7 @@ func podProblems(ctx context.Context, c client.Reader, p *corev1.Pod) []string {
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.State.Running != nil && !cs.Ready {
 			s := "container " + cs.Name + ": running, not ready"
-			if probe := lastProbeFailure(ctx, c, p); probe != "" {
+			if probe := lastProbeFailureIf(ctx, c, p, events); probe != "" {
 				s += " (" + probe + ")"
 			}
 			out = append(out, s)
@@ -205,6 +207,14 @@ func lastProbeFailure(ctx context.Context, c client.Reader, p *corev1.Pod) strin
 		}
 	}
 	return clip(msg)
+}
+
+// lastProbeFailureIf is lastProbeFailure when events, else "".
+func lastProbeFailureIf(ctx context.Context, c client.Reader, p *corev1.Pod, events bool) string {
+	if !events {
+		return ""
+	}
+	return lastProbeFailure(ctx, c, p)
 }
 
 // withMessage is "reason (message)", or reason alone.
