@@ -118,7 +118,7 @@ func TestTerminalDevUpControllerFlagsKeptAcrossDownUp(t *testing.T) {
 	u.must("dev", "down")
 	// The plain up says which flags it kept, and how to clear them.
 	screen := u.upAtTerminal("--detach", "--repo", repo, "--path", "./clusters/dev")
-	if want := "controller flags kept from an earlier `eddy dev up` (clear with --controller-flags kustomize-controller=): kustomize-controller " + flag; !strings.Contains(screen, want) {
+	if want := "controller flags kept from an earlier `eddy dev up` (clear with --controller-flags kustomize-controller=): kustomize-controller " + flag; !strings.Contains(strings.ReplaceAll(screen, "\n", ""), want) { // wrapped at 80 columns
 		t.Errorf("a plain eddy dev up does not say %q", want)
 	}
 	checkSubstituted()
