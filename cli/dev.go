@@ -15,7 +15,7 @@ func bindDevFlags(cmd *cobra.Command, f *dev.Flags) {
 	cmd.Flags().StringVar(&f.TargetNamespace, "target-namespace", "", "the namespace of objects that set none (the flux-system Kustomization's spec.targetNamespace)")
 	cmd.Flags().IntVar(&f.Nodes, "nodes", 1, "the number of fake (kwok) nodes (--node real: refused but 1)")
 	cmd.Flags().StringVar(&f.Node, "node", "", "the kind of node: kwok (the default: fake nodes, the controllers as local processes) or real "+
-		"(a real kubelet and containerd on this machine, as root, with the controllers as pods from the images of make images; see eddy dev up --help)")
+		"(a real kubelet and containerd on this machine, as root, with the controllers as pods from the images of make images, served by a local registry at --registry-addr)")
 	cmd.Flags().StringVar(&f.RegistryAddr, "registry-addr", dev.DefaultRegistryAddr, "with --node real: the host:port of the local registry that serves the images "+
 		"to the node (a repository names them <registry-addr>/<name>:<tag>)")
 	cmd.Flags().IntVar(&f.Shards, "shards", 0, "run this many more processes of source-, kustomize- and helm-controller, <controller>-shard<i> (i = 1..N), "+

@@ -74,8 +74,8 @@ func (u *user) upAtTerminal(args ...string) string {
 // --controller-flags kustomize-controller=--feature-gates=StrictPostBuildSubstitutions=false`
 // gives kustomize-controller the flag (an undefined variable becomes "",
 // where the default fails the Kustomization), `eddy dev status` shows it,
-// and after `eddy dev down` a plain `eddy dev up` runs it with the flag
-// again. A flag eddy dev sets itself, or one the controller does not take,
+// and after `eddy dev down` a plain `eddy dev up` says it kept the flag and
+// runs it with the flag again. A flag eddy dev sets itself, or one the controller does not take,
 // is refused before anything starts, and other flags on the running
 // environment say to run `eddy dev down` first.
 func TestTerminalDevUpControllerFlagsKeptAcrossDownUp(t *testing.T) {
@@ -116,7 +116,11 @@ func TestTerminalDevUpControllerFlagsKeptAcrossDownUp(t *testing.T) {
 	oneLineError(t, u.fails("dev", "up", "--controller-flags", "kustomize-controller="), "--controller-flags", "eddy dev down")
 
 	u.must("dev", "down")
-	u.upAtTerminal("--detach", "--repo", repo, "--path", "./clusters/dev")
+	// The plain up says which flags it kept, and how to clear them.
+	screen := u.upAtTerminal("--detach", "--repo", repo, "--path", "./clusters/dev")
+	if want := "controller flags kept from an earlier `eddy dev up` (clear with --controller-flags kustomize-controller=): kustomize-controller " + flag; !strings.Contains(strings.ReplaceAll(screen, "\n", ""), want) { // wrapped at 80 columns
+		t.Errorf("a plain eddy dev up does not say %q", want)
+	}
 	checkSubstituted()
 }
 

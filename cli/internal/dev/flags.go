@@ -175,6 +175,23 @@ func resolveControllerFlags(dir string, given []string) (ControllerFlags, error)
 	return saved.Merge(g), nil
 }
 
+// Kept returns the "NAME FLAGS" lines of f's controllers not named in the
+// --controller-flags values given: flags an earlier `eddy dev up` kept.
+func (f ControllerFlags) Kept(given []string) []string {
+	named := map[string]bool{}
+	for _, v := range given {
+		name, _, _ := strings.Cut(v, "=")
+		named[name] = true
+	}
+	var out []string
+	for _, l := range f.Lines() {
+		if name, _, _ := strings.Cut(l, " "); !named[name] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // checkControllerFlags runs each controller binary of root's bin/ that has
 // flags in f with --version and them, which parses the flags and exits
 // without touching a cluster: a flag the controller does not take (or a

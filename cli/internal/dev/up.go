@@ -165,6 +165,10 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	if err := checkControllerFlags(root, cflags, f.ControllerFlags); err != nil {
 		return err
 	}
+	// Said at every up: a flag kept from another day changes what runs.
+	for _, l := range cflags.Kept(f.ControllerFlags) {
+		u.Warning("controller flags kept from an earlier `eddy dev up` (clear with --controller-flags %s=): %s", strings.SplitN(l, " ", 2)[0], l)
+	}
 	images, err := checkNode(root, f)
 	if err != nil {
 		return err
