@@ -323,9 +323,9 @@ func checkFailureMessages(t *testing.T, ctx context.Context, n *nodeEddy, sink *
 	start := time.Now()
 	for _, c := range checks {
 		// Flux's text first (the status InProgress, or Unknown when the
-		// last read failed), then the object, its pod and the reason.
+		// last read failed), then the object, its container and the reason.
 		flux := "timeout waiting for: [" + c.object + " status: '"
-		detail := "]: " + c.object + ": pod " + strings.TrimPrefix(c.object, "Deployment/apps/") + "-"
+		detail := "]: " + c.object + ": container app: "
 		matches := func(msg string) bool {
 			if !strings.HasPrefix(msg, c.prefix) || !strings.Contains(msg, flux) || !strings.Contains(msg, detail) {
 				return false

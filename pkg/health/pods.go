@@ -17,8 +17,8 @@ import (
 // pods of a workload are not ready (kstatus only says InProgress).
 
 const (
-	// maxPods is how many problem pods of one workload are described; the
-	// others are counted.
+	// maxPods is how many pods of one workload with different problems are
+	// described; pods with yet other problems are counted.
 	maxPods = 2
 	// maxMessage bounds the kubelet's or a container's message, in runes.
 	maxMessage = 240
@@ -27,12 +27,15 @@ const (
 )
 
 // PodsDetail says why the pods of u (a Deployment, StatefulSet, DaemonSet,
-// ReplicaSet, Job or Pod) are not ready, e.g. "pod web-7d9f-x2k: container
-// web: CrashLoopBackOff, last exit code 1 (Error)"; "" when u is of another
-// kind, no pod shows a problem, or the pods cannot be read (the reader's
-// account may not list pods). One LIST of pods by u's selector (none for a
-// Pod), and one LIST of a pod's events for a container that runs but is not
-// ready (the kubelet's "Readiness probe failed: ..." event). Reads are
+// ReplicaSet, Job or Pod) are not ready, e.g. "container web:
+// CrashLoopBackOff, exit code 1 (Error)"; "" when u is of another kind, no
+// pod shows a problem, or the pods cannot be read (the reader's account may
+// not list pods). Pods with the same problems are said once, and no pod name
+// nor container output is said: the message stays the same while the same
+// failure lasts (alerts deduplicate on it) and carries nothing a log line
+// could hold. One LIST of pods by u's selector (none for a Pod), and one
+// LIST of events of a described pod whose container runs but is not ready
+// (the kubelet's "Readiness probe failed: ..." event). Reads are
 // unstructured, so a controller-runtime client reads them directly, never
 // through an informer on every pod.
 func PodsDetail(ctx context.Context, c client.Reader, u *unstructured.Unstructured) string {
@@ -41,24 +44,32 @@ func PodsDetail(ctx context.Context, c client.Reader, u *unstructured.Unstructur
 		return ""
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
-	var lines []string
+	var described []*corev1.Pod
+	seen := map[string]bool{}
 	more := 0
 	for i := range pods {
-		// Past maxPods, a pod is only counted: no events read for it.
-		described := len(lines) < maxPods
-		problems := podProblems(ctx, c, &pods[i], described)
+		problems := podProblems(ctx, c, &pods[i], false)
 		if len(problems) == 0 {
 			continue
 		}
-		if !described {
+		key := strings.Join(problems, ", ")
+		switch {
+		case seen[key]:
+		case len(described) == maxPods:
 			more++
-			continue
+		default:
+			seen[key] = true
+			described = append(described, &pods[i])
 		}
-		lines = append(lines, "pod "+pods[i].Name+": "+strings.Join(problems, ", "))
+	}
+	lines := make([]string, 0, len(described))
+	for _, p := range described {
+		// Events only for the pods described.
+		lines = append(lines, strings.Join(podProblems(ctx, c, p, true), ", "))
 	}
 	out := strings.Join(lines, "; ")
 	if more > 0 {
-		out += fmt.Sprintf("; %d more pod(s) not ready", more)
+		out += fmt.Sprintf("; other problems in %d more pod(s)", more)
 	}
 	return out
 }
@@ -169,14 +180,13 @@ func containerProblem(cs corev1.ContainerStatus) string {
 	return ""
 }
 
-// exited is "last exit code N (Reason): message" of a terminated container.
+// exited is "exit code N (Reason)" of a terminated container. Its
+// termination message is left out: it may be the tail of the container's
+// log (terminationMessagePolicy FallbackToLogsOnError).
 func exited(t *corev1.ContainerStateTerminated) string {
 	s := fmt.Sprintf("exit code %d", t.ExitCode)
 	if t.Reason != "" {
 		s += " (" + t.Reason + ")"
-	}
-	if m := clip(t.Message); m != "" {
-		s += ": " + m
 	}
 	return s
 }

@@ -26,8 +26,8 @@ func (r *countingReader) List(_ context.Context, l client.ObjectList, _ ...clien
 	return nil
 }
 
-// A workload of 100 pods running but not ready: the two pods described
-// have their events read, the others are only counted.
+// A workload of 100 pods running but not ready: their one problem is said
+// once, without pod names, and only the pod described has its events read.
 func TestPodsDetailReadsEventsOfTheDescribedPodsOnly(t *testing.T) {
 	r := &countingReader{}
 	for i := 0; i < 100; i++ {
@@ -37,8 +37,29 @@ func TestPodsDetailReadsEventsOfTheDescribedPodsOnly(t *testing.T) {
 	}
 	d := obj(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ns}\nspec: {selector: {matchLabels: {app: d}}}\n")
 	got := PodsDetail(context.Background(), r, d)
-	want := "pod web-000: container app: running, not ready; pod web-001: container app: running, not ready; 98 more pod(s) not ready"
-	if got != want || r.eventLists != maxPods {
-		t.Errorf("got %q with %d event LISTs\nwant %q with %d", got, r.eventLists, want, maxPods)
+	want := "container app: running, not ready"
+	if got != want || r.eventLists != 1 {
+		t.Errorf("got %q with %d event LISTs\nwant %q with 1", got, r.eventLists, want)
+	}
+}
+
+// Pods of a workload with different problems: the first maxPods problems
+// are said, the pods with yet others counted; the message names no pod, so
+// new pods with the same problems give the same message.
+func TestPodsDetailSaysEachProblemOnceWithoutPodNames(t *testing.T) {
+	pod := func(name, reason string) unstructured.Unstructured {
+		return *obj(t, fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: ns, uid: %s}\n"+
+			"status: {phase: Pending, containerStatuses: [{name: app, state: {waiting: {reason: %s}}}]}\n", name, name, reason))
+	}
+	d := obj(t, "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: ns}\nspec: {selector: {matchLabels: {app: d}}}\n")
+	first := &countingReader{pods: []unstructured.Unstructured{pod("a-1", "ErrImagePull"), pod("a-2", "ErrImagePull"),
+		pod("a-3", "CreateContainerConfigError"), pod("a-4", "InvalidImageName"), pod("a-5", "InvalidImageName")}}
+	want := "container app: ErrImagePull; container app: CreateContainerConfigError; other problems in 2 more pod(s)"
+	if got := PodsDetail(context.Background(), first, d); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	replaced := &countingReader{pods: []unstructured.Unstructured{pod("b-1", "ErrImagePull"), pod("b-2", "ErrImagePull"), pod("b-3", "CreateContainerConfigError")}}
+	if got, want := PodsDetail(context.Background(), replaced, d), "container app: ErrImagePull; container app: CreateContainerConfigError"; got != want {
+		t.Errorf("after the pods were replaced: got %q\nwant %q", got, want)
 	}
 }
