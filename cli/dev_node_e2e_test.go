@@ -31,41 +31,13 @@ import (
 // `eddy dev down` at a terminal leaves no process, port, container (its
 // shim), mount, network device, nftables table or cgroup of the node.
 func TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing(t *testing.T) {
-	if err := localcluster.CheckNodeProfile(""); err != nil {
-		t.Skip(err)
-	}
-	release, err := localcluster.AcquireNodeLock(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	root, _ := built(t)
-	version := builtVersion(t)
-	if _, err := dev.FindNodeImages(root, version); err != nil {
-		t.Skip(err)
-	}
-	tag := layoutTag(t, filepath.Join(root, "bin", "node-images"), "tinyapp")
-	image := dev.DefaultRegistryAddr + "/tinyapp:" + tag
-	repo := t.TempDir()
-	writeNodeRepo(t, repo, image)
-	gitInit(t, repo)
-
+	u, repo, image, version := devNodeUser(t)
 	before := nodeHostState(t)
-	// containerd's sockets are under the state directory: the kernel
-	// limits their paths, which the test's own temporary directory exceeds.
-	// Removed after newUser's cleanup has stopped the environment.
-	short, err := os.MkdirTemp("", "eddy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(short) })
-	u := newUser(t)
-	u.state = short
 	start := time.Now()
 	up := u.startTTY(120, false, "dev", "up", "--node", "real", "--repo", repo, "--detach")
 	screen := strings.Join(up.checkTerminal(8*time.Minute, false), "\n")
 	t.Logf("eddy dev up --node real --detach: %s", time.Since(start).Round(100*time.Millisecond))
-	for _, want := range []string{"environment running", "✔ up in ", "Registry: " + dev.DefaultRegistryAddr, "tinyapp:" + tag,
+	for _, want := range []string{"environment running", "✔ up in ", "Registry: " + dev.DefaultRegistryAddr, strings.TrimPrefix(image, dev.DefaultRegistryAddr+"/"),
 		"kustomization/flux-system", "Run `eddy dev down` to stop it."} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("eddy dev up --node real --detach at a terminal does not show %q", want)
@@ -268,32 +240,12 @@ func pidOf(procFile string) int {
 
 // TestDevDownSweepsARealNodeWhoseOwnerWasKilled: after the process that
 // owns an `eddy dev up --node real` environment is killed outright (no
-// Stop ran), `eddy dev down` leaves nothing of the node on the machine:
+// Stop ran), `eddy dev status` says so and `eddy dev down` leaves nothing
+// of the node on the machine:
 // no shim, mount, network device, nftables table or cgroup.
 func TestDevDownSweepsARealNodeWhoseOwnerWasKilled(t *testing.T) {
-	if err := localcluster.CheckNodeProfile(""); err != nil {
-		t.Skip(err)
-	}
-	release, err := localcluster.AcquireNodeLock(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(release)
-	root, _ := built(t)
-	if _, err := dev.FindNodeImages(root, builtVersion(t)); err != nil {
-		t.Skip(err)
-	}
-	repo := t.TempDir()
-	writeNodeRepo(t, repo, dev.DefaultRegistryAddr+"/tinyapp:"+layoutTag(t, filepath.Join(root, "bin", "node-images"), "tinyapp"))
-	gitInit(t, repo)
+	u, repo, _, _ := devNodeUser(t)
 	before := nodeHostState(t)
-	short, err := os.MkdirTemp("", "eddy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(short) })
-	u := newUser(t)
-	u.state = short
 	u.must("dev", "up", "--node", "real", "--repo", repo, "--detach")
 	state, err := dev.ReadState(u.dir())
 	if err != nil {
@@ -308,6 +260,7 @@ func TestDevDownSweepsARealNodeWhoseOwnerWasKilled(t *testing.T) {
 	waitUntil(t, "the owner gone", time.Minute, func() (bool, string) {
 		return syscall.Kill(state.PID, 0) != nil, fmt.Sprintf("process %d", state.PID)
 	})
+	oneLineError(t, u.fails("dev", "status"), fmt.Sprintf("its owner (pid %d) is gone", state.PID), "run `eddy dev down`")
 	if out := u.must("dev", "down"); !strings.Contains(out, "stopped:") {
 		t.Errorf("eddy dev down after the owner was killed does not say it stopped")
 	}
@@ -318,4 +271,40 @@ func TestDevDownSweepsARealNodeWhoseOwnerWasKilled(t *testing.T) {
 	if fileExists(filepath.Join(u.dir(), "cluster")) {
 		t.Error("cluster/ is left in the state directory")
 	}
+}
+
+// devNodeUser skips unless the node profile, the images of the build's
+// version and the node images are here; it takes the machine's node lock
+// and returns a user whose state directory is short enough for
+// containerd's socket paths (the kernel limits them; the test's own
+// temporary directory exceeds it), and a Git repository of a ConfigMap and
+// a tinyapp Deployment pulled from eddy dev's registry.
+func devNodeUser(t *testing.T) (u *user, repo, image, version string) {
+	t.Helper()
+	if err := localcluster.CheckNodeProfile(""); err != nil {
+		t.Skip(err)
+	}
+	release, err := localcluster.AcquireNodeLock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	root, _ := built(t)
+	version = builtVersion(t)
+	if _, err := dev.FindNodeImages(root, version); err != nil {
+		t.Skip(err)
+	}
+	image = dev.DefaultRegistryAddr + "/tinyapp:" + layoutTag(t, filepath.Join(root, "bin", "node-images"), "tinyapp")
+	repo = t.TempDir()
+	writeNodeRepo(t, repo, image)
+	gitInit(t, repo)
+	// Removed after newUser's cleanup has stopped the environment.
+	short, err := os.MkdirTemp("", "eddy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(short) })
+	u = newUser(t)
+	u.state = short
+	return u, repo, image, version
 }

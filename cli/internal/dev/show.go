@@ -28,8 +28,13 @@ func PrintStatus(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	s, err := ReadState(dir)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && !IsOwner(s.PID)) {
+	if errors.Is(err, os.ErrNotExist) {
 		return errors.New("no eddy dev environment is running: start one with `eddy dev up`")
+	}
+	if err == nil && !IsOwner(s.PID) {
+		// Killed outright: what it started may still run (a real node's
+		// containers, mounts and devices too).
+		return fmt.Errorf("no eddy dev environment is running: its owner (pid %d) is gone; run `eddy dev down` to stop what it left, then `eddy dev up`", s.PID)
 	}
 	if err != nil {
 		if holders, _ := LockHolders(dir); len(holders) > 0 {
