@@ -11,7 +11,9 @@ PACKAGES := $(foreach m,$(MODULES),./$(m)/...)
 
 CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := bin/controller-gen
-GO_TEST_FLAGS ?= -race -count=1 -timeout 25m
+# The cli package's e2e tests, the real-node ones included, take about 20 minutes
+# on 2 cores: the per-package timeout leaves room for a slower machine.
+GO_TEST_FLAGS ?= -race -count=1 -timeout 40m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
 # The controllers' --version (pkg/controllerkit.Version).
 CONTROLLER_LDFLAGS := -X github.com/eddyops/eddy/pkg/controllerkit.Version=$(VERSION)
