@@ -71,6 +71,9 @@ func (e *tooManyTags) Error() string {
 	return fmt.Sprintf("more than %d tags, the most a scan keeps; exclude tags at the registry or use a repository with fewer", e.max)
 }
 
+// errPaginationLoop is a tags/list whose next page is one already read.
+var errPaginationLoop = errors.New("the registry's tag list pages loop (a Link header names a page already read)")
+
 // ParseImage parses an ImageRepository's spec.image: a repository without
 // URL scheme and without tag or digest ("ghcr.io/org/app", "nginx"),
 // plain HTTP if insecure. Errors are *Error of KindInvalidImage.
@@ -122,6 +125,8 @@ func classify(ctx context.Context, err error, o Options) (Kind, string) {
 		return KindTooManyTags, tm.Error()
 	case errors.As(err, &tl):
 		return KindTooManyTags, tl.Error()
+	case errors.Is(err, errPaginationLoop):
+		return KindInvalidResponse, err.Error()
 	case errors.As(err, &se), errors.As(err, &ute):
 		return KindInvalidResponse, "the registry's tag list is not JSON: " + redact.URLError(err).Error()
 	case errors.As(err, &te):

@@ -175,6 +175,7 @@ func (c *Client) ListTags(ctx context.Context, image string, o Options) (Result,
 		return fail(err)
 	}
 	var tags []string
+	seen := map[string]bool{}
 	for lister.HasNext() {
 		page, err := lister.Next(ctx)
 		if err != nil {
@@ -184,6 +185,10 @@ func (c *Client) ListTags(ctx context.Context, image string, o Options) (Result,
 		if len(tags) > c.MaxTags {
 			return fail(&tooManyTags{max: c.MaxTags})
 		}
+		if page.Next != "" && seen[page.Next] {
+			return fail(errPaginationLoop)
+		}
+		seen[page.Next] = true
 	}
 	after := c.Stats(repo.RegistryStr())
 	pages := after.TagListRequests - before.TagListRequests

@@ -16,7 +16,8 @@ import (
 type hostState struct {
 	mu       sync.Mutex
 	until    time.Time // no request before
-	failures int       // consecutive 429 answers
+	backoff  time.Duration
+	failures int // consecutive 429 answers
 	stats    HostStats
 }
 
@@ -43,14 +44,16 @@ type cachedPage struct {
 // RateLimitedError is returned for a request to a registry host that
 // answered 429 Too Many Requests: from that answer until Until every
 // request to the host fails with it at once, without reaching the network.
+// Its message names the back-off's length, not its end, so that it stays
+// the same while the back-off lasts.
 type RateLimitedError struct {
-	Host  string
-	Until time.Time
+	Host    string
+	Until   time.Time
+	Backoff time.Duration
 }
 
 func (e *RateLimitedError) Error() string {
-	return fmt.Sprintf("registry %s answered 429 Too Many Requests: backing off until %s",
-		e.Host, e.Until.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("registry %s answered 429 Too Many Requests: no request to it for %s", e.Host, e.Backoff)
 }
 
 // tooLargeError is a tags/list page over the Client's byte bound.
@@ -76,9 +79,9 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	now := t.c.now()
 	st.mu.Lock()
 	if now.Before(st.until) {
-		until := st.until
+		e := &RateLimitedError{Host: req.URL.Host, Until: st.until, Backoff: st.backoff}
 		st.mu.Unlock()
-		return nil, &RateLimitedError{Host: req.URL.Host, Until: until}
+		return nil, e
 	}
 	st.stats.Requests++
 	tags := isTagList(req)
@@ -175,6 +178,6 @@ func (c *Client) rateLimited(st *hostState, host, retryAfter string) error {
 		d = at.Sub(now)
 	}
 	d = min(max(d, c.MinBackoff), c.MaxBackoff)
-	st.until = now.Add(d)
-	return &RateLimitedError{Host: host, Until: st.until}
+	st.until, st.backoff = now.Add(d), d
+	return &RateLimitedError{Host: host, Until: st.until, Backoff: d}
 }
