@@ -6,8 +6,11 @@ import (
 	"flag"
 	"time"
 
+	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	"github.com/eddyops/eddy/image-reflector-controller/internal/registry"
+	"github.com/eddyops/eddy/image-reflector-controller/internal/storage"
 	"github.com/eddyops/eddy/pkg/controllerkit"
+	"github.com/eddyops/eddy/pkg/events"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,17 +58,41 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 // NewScheme returns image-reflector-controller's scheme: the Kubernetes
 // built-in kinds and image.toolkit.fluxcd.io v1.
 func NewScheme() (*k8sruntime.Scheme, error) {
-	return controllerkit.NewScheme()
+	return controllerkit.NewScheme(imagev1.AddToScheme)
 }
 
-// NewManager builds image-reflector-controller's manager from c. The
-// caller starts it (controllerkit.Run in the binary).
+// NewManager builds image-reflector-controller's manager from c: the tag
+// store under --storage-path, one registry client (whose per-host 429
+// back-off every repository shares), the ImageRepository and ImagePolicy
+// reconcilers. The caller starts it (controllerkit.Run in the binary).
 func NewManager(c Config) (ctrl.Manager, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
 	}
-	return c.Options.NewManager(ControllerName, c.RESTConfig, scheme)
+	store, err := storage.New(c.StoragePath, c.CompressionThresholdKiB<<10)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &imagev1.ImageRepository{}, &imagev1.ImagePolicy{})
+	if err != nil {
+		return nil, err
+	}
+	reg := registry.NewClient()
+	reg.MaxTags = c.MaxTags
+	reg.UserAgent = ControllerName + "/" + controllerkit.Version
+	rec := events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
+		ctrl.Log.WithName("events")).WithActions(events.Actions{Default: "Reconcile"})
+	repos := &ImageRepositoryReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Registry: reg, Store: store, Events: rec}
+	if err := repos.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
+		return nil, err
+	}
+	policies := &ImagePolicyReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Registry: reg, Store: store,
+		Events: rec, NoCrossNamespaceRefs: c.NoCrossNamespaceRefs, RequeueDependency: c.RequeueDependency}
+	if err := policies.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
+		return nil, err
+	}
+	return mgr, nil
 }
 
 // Manager is NewManager for controllerkit.Main.
