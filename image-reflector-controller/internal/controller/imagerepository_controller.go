@@ -73,7 +73,7 @@ func (r *ImageRepositoryReconciler) skeleton() *reconciler.Skeleton[*imagev1.Ima
 			return ctrl.Result{}, r.Store.Delete(obj.Namespace, obj.Name)
 		},
 		Suspended: func(obj *imagev1.ImageRepository) bool { return obj.Spec.Suspend },
-		Gone: func(key client.ObjectKey) { _ = r.Store.Delete(key.Namespace, key.Name) },
+		Gone:      func(key client.ObjectKey) { _ = r.Store.Delete(key.Namespace, key.Name) },
 	}
 }
 
