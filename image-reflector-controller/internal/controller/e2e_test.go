@@ -16,8 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-func runBinary(t *testing.T) {
-	testenv.RunController(t, env, ControllerName, "--storage-path="+t.TempDir(),
+func runBinary(t *testing.T) *testenv.Process {
+	return runBinaryOn(t, t.TempDir())
+}
+
+func runBinaryOn(t *testing.T, storage string) *testenv.Process {
+	return testenv.RunController(t, env, ControllerName, "--storage-path="+storage,
 		"--min-retry-delay=200ms", "--max-retry-delay=2s", "--requeue-dependency=1s")
 }
 
@@ -154,5 +158,59 @@ func TestBinaryAuthFailuresAreStableAndSecretFree(t *testing.T) {
 	testenv.WaitFor(t, c, repo, "Ready", func() bool { return isReady(repo) })
 	if repo.Status.LastScanResult.TagCount != 1 {
 		t.Errorf("tags %+v", repo.Status.LastScanResult)
+	}
+}
+
+// TestBinaryRateLimitedRegistryPausesEveryRepositoryOnIt: a registry
+// answering 429 fails the scan of one repository with a stable message
+// naming the back-off, and a second repository on the same registry fails
+// the same way without a request; both scan once the back-off is over.
+func TestBinaryRateLimitedRegistryPausesEveryRepositoryOnIt(t *testing.T) {
+	c := newClient(t)
+	reg := testenv.NewRegistry(t)
+	host := reg.Host()
+	push(t, host, "a", "1.0.0")
+	push(t, host, "b", "1.0.0")
+	ns := testenv.NewNamespace(t, c, "irc")
+	runBinary(t)
+	reg.FailWith(429)
+	msg := func(repo string) string {
+		return fmt.Sprintf("scan failed: list tags of %s/%s: registry %s answered 429 Too Many Requests: no request to it for 5s", host, repo, host)
+	}
+	a := imageRepository(ns, "a", host+"/a")
+	create(t, c, a)
+	testenv.WaitFor(t, c, a, "429", failedWith(a, imagev1.ReadOperationFailedReason, msg("a")))
+	reg.FailWith(0)
+	b := imageRepository(ns, "b", host+"/b")
+	create(t, c, b)
+	testenv.WaitFor(t, c, b, "back-off", failedWith(b, imagev1.ReadOperationFailedReason, msg("b")))
+	if n := reg.Requests(testenv.RegistryTagsList); n != 1 {
+		t.Errorf("%d tags/list requests during the back-off, want 1", n)
+	}
+	testenv.WaitFor(t, c, a, "Ready after the back-off", func() bool { return isReady(a) })
+	testenv.WaitFor(t, c, b, "Ready after the back-off", func() bool { return isReady(b) })
+}
+
+// TestBinaryRestartReadsStoredTags: tags are stored on disk, so a
+// restarted controller resolves a new policy from them without scanning
+// the repository again before its interval.
+func TestBinaryRestartReadsStoredTags(t *testing.T) {
+	c := newClient(t)
+	reg := testenv.NewRegistry(t)
+	host := reg.Host()
+	push(t, host, "app", "1.0.0", "1.1.0")
+	ns := testenv.NewNamespace(t, c, "irc")
+	storage := t.TempDir()
+	p := runBinaryOn(t, storage)
+	repo := imageRepository(ns, "app", host+"/app")
+	create(t, c, repo)
+	testenv.WaitFor(t, c, repo, "Ready", func() bool { return isReady(repo) })
+	p.Stop()
+	runBinaryOn(t, storage)
+	pol := imagePolicy(ns, "after-restart", "app", imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: "1.x"}})
+	create(t, c, pol)
+	testenv.WaitFor(t, c, pol, "Ready", func() bool { return isReady(pol) && pol.Status.LatestRef.Tag == "1.1.0" })
+	if n := reg.Requests(testenv.RegistryTagsList); n != 1 {
+		t.Errorf("%d tags/list requests, want 1 (no scan after the restart)", n)
 	}
 }
