@@ -17,6 +17,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
 // DefaultMaxTags is Client.MaxTags's default: a scan that finds more tags
@@ -165,12 +167,13 @@ func (c *Client) ListTags(ctx context.Context, image string, o Options) (Result,
 	ctx, cancel := withTimeout(ctx, o)
 	defer cancel()
 	fail := func(err error) (Result, error) { return Result{}, c.wrap(ctx, OpList, repo.Name(), o, err) }
-	p, err := remote.NewPuller(c.remoteOptions(ctx, o)...)
-	if err != nil {
-		return fail(err)
-	}
 	before := c.Stats(repo.RegistryStr())
-	lister, err := p.Lister(ctx, repo)
+	lister, err := c.lister(ctx, repo, o, 0)
+	if pageSizeRefused(err) {
+		// ggcr asks for 1000 tags a page; Quay and distribution's
+		// tags.maxtags refuse more than they allow.
+		lister, err = c.lister(ctx, repo, o, smallPageSize)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -194,6 +197,40 @@ func (c *Client) ListTags(ctx context.Context, image string, o Options) (Result,
 	pages := after.TagListRequests - before.TagListRequests
 	reused := after.NotModified - before.NotModified
 	return Result{Tags: tags, NotModified: pages > 0 && pages == reused}, nil
+}
+
+// smallPageSize is the tags/list page size asked again when a registry
+// refuses ggcr's default (1000).
+const smallPageSize = 100
+
+// lister starts listing repo's tags (its first page), pageSize tags a page
+// (0: ggcr's default).
+func (c *Client) lister(ctx context.Context, repo name.Repository, o Options, pageSize int) (*remote.Lister, error) {
+	opts := c.remoteOptions(ctx, o)
+	if pageSize > 0 {
+		opts = append(opts, remote.WithPageSize(pageSize))
+	}
+	p, err := remote.NewPuller(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return p.Lister(ctx, repo)
+}
+
+// pageSizeRefused tells whether err is a registry refusing the page size
+// asked: distribution's PAGINATION_NUMBER_INVALID, Quay's
+// TOO_MANY_TAGS_REQUESTED.
+func pageSizeRefused(err error) bool {
+	var te *transport.Error
+	if err == nil || !errors.As(err, &te) || te.StatusCode != http.StatusBadRequest {
+		return false
+	}
+	for _, d := range te.Errors {
+		if d.Code == "PAGINATION_NUMBER_INVALID" || d.Code == "TOO_MANY_TAGS_REQUESTED" {
+			return true
+		}
+	}
+	return false
 }
 
 // Digest returns the digest of image:tag's manifest (a HEAD request, as

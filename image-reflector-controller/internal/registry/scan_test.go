@@ -375,3 +375,27 @@ func TestProxyFromSecretCarriesCredentials(t *testing.T) {
 		t.Errorf("bad address: %v", err)
 	}
 }
+
+// TestRefusedPageSizeIsAskedAgainSmaller: a registry that allows at most
+// 100 tags a page (distribution's tags.maxtags, Quay) refuses ggcr's 1000;
+// the scan asks again for 100.
+func TestRefusedPageSizeIsAskedAgainSmaller(t *testing.T) {
+	var refused int
+	r := newRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if n := req.URL.Query().Get("n"); strings.HasSuffix(req.URL.Path, "/tags/list") && n != "" && n != "100" {
+				refused++
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprint(w, `{"errors":[{"code":"PAGINATION_NUMBER_INVALID","message":"invalid number of results requested"}]}`)
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	r.push(t, "app", "1.0.0")
+	res, err := NewClient().ListTags(ctx, r.host+"/app", Options{})
+	if err != nil || len(res.Tags) != 1 || refused != 1 {
+		t.Errorf("%+v, %v (%d refused)", res, err, refused)
+	}
+}
