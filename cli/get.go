@@ -73,7 +73,7 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 	// kindCmd is the `get` subcommand of kind k.
 	kindCmd := func(k kinds.Kind) *cobra.Command {
 		use, aliases := k.Use, []string(nil)
-		if !k.Source {
+		if !k.Source && !k.Image {
 			use, aliases = k.Plural, append([]string{k.Use}, k.Aliases...)
 		}
 		return &cobra.Command{
@@ -89,34 +89,41 @@ func newGetCommand(g *globalFlags) *cobra.Command {
 		}
 	}
 	sources := &cobra.Command{Use: "sources", Aliases: []string{"source"}, Short: "Show the status of sources"}
-	var srcKinds []kinds.Kind
+	images := &cobra.Command{Use: "images", Aliases: []string{"image"}, Short: "Show the status of image automation objects"}
+	var srcKinds, imageKinds []kinds.Kind
 	for _, k := range kinds.Flux {
-		if k.Source {
+		switch {
+		case k.Source:
 			sources.AddCommand(kindCmd(k))
 			srcKinds = append(srcKinds, k)
-		} else {
+		case k.Image:
+			images.AddCommand(kindCmd(k))
+			imageKinds = append(imageKinds, k)
+		default:
 			get.AddCommand(kindCmd(k))
 		}
 	}
-	sources.AddCommand(&cobra.Command{
-		Use: "all", Short: "Show the status of all sources", Args: cobra.NoArgs,
-		Example: "  eddy get sources all\n  eddy get sources all -A",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.getAll(cmd, allNamespaces, output == "wide", srcKinds)
-		},
-	})
-	get.AddCommand(sources)
-	get.AddCommand(newGetAppsCommand(g, &allNamespaces, &output))
-	get.AddCommand(&cobra.Command{
-		Use: "all", Short: "Show the status of all objects", Args: cobra.NoArgs,
-		Long: "Show the status of every kind in a table of its own, each name prefixed with its kind; " +
+	images.AddCommand(g.getAllCommand(&allNamespaces, &output, imageKinds, "Show the status of all image automation objects", "",
+		"  eddy get images all --namespace=flux-system\n  eddy get images all --all-namespaces"))
+	sources.AddCommand(g.getAllCommand(&allNamespaces, &output, srcKinds, "Show the status of all sources", "",
+		"  eddy get sources all\n  eddy get sources all -A"))
+	get.AddCommand(images, sources, newGetAppsCommand(g, &allNamespaces, &output))
+	get.AddCommand(g.getAllCommand(&allNamespaces, &output, kinds.Flux, "Show the status of all objects",
+		"Show the status of every kind in a table of its own, each name prefixed with its kind; "+
 			"kinds without objects, or whose CRD is not installed, are left out.",
-		Example: "  eddy get all\n  eddy get all -A",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.getAll(cmd, allNamespaces, output == "wide", kinds.Flux)
-		},
-	})
+		"  eddy get all\n  eddy get all -A"))
 	return get
+}
+
+// getAllCommand is a `get … all` command: the tables of kinds ks (see
+// printAll), with the get command's -A and -o.
+func (g *globalFlags) getAllCommand(allNamespaces *bool, output *string, ks []kinds.Kind, short, long, example string) *cobra.Command {
+	return &cobra.Command{
+		Use: "all", Short: short, Long: long, Example: example, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.getAll(cmd, *allNamespaces, *output == "wide", ks)
+		},
+	}
 }
 
 // listing returns what listing objects takes: a client, a context bounded

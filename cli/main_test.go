@@ -74,3 +74,33 @@ func TestBootstrapShards(t *testing.T) {
 		t.Errorf("%d Deployments of shard b, want 3", found)
 	}
 }
+
+// TestBootstrapImageComponents: bootstrap's --components-extra reaches the
+// install options, so the pushed bundle has the image controllers and
+// their CRDs; an unknown extra component is refused before anything runs.
+func TestBootstrapImageComponents(t *testing.T) {
+	def := install.DefaultOptions("v1")
+	b := &bootstrapFlags{version: "v1", components: def.Components, registry: def.Registry, logLevel: "info",
+		clusterDomain: def.ClusterDomain, componentsExtra: []string{install.ImageReflectorController, install.ImageAutomationController}}
+	objs, err := install.Objects(b.installOptions("flux-system"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range objs {
+		if u.GetKind() == "Deployment" || u.GetKind() == "CustomResourceDefinition" {
+			if strings.Contains(u.GetName(), "image") {
+				got = append(got, u.GetKind()+"/"+u.GetName())
+			}
+		}
+	}
+	want := "CustomResourceDefinition/imagepolicies.image.toolkit.fluxcd.io,CustomResourceDefinition/imagerepositories.image.toolkit.fluxcd.io," +
+		"CustomResourceDefinition/imageupdateautomations.image.toolkit.fluxcd.io,Deployment/image-automation-controller,Deployment/image-reflector-controller"
+	if strings.Join(got, ",") != want {
+		t.Errorf("bootstrap bundle's image objects %q, want %q", got, want)
+	}
+	b.componentsExtra = []string{"image-controller"}
+	if _, err := install.Objects(b.installOptions("flux-system")); err == nil || !strings.Contains(err.Error(), `component "image-controller" is not available`) {
+		t.Errorf("--components-extra=image-controller: %v", err)
+	}
+}

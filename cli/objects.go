@@ -32,29 +32,37 @@ func resumedLine(k kinds.Kind, o kinds.Object) string {
 		return "fetched revision " + k.Revision(o) // the artifact's revision
 	case k.Revision != nil:
 		return "applied revision " + k.Revision(o)
+	case k.Done != nil:
+		return k.Done(o)
 	}
 	return k.Kind + " reconciliation completed"
 }
 
 // addKindCommands adds to parent one subcommand per kind (sources under a
-// `source` subcommand), each running run with its kind.
+// `source` subcommand, the image kinds under `image`), each running run
+// with its kind.
 func addKindCommands(parent *cobra.Command, short string, run func(kinds.Kind, *cobra.Command, []string) error) {
 	src := &cobra.Command{Use: "source", Short: short + " sources"}
+	img := &cobra.Command{Use: "image", Short: short + " image automation objects"}
 	for _, k := range kinds.Flux {
 		c := &cobra.Command{
 			Use: k.Use + " [name]", Aliases: k.Aliases,
 			Short: fmt.Sprintf("%s %s objects", short, k.Kind),
 			RunE:  func(cmd *cobra.Command, args []string) error { return run(k, cmd, args) },
 		}
-		if k.Source {
+		switch {
+		case k.Source:
 			src.AddCommand(c)
-		} else {
+		case k.Image:
+			img.AddCommand(c)
+		default:
 			parent.AddCommand(c)
 		}
 	}
-	parent.AddCommand(src)
+	parent.AddCommand(src, img)
 	unknownKind(parent)
 	unknownKind(src)
+	unknownKind(img)
 }
 
 // unknownKind makes cmd, a command of kind subcommands, fail on a kind it

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/cli/internal/kinds"
@@ -55,7 +56,7 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 	ks.Flags().BoolVar(&withSource, "with-source", false, "reconcile the Kustomization's source first")
 	rec.AddCommand(ks)
 
-	rec.AddCommand(newReconcileHelmReleaseCommand(g))
+	rec.AddCommand(newReconcileHelmReleaseCommand(g), newReconcileImageCommand(g))
 
 	source := &cobra.Command{Use: "source", Short: "Reconcile a source"}
 	// sourceCmd is `reconcile source <use> NAME` for the source kind.
@@ -132,6 +133,41 @@ func newReconcileHelmReleaseCommand(g *globalFlags) *cobra.Command {
 	hr.Flags().BoolVar(&force, "force", false, "force a one-off install or upgrade of the release")
 	hr.Flags().BoolVar(&reset, "reset", false, "reset the release's install and upgrade failure counts")
 	return hr
+}
+
+// imageReconcileShort says what a reconcile of each image kind does.
+var imageReconcileShort = map[string]string{
+	imagev1.ImageRepositoryKind:       "Reconcile an ImageRepository: scan its registry's tags now",
+	imagev1.ImagePolicyKind:           "Reconcile an ImagePolicy: select its latest image now",
+	imagev1.ImageUpdateAutomationKind: "Reconcile an ImageUpdateAutomation: run the automation now",
+}
+
+// newReconcileImageCommand is `reconcile image repository|policy|update
+// NAME`, as flux's: request a reconcile, wait for it and for Ready, then
+// print the kind's result line (e.g. "scan fetched 12 tags").
+func newReconcileImageCommand(g *globalFlags) *cobra.Command {
+	img := &cobra.Command{Use: "image", Short: "Reconcile image automation objects"}
+	for _, k := range kinds.Flux {
+		if !k.Image {
+			continue
+		}
+		img.AddCommand(&cobra.Command{
+			Use: k.Use + " NAME", Short: imageReconcileShort[k.Kind], Args: exactName,
+			Example: "  eddy reconcile image " + k.Use + " podinfo",
+			RunE: func(cmd *cobra.Command, args []string) error {
+				o := k.New()
+				return g.reconcileObject(cmd, o, args[0], func(ctx context.Context, c client.Client, u *ui.UI, key types.NamespacedName) error {
+					if err := status.Reconcile(ctx, c, u, o, key); err != nil {
+						return err
+					}
+					u.Success("%s", k.Done(o))
+					return nil
+				})
+			},
+		})
+	}
+	unknownKind(img)
+	return img
 }
 
 // helmReleaseSource is the chart source of hr that flux reconciles first:

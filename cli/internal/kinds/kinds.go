@@ -6,11 +6,14 @@
 package kinds
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
@@ -43,6 +46,9 @@ const (
 	SuspendedColumns
 	// ReadyColumns: NAME, READY, MESSAGE (Provider).
 	ReadyColumns
+	// CellColumns: NAME, the kind's Headers (with its Cells), READY,
+	// MESSAGE (the image kinds).
+	CellColumns
 )
 
 // Kind is one row of the table: a kind and the names flux (or argocd)
@@ -64,6 +70,9 @@ type Kind struct {
 	Plural string
 	// Source: a subcommand of `source`, and an sourcev1.Source.
 	Source bool
+	// Image: an image automation kind (image.toolkit.fluxcd.io), a
+	// subcommand of `image` (`get images`), as flux's are.
+	Image bool
 	// Applier: the kind applies objects and records them (a Kustomization's
 	// status.inventory, a HelmRelease's release): it has a resource tree
 	// (`tree`, the web UI's tree), and an applier in another's inventory is
@@ -90,6 +99,13 @@ type Kind struct {
 	StaticMessage string
 	// Columns is the kind's `get` table.
 	Columns Columns
+	// Headers are the columns of a CellColumns table between NAME and
+	// READY; Cells gives an object's cells of those columns.
+	Headers []string
+	Cells   func(Object) []string
+	// Done, when set, is flux's line after a reconcile (or resume) of an
+	// object of a kind without Revision, e.g. "scan fetched 3 tags".
+	Done func(Object) string
 	// Revision is what `flux get` shows in REVISION (nil for the kinds
 	// without that column).
 	Revision func(Object) string
@@ -164,6 +180,81 @@ func secretRef(r *meta.LocalObjectReference) string {
 	return r.Name
 }
 
+// boolCell is a boolean as flux prints it in tables: "True" or "False".
+func boolCell(b bool) string {
+	if b {
+		return string(metav1.ConditionTrue)
+	}
+	return string(metav1.ConditionFalse)
+}
+
+// timeCell is t as flux prints a time in tables (RFC 3339), "" for nil.
+func timeCell(t *metav1.Time) string {
+	if t == nil {
+		return ""
+	}
+	return t.Format(time.RFC3339)
+}
+
+// imageRows are the rows of the image automation kinds, in flux's order
+// of `get images all`, with flux's tables and reconcile messages.
+var imageRows = []Kind{
+	{Kind: imagev1.ImageRepositoryKind, GroupVersion: imagev1.GroupVersion, Human: "image repository", Use: "repository", Image: true,
+		Columns: CellColumns, Headers: []string{"LAST SCAN", "SUSPENDED"},
+		Cells: func(o Object) []string {
+			r := o.(*imagev1.ImageRepository)
+			var scan *metav1.Time
+			if r.Status.LastScanResult != nil {
+				scan = &r.Status.LastScanResult.ScanTime
+			}
+			return []string{timeCell(scan), boolCell(r.Spec.Suspend)}
+		},
+		Done: func(o Object) string {
+			n := 0
+			if r := o.(*imagev1.ImageRepository).Status.LastScanResult; r != nil {
+				n = r.TagCount
+			}
+			return fmt.Sprintf("scan fetched %d tags", n)
+		},
+		GetExample: "  eddy get images repository\n  eddy get images repository --all-namespaces",
+		New:        func() Object { return &imagev1.ImageRepository{} }, NewList: func() client.ObjectList { return &imagev1.ImageRepositoryList{} }},
+	{Kind: imagev1.ImagePolicyKind, GroupVersion: imagev1.GroupVersion, Human: "image policy", Use: "policy", Image: true,
+		Columns: CellColumns, Headers: []string{"IMAGE", "TAG"},
+		Cells: func(o Object) []string {
+			if ref := o.(*imagev1.ImagePolicy).Status.LatestRef; ref != nil {
+				return []string{ref.Name, ref.Tag}
+			}
+			return []string{"", ""}
+		},
+		Done: func(o Object) string {
+			ref := o.(*imagev1.ImagePolicy).Status.LatestRef
+			if ref == nil {
+				return "selected ref none"
+			}
+			return "selected ref " + ref.String()
+		},
+		GetExample: "  eddy get images policy\n  eddy get images policy --all-namespaces",
+		New:        func() Object { return &imagev1.ImagePolicy{} }, NewList: func() client.ObjectList { return &imagev1.ImagePolicyList{} }},
+	{Kind: imagev1.ImageUpdateAutomationKind, GroupVersion: imagev1.GroupVersion, Human: "image update automation", Use: "update", Image: true,
+		Columns: CellColumns, Headers: []string{"LAST RUN", "SUSPENDED"},
+		Cells: func(o Object) []string {
+			a := o.(*imagev1.ImageUpdateAutomation)
+			return []string{timeCell(a.Status.LastAutomationRunTime), boolCell(a.Spec.Suspend)}
+		},
+		Done: func(o Object) string {
+			a := o.(*imagev1.ImageUpdateAutomation)
+			if c := apimeta.FindStatusCondition(a.Status.Conditions, meta.ReadyCondition); c != nil {
+				return c.Message
+			}
+			if a.Status.LastAutomationRunTime != nil {
+				return "last run " + timeCell(a.Status.LastAutomationRunTime)
+			}
+			return "automation not yet run"
+		},
+		GetExample: "  eddy get images update\n  eddy get images update --all-namespaces",
+		New:        func() Object { return &imagev1.ImageUpdateAutomation{} }, NewList: func() client.ObjectList { return &imagev1.ImageUpdateAutomationList{} }},
+}
+
 // kustomizationSource is a Kustomization's spec.sourceRef, in its
 // namespace unless the reference names one.
 func kustomizationSource(o Object) (string, string, string, bool) {
@@ -176,8 +267,12 @@ func kustomizationSource(o Object) (string, string, string, bool) {
 }
 
 // All are the kinds, Flux's in flux's order of `get all` (the sources
-// first, then the appliers, then notification), then Argo CD's.
-var All = []Kind{
+// first, then the image kinds, then the appliers, then notification), then
+// Argo CD's.
+var All = append(append(sourceRows, imageRows...), otherRows...)
+
+// sourceRows are the rows of the source kinds, in flux's order.
+var sourceRows = []Kind{
 	{Kind: sourcev1.OCIRepositoryKind, GroupVersion: sourcev1.GroupVersion, Attempted: artifactRevision, Human: "source oci", Use: "oci", Source: true,
 		Credentials: func(o Object) string { return secretRef(o.(*sourcev1.OCIRepository).Spec.SecretRef) },
 		Revision:    artifactRevision, GetExample: "  eddy get sources oci\n  eddy get sources oci --all-namespaces",
@@ -196,6 +291,11 @@ var All = []Kind{
 	{Kind: sourcev1.HelmChartKind, GroupVersion: sourcev1.GroupVersion, Attempted: artifactRevision, Human: "source chart", Use: "chart", Source: true,
 		Revision: artifactRevision, GetExample: "  eddy get sources chart\n  eddy get sources chart flux-system-podinfo -o yaml",
 		New: func() Object { return &sourcev1.HelmChart{} }, NewList: func() client.ObjectList { return &sourcev1.HelmChartList{} }},
+}
+
+// otherRows are the rows of the appliers and notification kinds, then
+// Argo CD's.
+var otherRows = []Kind{
 	{Kind: helmv2.HelmReleaseKind, GroupVersion: helmv2.GroupVersion, Human: "helmrelease", Use: "helmrelease", Aliases: []string{"hr"},
 		Plural: "helmreleases", Applier: true, SourceKinds: []string{sourcev1.HelmRepositoryKind, sourcev1.GitRepositoryKind},
 		Attempted:  func(o Object) string { return o.(*helmv2.HelmRelease).Status.LastAttemptedRevision },

@@ -98,11 +98,17 @@ func TestEveryKindInTheTable(t *testing.T) {
 		if got, ok := Of(o); !ok || got.Kind != k.Kind {
 			t.Errorf("%s: Of(New()) = %s, %v", k.Kind, got.Kind, ok)
 		}
-		if k.Human == "" || k.Use == "" || k.GroupVersion.Empty() || (!k.Source && k.Plural == "") {
+		if k.Human == "" || k.Use == "" || k.GroupVersion.Empty() || (!k.Source && !k.Image && k.Plural == "") {
 			t.Errorf("%s: incomplete row %+v", k.Kind, k)
 		}
 		if _, ok := o.(sourcev1.Source); ok != k.Source {
 			t.Errorf("%s: a sourcev1.Source %v, Source %v", k.Kind, ok, k.Source)
+		}
+		if k.Columns == CellColumns && (k.Cells == nil || len(k.Cells(o)) != len(k.Headers)) {
+			t.Errorf("%s: Cells do not give one cell per header %q", k.Kind, k.Headers)
+		}
+		if k.Image && (k.Done == nil || k.Revision != nil) {
+			t.Errorf("%s: an image kind says its result by Done, not Revision", k.Kind)
 		}
 		if len(Items(k.NewList())) != 0 {
 			t.Errorf("%s: a new list has items", k.Kind)

@@ -36,6 +36,8 @@ type Row struct {
 	Ready, Message            string
 	// Shard is the object's sharding.fluxcd.io/key label, "" without one.
 	Shard string
+	// Cells are the cells of a kinds.CellColumns table's Headers.
+	Cells []string
 }
 
 // ShardLabel is the label that assigns an object to a controller shard.
@@ -76,6 +78,9 @@ func Rows(k kinds.Kind, l client.ObjectList, prefix string) []Row {
 			revision = k.Revision(o)
 		}
 		r := row(prefix, o, o.IsSuspended(), revision, o.GetConditions())
+		if k.Cells != nil {
+			r.Cells = k.Cells(o)
+		}
 		if k.IsUnreconciled(o) {
 			r.Ready, r.Message = string(metav1.ConditionTrue), k.StaticMessage
 		}
@@ -91,6 +96,10 @@ func Print(k kinds.Kind, w io.Writer, rs []Row, withNamespace, withShard bool) {
 		PrintSuspendedTable(w, rs, withNamespace, withShard)
 	case kinds.ReadyColumns:
 		PrintReadyTable(w, rs, withNamespace, withShard)
+	case kinds.CellColumns:
+		printRows(w, rs, withNamespace, withShard, "NAME\t"+strings.Join(k.Headers, "\t")+"\tREADY", func(r Row) string {
+			return r.Name + "\t" + strings.Join(r.Cells, "\t") + "\t" + r.Ready
+		})
 	default:
 		PrintTable(w, rs, withNamespace, withShard)
 	}
