@@ -101,8 +101,8 @@ func (s *SSHSig) Sign(message io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	blob := append([]byte("SSHSIG"), ssh.Marshal(struct {
-		Version                              uint32
-		PublicKey                            string
+		Version                           uint32
+		PublicKey                         string
 		Namespace, Reserved, HashAlg, Sig string
 	}{1, string(s.signer.PublicKey().Marshal()), namespace, "", hashAlg, string(ssh.Marshal(sig))})...)
 	enc := base64.StdEncoding.EncodeToString(blob)
