@@ -7,6 +7,7 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
@@ -34,7 +35,7 @@ func kindsOf(t *testing.T) map[schema.GroupVersionKind]runtime.Object {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme,
-		notificationv1.AddToScheme, notificationv1beta3.AddToScheme, argov1.AddToScheme} {
+		notificationv1.AddToScheme, notificationv1beta3.AddToScheme, argov1.AddToScheme, imagev1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}

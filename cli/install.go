@@ -41,6 +41,9 @@ version changed.`,
   # Flux's four controllers and application-controller, which runs Argo CD's Applications
   eddy install --components-extra=application-controller
 
+  # With Flux's image automation: registry scans, tag policies and commits of new tags
+  eddy install --components-extra=image-reflector-controller,image-automation-controller
+
   # Only the sources and Kustomizations, from a mirror registry
   eddy install --components=source-controller,kustomize-controller --registry=registry.example.com/eddyops`,
 		Args: cobra.NoArgs,
@@ -68,7 +71,9 @@ version changed.`,
 	fs.BoolVar(&export, "export", false, "write the install manifests to stdout and exit (needs no cluster)")
 	fs.StringVarP(&o.Version, "version", "v", def.Version, "the image tag of the controllers; this eddy's version by default")
 	fs.StringSliceVar(&o.Components, "components", def.Components, "list of components, accepts comma-separated values")
-	fs.StringSliceVar(&o.ComponentsExtra, "components-extra", nil, "list of components in addition to those supplied or defaulted: application-controller (Argo CD's Applications, in namespace "+install.ApplicationNamespace+"); flux's image automation and source-watcher controllers are not part of Eddy")
+	fs.StringSliceVar(&o.ComponentsExtra, "components-extra", nil, "list of components in addition to those supplied or defaulted, accepts comma-separated values: "+
+		install.ImageReflectorController+", "+install.ImageAutomationController+" (Flux's image automation), "+
+		install.ApplicationController+" (Argo CD's Applications, in namespace "+install.ApplicationNamespace+")")
 	fs.StringVar(&o.Registry, "registry", def.Registry, "container registry where the controller images are published")
 	fs.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", def.WatchAllNamespaces, "watch for custom resources in all namespaces, if set to false it will only watch the namespace where the controllers are installed")
 	fs.StringVar(&o.LogLevel, "log-level", def.LogLevel, "log level of the controllers, one of: "+strings.Join(install.LogLevels, ", "))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,8 +13,9 @@ import (
 
 // BootstrappedRepo copies the real repository testdata/repos/<name> into
 // dir and writes Eddy's CRDs of Flux's groups (config/crd/bases/
-// *.toolkit.fluxcd.io_*.yaml; Argo CD's go only with application-controller,
-// not one of bootstrap's default components) into
+// *.toolkit.fluxcd.io_*.yaml but image.toolkit.fluxcd.io's; Argo CD's and
+// the image kinds go only with application-controller and the image
+// controllers, not among bootstrap's default components) into
 // clusters/<cluster>/flux-system/gotk-components.yaml, as `flux bootstrap`
 // writes Flux's components there: a real repository that carries CRDs, all
 // of them already installed in a test cluster. It returns the CRDs' names.
@@ -29,6 +31,7 @@ func BootstrappedRepo(testdata, name, cluster, dir string) ([]string, error) {
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no CRD files in config/crd/bases (%v)", err)
 	}
+	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasPrefix(filepath.Base(f), "image.toolkit.fluxcd.io_") })
 	sort.Strings(files)
 	var docs, names []string
 	for _, f := range files {

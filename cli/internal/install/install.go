@@ -36,14 +36,25 @@ const DefaultRegistry = "ghcr.io/eddyops"
 var DefaultImageDigests string
 
 // Components are Eddy's controllers: Flux's four in Flux's default order,
-// then application-controller (Argo CD's Applications).
-var Components = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller", ApplicationController}
+// Flux's two image automation controllers, then application-controller
+// (Argo CD's Applications).
+var Components = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller",
+	ImageReflectorController, ImageAutomationController, ApplicationController}
 
 // DefaultComponents are those installed unless --components says otherwise:
-// Flux's default four. application-controller is an extra component, added
-// with --components-extra=application-controller as flux adds its image
-// automation controllers.
+// Flux's default four. The image controllers and application-controller
+// are extra components, added with --components-extra as flux adds its
+// image automation controllers.
 var DefaultComponents = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller"}
+
+// The image automation components (Flux's extra components): their CRDs,
+// image.toolkit.fluxcd.io's ImageRepository and ImagePolicy for the
+// reflector, ImageUpdateAutomation for the automation, carry their
+// component label.
+const (
+	ImageReflectorController  = "image-reflector-controller"
+	ImageAutomationController = "image-automation-controller"
+)
 
 // ApplicationController is the component that reconciles Argo CD's
 // Application and AppProject kinds (argoproj.io); its CRDs carry its
@@ -57,7 +68,7 @@ const ApplicationController = "application-controller"
 const ApplicationNamespace = "argocd"
 
 // fluxExtraComponents are the flux components Eddy does not have.
-var fluxExtraComponents = []string{"image-reflector-controller", "image-automation-controller", "source-watcher"}
+var fluxExtraComponents = []string{"source-watcher"}
 
 // LogLevels are the values --log-level accepts, as flux's.
 var LogLevels = []string{"debug", "info", "error"}
@@ -79,9 +90,9 @@ type Options struct {
 	Registry      string
 	ClusterDomain string
 	LogLevel      string
-	// Components are installed; ComponentsExtra are added to them (of
-	// Flux's extra components Eddy has none; its own extra one is
-	// application-controller).
+	// Components are installed; ComponentsExtra are added to them (Flux's
+	// extra components image-reflector-controller and
+	// image-automation-controller, and Eddy's own application-controller).
 	Components, ComponentsExtra []string
 	WatchAllNamespaces          bool
 	NetworkPolicy               bool
@@ -157,7 +168,7 @@ func (o Options) AllComponents() ([]string, error) {
 		c = strings.TrimSpace(c)
 		switch {
 		case slices.Contains(fluxExtraComponents, c):
-			return nil, fmt.Errorf("component %s is not available: Eddy has no image automation or source-watcher controllers (available: %s)", c, strings.Join(Components, ", "))
+			return nil, fmt.Errorf("component %s is not available: Eddy has no source-watcher controller (available: %s)", c, strings.Join(Components, ", "))
 		case !slices.Contains(Components, c):
 			return nil, fmt.Errorf("component %q is not available (available: %s)", c, strings.Join(Components, ", "))
 		case !slices.Contains(out, c):

@@ -230,8 +230,8 @@ func TestComponentsSubset(t *testing.T) {
 		extra, components []string
 		want              string
 	}{
-		{components: []string{"source-controler"}, want: `component "source-controler" is not available (available: source-controller, kustomize-controller, helm-controller, notification-controller, application-controller)`},
-		{extra: []string{"image-automation-controller"}, want: "component image-automation-controller is not available: Eddy has no image automation"},
+		{components: []string{"source-controler"}, want: `component "source-controler" is not available (available: source-controller, kustomize-controller, helm-controller, notification-controller, image-reflector-controller, image-automation-controller, application-controller)`},
+		{extra: []string{"source-watcher"}, want: "component source-watcher is not available: Eddy has no source-watcher controller"},
 		{components: []string{}, want: "no components to install"},
 	} {
 		o := DefaultOptions("v1")
