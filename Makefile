@@ -4,10 +4,6 @@
 # 2 cores, and the cli e2e tests (~10 minutes) started last used to be the run's tail.
 MODULES := cli kustomize-controller source-controller notification-controller helm-controller application-controller image-automation-controller pkg api config tools/images
 CONTROLLERS := source-controller kustomize-controller helm-controller notification-controller application-controller image-automation-controller
-# The controllers make images puts in images: those the install bundle knows (cli/internal/install's
-# Components, whose image digests bin/eddy pins). image-automation-controller is built and tested,
-# not yet installable.
-IMAGE_CONTROLLERS := $(filter-out image-automation-controller,$(CONTROLLERS))
 # Helper binaries, built beside the controllers and put in their images: kustomize-controller's
 # SOPS helper (decryption runs in a process of its own; see kustomize-controller/internal/sopswire).
 HELPERS := ./kustomize-controller/cmd/eddy-sops
@@ -53,11 +49,11 @@ images:
 	@set -e; for p in $(IMAGE_PLATFORMS); do \
 		echo "CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -o bin/$${p%/*}_$${p#*/}/ <controllers>"; \
 		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags "$(CONTROLLER_LDFLAGS)" \
-			-o bin/$${p%/*}_$${p#*/}/ $(foreach c,$(IMAGE_CONTROLLERS),./$(c)) $(HELPERS); \
+			-o bin/$${p%/*}_$${p#*/}/ $(foreach c,$(CONTROLLERS),./$(c)) $(HELPERS); \
 	done
 	go run ./tools/images build -bin bin -out bin/images -registry $(or $(REGISTRY),ghcr.io/eddyops) \
 		-version $(VERSION) -revision "$(REVISION)" -source $(IMAGE_SOURCE) -created $(SOURCE_DATE_EPOCH) \
-		-platforms $(subst $(space),$(comma),$(IMAGE_PLATFORMS)) $(IMAGE_CONTROLLERS)
+		-platforms $(subst $(space),$(comma),$(IMAGE_PLATFORMS)) $(CONTROLLERS)
 	go build -ldflags "$(EDDY_LDFLAGS) -X github.com/eddyops/eddy/cli/internal/install.DefaultImageDigests=$$(paste -sd, bin/images/digests)" -o bin/eddy ./cli
 
 ## test-images: the controllers' images as make images builds them, for linux/amd64 only, in
@@ -65,10 +61,10 @@ images:
 ## bin/images and bin/eddy are left alone. After make build the packages are cached: 2-3 min.
 test-images: build
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "$(CONTROLLER_LDFLAGS)" \
-		-o bin/linux_amd64/ $(foreach c,$(IMAGE_CONTROLLERS),./$(c)) $(HELPERS)
+		-o bin/linux_amd64/ $(foreach c,$(CONTROLLERS),./$(c)) $(HELPERS)
 	go run ./tools/images build -bin bin -out bin/test-images -registry $(or $(REGISTRY),ghcr.io/eddyops) \
 		-version $(VERSION) -revision "$(REVISION)" -source $(IMAGE_SOURCE) -created $(SOURCE_DATE_EPOCH) \
-		-platforms linux/amd64 $(IMAGE_CONTROLLERS)
+		-platforms linux/amd64 $(CONTROLLERS)
 
 ## node-images: the images a real node needs besides the controllers' (the node profile and its
 ## tests), built by tools/images like theirs (reproducible, no Docker, nothing pulled), linux/amd64
