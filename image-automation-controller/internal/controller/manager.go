@@ -9,8 +9,10 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/controllerkit"
+	"github.com/eddyops/eddy/pkg/events"
 )
 
 // ControllerName is the controller's name: its event source and
@@ -56,7 +58,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 // built-in kinds, source.toolkit.fluxcd.io (GitRepository) and
 // image.toolkit.fluxcd.io.
 func NewScheme() (*k8sruntime.Scheme, error) {
-	return controllerkit.NewScheme(sourcev1.AddToScheme)
+	return controllerkit.NewScheme(sourcev1.AddToScheme, imagev1.AddToScheme)
 }
 
 // NewManager builds image-automation-controller's manager from c: NewScheme,
@@ -67,7 +69,18 @@ func NewManager(c Config) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.Options.NewManager(ControllerName, c.RESTConfig, scheme)
+	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &imagev1.ImageUpdateAutomation{})
+	if err != nil {
+		return nil, err
+	}
+	rec := events.NewRecorder(mgr.GetEventRecorderFor(ControllerName), mgr.GetScheme(), c.EventsAddr, ControllerName,
+		ctrl.Log.WithName("events")).WithAction("Reconcile")
+	r := &AutomationReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Events: rec,
+		NoCrossNamespaceRefs: c.NoCrossNamespaceRefs, JitterPercent: c.IntervalJitter}
+	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
+		return nil, err
+	}
+	return mgr, nil
 }
 
 // Manager is NewManager for controllerkit.Main.

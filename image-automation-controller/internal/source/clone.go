@@ -203,3 +203,24 @@ func (c *Checkout) setBranch(branch string, hash plumbing.Hash) error {
 	}
 	return c.Repo.Storer.SetReference(plumbing.NewSymbolicReference(plumbing.HEAD, name))
 }
+
+// RemoteHead returns the commit the remote's branch points at, without
+// fetching anything.
+func RemoteHead(ctx context.Context, rawURL string, auth *Auth, branch string) (plumbing.Hash, error) {
+	if auth == nil {
+		auth = &Auth{}
+	}
+	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{rawURL}})
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth.Method, CABundle: auth.CABundle,
+		ClientCert: auth.ClientCert, ClientKey: auth.ClientKey})
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	name := plumbing.NewBranchReferenceName(branch)
+	for _, r := range refs {
+		if r.Name() == name {
+			return r.Hash(), nil
+		}
+	}
+	return plumbing.ZeroHash, fmt.Errorf("couldn't find remote ref %q", name)
+}

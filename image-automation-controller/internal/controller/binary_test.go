@@ -1,0 +1,265 @@
+package controller
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	imagev1 "github.com/eddyops/eddy/api/image/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/gitserver"
+	"github.com/eddyops/eddy/pkg/testenv"
+)
+
+// The suite runs the built image-automation-controller against the api
+// profile and a real Git server; the test writes the ImagePolicies'
+// status itself (image-reflector-controller's part).
+var (
+	env    *testenv.Environment
+	gitSrv *testenv.GitServer
+	kube   client.Client // with the image kinds
+)
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, testenv.WithGitServer(&gitSrv), func(e *testenv.Environment) (func(), error) {
+		scheme, err := NewScheme()
+		if err != nil {
+			return nil, err
+		}
+		kube, err = client.New(e.Cluster.Config, client.Options{Scheme: scheme})
+		return func() {}, err
+	})
+}
+
+const messageTemplate = `Automated image update
+
+Automation name: {{ .AutomationObject }}
+
+Files:
+{{ range $filename, $_ := .Changed.FileChanges -}}
+- {{ $filename }}
+{{ end -}}
+Objects:
+{{ range $resource, $changes := .Changed.Objects -}}
+- {{ $resource.Kind }} {{ $resource.Name }}
+  Changes:
+{{- range $_, $change := $changes }}
+    - {{ $change.OldValue }} -> {{ $change.NewValue }}
+{{ end -}}
+{{ end -}}`
+
+// podinfoRepo serves a copy of the podinfo kustomize directory whose
+// image line carries a marker for policy ns:podinfo; it returns the
+// repository and the marked deployment.yaml.
+func podinfoRepo(t *testing.T, ns string) (*testenv.Repo, string) {
+	t.Helper()
+	dir := filepath.Join(testenv.TestdataDir(t), "repos/podinfo/kustomize")
+	files := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["kustomize/"+e.Name()] = string(b)
+	}
+	const line = "image: ghcr.io/stefanprodan/podinfo:6.14.1"
+	marked := strings.Replace(files["kustomize/deployment.yaml"], line, line+` # {"$imagepolicy": "`+ns+`:podinfo"}`, 1)
+	if marked == files["kustomize/deployment.yaml"] {
+		t.Fatal("no image line in podinfo's deployment.yaml")
+	}
+	files["kustomize/deployment.yaml"] = marked
+	r := gitSrv.NewRepo(t, files)
+	if _, err := gitserver.Git(r.Bare, "config", "http.receivepack", "true"); err != nil {
+		t.Fatal(err)
+	}
+	return r, marked
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := kube.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// policy creates ImagePolicy ns/name with status.latestRef as the
+// reflector would write it.
+func policy(t *testing.T, ns, name string, ref imagev1.ImageRef) *imagev1.ImagePolicy {
+	t.Helper()
+	p := &imagev1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: imagev1.ImagePolicySpec{ImageRepositoryRef: meta.NamespacedObjectReference{Name: name},
+			Policy: imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}}}}
+	create(t, p)
+	setLatest(t, p, ref)
+	return p
+}
+
+func setLatest(t *testing.T, p *imagev1.ImagePolicy, ref imagev1.ImageRef) {
+	t.Helper()
+	p.Status.LatestRef = &ref
+	if err := kube.Status().Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func automation(ns, repo string, mutate func(*imagev1.ImageUpdateAutomation)) *imagev1.ImageUpdateAutomation {
+	a := &imagev1.ImageUpdateAutomation{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "podinfo"},
+		Spec: imagev1.ImageUpdateAutomationSpec{
+			SourceRef: imagev1.CrossNamespaceSourceReference{Kind: sourcev1.GitRepositoryKind, Name: repo},
+			Interval:  metav1.Duration{Duration: time.Hour},
+			GitSpec: &imagev1.GitSpec{
+				Checkout: &imagev1.GitCheckoutSpec{Reference: sourcev1.GitRepositoryRef{Branch: "main"}},
+				Commit: imagev1.CommitSpec{Author: imagev1.CommitUser{Name: "Flux Bot", Email: "flux@example.com"},
+					MessageTemplate: messageTemplate},
+			},
+			Update: &imagev1.UpdateStrategy{Strategy: imagev1.UpdateStrategySetters, Path: "./kustomize"},
+		}}
+	if mutate != nil {
+		mutate(a)
+	}
+	return a
+}
+
+func gitRepository(ns, name, url string) *sourcev1.GitRepository {
+	return &sourcev1.GitRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: sourcev1.GitRepositorySpec{URL: url, Interval: metav1.Duration{Duration: time.Hour},
+			Reference: &sourcev1.GitRepositoryRef{Branch: "main"}}}
+}
+
+func ready(a *imagev1.ImageUpdateAutomation) bool {
+	c := apimeta.FindStatusCondition(a.Status.Conditions, meta.ReadyCondition)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == a.Generation
+}
+
+func remote(t *testing.T, r *testenv.Repo, args ...string) string {
+	t.Helper()
+	out, err := gitserver.Git(r.Bare, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The seed flow's Git half, with the built binary: a policy whose
+// latestRef moves produces exactly one commit with the template's message,
+// the marker line changed and every other byte of the repository as it
+// was; the status records it; a second policy change in the delay lands
+// in the same commit as the first (policyChangeDelay).
+func TestBinaryCommitsOncePerPolicyChange(t *testing.T) {
+	testenv.RunController(t, env, ControllerName, "--min-retry-delay=200ms", "--max-retry-delay=2s")
+	ns := testenv.NewNamespace(t, kube, "iua-")
+	r, marked := podinfoRepo(t, ns)
+	first := remote(t, r, "rev-parse", "main")
+	p := policy(t, ns, "podinfo", imagev1.ImageRef{Name: "ghcr.io/stefanprodan/podinfo", Tag: "6.14.1"})
+	a := automation(ns, "podinfo", nil)
+	create(t, gitRepository(ns, "podinfo", r.URL()), a)
+
+	testenv.WaitFor(t, kube, a, "Ready with nothing to change", func() bool {
+		return ready(a) && a.Status.ObservedSourceRevision == "main@sha1:"+first
+	})
+	if a.Status.LastPushCommit != "" || remote(t, r, "rev-parse", "main") != first {
+		t.Fatalf("pushed with nothing to change: %+v", a.Status)
+	}
+
+	start := time.Now()
+	setLatest(t, p, imagev1.ImageRef{Name: "ghcr.io/stefanprodan/podinfo", Tag: "6.15.0"})
+	testenv.WaitFor(t, kube, a, "a pushed commit", func() bool { return ready(a) && a.Status.LastPushCommit != "" })
+	t.Logf("policy change to pushed commit: %v", time.Since(start).Round(time.Millisecond))
+	head := remote(t, r, "rev-parse", "main")
+	if a.Status.LastPushCommit != head || remote(t, r, "rev-parse", "main^") != first {
+		t.Fatalf("lastPushCommit %s, remote main %s (one commit on %s expected)", a.Status.LastPushCommit, head, first)
+	}
+	if a.Status.ObservedSourceRevision != "main@sha1:"+head || a.Status.LastPushTime == nil ||
+		a.Status.ObservedPolicies["podinfo"] != (imagev1.ImageRef{Name: "ghcr.io/stefanprodan/podinfo", Tag: "6.15.0"}) {
+		t.Errorf("status %+v", a.Status)
+	}
+	wantMsg := "Automated image update\n\nAutomation name: " + ns + "/podinfo\n\nFiles:\n- deployment.yaml\nObjects:\n- Deployment podinfo\n  Changes:\n" +
+		"    - ghcr.io/stefanprodan/podinfo:6.14.1 -> ghcr.io/stefanprodan/podinfo:6.15.0"
+	if msg := remote(t, r, "log", "-1", "--format=%B", "main"); msg != wantMsg {
+		t.Errorf("commit message:\n%s\nwant:\n%s", msg, wantMsg)
+	}
+	if files := remote(t, r, "show", "--format=", "--name-only", "main"); files != "kustomize/deployment.yaml" {
+		t.Errorf("the commit changes %q", files)
+	}
+	want := strings.Replace(marked, "podinfo:6.14.1 #", "podinfo:6.15.0 #", 1)
+	if got := remote(t, r, "show", "main:kustomize/deployment.yaml") + "\n"; got != want {
+		t.Errorf("deployment.yaml:\n%s\nwant:\n%s", got, want)
+	}
+	// Events are recorded asynchronously: wait for the push event.
+	prefix := "pushed commit '" + head[:7] + "' to branch 'main'\nAutomated image update"
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, testenv.WaitTimeout, true,
+		func(context.Context) (bool, error) {
+			return containsPrefix(testenv.KubeEvents(t, kube, ns, "podinfo", meta.SucceededReason), prefix), nil
+		})
+	if err != nil {
+		t.Errorf("no push event in %q", testenv.KubeEvents(t, kube, ns, "podinfo", ""))
+	}
+}
+
+// policyChangeDelay: two policy changes inside the delay make one commit.
+func TestBinaryBatchesPolicyChangesWithinTheDelay(t *testing.T) {
+	testenv.RunController(t, env, ControllerName, "--min-retry-delay=200ms", "--max-retry-delay=2s")
+	ns := testenv.NewNamespace(t, kube, "iua-")
+	r, marked := podinfoRepo(t, ns)
+	// A second marker, for a second policy, in the same file.
+	twoMarkers := strings.Replace(marked, "        imagePullPolicy: IfNotPresent\n",
+		"        imagePullPolicy: IfNotPresent\n        env:\n        - name: SIDECAR\n          value: ghcr.io/org/sidecar:1.0.0 # {\"$imagepolicy\": \""+ns+":sidecar\"}\n", 1)
+	base := r.MustCommit(t, map[string]string{"kustomize/deployment.yaml": twoMarkers}, "a second marker")
+	p := policy(t, ns, "podinfo", imagev1.ImageRef{Name: "ghcr.io/stefanprodan/podinfo", Tag: "6.14.1"})
+	s := policy(t, ns, "sidecar", imagev1.ImageRef{Name: "ghcr.io/org/sidecar", Tag: "1.0.0"})
+	a := automation(ns, "podinfo", func(a *imagev1.ImageUpdateAutomation) {
+		a.Spec.PolicyChangeDelay = &metav1.Duration{Duration: 3 * time.Second}
+	})
+	create(t, gitRepository(ns, "podinfo", r.URL()), a)
+	testenv.WaitFor(t, kube, a, "Ready with nothing to change", func() bool {
+		return ready(a) && a.Status.ObservedSourceRevision == "main@sha1:"+base
+	})
+	setLatest(t, p, imagev1.ImageRef{Name: "ghcr.io/stefanprodan/podinfo", Tag: "6.15.0"})
+	setLatest(t, s, imagev1.ImageRef{Name: "ghcr.io/org/sidecar", Tag: "1.1.0"})
+	testenv.WaitFor(t, kube, a, "a pushed commit", func() bool { return ready(a) && a.Status.LastPushCommit != "" })
+	if parent := remote(t, r, "rev-parse", "main^"); parent != base {
+		t.Fatalf("more than one commit after %s (main^ is %s)", base, parent)
+	}
+	got := remote(t, r, "show", "main:kustomize/deployment.yaml")
+	if !strings.Contains(got, "podinfo:6.15.0 #") || !strings.Contains(got, "sidecar:1.1.0 #") {
+		t.Errorf("one commit should carry both changes:\n%s", got)
+	}
+}
+
+// A spec Flux refuses stalls with Flux's reason, without retries.
+func TestBinaryStallsOnARemovedTemplateField(t *testing.T) {
+	testenv.RunController(t, env, ControllerName)
+	ns := testenv.NewNamespace(t, kube, "iua-")
+	a := automation(ns, "missing", func(a *imagev1.ImageUpdateAutomation) {
+		a.Spec.GitSpec.Commit.MessageTemplate = "{{ range .Updated.Images }}{{ . }}{{ end }}"
+	})
+	create(t, a)
+	testenv.WaitFor(t, kube, a, "Stalled RemovedTemplateField", func() bool {
+		c := apimeta.FindStatusCondition(a.Status.Conditions, meta.StalledCondition)
+		return c != nil && c.Reason == imagev1.RemovedTemplateFieldReason && a.Status.ObservedGeneration == a.Generation
+	})
+}
+
+func containsPrefix(list []string, prefix string) bool {
+	for _, s := range list {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
