@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,14 +30,37 @@ var (
 	kube   client.Client // with the image kinds
 )
 
+// runBinary runs the built controller until t ends; it is linked once
+// per package (or taken from EDDY_BUILT_BIN_DIR).
+func runBinary(t *testing.T, args ...string) {
+	t.Helper()
+	binOnce.Do(func() { binPath, binErr = testenv.BuildController(ControllerName, binDir) })
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	testenv.RunBinary(t, env, binPath, append([]string{"--min-retry-delay=200ms", "--max-retry-delay=2s"}, args...)...)
+}
+
+var (
+	binOnce sync.Once
+	binDir  string // removed after the tests
+	binPath string
+	binErr  error
+)
+
 func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.WithGitServer(&gitSrv), func(e *testenv.Environment) (func(), error) {
 		scheme, err := NewScheme()
 		if err != nil {
 			return nil, err
 		}
-		kube, err = client.New(e.Cluster.Config, client.Options{Scheme: scheme})
-		return func() {}, err
+		if kube, err = client.New(e.Cluster.Config, client.Options{Scheme: scheme}); err != nil {
+			return nil, err
+		}
+		if binDir, err = os.MkdirTemp("", "image-automation-controller-"); err != nil {
+			return nil, err
+		}
+		return func() { os.RemoveAll(binDir) }, nil
 	})
 }
 
@@ -161,7 +185,7 @@ func remote(t *testing.T, r *testenv.Repo, args ...string) string {
 // was; the status records it; a second policy change in the delay lands
 // in the same commit as the first (policyChangeDelay).
 func TestBinaryCommitsOncePerPolicyChange(t *testing.T) {
-	testenv.RunController(t, env, ControllerName, "--min-retry-delay=200ms", "--max-retry-delay=2s")
+	runBinary(t)
 	ns := testenv.NewNamespace(t, kube, "iua-")
 	r, marked := podinfoRepo(t, ns)
 	first := remote(t, r, "rev-parse", "main")
@@ -213,7 +237,7 @@ func TestBinaryCommitsOncePerPolicyChange(t *testing.T) {
 
 // policyChangeDelay: two policy changes inside the delay make one commit.
 func TestBinaryBatchesPolicyChangesWithinTheDelay(t *testing.T) {
-	testenv.RunController(t, env, ControllerName, "--min-retry-delay=200ms", "--max-retry-delay=2s")
+	runBinary(t)
 	ns := testenv.NewNamespace(t, kube, "iua-")
 	r, marked := podinfoRepo(t, ns)
 	// A second marker, for a second policy, in the same file.
@@ -243,7 +267,7 @@ func TestBinaryBatchesPolicyChangesWithinTheDelay(t *testing.T) {
 
 // A spec Flux refuses stalls with Flux's reason, without retries.
 func TestBinaryStallsOnARemovedTemplateField(t *testing.T) {
-	testenv.RunController(t, env, ControllerName)
+	runBinary(t)
 	ns := testenv.NewNamespace(t, kube, "iua-")
 	a := automation(ns, "missing", func(a *imagev1.ImageUpdateAutomation) {
 		a.Spec.GitSpec.Commit.MessageTemplate = "{{ range .Updated.Images }}{{ . }}{{ end }}"
