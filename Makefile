@@ -19,7 +19,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 CONTROLLER_LDFLAGS := -X github.com/eddyops/eddy/pkg/controllerkit.Version=$(VERSION)
 EDDY_LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build generate tools test skipped-summary fuzz bench faults lint clean demo images test-images node-images push-images
+.PHONY: all build generate tools test test-node skipped-summary fuzz bench faults lint clean demo images test-images node-images push-images
 
 all: build
 
@@ -168,6 +168,14 @@ demo: build
 ## FAULTS_SEED=<n> replays a run's schedule (its seed is printed first).
 faults: tools build
 	EDDY_FAULTS=full EDDY_FAULTS_SEED=$(FAULTS_SEED) EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test -count=1 -timeout 60m -v -run '^TestCrashConsistency$$' ./helm-controller/internal/faults/
+
+## test-node: the long real-node suite (root; bin/node-images and bin/test-images): GitOps on the real
+## node (bootstrap, crash and revert, pods deleted, leader handover), health checks of real pods, and
+## `eddy dev up/down --node real`. make test runs its short form (TestInstallRunsControllersAsPods and
+## pkg/localcluster's node tests); CI runs both.
+NODE_SUITE := ^(TestGitOpsOnTheRealNode|TestNodeHealthChecksSayWhyPodsAreNotReady|TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing|TestDevDownSweepsARealNodeWhoseOwnerWasKilled)$$
+test-node: tools build node-images test-images
+	EDDY_NODE_SUITE=full EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test $(GO_TEST_FLAGS) -v -run '$(NODE_SUITE)' ./cli/
 
 ## bench: benchmarks, each reported as a ratio to a baseline measured in the same run
 ## (Applications: N=100; EDDY_BENCH_APPS_N=100,1000 adds 1,000); the last, Eddy on a real node

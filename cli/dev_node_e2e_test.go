@@ -31,6 +31,7 @@ import (
 // `eddy dev down` at a terminal leaves no process, port, container (its
 // shim), mount, network device, nftables table or cgroup of the node.
 func TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing(t *testing.T) {
+	longNodeSuite(t)
 	u, repo, image, version := devNodeUser(t)
 	before := nodeHostState(t)
 	start := time.Now()
@@ -244,6 +245,7 @@ func pidOf(procFile string) int {
 // of the node on the machine:
 // no shim, mount, network device, nftables table or cgroup.
 func TestDevDownSweepsARealNodeWhoseOwnerWasKilled(t *testing.T) {
+	longNodeSuite(t)
 	u, repo, _, _ := devNodeUser(t)
 	before := nodeHostState(t)
 	u.must("dev", "up", "--node", "real", "--repo", repo, "--detach")

@@ -236,6 +236,7 @@ var healthFailures = []struct {
 // Then eddy uninstall removes Eddy and leaves the applications' pods as
 // they were: same pods, the healthy one not restarted.
 func TestNodeHealthChecksSayWhyPodsAreNotReady(t *testing.T) {
+	longNodeSuite(t)
 	n := startNodeEddy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -44,6 +44,18 @@ type nodeEnv struct {
 	diagnosed bool
 }
 
+// longNodeSuite skips the test unless EDDY_NODE_SUITE=full (`make
+// test-node`, which CI runs after `make test`): the long real-node
+// scenarios would take make test past its time budget, while
+// TestInstallRunsControllersAsPods and pkg/localcluster's node tests stay
+// in it as the short form.
+func longNodeSuite(t *testing.T) {
+	t.Helper()
+	if os.Getenv("EDDY_NODE_SUITE") != "full" {
+		t.Skip("part of the long real-node suite: make test-node runs it")
+	}
+}
+
 // startNodeEnv starts a nodeEnv for the test, stopped at its end, or skips
 // the test when the machine cannot run the node profile or the images are
 // not built. It holds the machine's node lock until the test ends (waiting

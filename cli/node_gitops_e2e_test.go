@@ -58,6 +58,7 @@ const (
 // kustomize-controller's leader deleted with a standby replica; and, after
 // Stop, nothing of the node left on the machine.
 func TestGitOpsOnTheRealNode(t *testing.T) {
+	longNodeSuite(t)
 	testdata := testenv.TestdataDir(t)
 	e := startNodeEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)

@@ -190,20 +190,26 @@ func serve(ctx context.Context, args []string, getenv func(string) string, logw 
 		})
 		servers = append(servers, &http.Server{Addr: net.JoinHostPort(c.host, strconv.Itoa(c.metricsPort)), Handler: m, ReadHeaderTimeout: 10 * time.Second})
 	}
-	errc := make(chan error, len(servers))
+	// Every port listens before ready is said, so a caller may use any of them.
+	listeners := make([]net.Listener, len(servers))
 	for i, s := range servers {
 		l, err := net.Listen("tcp", s.Addr)
 		if err != nil {
-			for _, s := range servers[:i] {
-				s.Close()
+			for _, l := range listeners[:i] {
+				l.Close()
 			}
 			return err
 		}
-		if i == 0 && ready != nil {
-			ready <- l.Addr().String()
-		}
+		listeners[i] = l
+	}
+	errc := make(chan error, len(servers))
+	for i, s := range servers {
+		l := listeners[i]
 		lg.Printf("tinyapp %s: listening on %s (unready=%t unhealthy=%t)", version, l.Addr(), c.unready, c.unhealthy)
 		go func() { errc <- s.Serve(l) }()
+	}
+	if ready != nil {
+		ready <- listeners[0].Addr().String()
 	}
 	select {
 	case err := <-errc:
