@@ -287,3 +287,52 @@ func containsPrefix(list []string, prefix string) bool {
 	}
 	return false
 }
+
+// movesMainOnce is a pre-receive hook that, on the first push only, moves
+// main to a new commit of its own before letting the push go on: the
+// server then refuses the push (main is no longer where the pusher saw
+// it), as it does when someone pushes between the automation's clone and
+// its push.
+const movesMainOnce = `#!/bin/sh
+cat >/dev/null
+[ -e moved ] && exit 0
+touch moved
+unset GIT_QUARANTINE_PATH GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES
+export GIT_AUTHOR_NAME=Someone GIT_AUTHOR_EMAIL=someone@example.com GIT_COMMITTER_NAME=Someone GIT_COMMITTER_EMAIL=someone@example.com
+c=$(echo "a concurrent commit" | git commit-tree "refs/heads/main^{tree}" -p refs/heads/main)
+git update-ref refs/heads/main "$c"
+`
+
+// A push refused because main moved (a server-side race): the automation
+// applies its update again on the new head and pushes; the other commit
+// is kept, nothing is forced.
+func TestBinaryPushesOnTheNewHeadWhenMainMoved(t *testing.T) {
+	runBinary(t)
+	ns := testenv.NewNamespace(t, kube, "iua-")
+	r, _ := podinfoRepo(t, ns)
+	first := remote(t, r, "rev-parse", "main")
+	if err := os.WriteFile(filepath.Join(r.Bare, "hooks", "pre-receive"), []byte(movesMainOnce), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policy(t, ns, "podinfo", imagev1.ImageRef{Name: "ghcr.io/stefanprodan/podinfo", Tag: "6.15.0"})
+	a := automation(ns, "podinfo", nil)
+	create(t, gitRepository(ns, "podinfo", r.URL()), a)
+	testenv.WaitFor(t, kube, a, "a pushed commit", func() bool { return ready(a) && a.Status.LastPushCommit != "" })
+	if _, err := os.Stat(filepath.Join(r.Bare, "moved")); err != nil {
+		t.Fatal("the hook did not move main")
+	}
+	// Retried within the run, not by a failed reconcile.
+	if failed := testenv.KubeEvents(t, kube, ns, "podinfo", imagev1.GitOperationFailedReason); len(failed) > 0 {
+		t.Errorf("the refused push failed the reconcile: %q", failed)
+	}
+	log := remote(t, r, "log", "--format=%s", first+"..main")
+	if log != "Automated image update\na concurrent commit" {
+		t.Errorf("commits on main after the first:\n%s", log)
+	}
+	if a.Status.LastPushCommit != remote(t, r, "rev-parse", "main") {
+		t.Errorf("lastPushCommit %s is not main", a.Status.LastPushCommit)
+	}
+	if got := remote(t, r, "show", "main:kustomize/deployment.yaml"); !strings.Contains(got, "podinfo:6.15.0 #") {
+		t.Errorf("update missing:\n%s", got)
+	}
+}

@@ -209,13 +209,16 @@ func (c *Checkout) pushSpec(ctx context.Context, spec config.RefSpec, options ma
 
 // rejected tells whether a push failed because the remote branch is not
 // an ancestor of the pushed commit: go-git finds it before sending, the
-// server (a race) reports it per ref.
+// server (a race) reports it per ref: "non-fast-forward", "fetch first",
+// or, when the branch moved while the push was received, git-receive-pack's
+// "failed to update ref" (its ref lock saw another old value). Retrying
+// the latter on a branch that did not move costs one fetch per attempt.
 func rejected(err error) bool {
 	if errors.Is(err, git.ErrNonFastForwardUpdate) {
 		return true
 	}
 	msg := err.Error()
-	for _, s := range []string{"non-fast-forward", "fetch first", "rejected", "cannot lock ref"} {
+	for _, s := range []string{"non-fast-forward", "fetch first", "rejected", "failed to update ref", "cannot lock ref"} {
 		if strings.Contains(msg, s) {
 			return true
 		}
