@@ -336,3 +336,58 @@ func TestBinaryPushesOnTheNewHeadWhenMainMoved(t *testing.T) {
 		t.Errorf("update missing:\n%s", got)
 	}
 }
+
+// push.branch and policySelector: the update goes to a branch made from
+// main, main stays; a policy the selector leaves out is not written;
+// observedSourceRevision is main's commit.
+func TestBinaryPushesSelectedPoliciesToAnotherBranch(t *testing.T) {
+	runBinary(t)
+	ns := testenv.NewNamespace(t, kube, "iua-")
+	r, marked := podinfoRepo(t, ns)
+	withOther := strings.Replace(marked, "        imagePullPolicy: IfNotPresent\n",
+		"        imagePullPolicy: IfNotPresent\n        env:\n        - name: OTHER\n          value: ghcr.io/org/other:1.0.0 # {\"$imagepolicy\": \""+ns+":other\"}\n", 1)
+	main := r.MustCommit(t, map[string]string{"kustomize/deployment.yaml": withOther}, "another marker")
+	p := policy(t, ns, "podinfo", imagev1.ImageRef{Name: "ghcr.io/stefanprodan/podinfo", Tag: "6.15.0"})
+	p.Labels = map[string]string{"automate": "yes"}
+	if err := kube.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	policy(t, ns, "other", imagev1.ImageRef{Name: "ghcr.io/org/other", Tag: "2.0.0"})
+	a := automation(ns, "podinfo", func(a *imagev1.ImageUpdateAutomation) {
+		a.Spec.PolicySelector = &metav1.LabelSelector{MatchLabels: map[string]string{"automate": "yes"}}
+		a.Spec.GitSpec.Push = &imagev1.PushSpec{Branch: "image-updates"}
+	})
+	create(t, gitRepository(ns, "podinfo", r.URL()), a)
+	testenv.WaitFor(t, kube, a, "a pushed commit", func() bool { return ready(a) && a.Status.LastPushCommit != "" })
+	if remote(t, r, "rev-parse", "main") != main {
+		t.Error("main moved")
+	}
+	if a.Status.LastPushCommit != remote(t, r, "rev-parse", "image-updates") || remote(t, r, "rev-parse", "image-updates^") != main {
+		t.Errorf("image-updates is not main plus the pushed commit %s", a.Status.LastPushCommit)
+	}
+	if a.Status.ObservedSourceRevision != "main@sha1:"+main || len(a.Status.ObservedPolicies) != 1 {
+		t.Errorf("status %+v", a.Status)
+	}
+	got := remote(t, r, "show", "image-updates:kustomize/deployment.yaml")
+	if !strings.Contains(got, "podinfo:6.15.0 #") || !strings.Contains(got, "other:1.0.0 #") {
+		t.Errorf("deployment.yaml on image-updates:\n%s", got)
+	}
+}
+
+// A missing GitRepository: Ready=False SourceManagerFailed, retried (not
+// stalled); once it exists the automation becomes Ready.
+func TestBinaryWaitsForAMissingGitRepository(t *testing.T) {
+	runBinary(t)
+	ns := testenv.NewNamespace(t, kube, "iua-")
+	r, _ := podinfoRepo(t, ns)
+	a := automation(ns, "podinfo", nil)
+	create(t, a)
+	testenv.WaitFor(t, kube, a, "Ready=False SourceManagerFailed", func() bool {
+		c := apimeta.FindStatusCondition(a.Status.Conditions, meta.ReadyCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == imagev1.SourceManagerFailedReason &&
+			c.Message == "failed configuring source manager: unable to get source 'GitRepository/"+ns+"/podinfo': not found" &&
+			!apimeta.IsStatusConditionTrue(a.Status.Conditions, meta.StalledCondition)
+	})
+	create(t, gitRepository(ns, "podinfo", r.URL()))
+	testenv.WaitFor(t, kube, a, "Ready", func() bool { return ready(a) })
+}
