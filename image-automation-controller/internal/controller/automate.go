@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -40,6 +41,9 @@ type outcome struct {
 	// skipped: neither the policies nor the remote branch moved since the
 	// last run, so nothing was cloned.
 	skipped bool
+	// unapplied says which markers the update left alone and why (a file
+	// that is not YAML, a policy that does not exist); "" when none.
+	unapplied string
 }
 
 // applyError marks a failure of the file update, not of Git.
@@ -122,8 +126,9 @@ func (r *AutomationReconciler) automate(ctx context.Context, obj *imagev1.ImageU
 	}
 	obj.Status.ObservedPolicies = policies
 	obj.Status.ObservedSourceRevision = co.Revision()
+	unapplied := describeUnapplied(pushed.Result)
 	if pushed.Commit == plumbing.ZeroHash {
-		return outcome{}, nil
+		return outcome{unapplied: unapplied}, nil
 	}
 	if pushed.Branch == co.Branch {
 		obj.Status.ObservedSourceRevision = co.Branch + "@sha1:" + pushed.Commit.String()
@@ -134,7 +139,21 @@ func (r *AutomationReconciler) automate(ctx context.Context, obj *imagev1.ImageU
 	if pushSpec.Refspec != "" {
 		msg += fmt.Sprintf(" and refspecs '%s'", pushSpec.Refspec)
 	}
-	return outcome{pushed: msg + "\n" + pushed.Message}, nil
+	return outcome{pushed: msg + "\n" + pushed.Message, unapplied: unapplied}, nil
+}
+
+// describeUnapplied lists the files and markers an update left alone, one
+// per line (file paths relative to the update path): what Flux skips
+// silently, Eddy says in a Warning event.
+func describeUnapplied(res update.Result) string {
+	var b strings.Builder
+	for _, s := range res.Skipped {
+		fmt.Fprintf(&b, "%s: skipped: %s\n", s.File, s.Reason)
+	}
+	for _, m := range res.UnknownPolicies {
+		fmt.Fprintf(&b, "%s:%d: marker '%s' names no selected ImagePolicy with a latest image\n", m.File, m.Line, m.Setter)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // updateFailure maps an Update error to the condition Flux sets.

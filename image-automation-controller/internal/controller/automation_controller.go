@@ -31,6 +31,11 @@ import (
 // readyMessage is Ready's message after a successful run. Flux compatible.
 const readyMessage = "repository up-to-date"
 
+// UnappliedMarkersReason is the reason of the Warning event listing the
+// markers a run left alone (files that are not YAML, markers naming no
+// selected policy with a latest image). Eddy's: Flux skips them silently.
+const UnappliedMarkersReason = "UnappliedMarkers"
+
 // AutomationReconciler reconciles ImageUpdateAutomations: it reads the
 // selected ImagePolicies' latestRef, clones the GitRepository, applies the
 // Setters update, commits and pushes (see run).
@@ -171,6 +176,9 @@ func (r *AutomationReconciler) run(ctx context.Context, obj *imagev1.ImageUpdate
 // message), a failure (Warning), a recovery (Normal), or a Trace event
 // when nothing changed. Flux compatible messages.
 func (r *AutomationReconciler) notify(obj *imagev1.ImageUpdateAutomation, wasReady bool, out outcome, f *reconciler.Failure) {
+	if out.unapplied != "" {
+		r.Events.Event(obj, corev1.EventTypeWarning, UnappliedMarkersReason, out.unapplied, nil)
+	}
 	switch {
 	case f != nil:
 		r.Events.Event(obj, corev1.EventTypeWarning, f.Reason, f.EventMessage(), nil)

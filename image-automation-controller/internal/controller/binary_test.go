@@ -346,7 +346,8 @@ func TestBinaryPushesSelectedPoliciesToAnotherBranch(t *testing.T) {
 	r, marked := podinfoRepo(t, ns)
 	withOther := strings.Replace(marked, "        imagePullPolicy: IfNotPresent\n",
 		"        imagePullPolicy: IfNotPresent\n        env:\n        - name: OTHER\n          value: ghcr.io/org/other:1.0.0 # {\"$imagepolicy\": \""+ns+":other\"}\n", 1)
-	main := r.MustCommit(t, map[string]string{"kustomize/deployment.yaml": withOther}, "another marker")
+	broken := "image: a:1 # {\"$imagepolicy\": \"" + ns + ":podinfo\"}\n  bad: [\n"
+	main := r.MustCommit(t, map[string]string{"kustomize/deployment.yaml": withOther, "kustomize/broken.yaml": broken}, "another marker")
 	p := policy(t, ns, "podinfo", imagev1.ImageRef{Name: "ghcr.io/stefanprodan/podinfo", Tag: "6.15.0"})
 	p.Labels = map[string]string{"automate": "yes"}
 	if err := kube.Update(context.Background(), p); err != nil {
@@ -371,6 +372,19 @@ func TestBinaryPushesSelectedPoliciesToAnotherBranch(t *testing.T) {
 	got := remote(t, r, "show", "image-updates:kustomize/deployment.yaml")
 	if !strings.Contains(got, "podinfo:6.15.0 #") || !strings.Contains(got, "other:1.0.0 #") {
 		t.Errorf("deployment.yaml on image-updates:\n%s", got)
+	}
+	if remote(t, r, "show", "image-updates:kustomize/broken.yaml")+"\n" != broken {
+		t.Error("broken.yaml changed")
+	}
+	// What was left alone is said in a Warning event.
+	want := "broken.yaml: skipped: not valid YAML: yaml: line 1: did not find expected key\n" +
+		"deployment.yaml:30: marker '" + ns + ":other' names no selected ImagePolicy with a latest image"
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, testenv.WaitTimeout, true,
+		func(context.Context) (bool, error) {
+			return containsPrefix(testenv.KubeEvents(t, kube, ns, "podinfo", UnappliedMarkersReason), want), nil
+		})
+	if err != nil {
+		t.Errorf("events %q, want %q", testenv.KubeEvents(t, kube, ns, "podinfo", UnappliedMarkersReason), want)
 	}
 }
 
