@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -164,52 +162,6 @@ func TestInstallRunsControllersAsPods(t *testing.T) {
 			t.Errorf("%s --version in its image printed %q; want %q", c, got, want)
 		}
 	}
-}
-
-// imageVersions reads each image's org.opencontainers.image.version label
-// (its linux/amd64 configuration) from the OCI layout at dir.
-func imageVersions(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := root.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, d := range im.Manifests {
-		name := d.Annotations["org.opencontainers.image.ref.name"]
-		repo, _, _ := strings.Cut(name[strings.LastIndex(name, "/")+1:], ":")
-		idx, err := root.ImageIndex(d.Digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := idx.IndexManifest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, md := range m.Manifests {
-			if md.Platform == nil || !md.Platform.Satisfies(v1.Platform{OS: "linux", Architecture: "amd64"}) {
-				continue
-			}
-			img, err := idx.Image(md.Digest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cf, err := img.ConfigFile()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[repo] = cf.Config.Labels["org.opencontainers.image.version"]
-		}
-	}
-	return out
 }
 
 // readyPod is the controller's one pod (label app=<controller> in

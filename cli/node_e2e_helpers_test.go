@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/go-logr/logr"
@@ -118,27 +119,17 @@ func startNodeEnv(t *testing.T) *nodeEnv {
 }
 
 // controllerImages is the layout of the controllers' images of the given
-// version: make test-images (make test runs it) writes bin/test-images,
-// make images bin/images. The test skips without one.
+// version, found as `eddy dev up --node real` finds it (bin/images of make
+// images, else bin/test-images of make test-images, which make test
+// builds). The test skips without one.
 func controllerImages(t *testing.T, root, version string) string {
 	t.Helper()
-	for _, dir := range []string{"test-images", "images"} {
-		dir = filepath.Join(root, "bin", dir)
-		if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-			continue
-		}
-		labels := imageVersions(t, dir)
-		current := true
-		for _, c := range installedControllers {
-			current = current && labels[c] == version
-		}
-		if current {
-			t.Logf("images from %s", dir)
-			return dir
-		}
+	imgs, err := dev.FindNodeImages(root, version)
+	if err != nil {
+		t.Skip(err)
 	}
-	t.Skipf("no images of bin/eddy's version %s in bin/test-images or bin/images: run make test-images", version)
-	return ""
+	t.Logf("images from %s", imgs.Controllers)
+	return imgs.Controllers
 }
 
 // eddyMust runs the built bin/eddy with the cluster's kubeconfig, logs the

@@ -20,6 +20,7 @@ import (
 
 	argov1 "github.com/eddyops/eddy/api/argoproj/v1alpha1"
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
+	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
@@ -67,6 +68,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(notificationv1.AddToScheme(s))
 	utilruntime.Must(notificationv1beta3.AddToScheme(s))
 	utilruntime.Must(argov1.AddToScheme(s))
+	utilruntime.Must(imagev1.AddToScheme(s))
 	return s
 }
 

@@ -57,6 +57,7 @@ type ApplicationReconciler struct {
 	waves   *waveGate
 	fetches *fetchWait
 	held    *eventHold
+	stale   *staleCopies
 	live    *liveWatches
 	now     func() time.Time
 	// dest is the cluster this copy of the reconciler acts on (see on).
@@ -89,8 +90,14 @@ func (b SelfHealBackoff) Wait(n int64) time.Duration {
 // Reconcile compares one Application and moves its operation on.
 func (r *ApplicationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	app := &argov1.Application{}
-	if err := r.Client.Get(ctx, req.NamespacedName, app); err != nil {
+	err := r.Client.Get(ctx, req.NamespacedName, app)
+	if err == nil && r.stale.stale(req.NamespacedName, app.ResourceVersion) {
+		// The cache has not seen this controller's last write yet.
+		err = r.APIReader.Get(ctx, req.NamespacedName, app)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
+			r.stale.forget(req.NamespacedName)
 			return ctrl.Result{}, r.gcSources(ctx)
 		}
 		return ctrl.Result{}, err

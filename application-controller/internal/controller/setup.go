@@ -35,6 +35,7 @@ func (r *ApplicationReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 	r.waves = &waveGate{}
 	r.fetches = &fetchWait{}
 	r.held = &eventHold{}
+	r.stale = &staleCopies{}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(context.Background(), &argov1.Application{}, sourceIndex, sourceObjects); err != nil {
 		return err

@@ -144,6 +144,7 @@ func (r *ApplicationReconciler) patch(ctx context.Context, orig, app *argov1.App
 		return err
 	}
 	err = r.Client.Patch(ctx, app, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	superseded := []string{orig.ResourceVersion}
 	var reader client.Reader = r.Client // cached: the routed client reads the Application there
 	if r.local() {
 		reader = r.APIReader
@@ -157,11 +158,15 @@ func (r *ApplicationReconciler) patch(ctx context.Context, orig, app *argov1.App
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
+		superseded = append(superseded, fresh.ResourceVersion)
 		locked, merr := withResourceVersion(data, fresh.ResourceVersion)
 		if merr != nil {
 			return err
 		}
 		err = r.Client.Patch(ctx, app, client.RawPatch(types.MergePatchType, locked))
+	}
+	if err == nil {
+		r.stale.superseded(client.ObjectKeyFromObject(orig), superseded...)
 	}
 	return err
 }
