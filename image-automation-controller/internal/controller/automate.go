@@ -240,6 +240,10 @@ func (r *AutomationReconciler) source(ctx context.Context, obj *imagev1.ImageUpd
 		}
 		return nil, nil, reconciler.Fail(imagev1.SourceManagerFailedReason, "failed configuring source manager: %v", err)
 	}
+	if p := repo.Spec.Provider; p != "" && p != "generic" {
+		return nil, nil, reconciler.Fail(imagev1.InvalidSourceConfigReason,
+			"GitRepository provider '%s' is not supported (generic only): invalid source configuration", p).Stall()
+	}
 	var data map[string][]byte
 	if repo.Spec.SecretRef != nil {
 		var s corev1.Secret
@@ -252,6 +256,16 @@ func (r *AutomationReconciler) source(ctx context.Context, obj *imagev1.ImageUpd
 	auth, err := source.NewAuth(repo.Spec.URL, data)
 	if err != nil {
 		return nil, nil, reconciler.Fail(imagev1.SourceManagerFailedReason, "failed configuring source manager: %v", err)
+	}
+	if ref := repo.Spec.ProxySecretRef; ref != nil {
+		var s corev1.Secret
+		if err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: repo.Namespace, Name: ref.Name}, &s); err != nil {
+			return nil, nil, reconciler.Fail(imagev1.SourceManagerFailedReason,
+				"failed configuring source manager: failed to get proxy secret '%s/%s': %s", repo.Namespace, ref.Name, reasonOf(err))
+		}
+		if auth.Proxy, err = source.ProxyOptions(s.Data); err != nil {
+			return nil, nil, reconciler.Fail(imagev1.SourceManagerFailedReason, "failed configuring source manager: %v", err)
+		}
 	}
 	return &repo, auth, nil
 }

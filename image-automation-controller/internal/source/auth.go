@@ -22,6 +22,23 @@ type Auth struct {
 	Method                transport.AuthMethod
 	CABundle              []byte
 	ClientCert, ClientKey []byte
+	// Proxy is the GitRepository's spec.proxySecretRef (ProxyOptions);
+	// empty: the environment's proxy settings.
+	Proxy transport.ProxyOptions
+}
+
+// ProxyOptions reads a GitRepository's spec.proxySecretRef data (Flux's
+// keys): `address` (required, a URL), `username` and `password`. Errors
+// name keys, never values.
+func ProxyOptions(data map[string][]byte) (transport.ProxyOptions, error) {
+	addr := string(data["address"])
+	if addr == "" {
+		return transport.ProxyOptions{}, errors.New("invalid proxy secret: 'address' is required")
+	}
+	if _, err := url.Parse(addr); err != nil {
+		return transport.ProxyOptions{}, errors.New("invalid proxy secret: 'address' is not a URL")
+	}
+	return transport.ProxyOptions{URL: addr, Username: string(data["username"]), Password: string(data["password"])}, nil
 }
 
 // NewAuth reads a GitRepository Secret's data (Flux's keys) for the URL's

@@ -124,7 +124,7 @@ func (c *Checkout) semverTag(ctx context.Context, constraint string) (plumbing.R
 	}
 	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{c.URL}})
 	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: c.auth.Method, CABundle: c.auth.CABundle,
-		ClientCert: c.auth.ClientCert, ClientKey: c.auth.ClientKey})
+		ClientCert: c.auth.ClientCert, ClientKey: c.auth.ClientKey, ProxyOptions: c.auth.Proxy})
 	if err != nil {
 		return "", err
 	}
@@ -179,7 +179,7 @@ func (c *Checkout) target(ref Ref, refName plumbing.ReferenceName) (plumbing.Has
 // fetch fetches specs from the remote, without tags.
 func (c *Checkout) fetch(ctx context.Context, specs []config.RefSpec) error {
 	err := c.Repo.FetchContext(ctx, &git.FetchOptions{RemoteName: remoteName, RefSpecs: specs, Tags: git.NoTags,
-		Auth: c.auth.Method, CABundle: c.auth.CABundle, ClientCert: c.auth.ClientCert, ClientKey: c.auth.ClientKey})
+		Auth: c.auth.Method, CABundle: c.auth.CABundle, ClientCert: c.auth.ClientCert, ClientKey: c.auth.ClientKey, ProxyOptions: c.auth.Proxy})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
 	}
@@ -212,7 +212,7 @@ func RemoteHead(ctx context.Context, rawURL string, auth *Auth, branch string) (
 	}
 	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{rawURL}})
 	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth.Method, CABundle: auth.CABundle,
-		ClientCert: auth.ClientCert, ClientKey: auth.ClientKey})
+		ClientCert: auth.ClientCert, ClientKey: auth.ClientKey, ProxyOptions: auth.Proxy})
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

@@ -200,7 +200,7 @@ func (c *Checkout) pushSpec(ctx context.Context, spec config.RefSpec, options ma
 	}
 	err := c.Repo.PushContext(ctx, &git.PushOptions{RemoteName: remoteName, RefSpecs: []config.RefSpec{spec},
 		Options: options, Auth: c.auth.Method, CABundle: c.auth.CABundle,
-		ClientCert: c.auth.ClientCert, ClientKey: c.auth.ClientKey})
+		ClientCert: c.auth.ClientCert, ClientKey: c.auth.ClientKey, ProxyOptions: c.auth.Proxy})
 	if errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return nil
 	}

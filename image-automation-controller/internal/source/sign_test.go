@@ -6,10 +6,13 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"net/http/httptest"
+	"net/http/httputil"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ProtonMail/go-crypto/openpgp"
@@ -171,5 +174,43 @@ func TestCloneAndPushWithBasicBearerAndSSHAuth(t *testing.T) {
 	}
 	if _, err := NewAuth(url, map[string][]byte{"bearerToken": []byte("x"), "username": []byte("y")}); err == nil {
 		t.Error("bearer token with username accepted")
+	}
+}
+
+// spec.proxySecretRef: clone and push go through the proxy.
+func TestCloneAndPushThroughTheProxy(t *testing.T) {
+	r := newPushableRepo(t)
+	var mu sync.Mutex
+	seen := 0
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		mu.Lock()
+		seen++
+		mu.Unlock()
+		pr.Out.URL = pr.In.URL // a forward proxy: the request names its target
+	}})
+	defer proxy.Close()
+	opts, err := ProxyOptions(map[string][]byte{"address": []byte(proxy.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := &Auth{Proxy: opts}
+	c, err := Clone(context.Background(), r.URL(), auth, Ref{Branch: "main"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+	cloned := count()
+	if _, err := c.Update(context.Background(), applySetters(""), message(""), author, PushSpec{}); err != nil {
+		t.Fatal(err)
+	}
+	if all := count(); cloned == 0 || all <= cloned {
+		t.Errorf("requests through the proxy: %d for the clone, %d in all", cloned, all)
+	}
+	if _, err := ProxyOptions(map[string][]byte{"username": []byte("u")}); err == nil {
+		t.Error("a proxy secret without address was accepted")
 	}
 }
