@@ -66,6 +66,9 @@ func TestControllerBinariesServeProbes(t *testing.T) {
 		if name == "source-controller" {
 			args = append(args, "--storage-path="+t.TempDir(), fmt.Sprintf("--storage-addr=127.0.0.1:%d", freePort(t)))
 		}
+		if name == "image-reflector-controller" {
+			args = append(args, "--storage-path="+t.TempDir())
+		}
 		if name == "notification-controller" {
 			args = append(args, fmt.Sprintf("--events-addr=127.0.0.1:%d", freePort(t)), fmt.Sprintf("--receiverAddr=127.0.0.1:%d", freePort(t)))
 		}
