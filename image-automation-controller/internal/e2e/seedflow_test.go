@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	imagev1 "github.com/eddyops/eddy/api/image/v1"
@@ -37,18 +39,31 @@ Automation name: {{ .AutomationObject }}
 // The seed flow, CI push to running image: CI only pushes a tag to the
 // registry (no credentials for the cluster); the reflector selects it,
 // the automation commits exactly the marker line with the template's
-// message, and the Kustomization rolls the Deployment to it. Short
-// intervals, named in seedObjects, stand in for Flux's defaults; no
-// reconcile is requested by the test.
+// message, and the Kustomization rolls the Deployment to it.
 func TestSeedFlowRollsTheDeploymentToAPushedTag(t *testing.T) {
 	reg := testenv.NewRegistry(t)
-	t.Run("tag", func(t *testing.T) { seedFlow(t, reg.Host(), "podinfo", false) })
+	// Polling: the ImageRepository and the GitRepository every second
+	// (seedObjects); the test requests no reconcile.
+	t.Run("tag", func(t *testing.T) { seedFlow(t, reg.Host(), "podinfo", flow{}) })
 	// Digest pinning: the marker is on name:tag@digest and the policy
 	// reflects the digest of the tag it selects.
-	t.Run("tag and digest", func(t *testing.T) { seedFlow(t, reg.Host(), "podinfo-pinned", true) })
+	t.Run("tag and digest", func(t *testing.T) { seedFlow(t, reg.Host(), "podinfo-pinned", flow{pinned: true}) })
+	// Webhooks: hour-long intervals, and reconcile requests
+	// (reconcile.fluxcd.io/requestedAt) on the ImageRepository after the
+	// image push and on the GitRepository after the commit, as a
+	// notification-controller Receiver does on a registry's and a Git
+	// server's webhook.
+	t.Run("webhooks", func(t *testing.T) { seedFlow(t, reg.Host(), "podinfo-hooked", flow{webhooks: true}) })
 }
 
-func seedFlow(t *testing.T, host, image string, pinned bool) {
+// flow is how a seedFlow runs.
+type flow struct {
+	pinned   bool // the marker on the image with its digest
+	webhooks bool // hour intervals and reconcile requests instead of polling
+}
+
+func seedFlow(t *testing.T, host, image string, f flow) {
+	pinned := f.pinned
 	ctx := context.Background()
 	ref := func(tag string, digest v1.Hash) string {
 		if pinned {
@@ -63,7 +78,7 @@ func seedFlow(t *testing.T, host, image string, pinned bool) {
 	git(t, repo, "config", "http.receivepack", "true")
 	base := git(t, repo, "rev-parse", "main")
 
-	o := seedObjects(ns, repo.URL(), host+"/"+image, pinned)
+	o := seedObjects(ns, repo.URL(), host+"/"+image, f)
 	for _, obj := range []client.Object{o.source, o.kustomization, o.repository, o.policy, o.automation} {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
@@ -89,11 +104,17 @@ func seedFlow(t *testing.T, host, image string, pinned bool) {
 	// CI pushes 1.1.0.
 	start := time.Now()
 	pushed := push(t, host+"/"+image+":1.1.0")
+	if f.webhooks {
+		requestReconcile(t, o.repository)
+	}
 	latest := pollUntil(t, "the policy at 1.1.0", func() bool {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), p)
 		return err == nil && p.Status.LatestRef != nil && p.Status.LatestRef.Tag == "1.1.0"
 	})
 	committed := pollUntil(t, "a commit on main", func() bool { return git(t, repo, "rev-parse", "main") != base })
+	if f.webhooks {
+		requestReconcile(t, o.source)
+	}
 	rolled := pollUntil(t, "the Deployment at "+ref("1.1.0", pushed), func() bool { return imageOf() == ref("1.1.0", pushed) })
 	t.Logf("from the push: policy latestRef %v, commit %v, Deployment updated %v",
 		latest.Sub(start).Round(time.Millisecond), committed.Sub(start).Round(time.Millisecond), rolled.Sub(start).Round(time.Millisecond))
@@ -129,9 +150,13 @@ type seed struct {
 // ./kustomize (prune, no wait), an ImageRepository on image scanned every
 // second, a semver policy (reflecting digests when pinned) and an
 // automation committing to main. The Kustomization and the automation
-// keep an hour's interval: they follow their source by watch.
-func seedObjects(ns, url, image string, pinned bool) seed {
+// keep an hour's interval: they follow their source by watch. With
+// webhooks, the sources too poll every hour.
+func seedObjects(ns, url, image string, f flow) seed {
 	second, hour := metav1.Duration{Duration: time.Second}, metav1.Duration{Duration: time.Hour}
+	if f.webhooks {
+		second = hour
+	}
 	named := func() metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: "podinfo"} }
 	src := &sourcev1.GitRepository{ObjectMeta: named(), Spec: sourcev1.GitRepositorySpec{URL: url, Interval: second,
 		Reference: &sourcev1.GitRepositoryRef{Branch: "main"}}}
@@ -141,7 +166,7 @@ func seedObjects(ns, url, image string, pinned bool) seed {
 	repo := &imagev1.ImageRepository{ObjectMeta: named(), Spec: imagev1.ImageRepositorySpec{Image: image, Interval: second}}
 	pol := &imagev1.ImagePolicy{ObjectMeta: named(), Spec: imagev1.ImagePolicySpec{
 		ImageRepositoryRef: meta.NamespacedObjectReference{Name: "podinfo"}, Policy: imagev1.ImagePolicyChoice{SemVer: &imagev1.SemVerPolicy{Range: ">=1.0.0"}}}}
-	if pinned {
+	if f.pinned {
 		pol.Spec.DigestReflectionPolicy = imagev1.ReflectIfNotPresent
 	}
 	auto := &imagev1.ImageUpdateAutomation{ObjectMeta: named(), Spec: imagev1.ImageUpdateAutomationSpec{
@@ -229,6 +254,16 @@ func checkOnlyTheMarkerChanged(t *testing.T, repo *testenv.Repo, base map[string
 		if got := git(t, repo, "show", "main:"+path); got != strings.TrimSpace(want) {
 			t.Errorf("%s on main:\n%s\nwant:\n%s", path, got, want)
 		}
+	}
+}
+
+// requestReconcile sets reconcile.fluxcd.io/requestedAt on obj, as a
+// Receiver does, without waiting for it to be handled.
+func requestReconcile(t *testing.T, obj client.Object) {
+	t.Helper()
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, time.Now().Format(time.RFC3339Nano))
+	if err := env.Client.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
 	}
 }
 
