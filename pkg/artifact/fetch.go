@@ -207,13 +207,17 @@ func (f *Fetcher) download(ctx context.Context, rawURL string, d digest.Digest, 
 			return err
 		}
 		v := d.Verifier()
-		n, err := io.Copy(io.MultiWriter(dst, v), io.LimitReader(resp.Body, limit+1))
-		switch {
-		case err != nil:
+		n, err := io.Copy(io.MultiWriter(dst, v), io.LimitReader(resp.Body, limit))
+		if err != nil {
 			return err
-		case n > limit:
-			return ErrTooLarge
-		case !v.Verified():
+		}
+		if n == limit {
+			// One more byte says the body is too long; it never reaches dst.
+			if m, _ := io.ReadFull(resp.Body, make([]byte, 1)); m > 0 {
+				return ErrTooLarge
+			}
+		}
+		if !v.Verified() {
 			return ErrDigestMismatch
 		}
 		return nil
