@@ -84,7 +84,7 @@ func newCreateImageRepositoryCommand(g *globalFlags, f *createFlags) *cobra.Comm
 // imagePolicyFlags are the flags of `create image policy`.
 type imagePolicyFlags struct {
 	imageRef, semver, alpha, numeric, filterRegex, filterExtract, reflectDigest string
-	interval                                                                  time.Duration
+	interval                                                                    time.Duration
 }
 
 func newCreateImagePolicyCommand(g *globalFlags, f *createFlags) *cobra.Command {
