@@ -100,6 +100,10 @@ type Options struct {
 	Node         string
 	NodeImages   *NodeImages
 	RegistryAddr string
+	// Optional are the optional controllers to run after Controllers;
+	// OptionalComponents those whose CRDs and Deployments the bundle gets
+	// (see OptionalFor).
+	Optional, OptionalComponents []string
 }
 
 // ShardedControllers are the controllers `eddy dev up --shards` runs shard
@@ -208,7 +212,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
 	_ = os.Remove(syncPath(opts.StateDir))
 	e := &Env{Opts: opts, Sup: &process.Supervisor{}, Scheme: scheme.New(), lock: lock}
-	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Shards: opts.Shards, ControllerFlags: opts.ControllerFlags}
+	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Shards: opts.Shards, ControllerFlags: opts.ControllerFlags,
+		OptionalComponents: opts.OptionalComponents}
 	steps := []func(context.Context) error{e.startCluster, e.startServers, e.startControllers, e.startUI}
 	if opts.Node == NodeReal {
 		e.state.Node = NodeReal
@@ -253,7 +258,7 @@ func (e *Env) startCluster(ctx context.Context) (err error) {
 		return err
 	}
 	e.progress("installing the CRDs, the %s namespace and the controllers' Deployments (0 replicas: the controllers run here as processes)", Namespace)
-	objs, err := install.Objects(BundleOptions(e.Opts.Version))
+	objs, err := install.Objects(BundleOptions(e.Opts.Version, e.Opts.OptionalComponents...))
 	if err != nil {
 		return err
 	}
@@ -317,7 +322,7 @@ func (e *Env) startServers(ctx context.Context) (err error) {
 // startControllers starts each controller as a supervised process and waits
 // until all are ready.
 func (e *Env) startControllers(ctx context.Context) error {
-	for _, name := range Controllers {
+	for _, name := range append(slices.Clone(Controllers), e.Opts.Optional...) {
 		shards := 0
 		if slices.Contains(ShardedControllers, name) {
 			shards = e.Opts.Shards
@@ -491,6 +496,9 @@ func (e *Env) controllerSpec(name string, shard int) (process.Spec, []int, error
 	if name == install.ApplicationController {
 		// Argo CD's namespace, whatever RUNTIME_NAMESPACE (its leases) says.
 		args = append(args, "--namespace="+install.ApplicationNamespace)
+	}
+	if name == install.ImageReflectorController {
+		args = append(args, "--storage-path="+filepath.Join(storageDir, name))
 	}
 	if name == "source-controller" {
 		storage := ports[2]

@@ -181,6 +181,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	defer stopSignals()
 	begin := time.Now()
 	opts := optionsFor(root, dir, f, u)
+	withOptional(&opts, root, src, u)
 	opts.Lock, opts.ControllerFlags, opts.NodeImages = lock, cflags, images
 	env, stop, err := startSync(ctx, u, opts, src, "stopping the controllers, the Git server and the cluster",
 		"stopped; nothing of the environment is left running")
