@@ -56,12 +56,12 @@ var imageCreateErrors = [][]string{
 	{"policy", "podinfo", "--image-ref=podinfo", "--select-semver=1.x", "--filter-regex=^(?P<v>.*)$", "--filter-extract=${v"},
 	{"policy", "podinfo", "--image-ref=podinfo", "--select-semver=1.x", "--reflect-digest=Sometimes"},
 	{"policy", "podinfo", "--image-ref=podinfo", "--select-semver=1.x", "--interval=1m"},
-	{"update", "u"},
-	{"update", "u", "--git-repo-ref=r"},
-	{"update", "u", "--git-repo-ref=r", "--checkout-branch=main"},
-	{"update", "u", "--git-repo-ref=r", "--checkout-branch=main", "--author-name=bot"},
-	{"update", "u", "--git-repo-ref=r", "--checkout-branch=main", "--author-name=bot", "--author-email=b@x", "--signing-key-type=gpg"},
-	{"update", "u", "--git-repo-ref=r", "--checkout-branch=main", "--author-name=bot", "--author-email=b@x",
+	{"update", "auto"},
+	{"update", "auto", "--git-repo-ref=r"},
+	{"update", "auto", "--git-repo-ref=r", "--checkout-branch=main"},
+	{"update", "auto", "--git-repo-ref=r", "--checkout-branch=main", "--author-name=bot"},
+	{"update", "auto", "--git-repo-ref=r", "--checkout-branch=main", "--author-name=bot", "--author-email=b@x", "--signing-key-type=gpg"},
+	{"update", "auto", "--git-repo-ref=r", "--checkout-branch=main", "--author-name=bot", "--author-email=b@x",
 		"--signing-key-secret=sk", "--signing-key-type=x509"},
 }
 
@@ -88,7 +88,7 @@ func TestCreateImageExportsAndFailsAsFlux(t *testing.T) {
 			t.Errorf("%s:\neddy:\n%s\nflux (err=%v):\n%s", strings.Join(args, " "), got, err, want)
 		}
 	}
-	oneLineError(t, u.fails("create", "image", "policy", "p", "--image-ref=r", "--select-semver=1.x", "--select-alpha=asc", "--export"),
+	oneLineError(t, u.fails("create", "image", "policy", "pp", "--image-ref=r", "--select-semver=1.x", "--select-alpha=asc", "--export"),
 		"only one of --select-semver, --select-alpha or --select-numeric can be specified")
 }
 
