@@ -193,7 +193,7 @@ func TestCreateImageWaitsForTheReflectorsReady(t *testing.T) {
 	wantLines(t, out, "ImageUpdateAutomation created", "ImageUpdateAutomation reconciliation completed")
 
 	// A policy that cannot resolve: the wait ends with the controller's message.
-	out = u.fails(kc, "--timeout=20s", "create", "image", "policy", "none", "--image-ref=podinfo", "--select-semver=>=9.0.0")
+	out = u.fails(kc, "--timeout=8s", "create", "image", "policy", "none", "--image-ref=podinfo", "--select-semver=>=9.0.0")
 	if !strings.Contains(out, "unable to determine latest version from provided list") {
 		t.Errorf("create of a policy that cannot resolve:\n%s", out)
 	}
