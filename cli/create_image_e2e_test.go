@@ -240,8 +240,9 @@ func TestDevUpRunsImageReflectorForARepositoryWithImageKinds(t *testing.T) {
 	if automation != strings.Contains(out, "image-automation-controller is not built") {
 		t.Errorf("dev up output (bin/image-automation-controller built: %t):\n%s", !automation, out)
 	}
-	if st := u.must("dev", "status"); !strings.Contains(st, "image-reflector-controller") {
-		t.Errorf("dev status lists no image-reflector-controller:\n%s", st)
+	st := u.must("dev", "status")
+	if !strings.Contains(st, "image-reflector-controller") || automation == strings.Contains(st, "image-automation-controller ") {
+		t.Errorf("dev status (bin/image-automation-controller built: %t):\n%s", !automation, st)
 	}
 	c := u.client()
 	pol := &imagev1.ImagePolicy{}
