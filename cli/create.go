@@ -180,7 +180,8 @@ func newCreateCommand(g *globalFlags) *cobra.Command {
 	src.PersistentFlags().DurationVar(&f.fetchTimeout, "fetch-timeout", 0, "set a timeout for fetch operations performed by source-controller (e.g. 'git clone' or 'helm repo add')")
 	src.AddCommand(newCreateSourceGitCommand(g, f), newCreateSourceHelmCommand(g, f), newCreateSourceOCICommand(g, f))
 	cmd.AddCommand(src, newCreateKustomizationCommand(g, f), newCreateHelmReleaseCommand(g, f),
-		newCreateAlertCommand(g, f), newCreateAlertProviderCommand(g, f), newCreateReceiverCommand(g, f))
+		newCreateAlertCommand(g, f), newCreateAlertProviderCommand(g, f), newCreateReceiverCommand(g, f),
+		newCreateImageCommand(g, f))
 	unknownKind(cmd)
 	unknownKind(src)
 	return cmd

@@ -22,10 +22,11 @@ const RunsAsLocalProcess = "local-process"
 
 // BundleOptions are the install options of eddy dev's bundle: `eddy
 // install`'s defaults with application-controller, which eddy dev runs as
-// its fifth process (its CRDs and the argocd namespace come with it).
-func BundleOptions(version string) install.Options {
+// its fifth process (its CRDs and the argocd namespace come with it), and
+// the optional controllers of optional (see OptionalFor).
+func BundleOptions(version string, optional ...string) install.Options {
 	o := install.DefaultOptions(version)
-	o.ComponentsExtra = []string{install.ApplicationController}
+	o.ComponentsExtra = append([]string{install.ApplicationController}, optional...)
 	return o
 }
 

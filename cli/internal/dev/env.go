@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/eddyops/eddy/cli/internal/scheme"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -100,6 +99,10 @@ type Options struct {
 	Node         string
 	NodeImages   *NodeImages
 	RegistryAddr string
+	// Optional are the optional controllers to run after Controllers;
+	// OptionalComponents those whose CRDs and Deployments the bundle gets
+	// (see OptionalFor).
+	Optional, OptionalComponents []string
 }
 
 // ShardedControllers are the controllers `eddy dev up --shards` runs shard
@@ -208,7 +211,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	_ = os.RemoveAll(filepath.Join(opts.StateDir, "cluster")) // a previous run killed outright
 	_ = os.Remove(syncPath(opts.StateDir))
 	e := &Env{Opts: opts, Sup: &process.Supervisor{}, Scheme: scheme.New(), lock: lock}
-	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Shards: opts.Shards, ControllerFlags: opts.ControllerFlags}
+	e.state = State{PID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Shards: opts.Shards, ControllerFlags: opts.ControllerFlags,
+		OptionalComponents: opts.OptionalComponents}
 	steps := []func(context.Context) error{e.startCluster, e.startServers, e.startControllers, e.startUI}
 	if opts.Node == NodeReal {
 		e.state.Node = NodeReal
@@ -253,7 +257,7 @@ func (e *Env) startCluster(ctx context.Context) (err error) {
 		return err
 	}
 	e.progress("installing the CRDs, the %s namespace and the controllers' Deployments (0 replicas: the controllers run here as processes)", Namespace)
-	objs, err := install.Objects(BundleOptions(e.Opts.Version))
+	objs, err := install.Objects(BundleOptions(e.Opts.Version, e.Opts.OptionalComponents...))
 	if err != nil {
 		return err
 	}
@@ -317,7 +321,7 @@ func (e *Env) startServers(ctx context.Context) (err error) {
 // startControllers starts each controller as a supervised process and waits
 // until all are ready.
 func (e *Env) startControllers(ctx context.Context) error {
-	for _, name := range Controllers {
+	for _, name := range append(slices.Clone(Controllers), e.Opts.Optional...) {
 		shards := 0
 		if slices.Contains(ShardedControllers, name) {
 			shards = e.Opts.Shards
@@ -341,24 +345,6 @@ func (e *Env) startControllers(ctx context.Context) error {
 		return err
 	}
 	return saveControllerFlags(e.Opts.StateDir, e.Opts.ControllerFlags)
-}
-
-// checkUIListen fails when listen (host:port) cannot be bound, saying how
-// to pick another port: the UI is never moved to another port silently.
-// Port 0 always passes.
-func checkUIListen(listen string) error {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return fmt.Errorf("--ui-listen %q: want host:port", listen)
-	}
-	if port == "0" {
-		return nil
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
-	if err != nil {
-		return fmt.Errorf("--ui-listen %s: the port is taken (%v): free it, or pick another with --ui-listen (127.0.0.1:0 for any free port)", listen, err)
-	}
-	return ln.Close()
 }
 
 // startUI serves the web UI with the admin client configuration when
@@ -491,6 +477,9 @@ func (e *Env) controllerSpec(name string, shard int) (process.Spec, []int, error
 	if name == install.ApplicationController {
 		// Argo CD's namespace, whatever RUNTIME_NAMESPACE (its leases) says.
 		args = append(args, "--namespace="+install.ApplicationNamespace)
+	}
+	if name == install.ImageReflectorController {
+		args = append(args, "--storage-path="+filepath.Join(storageDir, name))
 	}
 	if name == "source-controller" {
 		storage := ports[2]

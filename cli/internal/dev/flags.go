@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,4 +224,22 @@ func checkControllerFlags(root string, f ControllerFlags, given []string) error 
 		}
 	}
 	return nil
+}
+
+// checkUIListen fails when listen (host:port) cannot be bound, saying how
+// to pick another port: the UI is never moved to another port silently.
+// Port 0 always passes.
+func checkUIListen(listen string) error {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--ui-listen %q: want host:port", listen)
+	}
+	if port == "0" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return fmt.Errorf("--ui-listen %s: the port is taken (%v): free it, or pick another with --ui-listen (127.0.0.1:0 for any free port)", listen, err)
+	}
+	return ln.Close()
 }

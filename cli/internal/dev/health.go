@@ -98,7 +98,7 @@ const leaseGrace = 30 * time.Second
 // the controller names it (runtime.LeaderElectionID of its
 // --watch-label-selector); "" for a process that is no controller.
 func leaseName(procName string, shards int) string {
-	for _, name := range Controllers {
+	for _, name := range append(slices.Clone(Controllers), optionalNames()...) {
 		switch {
 		case procName == name && shards > 0 && slices.Contains(ShardedControllers, name):
 			return controllerkit.LeaderElectionID(name, install.UnshardedSelector)

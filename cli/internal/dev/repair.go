@@ -100,7 +100,7 @@ func reinstall(ctx context.Context, c client.Client, version string, s *State) e
 		}
 		return err
 	}
-	objs, err := install.Objects(BundleOptions(version))
+	objs, err := install.Objects(BundleOptions(version, s.OptionalComponents...))
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,9 @@ type State struct {
 	Shards int `json:"shards,omitempty"`
 	// ControllerFlags are the controllers' extra flags (--controller-flags).
 	ControllerFlags ControllerFlags `json:"controllerFlags,omitempty"`
+	// OptionalComponents are the optional controllers (OptionalControllers)
+	// whose CRDs the bundle has: those the repository asked for.
+	OptionalComponents []string `json:"optionalComponents,omitempty"`
 	// Node is NodeReal for `eddy dev up --node real` (else kwok's nodes):
 	// the controllers run as pods, from the images Registry (host:port)
 	// serves, Images (<name>:<tag>) with the controllers' ImageDigests.

@@ -173,6 +173,9 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	if err != nil {
 		return err
 	}
+	// Said before --detach hands over: the supervisor's lines go to its log.
+	var optional Options
+	withOptional(&optional, root, src, u)
 	if f.Detach {
 		return upDetached(ctx, out, timeout, u, dir, lock, f, cflags, src, hookTree)
 	}
@@ -181,6 +184,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	defer stopSignals()
 	begin := time.Now()
 	opts := optionsFor(root, dir, f, u)
+	opts.Optional, opts.OptionalComponents = optional.Optional, optional.OptionalComponents
 	opts.Lock, opts.ControllerFlags, opts.NodeImages = lock, cflags, images
 	env, stop, err := startSync(ctx, u, opts, src, "stopping the controllers, the Git server and the cluster",
 		"stopped; nothing of the environment is left running")
