@@ -43,7 +43,13 @@ const remoteName = "origin"
 // ref. A branch is fetched with its whole history (the update is then
 // committed on it and pushed); a tag or semver checkout resolves the
 // remote's tags first (Masterminds semver v3 constraint, highest match).
+// Errors quote no URL credentials.
 func Clone(ctx context.Context, rawURL string, auth *Auth, ref Ref, dir string) (*Checkout, error) {
+	c, err := cloneInto(ctx, rawURL, auth, ref, dir)
+	return c, mask(err)
+}
+
+func cloneInto(ctx context.Context, rawURL string, auth *Auth, ref Ref, dir string) (*Checkout, error) {
 	if auth == nil {
 		auth = &Auth{}
 	}
@@ -205,8 +211,13 @@ func (c *Checkout) setBranch(branch string, hash plumbing.Hash) error {
 }
 
 // RemoteHead returns the commit the remote's branch points at, without
-// fetching anything.
+// fetching anything. Errors quote no URL credentials.
 func RemoteHead(ctx context.Context, rawURL string, auth *Auth, branch string) (plumbing.Hash, error) {
+	h, err := remoteHead(ctx, rawURL, auth, branch)
+	return h, mask(err)
+}
+
+func remoteHead(ctx context.Context, rawURL string, auth *Auth, branch string) (plumbing.Hash, error) {
 	if auth == nil {
 		auth = &Auth{}
 	}

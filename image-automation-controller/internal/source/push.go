@@ -72,7 +72,14 @@ var ErrRejected = errors.New("push rejected: the branch moved")
 // work tree reset to its new head, the update applied and committed again
 // and pushed, up to push.Attempts times, so the other commit is kept. The
 // remote only ever gets a whole commit: a failure leaves it as it was.
+// Errors quote no URL credentials.
 func (c *Checkout) Update(ctx context.Context, apply func(dir string) (update.Result, error),
+	message func(update.Result) (string, error), commit CommitSpec, push PushSpec) (Outcome, error) {
+	out, err := c.commitAndPush(ctx, apply, message, commit, push)
+	return out, mask(err)
+}
+
+func (c *Checkout) commitAndPush(ctx context.Context, apply func(dir string) (update.Result, error),
 	message func(update.Result) (string, error), commit CommitSpec, push PushSpec) (Outcome, error) {
 	branch := push.Branch
 	if branch == "" {

@@ -55,7 +55,15 @@ type Client struct {
 	mu    sync.Mutex
 	hosts map[string]*hostState
 	pages map[string]cachedPage
+	// cachedBytes is the bodies' size in pages, at most maxCachedBytes.
+	cachedBytes int
 }
+
+// maxCachedBytes bounds the ETag page cache: pages keyed by URL (a
+// registry may name a new one every scan) would otherwise pile up for the
+// life of the process. Over it, the cache starts again empty: it only
+// saves bytes on the wire.
+const maxCachedBytes = 128 << 20
 
 // NewClient returns a Client with DefaultMaxTags and a 429 back-off of 5 s
 // to 10 min.
@@ -86,7 +94,12 @@ func (c *Client) cached(key string) (cachedPage, bool) {
 func (c *Client) store(key string, p cachedPage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.cachedBytes -= len(c.pages[key].body)
+	if c.cachedBytes+len(p.body) > maxCachedBytes {
+		c.pages, c.cachedBytes = map[string]cachedPage{}, 0
+	}
 	c.pages[key] = p
+	c.cachedBytes += len(p.body)
 }
 
 func (c *Client) maxBytes() int64 { return int64(c.MaxTags)*maxTagBytes + 64<<10 }

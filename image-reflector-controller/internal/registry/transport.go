@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,7 +57,7 @@ func (e *RateLimitedError) Error() string {
 	return fmt.Sprintf("registry %s answered 429 Too Many Requests: no request to it for %s", e.Host, e.Backoff)
 }
 
-// tooLargeError is a tags/list page over the Client's byte bound.
+// tooLargeError is a scan's tags/list pages over the Client's byte bound.
 type tooLargeError struct{ limit int64 }
 
 func (e *tooLargeError) Error() string {
@@ -64,10 +65,14 @@ func (e *tooLargeError) Error() string {
 }
 
 // transport is the innermost round tripper of every registry request of a
-// Client: ggcr's retry and authentication layers wrap it.
+// Client: ggcr's retry and authentication layers wrap it. One serves one
+// scan: read counts the bytes of the tags/list pages it returned, which
+// the Client's byte bound limits in all (a registry padding many small
+// pages would otherwise pass a per-page bound page after page).
 type hostTransport struct {
 	c    *Client
 	base http.RoundTripper
+	read atomic.Int64
 }
 
 func isTagList(req *http.Request) bool {
@@ -115,6 +120,9 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		st.mu.Lock()
 		st.stats.NotModified++
 		st.mu.Unlock()
+		if t.read.Add(int64(len(cached.body))) > t.c.maxBytes() {
+			return nil, &tooLargeError{limit: t.c.maxBytes()}
+		}
 		return cachedResponse(req, resp, cached), nil
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -123,18 +131,19 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.readTagPage(key, resp)
 }
 
-// readTagPage reads a 200 tags/list page within the byte bound and keeps it
-// when it carries an ETag.
+// readTagPage reads a 200 tags/list page within what is left of the scan's
+// byte bound and keeps it when it carries an ETag.
 func (t *hostTransport) readTagPage(key string, resp *http.Response) (*http.Response, error) {
-	limit := t.c.maxBytes()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	limit := t.c.maxBytes() - t.read.Load()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max(limit, 0)+1))
 	resp.Body.Close()
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(body)) > limit {
-		return nil, &tooLargeError{limit: limit}
+		return nil, &tooLargeError{limit: t.c.maxBytes()}
 	}
+	t.read.Add(int64(len(body)))
 	if etag := resp.Header.Get("ETag"); etag != "" {
 		t.c.store(key, cachedPage{etag: etag, body: body, link: resp.Header.Get("Link")})
 	}
