@@ -70,12 +70,9 @@ func (r *AutomationReconciler) automate(ctx context.Context, obj *imagev1.ImageU
 	}
 	gs := obj.Spec.GitSpec
 	ref := checkoutRef(gs, repo)
-	pushSpec := pushSpec(gs)
-	if gs.HasPullRequest() {
-		if pushSpec.Branch, f = pullRequestBranch(obj); f != nil {
-			return outcome{}, f
-		}
-		pushSpec.KeepSame = true
+	pushSpec, f := pushSpec(obj)
+	if f != nil {
+		return outcome{}, f
 	}
 	timeout := defaultGitTimeout
 	if repo.Spec.Timeout != nil {
@@ -108,9 +105,8 @@ func (r *AutomationReconciler) automate(ctx context.Context, obj *imagev1.ImageU
 	if err != nil {
 		return outcome{}, reconciler.Fail(imagev1.GitOperationFailedReason, "failed to checkout source: %v", err)
 	}
-	if gs.HasPullRequest() && (co.Branch == "" || co.Branch == pushSpec.Branch) {
-		return outcome{}, reconciler.Fail(imagev1.InvalidSourceConfigReason,
-			"spec.git.push.pullRequest needs a checkout branch other than its own branch '%s': invalid source configuration", pushSpec.Branch).Stall()
+	if f := prBase(gs, co.Branch, pushSpec.Branch); f != nil {
+		return outcome{}, f
 	}
 	path := ""
 	if obj.Spec.Update != nil {
@@ -359,12 +355,31 @@ func checkoutRef(gs *imagev1.GitSpec, repo *sourcev1.GitRepository) source.Ref {
 	return source.Ref{Branch: r.Branch, Tag: r.Tag, SemVer: r.SemVer, Name: r.Name, Commit: r.Commit}
 }
 
-// pushSpec is spec.git.push.
-func pushSpec(gs *imagev1.GitSpec) source.PushSpec {
+// pushSpec is spec.git.push; with pullRequest, its rendered branch,
+// pushed only when its change differs.
+func pushSpec(obj *imagev1.ImageUpdateAutomation) (source.PushSpec, *reconciler.Failure) {
+	gs := obj.Spec.GitSpec
 	if gs.Push == nil {
-		return source.PushSpec{}
+		return source.PushSpec{}, nil
 	}
-	return source.PushSpec{Branch: gs.Push.Branch, Refspec: gs.Push.Refspec, Options: gs.Push.Options}
+	spec := source.PushSpec{Branch: gs.Push.Branch, Refspec: gs.Push.Refspec, Options: gs.Push.Options}
+	if !gs.HasPullRequest() {
+		return spec, nil
+	}
+	var f *reconciler.Failure
+	spec.Branch, f = pullRequestBranch(obj)
+	spec.KeepSame = true
+	return spec, f
+}
+
+// prBase refuses a pull request without a base branch: a checkout of a
+// tag or commit, or of the automation's own branch.
+func prBase(gs *imagev1.GitSpec, base, head string) *reconciler.Failure {
+	if gs.HasPullRequest() && (base == "" || base == head) {
+		return reconciler.Fail(imagev1.InvalidSourceConfigReason,
+			"spec.git.push.pullRequest needs a checkout branch other than its own branch '%s': invalid source configuration", head).Stall()
+	}
+	return nil
 }
 
 // reasonOf is a stable, secret-free reason of an API error.
