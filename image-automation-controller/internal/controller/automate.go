@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/gitauth"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5/plumbing"
 	corev1 "k8s.io/api/core/v1"
@@ -312,7 +313,7 @@ func (r *AutomationReconciler) source(ctx context.Context, obj *imagev1.ImageUpd
 			return nil, nil, reconciler.Fail(imagev1.SourceManagerFailedReason,
 				"failed configuring source manager: failed to get proxy secret '%s/%s': %s", repo.Namespace, ref.Name, reasonOf(err))
 		}
-		if auth.Proxy, err = source.ProxyOptions(s.Data); err != nil {
+		if auth.Proxy, err = gitauth.Proxy(s.Data); err != nil {
 			return nil, nil, reconciler.Fail(imagev1.SourceManagerFailedReason, "failed configuring source manager: %v", err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
+	"github.com/eddyops/eddy/pkg/gitauth"
 	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/crypto/ssh"
 
@@ -189,7 +190,7 @@ func TestCloneAndPushThroughTheProxy(t *testing.T) {
 		pr.Out.URL = pr.In.URL // a forward proxy: the request names its target
 	}})
 	defer proxy.Close()
-	opts, err := ProxyOptions(map[string][]byte{"address": []byte(proxy.URL)})
+	opts, err := gitauth.Proxy(map[string][]byte{"address": []byte(proxy.URL)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestCloneAndPushThroughTheProxy(t *testing.T) {
 	if all := count(); cloned == 0 || all <= cloned {
 		t.Errorf("requests through the proxy: %d for the clone, %d in all", cloned, all)
 	}
-	if _, err := ProxyOptions(map[string][]byte{"username": []byte("u")}); err == nil {
+	if _, err := gitauth.Proxy(map[string][]byte{"username": []byte("u")}); err == nil {
 		t.Error("a proxy secret without address was accepted")
 	}
 }

@@ -17,119 +17,19 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/gitauth"
 	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/memory"
-	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/knownhosts"
 )
 
-// gitAuth is how to reach the remote, built from spec.secretRef.
-// Flux compatible: the secret keys of contract §3.1.
-type gitAuth struct {
-	auth                  transport.AuthMethod
-	caBundle              []byte
-	clientCert, clientKey []byte
-	proxy                 transport.ProxyOptions
-}
-
-// newGitAuth validates the secret's data for the URL's transport. Its
-// errors name keys, never values.
-func newGitAuth(u *url.URL, data map[string][]byte) (*gitAuth, error) {
-	a := &gitAuth{}
-	switch u.Scheme {
-	case "http", "https":
-		user, pass, token := string(data["username"]), string(data["password"]), string(data["bearerToken"])
-		switch {
-		case token != "" && (user != "" || pass != ""):
-			return nil, errors.New("invalid auth options: 'bearerToken' cannot be used together with 'username' and 'password'")
-		case pass != "" && user == "":
-			return nil, errors.New("invalid auth options: 'password' is set but 'username' is empty")
-		case token != "":
-			a.auth = &githttp.TokenAuth{Token: token}
-		case user != "":
-			a.auth = &githttp.BasicAuth{Username: user, Password: pass}
-		}
-		a.caBundle = data["ca.crt"]
-		if len(a.caBundle) == 0 {
-			a.caBundle = data["caFile"] // legacy key
-		}
-		a.clientCert, a.clientKey = data["tls.crt"], data["tls.key"]
-		if (len(a.clientCert) == 0) != (len(a.clientKey) == 0) {
-			return nil, errors.New("invalid auth options: 'tls.crt' and 'tls.key' must be set together")
-		}
-	case "ssh":
-		identity, known := data["identity"], data["known_hosts"]
-		if len(identity) == 0 {
-			return nil, errors.New("invalid 'ssh' auth option: 'identity' is required")
-		}
-		if len(known) == 0 {
-			return nil, errors.New("invalid 'ssh' auth option: 'known_hosts' is required")
-		}
-		user := "git"
-		if u.User != nil && u.User.Username() != "" {
-			user = u.User.Username()
-		}
-		pass := string(data["password"])
-		if pass == "" {
-			var missing *ssh.PassphraseMissingError
-			if _, err := ssh.ParseRawPrivateKey(identity); errors.As(err, &missing) {
-				return nil, errors.New("SSH identity key is encrypted but no 'password' field was provided in the secret")
-			}
-		}
-		keys, err := gitssh.NewPublicKeys(user, identity, pass)
-		if err != nil {
-			return nil, errors.New("invalid 'ssh' auth option: 'identity' is not a valid private key for the given 'password'")
-		}
-		cb, err := knownHostsCallback(known)
-		if err != nil {
-			return nil, err
-		}
-		keys.HostKeyCallback = cb
-		a.auth = keys
-	default:
-		return nil, fmt.Errorf("unsupported URL scheme %q", u.Scheme)
-	}
-	return a, nil
-}
-
-// proxyOptions reads spec.proxySecretRef's data: `address` (required),
-// `username` and `password`. Flux compatible.
-func proxyOptions(data map[string][]byte) (transport.ProxyOptions, error) {
-	addr := string(data["address"])
-	if addr == "" {
-		return transport.ProxyOptions{}, errors.New("invalid proxy secret: 'address' is required")
-	}
-	if _, err := url.Parse(addr); err != nil {
-		return transport.ProxyOptions{}, errors.New("invalid proxy secret: 'address' is not a URL")
-	}
-	return transport.ProxyOptions{URL: addr, Username: string(data["username"]), Password: string(data["password"])}, nil
-}
-
-// knownHostsCallback checks host keys against known_hosts lines.
-func knownHostsCallback(known []byte) (ssh.HostKeyCallback, error) {
-	f, err := os.CreateTemp("", "known_hosts-*")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(known); err != nil {
-		f.Close()
-		return nil, err
-	}
-	f.Close()
-	cb, err := knownhosts.New(f.Name())
-	if err != nil {
-		return nil, errors.New("invalid 'ssh' auth option: 'known_hosts' cannot be parsed")
-	}
-	return cb, nil
-}
+// gitAuth is how to reach the remote, built from spec.secretRef and
+// spec.proxySecretRef (pkg/gitauth: Flux's keys, contract §3.1).
+type gitAuth = gitauth.Auth
 
 // target is what to check out, resolved from spec.ref and the remote's refs.
 type target struct {
@@ -217,8 +117,8 @@ var errEmptyRepository = errors.New("git repository is empty")
 func listRemote(ctx context.Context, rawURL string, a *gitAuth) (map[string]string, error) {
 	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{rawURL}})
 	refs, err := rem.ListContext(ctx, &git.ListOptions{
-		Auth: a.auth, CABundle: a.caBundle, ClientCert: a.clientCert, ClientKey: a.clientKey,
-		PeelingOption: git.AppendPeeled, ProxyOptions: a.proxy,
+		Auth: a.Method, CABundle: a.CABundle, ClientCert: a.ClientCert, ClientKey: a.ClientKey,
+		PeelingOption: git.AppendPeeled, ProxyOptions: a.Proxy,
 	})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return nil, errEmptyRepository
@@ -336,8 +236,8 @@ func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, sub
 		return nil, err
 	}
 	opts := &git.FetchOptions{
-		Auth: a.auth, CABundle: a.caBundle, ClientCert: a.clientCert, ClientKey: a.clientKey,
-		Tags: git.NoTags, ProxyOptions: a.proxy,
+		Auth: a.Method, CABundle: a.CABundle, ClientCert: a.ClientCert, ClientKey: a.ClientKey,
+		Tags: git.NoTags, ProxyOptions: a.Proxy,
 	}
 	switch {
 	case t.commit && t.refName == "":

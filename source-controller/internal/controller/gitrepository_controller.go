@@ -15,6 +15,7 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/gitauth"
 	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -226,7 +227,7 @@ func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.Git
 		}
 		data = secret.Data
 	}
-	auth, err := newGitAuth(u, data)
+	auth, err := gitauth.FromSecret(u, data)
 	if err != nil {
 		return nil, nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure authentication options: %s", err)
 	}
@@ -235,7 +236,7 @@ func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.Git
 		if err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref.Name}, secret); err != nil {
 			return nil, nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: failed to get secret '%s/%s': %s", obj.Namespace, ref.Name, err)
 		}
-		if auth.proxy, err = proxyOptions(secret.Data); err != nil {
+		if auth.Proxy, err = gitauth.Proxy(secret.Data); err != nil {
 			return nil, nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: %s", err)
 		}
 	}

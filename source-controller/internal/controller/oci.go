@@ -16,6 +16,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/gitauth"
 	"github.com/eddyops/eddy/pkg/oci"
 	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -384,7 +385,7 @@ func (kc dockerConfigKeychain) Resolve(target authn.Resource) (authn.Authenticat
 // proxyURL reads a proxy Secret's data (proxyOptions: `address`,
 // `username`, `password`) as the proxy URL of an HTTP transport.
 func proxyURL(data map[string][]byte) (*url.URL, error) {
-	po, err := proxyOptions(data)
+	po, err := gitauth.Proxy(data)
 	if err != nil {
 		return nil, err
 	}

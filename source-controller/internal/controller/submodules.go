@@ -197,9 +197,9 @@ func updateSubmodules(ctx context.Context, wt *git.Worktree, base, prefix string
 		}
 		// go-git's Repository creates the submodule's remote from this.
 		c.URL = addr
-		opts := &git.FetchOptions{RemoteName: git.DefaultRemoteName, ProxyOptions: a.proxy}
+		opts := &git.FetchOptions{RemoteName: git.DefaultRemoteName, ProxyOptions: a.Proxy}
 		if creds {
-			opts.Auth, opts.CABundle, opts.ClientCert, opts.ClientKey = a.auth, a.caBundle, a.clientCert, a.clientKey
+			opts.Auth, opts.CABundle, opts.ClientCert, opts.ClientKey = a.Method, a.CABundle, a.ClientCert, a.ClientKey
 		}
 		sub, err := fetchSubmodule(ctx, s, opts)
 		if err != nil {
