@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	"github.com/eddyops/eddy/image-automation-controller/internal/pullrequest/prtest"
@@ -98,8 +100,14 @@ func TestBinaryKeepsOnePullRequestPerAutomation(t *testing.T) {
 	}
 
 	// A new branch name supersedes the open pull request.
-	a.Spec.GitSpec.Push.PullRequest.BranchTemplate = "image-updates/{{ .AutomationObject.Name }}-v2"
-	if err := kube.Update(context.Background(), a); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := kube.Get(context.Background(), client.ObjectKeyFromObject(a), a); err != nil {
+			return err
+		}
+		a.Spec.GitSpec.Push.PullRequest.BranchTemplate = "image-updates/{{ .AutomationObject.Name }}-v2"
+		return kube.Update(context.Background(), a)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, kube, a, "the first pull request superseded", func() bool {
