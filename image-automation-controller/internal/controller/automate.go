@@ -71,7 +71,10 @@ func (r *AutomationReconciler) automate(ctx context.Context, obj *imagev1.ImageU
 	}
 	gs := obj.Spec.GitSpec
 	ref := checkoutRef(gs, repo)
-	pushSpec := pushSpec(gs)
+	pushSpec, f := pushSpec(obj)
+	if f != nil {
+		return outcome{}, f
+	}
 	timeout := defaultGitTimeout
 	if repo.Spec.Timeout != nil {
 		timeout = repo.Spec.Timeout.Duration
@@ -103,6 +106,9 @@ func (r *AutomationReconciler) automate(ctx context.Context, obj *imagev1.ImageU
 	if err != nil {
 		return outcome{}, reconciler.Fail(imagev1.GitOperationFailedReason, "failed to checkout source: %v", err)
 	}
+	if f := prBase(gs, co.Branch, pushSpec.Branch); f != nil {
+		return outcome{}, f
+	}
 	path := ""
 	if obj.Spec.Update != nil {
 		path = obj.Spec.Update.Path
@@ -127,20 +133,67 @@ func (r *AutomationReconciler) automate(ctx context.Context, obj *imagev1.ImageU
 	}
 	obj.Status.ObservedPolicies = policies
 	obj.Status.ObservedSourceRevision = co.Revision()
-	unapplied := describeUnapplied(pushed.Result)
+	out := outcome{unapplied: describeUnapplied(pushed.Result)}
+	if gs.HasPullRequest() {
+		run := prRun{gitURL: repo.Spec.URL, base: co.Branch, head: pushSpec.Branch, updatePath: path,
+			result: pushed.Result, message: pushed.Message}
+		return r.recordPullRequest(ctx, obj, pushed, run, out)
+	}
 	if pushed.Commit == plumbing.ZeroHash {
-		return outcome{unapplied: unapplied}, nil
+		return out, nil
 	}
 	if pushed.Branch == co.Branch {
 		obj.Status.ObservedSourceRevision = co.Branch + "@sha1:" + pushed.Commit.String()
 	}
-	obj.Status.LastPushCommit = pushed.Commit.String()
-	obj.Status.LastPushTime = &metav1.Time{Time: r.now()}
-	msg := fmt.Sprintf("pushed commit '%s' to branch '%s'", pushed.Commit.String()[:7], pushed.Branch)
+	r.recordPush(obj, pushed)
+	msg := pushedMessage(pushed)
 	if pushSpec.Refspec != "" {
 		msg += fmt.Sprintf(" and refspecs '%s'", pushSpec.Refspec)
 	}
-	return outcome{pushed: msg + "\n" + pushed.Message, unapplied: unapplied}, nil
+	out.pushed = msg + "\n" + pushed.Message
+	return out, nil
+}
+
+// recordPush sets Flux's lastPushCommit and lastPushTime.
+func (r *AutomationReconciler) recordPush(obj *imagev1.ImageUpdateAutomation, pushed source.Outcome) {
+	obj.Status.LastPushCommit = pushed.Commit.String()
+	obj.Status.LastPushTime = &metav1.Time{Time: r.now()}
+}
+
+func pushedMessage(pushed source.Outcome) string {
+	return fmt.Sprintf("pushed commit '%s' to branch '%s'", pushed.Commit.String()[:7], pushed.Branch)
+}
+
+// recordPullRequest is the end of a run with spec.git.push.pullRequest:
+// the pull request follows the pushed (or kept) branch; with nothing to
+// change, a pull request left open by an earlier run is closed.
+func (r *AutomationReconciler) recordPullRequest(ctx context.Context, obj *imagev1.ImageUpdateAutomation,
+	pushed source.Outcome, run prRun, out outcome) (outcome, *reconciler.Failure) {
+	var lines []string
+	switch {
+	case pushed.Commit == plumbing.ZeroHash:
+		if !prOpen(obj) {
+			return out, nil
+		}
+		run.head = ""
+	case !pushed.Kept:
+		r.recordPush(obj, pushed)
+		lines = append(lines, pushedMessage(pushed))
+	}
+	line, f := r.syncPullRequest(ctx, obj, run)
+	if f != nil {
+		return out, f
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	if len(lines) > 0 {
+		out.pushed = strings.Join(lines, "\n")
+		if !pushed.Kept && pushed.Commit != plumbing.ZeroHash {
+			out.pushed += "\n" + pushed.Message
+		}
+	}
+	return out, nil
 }
 
 // describeUnapplied lists the files and markers an update left alone, one
@@ -180,10 +233,6 @@ func validate(obj *imagev1.ImageUpdateAutomation) *reconciler.Failure {
 	if gs == nil {
 		return reconciler.Fail(imagev1.InvalidSourceConfigReason,
 			"source kind 'GitRepository' necessitates field .spec.git: invalid source configuration").Stall()
-	}
-	if gs.HasPullRequest() {
-		return reconciler.Fail(imagev1.InvalidSourceConfigReason,
-			"spec.git.push.pullRequest is not implemented by this controller version: invalid source configuration").Stall()
 	}
 	if u := obj.Spec.Update; u != nil && u.Strategy != "" && u.Strategy != imagev1.UpdateStrategySetters {
 		return reconciler.Fail(imagev1.InvalidUpdateStrategyReason, "unsupported update strategy '%s'", u.Strategy).Stall()
@@ -307,12 +356,31 @@ func checkoutRef(gs *imagev1.GitSpec, repo *sourcev1.GitRepository) source.Ref {
 	return source.Ref{Branch: r.Branch, Tag: r.Tag, SemVer: r.SemVer, Name: r.Name, Commit: r.Commit}
 }
 
-// pushSpec is spec.git.push.
-func pushSpec(gs *imagev1.GitSpec) source.PushSpec {
+// pushSpec is spec.git.push; with pullRequest, its rendered branch,
+// pushed only when its change differs.
+func pushSpec(obj *imagev1.ImageUpdateAutomation) (source.PushSpec, *reconciler.Failure) {
+	gs := obj.Spec.GitSpec
 	if gs.Push == nil {
-		return source.PushSpec{}
+		return source.PushSpec{}, nil
 	}
-	return source.PushSpec{Branch: gs.Push.Branch, Refspec: gs.Push.Refspec, Options: gs.Push.Options}
+	spec := source.PushSpec{Branch: gs.Push.Branch, Refspec: gs.Push.Refspec, Options: gs.Push.Options}
+	if !gs.HasPullRequest() {
+		return spec, nil
+	}
+	var f *reconciler.Failure
+	spec.Branch, f = pullRequestBranch(obj)
+	spec.KeepSame = true
+	return spec, f
+}
+
+// prBase refuses a pull request without a base branch: a checkout of a
+// tag or commit, or of the automation's own branch.
+func prBase(gs *imagev1.GitSpec, base, head string) *reconciler.Failure {
+	if gs.HasPullRequest() && (base == "" || base == head) {
+		return reconciler.Fail(imagev1.InvalidSourceConfigReason,
+			"spec.git.push.pullRequest needs a checkout branch other than its own branch '%s': invalid source configuration", head).Stall()
+	}
+	return nil
 }
 
 // reasonOf is a stable, secret-free reason of an API error.

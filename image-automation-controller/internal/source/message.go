@@ -43,7 +43,14 @@ func Message(tmpl string, data TemplateData) (string, error) {
 	if m := removedFields.FindString(tmpl); m != "" {
 		return "", errors.Join(ErrRemovedTemplateField, errors.New("the field "+m+" no longer exists"))
 	}
-	t, err := template.New("commit message").Funcs(sprig.HermeticTxtFuncMap()).Parse(tmpl)
+	return Render("commit message", tmpl, data)
+}
+
+// Render renders tmpl (Go text/template with sprig's hermetic functions)
+// over data; errors are the template's parse or execution errors, named
+// by name.
+func Render(name, tmpl string, data TemplateData) (string, error) {
+	t, err := template.New(name).Funcs(sprig.HermeticTxtFuncMap()).Parse(tmpl)
 	if err != nil {
 		return "", err
 	}

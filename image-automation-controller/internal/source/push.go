@@ -46,6 +46,9 @@ type PushSpec struct {
 	Options map[string]string
 	// Attempts bounds the pushes of the branch; 0 is DefaultAttempts.
 	Attempts int
+	// KeepSame: another Branch already holding the same change on the
+	// same checkout is not pushed again (a pull request's branch).
+	KeepSame bool
 }
 
 // Outcome is what an Update did.
@@ -60,6 +63,9 @@ type Outcome struct {
 	Message string
 	// Attempts counts the pushes of the branch.
 	Attempts int
+	// Kept: the remote branch already held the change (PushSpec.KeepSame);
+	// Commit is its commit, nothing was pushed.
+	Kept bool
 }
 
 // ErrRejected wraps a push the remote refused because the branch moved,
@@ -111,6 +117,12 @@ func (c *Checkout) commitAndPush(ctx context.Context, apply func(dir string) (up
 		}
 		if out.Commit, err = c.commit(commit, out.Message); err != nil {
 			return out, fmt.Errorf("commit: %w", err)
+		}
+		if separate && push.KeepSame {
+			if h, ok := c.sameOnRemote(ctx, branch, out.Commit); ok {
+				out.Commit, out.Kept = h, true
+				return out, nil
+			}
 		}
 		out.Attempts++
 		err = c.pushRef(ctx, branch, separate, push.Options)
