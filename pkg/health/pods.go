@@ -155,6 +155,11 @@ func podProblems(ctx context.Context, c client.Reader, p *corev1.Pod, events boo
 			if probe := lastProbeFailureIf(ctx, c, p, events); probe != "" {
 				s += " (" + probe + ")"
 			}
+			// A crash-looping container is running for a moment after each
+			// restart: its last exit is then the reason, not the probe.
+			if t := cs.LastTerminationState.Terminated; t != nil && t.ExitCode != 0 {
+				s += ", last " + exited(t)
+			}
 			out = append(out, s)
 		}
 	}
