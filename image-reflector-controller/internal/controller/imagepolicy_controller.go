@@ -128,15 +128,7 @@ func (r *ImagePolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 				return ctrl.Result{}, err
 			}
 			r.notify(obj, before, f)
-			switch {
-			case f == nil:
-				return ctrl.Result{RequeueAfter: obj.GetInterval()}, nil
-			case f.Stalled:
-				return ctrl.Result{}, f
-			case f.Retry > 0:
-				return ctrl.Result{RequeueAfter: f.Retry}, nil
-			}
-			return ctrl.Result{}, f
+			return resultOf(f, obj.GetInterval())
 		})
 }
 

@@ -88,15 +88,7 @@ func (r *ImageRepositoryReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 				return ctrl.Result{}, err
 			}
 			r.notify(obj, before, f)
-			switch {
-			case f == nil:
-				return ctrl.Result{RequeueAfter: next}, nil
-			case f.Stalled:
-				return ctrl.Result{}, f
-			case f.Retry > 0:
-				return ctrl.Result{RequeueAfter: f.Retry}, nil
-			}
-			return ctrl.Result{}, f
+			return resultOf(f, next)
 		})
 }
 
@@ -216,4 +208,19 @@ func sameSet(a, b []string) bool {
 	slices.Sort(x)
 	slices.Sort(y)
 	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+// resultOf is the controller-runtime result of a reconcile that ended in f:
+// requeued after next when it succeeded, after f.Retry when f asks for a
+// retry; otherwise f is the error.
+func resultOf(f *reconciler.Failure, next time.Duration) (ctrl.Result, error) {
+	switch {
+	case f == nil:
+		return ctrl.Result{RequeueAfter: next}, nil
+	case f.Stalled:
+		return ctrl.Result{}, f
+	case f.Retry > 0:
+		return ctrl.Result{RequeueAfter: f.Retry}, nil
+	}
+	return ctrl.Result{}, f
 }
