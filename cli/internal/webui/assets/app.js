@@ -340,7 +340,8 @@ function driftRows(list, withOwner) {
 function imageCard(node, details, self) {
   const sm = node.summary || {};
   return h('div', { class: `icard${self ? ' self' : ''}`, testid: 'image-node', data: { object: idOf(sm), state: sm.state || 'unknown' } },
-    h('div', { class: 'ihead' }, h('span', { class: 'muted small' }, sm.kind), ' ', refLink(sm), ' ', badge(sm.state)),
+    h('div', { class: 'ihead' }, h('span', { class: 'muted small' }, sm.kind), ' ',
+      h('a', { href: objectHref(sm) }, `${sm.namespace ? sm.namespace + '/' : ''}${sm.name}`), ' ', badge(sm.state)),
     details.length ? h('dl', { class: 'kv' }, details.filter((x) => x && x[1]).map(([k, v, testid]) =>
       [h('dt', null, k), h('dd', { class: 'mono', testid }, v)])) : null,
     (node.conditions || []).map((c) => h('div', { class: 'icond', testid: 'image-condition', data: { condition: c.type } },
