@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -172,4 +173,11 @@ func TestUIShowsImageAutomationChainE2E(t *testing.T) {
 	b.open("/object/ImageRepository/flux-system/podinfo", `[data-testid=image-chain][data-automation="ImageUpdateAutomation/flux-system/podinfo"]`)
 	b.waitFor("the repository's page marks the repository as the page's own", 10*time.Second,
 		`[!!document.querySelector('[data-testid=image-chain] .icard.self[data-object="ImageRepository/flux-system/podinfo"]'), ""]`)
+
+	// At a phone's width the chain is one column: nothing scrolls sideways.
+	b.run("phone width", chromedp.EmulateViewport(375, 812, chromedp.EmulateMobile))
+	b.open("/object/ImageUpdateAutomation/flux-system/podinfo", `[data-testid=image-push]`)
+	b.waitFor("the page fits 375 px", 10*time.Second, `[document.documentElement.scrollWidth <= window.innerWidth + 1,
+		document.documentElement.scrollWidth + " px wide"]`)
+	b.screenshot("image-automation-chain-phone")
 }
