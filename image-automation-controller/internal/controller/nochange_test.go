@@ -98,8 +98,8 @@ func TestBinaryNoChangeReconcileAfterACommitPushesNothing(t *testing.T) {
 	moved := unrelatedCommit(t, r, 1)
 	mark = len(gitSrv.Requests())
 	forceReconcile(t, a)
-	if ops := gitOpsSince(gitSrv.Requests()[mark:], r); ops.pushes != 0 || ops.fetches != 1 {
-		t.Errorf("a reconcile after an unrelated commit: %+v, want one fetch and no push", ops)
+	if ops := gitOpsSince(gitSrv.Requests()[mark:], r); ops.pushes != 0 || ops.fetches == 0 {
+		t.Errorf("a reconcile after an unrelated commit: %+v, want a fetch and no push", ops)
 	}
 	if head := remote(t, r, "rev-parse", "main"); head != moved || a.Status.LastPushCommit != pushed ||
 		a.Status.ObservedSourceRevision != "main@sha1:"+moved {
