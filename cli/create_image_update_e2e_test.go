@@ -8,12 +8,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -177,5 +180,37 @@ func TestCreateImageFlagsAreFluxs(t *testing.T) {
 				t.Errorf("create image %s: eddy's %q is not among flux's global flags %q", kind, f, fluxGlobal)
 			}
 		}
+	}
+}
+
+// TestCreateImagePolicyFailsOnceStalled: a policy the built
+// image-reflector-controller stalls on (a semver range that does not
+// parse) ends `eddy create image policy` at once, as flux's wait does,
+// with the controller's message as the last line, long before --timeout.
+func TestCreateImagePolicyFailsOnceStalled(t *testing.T) {
+	e := startImageControllers(t)
+	u := newUser(t)
+	pushImage(t, e.reg.Host(), "podinfo", "6.7.1")
+	u.must(e.kc, "create", "image", "repository", "podinfo", "--image="+e.reg.Host()+"/podinfo", "--interval=1h")
+
+	start := time.Now()
+	out := u.fails(e.kc, "--timeout=2m", "create", "image", "policy", "bad", "--image-ref=podinfo", "--select-semver=not-a-range")
+	took := time.Since(start)
+	ls := lines(out)
+	last := ls[len(ls)-1]
+	if want := `✗ invalid policy: semver range "not-a-range" is invalid: improper constraint: "not-a-range"`; last != want {
+		t.Errorf("last line %q, want %q", last, want)
+	}
+	wantLines(t, out, "ImagePolicy created", "waiting for ImagePolicy reconciliation")
+	if took > 30*time.Second {
+		t.Errorf("the stalled policy was waited on for %v", took.Round(time.Second))
+	}
+	t.Logf("create of a stalled policy failed after %v", took.Round(100*time.Millisecond))
+	pol := &imagev1.ImagePolicy{}
+	if err := e.c.Get(context.Background(), client.ObjectKey{Namespace: "flux-system", Name: "bad"}, pol); err != nil {
+		t.Fatal(err)
+	}
+	if c := apimeta.FindStatusCondition(pol.Status.Conditions, meta.StalledCondition); c == nil || c.Reason != imagev1.InvalidPolicyReason {
+		t.Errorf("policy conditions %+v, want Stalled %s", pol.Status.Conditions, imagev1.InvalidPolicyReason)
 	}
 }
