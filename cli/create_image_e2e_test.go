@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	imagev1 "github.com/eddyops/eddy/api/image/v1"
+	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -218,6 +220,8 @@ func wantLines(t *testing.T, out string, want ...string) {
 // on a repository holding an ImageRepository and an ImagePolicy runs
 // image-reflector-controller, which scans an in-process registry until
 // both are Ready; a missing image-automation-controller is one line.
+// --controller-flags reaches image-reflector-controller (and is checked
+// against the binary first, as for the core controllers).
 func TestDevUpRunsImageReflectorForARepositoryWithImageKinds(t *testing.T) {
 	root, _ := built(t)
 	u := newUser(t)
@@ -235,14 +239,32 @@ func TestDevUpRunsImageReflectorForARepositoryWithImageKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	gitInit(t, repo)
-	out := u.must("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev")
+	// The optional controllers take --controller-flags as the others do.
+	oneLineError(t, u.fails("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev",
+		"--controller-flags", "image-reflector-controller=--no-such-flag"),
+		"image-reflector-controller refuses them", "flag provided but not defined: -no-such-flag")
+	const flag = "--log-level=debug"
+	out := u.upAtTerminal("--detach", "--repo", repo, "--path", "./clusters/dev", "--controller-flags", "image-reflector-controller="+flag)
 	automation := !fileExists(filepath.Join(root, "bin", "image-automation-controller"))
-	if automation != strings.Contains(out, "image-automation-controller is not built") {
+	if automation != strings.Contains(strings.ReplaceAll(out, "\n", ""), "image-automation-controller is not built") { // wrapped at 80 columns
 		t.Errorf("dev up output (bin/image-automation-controller built: %t):\n%s", !automation, out)
 	}
 	st := u.must("dev", "status")
 	if !strings.Contains(st, "image-reflector-controller") || automation == strings.Contains(st, "image-automation-controller ") {
 		t.Errorf("dev status (bin/image-automation-controller built: %t):\n%s", !automation, st)
+	}
+	if !strings.Contains(st, "image-reflector-controller "+flag) {
+		t.Errorf("dev status does not show image-reflector-controller's flag:\n%s", st)
+	}
+	state, err := dev.ReadState(u.dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range state.Controllers {
+		cl, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID), "cmdline"))
+		if has := strings.Contains(string(cl), flag); has != (p.Name == "image-reflector-controller") {
+			t.Errorf("%s (pid %d) runs with %s: %v", p.Name, p.PID, flag, has)
+		}
 	}
 	c := u.client()
 	pol := &imagev1.ImagePolicy{}
