@@ -11,13 +11,11 @@ import (
 
 	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	"github.com/eddyops/eddy/cli/internal/dev"
-	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -142,20 +140,7 @@ func answerAutomations(ctx context.Context, c client.Client) {
 func TestCreateImageWaitsForTheReflectorsReady(t *testing.T) {
 	root, _ := built(t)
 	u := newUser(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Stop)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, c, env := startAPIServer(t, "flux-system")
 	reg := testenv.NewRegistry(t)
 	pushImage(t, reg.Host(), "podinfo", "6.6.0", "6.7.0", "6.7.1", "7.0.0-rc.1")
 	testenv.RunBinary(t, env, filepath.Join(root, "bin", "image-reflector-controller"), "--storage-path="+t.TempDir(),

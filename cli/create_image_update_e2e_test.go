@@ -11,13 +11,10 @@ import (
 	"time"
 
 	imagev1 "github.com/eddyops/eddy/api/image/v1"
-	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -36,20 +33,7 @@ type imageEnv struct {
 func startImageControllers(t *testing.T) *imageEnv {
 	t.Helper()
 	root, _ := built(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Stop)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}); err != nil {
-		t.Fatal(err)
-	}
+	_, c, env := startAPIServer(t, "flux-system")
 	git, err := testenv.StartGitServer()
 	if err != nil {
 		t.Fatal(err)
