@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,7 +183,7 @@ func BenchmarkNoChangeCycle100Policies(b *testing.B) {
 	b.ReportMetric(movedTook.Seconds()/cycles, "s/moved-main-cycle")
 	b.ReportMetric(float64(moved.pushes)/cycles, "pushes/moved-main-cycle")
 	b.ReportMetric(float64(moved.fetches)/cycles, "fetches/moved-main-cycle")
-	b.ReportMetric(float64(peakRSSKiB(proc.PID()))/1024, "MiB-peak-rss")
+	b.ReportMetric(testenv.PeakRSSMiB(proc.PID()), "MiB-peak-rss")
 }
 
 // benchDeployment is Deployment app<i> whose image, 1.0.0 without digest,
@@ -205,16 +204,4 @@ spec:
         - name: app
           image: registry.example.com/app%[2]d:1.0.0 # {"$imagepolicy": "%[1]s:app%[2]d"}
 `, ns, i)
-}
-
-// peakRSSKiB reads VmHWM of a process.
-func peakRSSKiB(pid int) int {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return n
-		}
-	}
-	return 0
 }
