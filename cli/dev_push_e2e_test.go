@@ -144,3 +144,35 @@ func conditionsOf(conds []metav1.Condition) string {
 	}
 	return strings.Join(s, "; ")
 }
+
+// TestDevUpOnARepositoryThatNowUsesImageKindsSaysToRestart: image objects
+// committed into the repository of a running environment started without
+// the image controllers; `eddy dev up --repo … --path …` then says in one
+// line that the repository now uses image.toolkit.fluxcd.io and to run
+// down then up, and leaves the sync as it was; a plain `eddy dev up` warns
+// the same.
+func TestDevUpOnARepositoryThatNowUsesImageKindsSaysToRestart(t *testing.T) {
+	u := newUser(t)
+	repo := gitInitFiles(t, map[string]string{"clusters/dev/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n"})
+	u.must("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev")
+	images := imageAutomationRepo(t, "127.0.0.1:5999")
+	data, err := os.ReadFile(filepath.Join(images, "clusters", "dev", "images.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "clusters", "dev", "images.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "images"}} {
+		if _, err := gitserver.Git(repo, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := u.fails("dev", "up", "--repo", repo, "--path", "./clusters/dev")
+	oneLineError(t, out, "the repository now uses image.toolkit.fluxcd.io", "image-reflector-controller, image-automation-controller",
+		"run `eddy dev down`, then `eddy dev up`")
+	out = u.must("dev", "up")
+	if !strings.Contains(out, "the repository now uses image.toolkit.fluxcd.io") {
+		t.Errorf("a plain dev up on the running environment does not warn:\n%s", out)
+	}
+}

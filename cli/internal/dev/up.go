@@ -459,6 +459,11 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 				return err
 			}
 		}
+		if src := readSync(dir); src != nil {
+			if err := checkOptionalRunning(root, src, s); err != nil {
+				u.Warning("%v", err)
+			}
+		}
 		u.Success("an eddy dev environment is already running (pid %d)", s.PID)
 		printExport(out, s.Kubeconfig, nil, false)
 		printUI(out, s)
@@ -468,6 +473,9 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 	}
 	src, hookTree, err := resolveSource(root, dir, f)
 	if err != nil {
+		return err
+	}
+	if err := checkOptionalRunning(root, src, s); err != nil {
 		return err
 	}
 	src.SetServer(s.GitServer)
