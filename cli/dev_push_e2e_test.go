@@ -150,11 +150,16 @@ func conditionsOf(conds []metav1.Condition) string {
 // the image controllers; `eddy dev up --repo … --path …` then says in one
 // line that the repository now uses image.toolkit.fluxcd.io and to run
 // down then up, and leaves the sync as it was; a plain `eddy dev up` warns
-// the same.
+// the same. Before that, `eddy create image repository` fails with the API
+// server's text and one hint line.
 func TestDevUpOnARepositoryThatNowUsesImageKindsSaysToRestart(t *testing.T) {
 	u := newUser(t)
 	repo := gitInitFiles(t, map[string]string{"clusters/dev/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n"})
 	u.must("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev")
+	out := u.fails("create", "image", "repository", "podinfo", "--image=127.0.0.1:5999/podinfo")
+	if !strings.Contains(out, "no matches for") || !strings.HasSuffix(strings.TrimSpace(out), "\n"+imageCRDHint) {
+		t.Errorf("create image repository without the image CRDs:\n%s", out)
+	}
 	images := imageAutomationRepo(t, "127.0.0.1:5999")
 	data, err := os.ReadFile(filepath.Join(images, "clusters", "dev", "images.yaml"))
 	if err != nil {
@@ -168,7 +173,7 @@ func TestDevUpOnARepositoryThatNowUsesImageKindsSaysToRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := u.fails("dev", "up", "--repo", repo, "--path", "./clusters/dev")
+	out = u.fails("dev", "up", "--repo", repo, "--path", "./clusters/dev")
 	oneLineError(t, out, "the repository now uses image.toolkit.fluxcd.io", "image-reflector-controller, image-automation-controller",
 		"run `eddy dev down`, then `eddy dev up`")
 	out = u.must("dev", "up")
