@@ -72,7 +72,10 @@ func TestDevServerTakesTheAutomationsPushIntoTheWorkTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, _ := gitserver.Git(repo, "rev-parse", "HEAD")
-	u.must("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev")
+	out := u.must("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev")
+	if !strings.Contains(out, "(image-automation-controller's commits) are taken into "+repo+" and fetched at once") {
+		t.Errorf("dev up does not say where pushes go:\n%s", out)
+	}
 	c := u.client()
 	ctx := context.Background()
 

@@ -2,6 +2,8 @@ package dev
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,4 +56,14 @@ func (e *Env) requestPull(path string) {
 	patch := client.MergeFrom(repo.DeepCopy())
 	setAnnotation(repo, meta.ReconcileRequestAnnotation, time.Now().Format(time.RFC3339Nano))
 	_ = e.Client.Patch(ctx, repo, patch)
+}
+
+// printPushes says, when the environment s takes pushes (gitServerOptions)
+// into the local repository src, where they go.
+func printPushes(w io.Writer, s *State, src *Source) {
+	if src == nil || src.WorkTree == "" || !slices.Contains(s.OptionalComponents, install.ImageAutomationController) {
+		return
+	}
+	fmt.Fprintf(w, "Pushes to %s (image-automation-controller's commits) are taken into %s and fetched at once; "+
+		"changes not committed there refuse them.\n", src.URL, src.WorkTree)
 }
