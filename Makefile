@@ -189,6 +189,7 @@ bench: tools build node-images test-images
 	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./application-controller/internal/bench/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-reflector-controller/internal/controller/
+	EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-automation-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./cli/internal/nodebench/
 
 ## lint: gofmt, go vet, and the code's size limits (tools/shape: hand-written Go files under

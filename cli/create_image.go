@@ -93,9 +93,11 @@ func newCreateImagePolicyCommand(g *globalFlags, f *createFlags) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "policy [name]",
 		Short: "Create or update an ImagePolicy object",
-		Long:  "Create an ImagePolicy: image-reflector-controller selects the latest tag of --image-ref's scan by one of --select-semver, --select-alpha or --select-numeric.",
-		Example: "  eddy create image policy podinfo --image-ref=podinfo --select-semver='>=6.0.0'\n" +
-			"  eddy create image policy app --image-ref=app --select-numeric=asc --filter-regex='^main-[a-f0-9]+-(?P<ts>[0-9]+)' --filter-extract='$ts'",
+		Long: "Create an ImagePolicy: image-reflector-controller selects the latest tag of --image-ref's scan by one of --select-semver, --select-alpha or --select-numeric. " +
+			"With --reflect-digest=IfNotPresent it also records the tag's digest, so that the automation pins images by digest " +
+			"(a marked `image: name:tag@digest` is rewritten with both): a re-pushed tag then cannot change what runs.",
+		Example: "  eddy create image policy podinfo --image-ref=podinfo --select-semver='>=6.0.0' --reflect-digest=IfNotPresent\n" +
+			"  eddy create image policy app --image-ref=app --select-numeric=asc --filter-regex='^main-[a-f0-9]+-(?P<ts>[0-9]+)' --filter-extract='$ts' --reflect-digest=IfNotPresent",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			om, err := f.meta(g, args)
 			if err != nil {
@@ -240,7 +242,9 @@ func newCreateImageUpdateCommand(g *globalFlags, f *createFlags) *cobra.Command 
 		Use:   "update [name]",
 		Short: "Create or update an ImageUpdateAutomation object",
 		Long: "Create an ImageUpdateAutomation: image-automation-controller writes the latest images of the ImagePolicies " +
-			"into the files of --git-repo-path (at their setter markers), commits as --author-name and pushes.",
+			"into the files of --git-repo-path (at their setter markers), commits as --author-name and pushes. " +
+			"Pin by digest: mark `image: ghcr.io/org/app:1.2.3@sha256:… # {\"$imagepolicy\": \"flux-system:app\"}` " +
+			"(or a kustomize images entry's newTag and digest with the :tag and :digest markers) and create the policies with --reflect-digest=IfNotPresent.",
 		Example: "  eddy create image update flux-system --git-repo-ref=flux-system --git-repo-path=./clusters/my-cluster \\\n" +
 			"    --checkout-branch=main --push-branch=image-updates --author-name=eddybot --author-email=eddybot@example.com",
 		RunE: func(cmd *cobra.Command, args []string) error {

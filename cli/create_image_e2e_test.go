@@ -4,18 +4,18 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	imagev1 "github.com/eddyops/eddy/api/image/v1"
-	"github.com/eddyops/eddy/cli/internal/scheme"
+	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -140,20 +140,7 @@ func answerAutomations(ctx context.Context, c client.Client) {
 func TestCreateImageWaitsForTheReflectorsReady(t *testing.T) {
 	root, _ := built(t)
 	u := newUser(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Stop)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}}); err != nil {
-		t.Fatal(err)
-	}
+	ctx, c, env := startAPIServer(t, "flux-system")
 	reg := testenv.NewRegistry(t)
 	pushImage(t, reg.Host(), "podinfo", "6.6.0", "6.7.0", "6.7.1", "7.0.0-rc.1")
 	testenv.RunBinary(t, env, filepath.Join(root, "bin", "image-reflector-controller"), "--storage-path="+t.TempDir(),
@@ -218,6 +205,8 @@ func wantLines(t *testing.T, out string, want ...string) {
 // on a repository holding an ImageRepository and an ImagePolicy runs
 // image-reflector-controller, which scans an in-process registry until
 // both are Ready; a missing image-automation-controller is one line.
+// --controller-flags reaches image-reflector-controller (and is checked
+// against the binary first, as for the core controllers).
 func TestDevUpRunsImageReflectorForARepositoryWithImageKinds(t *testing.T) {
 	root, _ := built(t)
 	u := newUser(t)
@@ -235,14 +224,32 @@ func TestDevUpRunsImageReflectorForARepositoryWithImageKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	gitInit(t, repo)
-	out := u.must("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev")
+	// The optional controllers take --controller-flags as the others do.
+	oneLineError(t, u.fails("dev", "up", "--detach", "--repo", repo, "--path", "./clusters/dev",
+		"--controller-flags", "image-reflector-controller=--no-such-flag"),
+		"image-reflector-controller refuses them", "flag provided but not defined: -no-such-flag")
+	const flag = "--log-level=debug"
+	out := u.upAtTerminal("--detach", "--repo", repo, "--path", "./clusters/dev", "--controller-flags", "image-reflector-controller="+flag)
 	automation := !fileExists(filepath.Join(root, "bin", "image-automation-controller"))
-	if automation != strings.Contains(out, "image-automation-controller is not built") {
+	if automation != strings.Contains(strings.ReplaceAll(out, "\n", ""), "image-automation-controller is not built") { // wrapped at 80 columns
 		t.Errorf("dev up output (bin/image-automation-controller built: %t):\n%s", !automation, out)
 	}
 	st := u.must("dev", "status")
 	if !strings.Contains(st, "image-reflector-controller") || automation == strings.Contains(st, "image-automation-controller ") {
 		t.Errorf("dev status (bin/image-automation-controller built: %t):\n%s", !automation, st)
+	}
+	if !strings.Contains(st, "image-reflector-controller "+flag) {
+		t.Errorf("dev status does not show image-reflector-controller's flag:\n%s", st)
+	}
+	state, err := dev.ReadState(u.dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range state.Controllers {
+		cl, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID), "cmdline"))
+		if has := strings.Contains(string(cl), flag); has != (p.Name == "image-reflector-controller") {
+			t.Errorf("%s (pid %d) runs with %s: %v", p.Name, p.PID, flag, has)
+		}
 	}
 	c := u.client()
 	pol := &imagev1.ImagePolicy{}

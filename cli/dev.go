@@ -26,7 +26,7 @@ func bindDevFlags(cmd *cobra.Command, f *dev.Flags) {
 		"its address is printed (UI: http://…/) and shown by eddy dev status")
 	cmd.Flags().StringVar(&f.UIListen, "ui-listen", webui.DefaultListen, "with --ui: the UI's host:port; a taken port fails (port 0: any free port)")
 	cmd.Flags().StringArrayVar(&f.ControllerFlags, "controller-flags", nil, "extra flags of a controller, NAME=FLAGS (repeatable), e.g. "+
-		"kustomize-controller=--feature-gates=StrictPostBuildSubstitutions=false; FLAGS are separated by spaces, each --name=value; "+
+		"kustomize-controller=--feature-gates=StrictPostBuildSubstitutions=false (NAME an image controller too); FLAGS are separated by spaces, each --name=value; "+
 		"kept for the next eddy dev up until given again (NAME= clears them); flags eddy dev sets itself (ports, paths, --kubeconfig) are refused; --node real appends them to the controller's Deployment's arguments")
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/eddyops/eddy/cli/internal/scheme"
 	"regexp"
 	"strings"
 	"sync"
@@ -12,9 +11,7 @@ import (
 
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -290,22 +287,7 @@ func lines(out string) []string {
 // screen.
 func TestHelmCommandsE2E(t *testing.T) {
 	u := newUser(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Stop)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range []string{"flux-system", "apps"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, c, env := startAPIServer(t, "flux-system", "apps")
 	docs := strings.Split(helmFixtures, "\n---\n")
 	for id, extra := range chartReleases {
 		docs = append(docs, chartRelease(id, extra))

@@ -8,10 +8,8 @@ import (
 	"time"
 
 	imagev1 "github.com/eddyops/eddy/api/image/v1"
-	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -163,22 +161,7 @@ func answerImageReconciles(ctx context.Context, c client.Client) {
 // fixtures with their status; it returns the client and --kubeconfig.
 func startImageEnv(t *testing.T) (context.Context, client.Client, *testenv.Environment) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	env, err := testenv.Start(ctx, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Stop)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range []string{"flux-system", "apps"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, c, env := startAPIServer(t, "flux-system", "apps")
 	for _, doc := range strings.Split(imageFixtures, "\n---\n") {
 		var obj client.Object
 		switch {

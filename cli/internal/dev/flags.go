@@ -14,10 +14,17 @@ import (
 )
 
 // ControllerFlags are the extra command-line flags of each controller, by
-// controller name (one of Controllers): appended after the flags eddy dev
-// gives it, so they override those that are not reserved. A sharded
+// controller name (one of flagControllers): appended after the flags eddy
+// dev gives it, so they override those that are not reserved. A sharded
 // controller's shard processes get its flags too.
 type ControllerFlags map[string][]string
+
+// flagControllers are the controllers --controller-flags can name:
+// Controllers, then OptionalControllers (their flags are kept, and given
+// whenever a repository makes eddy dev run them).
+func flagControllers() []string {
+	return append(slices.Clone(Controllers), optionalNames()...)
+}
 
 // reservedFlags are the flags eddy dev sets itself and reads back (ports,
 // state paths, the cluster, JSON logs, leader election, sharding): a
@@ -42,8 +49,8 @@ func ParseControllerFlags(values []string) (ControllerFlags, error) {
 	out := ControllerFlags{}
 	for _, v := range values {
 		name, flags, ok := strings.Cut(v, "=")
-		if !ok || !slices.Contains(Controllers, name) {
-			return nil, fmt.Errorf("--controller-flags %q: want NAME=FLAGS, NAME one of %s", v, strings.Join(Controllers, ", "))
+		if !ok || !slices.Contains(flagControllers(), name) {
+			return nil, fmt.Errorf("--controller-flags %q: want NAME=FLAGS, NAME one of %s", v, strings.Join(flagControllers(), ", "))
 		}
 		if _, seen := out[name]; !seen {
 			out[name] = []string{}
@@ -85,11 +92,12 @@ func (saved ControllerFlags) Merge(given ControllerFlags) ControllerFlags {
 }
 
 // Args returns the flags as --controller-flags values, NAME=FLAGS, one per
-// controller of Controllers (NAME= for one without flags), so that parsing
-// them replaces every controller's flags.
+// controller of flagControllers (NAME= for one without flags), so that
+// parsing them replaces every controller's flags.
 func (f ControllerFlags) Args() []string {
-	out := make([]string, 0, len(Controllers))
-	for _, name := range Controllers {
+	names := flagControllers()
+	out := make([]string, 0, len(names))
+	for _, name := range names {
 		out = append(out, name+"="+strings.Join(f[name], " "))
 	}
 	return out
@@ -97,7 +105,7 @@ func (f ControllerFlags) Args() []string {
 
 // Equal reports whether f and g give each controller the same flags.
 func (f ControllerFlags) Equal(g ControllerFlags) bool {
-	for _, name := range Controllers {
+	for _, name := range flagControllers() {
 		if !slices.Equal(f[name], g[name]) {
 			return false
 		}
@@ -201,16 +209,18 @@ func (f ControllerFlags) Kept(given []string) []string {
 // comes first and the cluster settings of the environment are dropped, so
 // that no flag can make the check run a controller against the user's
 // cluster. Refused flags kept from an earlier `eddy dev up` (not in
-// given) come with how to clear them.
+// given) come with how to clear them. An optional controller that is not
+// built is not checked: it does not run (OptionalFor says so).
 func checkControllerFlags(root string, f ControllerFlags, given []string) error {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "KUBERNETES_")
 	})
-	for _, name := range Controllers {
-		if len(f[name]) == 0 {
+	for _, name := range flagControllers() {
+		bin := filepath.Join(root, "bin", name)
+		if len(f[name]) == 0 || !slices.Contains(Controllers, name) && !fileExists(bin) {
 			continue
 		}
-		cmd := exec.Command(filepath.Join(root, "bin", name), append([]string{"--version"}, f[name]...)...)
+		cmd := exec.Command(bin, append([]string{"--version"}, f[name]...)...)
 		cmd.Env = append(env, "KUBECONFIG="+os.DevNull)
 		out, err := cmd.CombinedOutput()
 		if err != nil {

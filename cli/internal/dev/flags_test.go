@@ -46,6 +46,56 @@ func TestControllerFlagsAreKeptAndReplacedPerController(t *testing.T) {
 	}
 }
 
+// The optional controllers take --controller-flags as the others do: kept,
+// reproduced for the detached supervisor, given to their process, and
+// refused in one line when eddy dev sets the flag itself.
+func TestControllerFlagsReachTheOptionalControllers(t *testing.T) {
+	dir := t.TempDir()
+	got, err := resolveControllerFlags(dir, []string{
+		"image-reflector-controller=--log-level=debug", "image-automation-controller=--concurrent=2 --feature-gates=GitShallowClone=false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := got.forProcess("image-reflector-controller"); !slices.Equal(f, []string{"--log-level=debug"}) {
+		t.Errorf("image-reflector-controller's flags %q", f)
+	}
+	if f := got.forProcess("image-automation-controller"); !slices.Equal(f, []string{"--concurrent=2", "--feature-gates=GitShallowClone=false"}) {
+		t.Errorf("image-automation-controller's flags %q", f)
+	}
+	if again, err := resolveControllerFlags(dir, got.Args()); err != nil || !again.Equal(got) {
+		t.Errorf("from Args %q: %v (%v), want %v", got.Args(), again, err, got)
+	}
+	if got.Equal(ControllerFlags{}) {
+		t.Error("flags of the optional controllers are not compared")
+	}
+	if err := saveControllerFlags(dir, got); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err := resolveControllerFlags(dir, []string{"image-reflector-controller="}); err != nil ||
+		len(kept["image-reflector-controller"]) != 0 || len(kept["image-automation-controller"]) != 2 {
+		t.Errorf("after image-reflector-controller=: %v (%v)", kept, err)
+	}
+	_, err = ParseControllerFlags([]string{"image-reflector-controller=--storage-path=/tmp/x"})
+	if err == nil || !strings.Contains(err.Error(), "eddy dev sets --storage-path itself") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("reserved flag of image-reflector-controller: %v", err)
+	}
+}
+
+// An optional controller that is not built is not run, so its flags are
+// not checked (the check would fail for want of its binary); a core
+// controller's flags are.
+func TestControllerFlagsOfAnUnbuiltOptionalControllerAreNotChecked(t *testing.T) {
+	root := t.TempDir()
+	f := ControllerFlags{"image-automation-controller": {"--log-level=debug"}}
+	if err := checkControllerFlags(root, f, nil); err != nil {
+		t.Errorf("unbuilt image-automation-controller: %v", err)
+	}
+	f = ControllerFlags{"kustomize-controller": {"--log-level=debug"}}
+	if err := checkControllerFlags(root, f, nil); err == nil {
+		t.Error("unbuilt kustomize-controller's flags were not checked")
+	}
+}
+
 // A value that names no controller, is not a flag, or sets a flag eddy dev
 // sets itself is refused with a one-line error naming it.
 func TestControllerFlagsRefuseBadValues(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/testenv"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -144,7 +145,7 @@ func podProcessRSS(b *testing.B, pods map[string]podInfo) map[string]float64 {
 		if err != nil {
 			b.Fatalf("%s: cgroup.procs %q", c, data)
 		}
-		out[c] = vmHWM(pid)
+		out[c] = testenv.PeakRSSMiB(pid)
 	}
 	return out
 }
@@ -164,20 +165,4 @@ func containerCgroup(b *testing.B, id string) string {
 		b.Fatalf("no cgroup of container %s under /sys/fs/cgroup/memory/eddy-node", id)
 	}
 	return dir
-}
-
-// vmHWM is a process's peak resident set size in MiB (VmHWM of
-// /proc/<pid>/status), 0 when unreadable.
-func vmHWM(pid int) float64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }

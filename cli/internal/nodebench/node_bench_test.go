@@ -26,6 +26,7 @@ import (
 
 	"github.com/eddyops/eddy/cli/internal/scheme"
 	"github.com/eddyops/eddy/pkg/localcluster"
+	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -263,7 +264,7 @@ func runNode(b *testing.B, in inputs) result {
 	}
 	r.localRSS = map[string]float64{}
 	for _, p := range procs {
-		r.localRSS[p.Name()] = vmHWM(p.PID())
+		r.localRSS[p.Name()] = testenv.PeakRSSMiB(p.PID())
 	}
 	r.loadEnd = loadavg()
 	b.Logf("load average at end: %s", r.loadEnd)

@@ -102,6 +102,8 @@ type Detail struct {
 	Source                *Summary          `json:"source,omitempty"`
 	SourceArtifact        *Artifact         `json:"sourceArtifact,omitempty"`
 	Annotations           map[string]string `json:"annotations,omitempty"`
+	// Image is the image automation chain of an image kind's object.
+	Image *ImageChain `json:"image,omitempty"`
 	// CanPatch: the user may patch the object (SelfSubjectAccessReview),
 	// so the actions can work; false hides them.
 	CanPatch bool           `json:"canPatch"`
@@ -145,7 +147,8 @@ type DriftList struct {
 }
 
 // Graph is GET /api/graph: nodes are Flux objects (id "Kind/namespace/name"),
-// edges "source" (source → user; GitRepository → HelmChart → HelmRelease),
+// edges "source" (source → user; GitRepository → HelmChart → HelmRelease;
+// ImageRepository → ImagePolicy → ImageUpdateAutomation ← GitRepository),
 // "dependsOn" (dependency → dependent) and "applies" (a Kustomization → the
 // Kustomizations and HelmReleases in its inventory).
 type Graph struct {
@@ -214,4 +217,69 @@ type Change struct {
 type Status struct {
 	Connected bool   `json:"connected"`
 	Message   string `json:"message,omitempty"`
+}
+
+// ImageChain is Detail.Image of an image automation kind: the chain
+// ImageRepository → ImagePolicy → ImageUpdateAutomation → the commit it
+// pushed. Automations are the automations the object is part of (an
+// automation: itself; a policy: those that read it; a repository: those
+// that read a policy scanning it), each with every policy it reads.
+// Policies are the object's policies no automation reads (a policy's page:
+// itself; a repository's: the policies scanning it).
+type ImageChain struct {
+	Automations []ImageAutomation `json:"automations"`
+	Policies    []ImagePolicy     `json:"policies,omitempty"`
+}
+
+// ImageNode is one object of an ImageChain: its overview row and its
+// conditions (Ready, Stalled, Reconciling, an ImagePolicy's MutableTag).
+type ImageNode struct {
+	Summary    Summary     `json:"summary"`
+	Conditions []Condition `json:"conditions"`
+}
+
+// ImageRef is an image as a policy selected it: name:tag@digest (digest
+// "" when not reflected).
+type ImageRef struct {
+	Name   string `json:"name"`
+	Tag    string `json:"tag"`
+	Digest string `json:"digest,omitempty"`
+}
+
+// ImageAutomation is an ImageUpdateAutomation in an ImageChain. Its
+// policies are those of its namespace its spec.policySelector selects (all
+// when unset), as image-automation-controller reads them. SigningKey is
+// the name of the Secret of its commit signing key, never its content.
+type ImageAutomation struct {
+	ImageNode
+	SourceRef      Ref           `json:"sourceRef"`        // spec.sourceRef, namespace defaulted
+	Source         *ImageNode    `json:"source,omitempty"` // the GitRepository, when readable
+	Policies       []ImagePolicy `json:"policies"`
+	LastRun        *time.Time    `json:"lastRun,omitempty"`        // status.lastAutomationRunTime
+	LastPushCommit string        `json:"lastPushCommit,omitempty"` // status.lastPushCommit
+	LastPushTime   *time.Time    `json:"lastPushTime,omitempty"`
+	Revision       string        `json:"observedSourceRevision,omitempty"`
+	PushBranch     string        `json:"pushBranch,omitempty"` // spec.git.push.branch, else the checkout branch
+	SigningKey     string        `json:"signingKeySecret,omitempty"`
+}
+
+// ImagePolicy is an ImagePolicy in an ImageChain: LatestRef its
+// status.latestRef; Observed the ref the automation last wrote for it
+// (its status.observedPolicies; nil outside an automation, or not yet);
+// Repository the ImageRepository it scans, when readable.
+type ImagePolicy struct {
+	ImageNode
+	LatestRef     *ImageRef        `json:"latestRef,omitempty"`
+	Observed      *ImageRef        `json:"observedRef,omitempty"`
+	RepositoryRef Ref              `json:"repositoryRef"`
+	Repository    *ImageRepository `json:"repository,omitempty"`
+}
+
+// ImageRepository is an ImageRepository in an ImageChain: the image it
+// scans and its last scan (time, number of tags found; zero before one).
+type ImageRepository struct {
+	ImageNode
+	Image    string     `json:"image"`
+	LastScan *time.Time `json:"lastScan,omitempty"`
+	TagCount int        `json:"tagCount"`
 }

@@ -138,6 +138,7 @@ func (a *api) object(w http.ResponseWriter, r *http.Request) {
 		d.Events = append(d.Events, eventOf(ev, false))
 	}
 	d.CanPatch = a.mayPatch(r.Context(), kind, ns)
+	d.Image = imageChain(a.st, u)
 	ref := d.Summary.SourceRef
 	if hc := helmChartOf(u); hc != nil && a.st.get(hc.Kind, hc.Namespace, hc.Name) != nil {
 		ref = hc // a HelmRelease's chart is built in its HelmChart: its artifact is the release's source
@@ -193,7 +194,7 @@ func (a *api) graph(w http.ResponseWriter, _ *http.Request) {
 	var sums []Summary
 	for _, u := range a.st.list() {
 		s := summarize(u)
-		if k, ok := kinds.ByKind(s.Kind); !ok || (!k.Source && !k.Applier) {
+		if k, ok := kinds.ByKind(s.Kind); !ok || (!k.Source && !k.Applier && !k.Image) {
 			continue // notification objects are not in the delivery graph
 		}
 		sums = append(sums, s)
@@ -208,6 +209,11 @@ func (a *api) graph(w http.ResponseWriter, _ *http.Request) {
 		}
 		if src != nil && ids[id(*src)] {
 			g.Edges = append(g.Edges, GraphEdge{From: id(*src), To: id(s.Ref), Type: "source"})
+		}
+		for _, from := range imageInputs(a.st, u) { // ImageRepository → ImagePolicy → ImageUpdateAutomation
+			if ids[id(from)] {
+				g.Edges = append(g.Edges, GraphEdge{From: id(from), To: id(s.Ref), Type: "source"})
+			}
 		}
 		for _, d := range s.DependsOn {
 			if ids[id(d)] {

@@ -32,13 +32,13 @@ var (
 
 // runBinary runs the built controller until t ends; it is linked once
 // per package (or taken from EDDY_BUILT_BIN_DIR).
-func runBinary(t *testing.T, args ...string) {
+func runBinary(t testing.TB, args ...string) *testenv.Process {
 	t.Helper()
 	binOnce.Do(func() { binPath, binErr = testenv.BuildController(ControllerName, binDir) })
 	if binErr != nil {
 		t.Fatal(binErr)
 	}
-	testenv.RunBinary(t, env, binPath, append([]string{"--min-retry-delay=200ms", "--max-retry-delay=2s"}, args...)...)
+	return testenv.RunBinary(t, env, binPath, append([]string{"--min-retry-delay=200ms", "--max-retry-delay=2s"}, args...)...)
 }
 
 var (
@@ -112,7 +112,7 @@ func podinfoRepo(t *testing.T, ns string) (*testenv.Repo, string) {
 	return r, marked
 }
 
-func create(t *testing.T, objs ...client.Object) {
+func create(t testing.TB, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
 		if err := kube.Create(context.Background(), o); err != nil {
@@ -123,7 +123,7 @@ func create(t *testing.T, objs ...client.Object) {
 
 // policy creates ImagePolicy ns/name with status.latestRef as the
 // reflector would write it.
-func policy(t *testing.T, ns, name string, ref imagev1.ImageRef) *imagev1.ImagePolicy {
+func policy(t testing.TB, ns, name string, ref imagev1.ImageRef) *imagev1.ImagePolicy {
 	t.Helper()
 	p := &imagev1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: imagev1.ImagePolicySpec{ImageRepositoryRef: meta.NamespacedObjectReference{Name: name},
@@ -133,7 +133,7 @@ func policy(t *testing.T, ns, name string, ref imagev1.ImageRef) *imagev1.ImageP
 	return p
 }
 
-func setLatest(t *testing.T, p *imagev1.ImagePolicy, ref imagev1.ImageRef) {
+func setLatest(t testing.TB, p *imagev1.ImagePolicy, ref imagev1.ImageRef) {
 	t.Helper()
 	p.Status.LatestRef = &ref
 	if err := kube.Status().Update(context.Background(), p); err != nil {
@@ -170,7 +170,7 @@ func ready(a *imagev1.ImageUpdateAutomation) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == a.Generation
 }
 
-func remote(t *testing.T, r *testenv.Repo, args ...string) string {
+func remote(t testing.TB, r *testenv.Repo, args ...string) string {
 	t.Helper()
 	out, err := gitserver.Git(r.Bare, args...)
 	if err != nil {

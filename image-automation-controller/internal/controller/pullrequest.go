@@ -96,7 +96,7 @@ func (r *AutomationReconciler) syncPullRequest(ctx context.Context, obj *imagev1
 	}
 	var lines []string
 	for _, pr := range synced.Superseded {
-		lines = append(lines, fmt.Sprintf("closed superseded pull request #%d from branch '%s'", pr.Number, pr.Head))
+		lines = append(lines, fmt.Sprintf("closed superseded %s from branch '%s'", pr.Name(), pr.Head))
 	}
 	if synced.Action == pullrequest.Closed {
 		reconciler.SetCondition(obj, PullRequestCondition, metav1.ConditionFalse, PullRequestClosedReason,
@@ -105,9 +105,9 @@ func (r *AutomationReconciler) syncPullRequest(ctx context.Context, obj *imagev1
 	}
 	pr := synced.PR
 	reconciler.SetCondition(obj, PullRequestCondition, metav1.ConditionTrue, prReason(synced.Action),
-		fmt.Sprintf("pull request #%d %s from branch '%s' into '%s'", pr.Number, pr.URL, run.head, run.base))
+		fmt.Sprintf("%s %s from branch '%s' into '%s'", pr.Name(), pr.URL, run.head, run.base))
 	if synced.Action != pullrequest.Unchanged {
-		lines = append([]string{fmt.Sprintf("pull request #%d %s: %s", pr.Number, synced.Action, pr.URL)}, lines...)
+		lines = append([]string{fmt.Sprintf("%s %s: %s", pr.Name(), synced.Action, pr.URL)}, lines...)
 	}
 	return strings.Join(lines, "\n"), nil
 }

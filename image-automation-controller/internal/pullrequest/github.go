@@ -27,7 +27,8 @@ type ghPull struct {
 }
 
 func (p ghPull) pr() PullRequest {
-	return PullRequest{Number: p.Number, URL: p.HTMLURL, Head: p.Head.Ref, Base: p.Base.Ref, Title: p.Title, Body: p.Body}
+	return PullRequest{Number: p.Number, URL: p.HTMLURL, Head: p.Head.Ref, Base: p.Base.Ref, Title: p.Title, Body: p.Body,
+		Ref: fmt.Sprintf("#%d", p.Number), Kind: "pull request"}
 }
 
 // maxPages bounds the listing of open pull requests (100 a page).

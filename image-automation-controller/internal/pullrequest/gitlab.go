@@ -23,7 +23,8 @@ type glMR struct {
 }
 
 func (m glMR) pr() PullRequest {
-	return PullRequest{Number: m.IID, URL: m.WebURL, Head: m.SourceBranch, Base: m.TargetBranch, Title: m.Title, Body: m.Description}
+	return PullRequest{Number: m.IID, URL: m.WebURL, Head: m.SourceBranch, Base: m.TargetBranch, Title: m.Title, Body: m.Description,
+		Ref: fmt.Sprintf("!%d", m.IID), Kind: "merge request"}
 }
 
 func (g *gitLab) Open(ctx context.Context, marker string) ([]PullRequest, error) {

@@ -27,7 +27,16 @@ type PullRequest struct {
 	// Head is the source branch, Base the target branch.
 	Head, Base  string
 	Title, Body string
+	// Ref is how the host's comments refer to it: "#12" on GitHub, "!12"
+	// on GitLab (where "#12" is an issue).
+	Ref string
+	// Kind is "pull request" (GitHub) or "merge request" (GitLab).
+	Kind string
 }
+
+// Name is the pull request as messages name it: "pull request #12",
+// "merge request !12".
+func (pr PullRequest) Name() string { return pr.Kind + " " + pr.Ref }
 
 // Provider is a Git host's pull request API.
 type Provider interface {
@@ -53,7 +62,8 @@ func (e *APIError) Error() string {
 	if e.Message == "" {
 		return fmt.Sprintf("%s API: %d %s", e.Provider, e.Status, http.StatusText(e.Status))
 	}
-	return fmt.Sprintf("%s API: %d %s", e.Provider, e.Status, e.Message)
+	// GitLab's messages often start with the status ("401 Unauthorized").
+	return fmt.Sprintf("%s API: %d %s", e.Provider, e.Status, strings.TrimPrefix(e.Message, fmt.Sprintf("%d ", e.Status)))
 }
 
 // Marker is the line an automation writes at the end of its pull

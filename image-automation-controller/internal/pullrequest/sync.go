@@ -63,7 +63,7 @@ func Sync(ctx context.Context, p Provider, marker, head, base, title, body strin
 		out.Action = Opened
 	}
 	for _, pr := range stale {
-		comment := fmt.Sprintf("Superseded by #%d (branch `%s`): closed by the image update automation.", out.PR.Number, head)
+		comment := fmt.Sprintf("Superseded by %s (branch `%s`): closed by the image update automation.", out.PR.Ref, head)
 		if head == "" {
 			comment = fmt.Sprintf("Branch `%s` already has these images: closed by the image update automation.", base)
 		}

@@ -12,7 +12,7 @@ import (
 const token = "s3cr3t-token-value"
 
 func TestSyncKeepsOneOpenPullRequestAndClosesSupersededOnes(t *testing.T) {
-	for _, provider := range []string{"github", "gitlab"} {
+	for provider, superseded := range map[string]string{"github": "Superseded by #2", "gitlab": "Superseded by !2"} {
 		t.Run(provider, func(t *testing.T) {
 			api := prtest.New(token)
 			defer api.Close()
@@ -35,7 +35,7 @@ func TestSyncKeepsOneOpenPullRequestAndClosesSupersededOnes(t *testing.T) {
 				t.Fatalf("new branch: %+v, %v", s, err)
 			}
 			prs := api.PRs()
-			if len(prs) != 2 || prs[0].Open || !prs[1].Open || len(prs[0].Comments) != 1 || !strings.Contains(prs[0].Comments[0], "Superseded by #2") {
+			if len(prs) != 2 || prs[0].Open || !prs[1].Open || len(prs[0].Comments) != 1 || !strings.Contains(prs[0].Comments[0], superseded) {
 				t.Fatalf("pull requests: %+v", prs)
 			}
 			if !strings.Contains(prs[1].Body, marker) {

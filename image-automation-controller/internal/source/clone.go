@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	"github.com/eddyops/eddy/pkg/gitref"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -122,11 +122,12 @@ func (c *Checkout) resolve(ctx context.Context, ref Ref) (plumbing.ReferenceName
 	return plumbing.NewBranchReferenceName("master"), nil
 }
 
-// semverTag returns the remote's highest tag matching constraint.
+// semverTag returns the remote's highest tag matching constraint
+// (gitref.HighestSemverTag, as source-controller picks it).
 func (c *Checkout) semverTag(ctx context.Context, constraint string) (plumbing.ReferenceName, error) {
-	cons, err := semver.NewConstraint(constraint)
-	if err != nil {
-		return "", fmt.Errorf("semver parse error: %w", err)
+	// A bad constraint fails before any request.
+	if _, err := semver.NewConstraint(constraint); err != nil {
+		return "", &gitref.ConstraintError{Err: err}
 	}
 	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: remoteName, URLs: []string{c.URL}})
 	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: c.auth.Method, CABundle: c.auth.CABundle,
@@ -140,22 +141,11 @@ func (c *Checkout) semverTag(ctx context.Context, constraint string) (plumbing.R
 			tags = append(tags, r.Name().Short())
 		}
 	}
-	sort.Strings(tags)
-	var best *semver.Version
-	var bestTag string
-	for _, tag := range tags {
-		v, err := semver.NewVersion(tag)
-		if err != nil || !cons.Check(v) {
-			continue
-		}
-		if best == nil || v.GreaterThan(best) {
-			best, bestTag = v, tag
-		}
+	tag, err := gitref.HighestSemverTag(constraint, tags)
+	if err != nil {
+		return "", err
 	}
-	if best == nil {
-		return "", fmt.Errorf("no match found for semver: %s", constraint)
-	}
-	return plumbing.NewTagReferenceName(bestTag), nil
+	return plumbing.NewTagReferenceName(tag), nil
 }
 
 // target returns the commit to check out once fetched.

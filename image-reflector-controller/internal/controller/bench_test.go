@@ -3,9 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -98,17 +95,5 @@ func BenchmarkScanCycle100Repositories(b *testing.B) {
 	b.ReportMetric(first.Seconds(), "s-first-cycle")
 	b.ReportMetric(float64(firstLists), "tagslists-first-cycle")
 	b.ReportMetric(float64(secondLists), "tagslists-second-cycle")
-	b.ReportMetric(float64(peakRSSKiB(proc.PID()))/1024, "MiB-peak-rss")
-}
-
-// peakRSSKiB reads VmHWM of a process.
-func peakRSSKiB(pid int) int {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return n
-		}
-	}
-	return 0
+	b.ReportMetric(testenv.PeakRSSMiB(proc.PID()), "MiB-peak-rss")
 }

@@ -2,11 +2,12 @@ package registry
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/url"
 	"time"
+
+	"github.com/eddyops/eddy/pkg/secretopts"
 )
 
 // Options are how one repository is reached: what an ImageRepository's spec
@@ -19,7 +20,7 @@ type Options struct {
 	// included; 0 means none.
 	Timeout time.Duration
 	// Keychain gives the credentials; nil means anonymous.
-	Keychain *Keychain
+	Keychain Keychain
 	// TLS is from TLSFromSecretData; nil means the system's roots.
 	TLS *tls.Config
 	// Proxy is from ProxyFromSecretData; nil means the environment's
@@ -27,71 +28,41 @@ type Options struct {
 	Proxy *url.URL
 }
 
-// Secret keys Flux reads from a certSecretRef Secret (Opaque or
-// kubernetes.io/tls); caFile, certFile and keyFile are the deprecated
-// names, read when the new ones are absent.
-const (
-	CACertKey     = "ca.crt"
-	ClientCertKey = "tls.crt"
-	ClientKeyKey  = "tls.key"
-)
-
 // TLSFromSecretData builds the client TLS configuration of a certSecretRef
-// Secret's data: `ca.crt` (PEM, added to the system roots), `tls.crt` and
-// `tls.key` (PEM, a client certificate for mutual TLS; one without the
-// other is an error). Errors name keys, never their content. Empty data is
-// an error: such a Secret configures nothing.
+// Secret's data (secretopts.TLSConfig, Flux's deprecated caFile, certFile
+// and keyFile read when the new keys are absent): `ca.crt` (PEM, added to
+// the system roots), `tls.crt` and `tls.key` (PEM, a client certificate
+// for mutual TLS; one without the other is an error). Errors name keys,
+// never their content. Empty data is an error: such a Secret configures
+// nothing.
 func TLSFromSecretData(data map[string][]byte) (*tls.Config, error) {
-	get := func(key, old string) []byte {
-		if v, ok := data[key]; ok {
-			return v
-		}
-		return data[old]
-	}
-	ca, cert, key := get(CACertKey, "caFile"), get(ClientCertKey, "certFile"), get(ClientKeyKey, "keyFile")
-	if len(ca) == 0 && len(cert) == 0 && len(key) == 0 {
-		return nil, errors.New("certSecretRef: none of ca.crt, tls.crt, tls.key found")
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if len(ca) > 0 {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, errors.New("certSecretRef: ca.crt holds no PEM certificate")
-		}
-		cfg.RootCAs = pool
-	}
-	if (len(cert) == 0) != (len(key) == 0) {
+	cfg, err := secretopts.TLSConfig(data, true)
+	var missing *secretopts.MissingKeyError
+	var pair *secretopts.KeyPairError
+	switch {
+	case err == nil:
+		return cfg, nil
+	case errors.Is(err, secretopts.ErrNoTLSKeys), errors.Is(err, secretopts.ErrInvalidCA):
+		return nil, fmt.Errorf("certSecretRef: %w", err)
+	case errors.As(err, &missing):
 		return nil, errors.New("certSecretRef: tls.crt and tls.key must be given together")
+	case errors.As(err, &pair):
+		return nil, errors.New("certSecretRef: tls.crt and tls.key are not a PEM certificate and its key")
 	}
-	if len(cert) > 0 {
-		pair, err := tls.X509KeyPair(cert, key)
-		if err != nil {
-			return nil, errors.New("certSecretRef: tls.crt and tls.key are not a PEM certificate and its key")
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return cfg, nil
+	return nil, err
 }
 
 // ProxyFromSecretData builds the proxy URL of a proxySecretRef Secret's
-// data: `address` (required, an http or https URL), `username` and
-// `password` (optional, set as the URL's userinfo). Errors never quote the
-// address (it may hold credentials).
+// data (secretopts.ProxyURL): `address` (required, an http or https URL),
+// `username` and `password` (optional, set as the URL's userinfo). Errors
+// never quote the address (it may hold credentials).
 func ProxyFromSecretData(data map[string][]byte) (*url.URL, error) {
-	addr := string(data["address"])
-	if addr == "" {
-		return nil, errors.New("proxySecretRef: the address key is missing or empty")
-	}
-	u, err := url.Parse(addr)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+	u, err := secretopts.ProxyURL(data)
+	switch {
+	case errors.Is(err, secretopts.ErrNoProxyAddress):
+		return nil, fmt.Errorf("proxySecretRef: %w", err)
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
 		return nil, errors.New("proxySecretRef: address is not an http(s) URL with a host")
-	}
-	user, pass := string(data["username"]), string(data["password"])
-	if user != "" || pass != "" {
-		u.User = url.UserPassword(user, pass)
 	}
 	return u, nil
 }
@@ -100,7 +71,7 @@ func ProxyFromSecretData(data map[string][]byte) (*url.URL, error) {
 func (o Options) secrets() []string {
 	var s []string
 	if o.Keychain != nil {
-		s = o.Keychain.secrets()
+		s = keychainSecrets(o.Keychain)
 	}
 	if o.Proxy != nil && o.Proxy.User != nil {
 		p, _ := o.Proxy.User.Password()

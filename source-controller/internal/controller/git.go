@@ -9,15 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/Masterminds/semver/v3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/gitauth"
+	"github.com/eddyops/eddy/pkg/gitref"
 	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -181,30 +180,19 @@ func resolveTarget(ref *sourcev1.GitRepositoryRef, refs map[string]string) (targ
 		}
 		return target{refName: name, revRef: r.Tag, hash: h}, nil
 	case r.SemVer != "":
-		c, err := semver.NewConstraint(r.SemVer)
-		if err != nil {
-			return target{}, errStalling{fmt.Errorf("semver parse error: %w", err)}
-		}
-		var best *semver.Version
-		var bestTag string
 		var tags []string
 		for name := range refs {
 			if tag, ok := strings.CutPrefix(name, "refs/tags/"); ok && !strings.HasSuffix(tag, "^{}") {
 				tags = append(tags, tag)
 			}
 		}
-		sort.Strings(tags)
-		for _, tag := range tags {
-			v, err := semver.NewVersion(tag)
-			if err != nil || !c.Check(v) {
-				continue
-			}
-			if best == nil || v.GreaterThan(best) || (v.Equal(best) && tag > bestTag) {
-				best, bestTag = v, tag
-			}
+		bestTag, err := gitref.HighestSemverTag(r.SemVer, tags)
+		var ce *gitref.ConstraintError
+		if errors.As(err, &ce) {
+			return target{}, errStalling{err}
 		}
-		if best == nil {
-			return target{}, fmt.Errorf("no match found for semver: %s", r.SemVer)
+		if err != nil {
+			return target{}, err
 		}
 		name := plumbing.NewTagReferenceName(bestTag)
 		h, _ := peeled(name.String())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/redact"
+	"github.com/eddyops/eddy/pkg/secretopts"
 	"helm.sh/helm/v3/pkg/chart"
 	helmrepo "helm.sh/helm/v3/pkg/repo"
 	corev1 "k8s.io/api/core/v1"
@@ -93,43 +93,30 @@ func repositoryTimeout(obj *sourcev1.HelmRepository) time.Duration {
 }
 
 // tlsConfigFromSecret builds a TLS configuration from a Secret's `ca.crt`
-// (added to the system pool) and `tls.crt`/`tls.key` pair. With required,
-// a Secret with neither is an error; otherwise it yields nil.
+// (added to the system pool) and `tls.crt`/`tls.key` pair
+// (secretopts.TLSConfig, without the deprecated key names). With required,
+// a Secret with neither is an error; otherwise it yields nil. Errors are
+// Flux's texts and name the Secret and keys.
 func tlsConfigFromSecret(secret *corev1.Secret, required bool) (*tls.Config, error) {
 	ref := client.ObjectKeyFromObject(secret)
-	ca, hasCA := secret.Data["ca.crt"]
-	crt, hasCrt := secret.Data["tls.crt"]
-	key, hasKey := secret.Data["tls.key"]
+	cfg, err := secretopts.TLSConfig(secret.Data, false)
+	var missing *secretopts.MissingKeyError
+	var pair *secretopts.KeyPairError
 	switch {
-	case hasCrt && !hasKey:
-		return nil, fmt.Errorf("secret '%s' contains 'tls.crt' but missing 'tls.key'", ref)
-	case hasKey && !hasCrt:
-		return nil, fmt.Errorf("secret '%s' contains 'tls.key' but missing 'tls.crt'", ref)
-	case !hasCA && !hasCrt:
-		if required {
-			return nil, fmt.Errorf("secret '%s' must contain either 'ca.crt' or both 'tls.crt' and 'tls.key'", ref)
-		}
+	case err == nil:
+		return cfg, nil
+	case errors.Is(err, secretopts.ErrNoTLSKeys) && !required:
 		return nil, nil
+	case errors.Is(err, secretopts.ErrNoTLSKeys):
+		return nil, fmt.Errorf("secret '%s' must contain either 'ca.crt' or both 'tls.crt' and 'tls.key'", ref)
+	case errors.As(err, &missing):
+		return nil, fmt.Errorf("secret '%s' contains '%s' but missing '%s'", ref, missing.Present, missing.Missing)
+	case errors.As(err, &pair):
+		return nil, fmt.Errorf("failed to parse TLS certificate and key: %w", pair.Err)
+	case errors.Is(err, secretopts.ErrInvalidCA):
+		return nil, errors.New("failed to parse CA certificate")
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if hasCrt {
-		pair, err := tls.X509KeyPair(crt, key)
-		if err != nil {
-			return nil, fmt.Errorf("failed to parse TLS certificate and key: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	if hasCA {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, errors.New("failed to parse CA certificate")
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
+	return nil, err
 }
 
 // indexURL is `<repository URL>/index.yaml`, path-joined (a trailing slash

@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"crypto/tls"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +14,9 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
-	"github.com/eddyops/eddy/pkg/gitauth"
 	"github.com/eddyops/eddy/pkg/oci"
 	"github.com/eddyops/eddy/pkg/redact"
+	"github.com/eddyops/eddy/pkg/secretopts"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	gcrv1 "github.com/google/go-containerregistry/pkg/v1"
@@ -301,100 +299,48 @@ func (l *limitedReadCloser) Read(p []byte) (int, error) {
 
 func (l *limitedReadCloser) Close() error { return l.rc.Close() }
 
-// dockerConfigKeychain resolves registry credentials from Docker config
-// Secrets (`.dockerconfigjson` of kubernetes.io/dockerconfigjson, or the
-// legacy `.dockercfg`), the first Secret with an entry for the registry
-// winning, as the kubelet reads image pull secrets.
-type dockerConfigKeychain []map[string]dockerAuth
-
-type dockerAuth struct {
-	Username string `json:"username,omitempty"`
-	Password string `json:"password,omitempty"`
-	Auth     string `json:"auth,omitempty"`
-	// IdentityToken and RegistryToken are OAuth2 tokens some registries issue.
-	IdentityToken string `json:"identitytoken,omitempty"`
-	RegistryToken string `json:"registrytoken,omitempty"`
-}
-
-// newDockerConfigKeychain parses the Secrets' Docker configs. Errors name
-// the Secret and key, never a value.
-func newDockerConfigKeychain(secrets []corev1.Secret) (dockerConfigKeychain, error) {
-	var kc dockerConfigKeychain
+// newDockerConfigKeychain parses the Secrets' Docker configs
+// (`.dockerconfigjson` of kubernetes.io/dockerconfigjson, or the legacy
+// `.dockercfg`), the first Secret with an entry for the registry winning,
+// as the kubelet reads image pull secrets; an entry's `auth` is read only
+// when it has neither username nor password. Errors name the Secret and
+// key, never a value.
+func newDockerConfigKeychain(secrets []corev1.Secret) (secretopts.Keychain, error) {
+	var kc secretopts.Keychain
 	for _, s := range secrets {
-		auths := map[string]dockerAuth{}
+		var c secretopts.Credentials
+		var err error
+		key := corev1.DockerConfigJsonKey
 		switch {
 		case len(s.Data[corev1.DockerConfigJsonKey]) > 0:
-			var cfg struct {
-				Auths map[string]dockerAuth `json:"auths"`
-			}
-			if err := json.Unmarshal(s.Data[corev1.DockerConfigJsonKey], &cfg); err != nil {
-				return nil, fmt.Errorf("secret '%s/%s': '%s' is not a Docker config", s.Namespace, s.Name, corev1.DockerConfigJsonKey)
-			}
-			auths = cfg.Auths
+			c, err = secretopts.ParseDockerConfigJSON(s.Data[key], secretopts.AuthIfNoUsernamePassword)
 		case len(s.Data[corev1.DockerConfigKey]) > 0:
-			if err := json.Unmarshal(s.Data[corev1.DockerConfigKey], &auths); err != nil {
-				return nil, fmt.Errorf("secret '%s/%s': '%s' is not a Docker config", s.Namespace, s.Name, corev1.DockerConfigKey)
-			}
+			key = corev1.DockerConfigKey
+			c, err = secretopts.ParseDockerCfg(s.Data[key], secretopts.AuthIfNoUsernamePassword)
 		default:
 			return nil, fmt.Errorf("secret '%s/%s' has neither '%s' nor '%s'", s.Namespace, s.Name, corev1.DockerConfigJsonKey, corev1.DockerConfigKey)
 		}
-		norm := map[string]dockerAuth{}
-		for host, a := range auths {
-			if a.Auth != "" && a.Username == "" && a.Password == "" {
-				dec, err := base64.StdEncoding.DecodeString(a.Auth)
-				user, pass, ok := strings.Cut(string(dec), ":")
-				if err != nil || !ok {
-					return nil, fmt.Errorf("secret '%s/%s': the 'auth' of registry '%s' is not base64 of user:password", s.Namespace, s.Name, host)
-				}
-				a.Username, a.Password = user, pass
-			}
-			norm[registryHost(host)] = a
+		var ae *secretopts.AuthError
+		switch {
+		case errors.As(err, &ae):
+			return nil, fmt.Errorf("secret '%s/%s': the 'auth' of registry '%s' is not base64 of user:password", s.Namespace, s.Name, ae.Registry)
+		case err != nil:
+			return nil, fmt.Errorf("secret '%s/%s': '%s' is not a Docker config", s.Namespace, s.Name, key)
 		}
-		kc = append(kc, norm)
+		kc = append(kc, c)
 	}
 	return kc, nil
-}
-
-// registryHost reduces a Docker config key (a host, a URL, Docker Hub's
-// legacy `https://index.docker.io/v1/`) to the host go-containerregistry
-// names the registry by.
-func registryHost(key string) string {
-	h := key
-	if i := strings.Index(h, "://"); i >= 0 {
-		h = h[i+3:]
-	}
-	h, _, _ = strings.Cut(h, "/")
-	if h == "docker.io" || h == "registry-1.docker.io" {
-		h = name.DefaultRegistry
-	}
-	return h
-}
-
-// Resolve implements authn.Keychain.
-func (kc dockerConfigKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
-	host := registryHost(target.RegistryStr())
-	for _, auths := range kc {
-		if a, ok := auths[host]; ok {
-			return authn.FromConfig(authn.AuthConfig{Username: a.Username, Password: a.Password,
-				IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken}), nil
-		}
-	}
-	return authn.Anonymous, nil
 }
 
 // proxyURL reads a proxy Secret's data (proxyOptions: `address`,
 // `username`, `password`) as the proxy URL of an HTTP transport.
 func proxyURL(data map[string][]byte) (*url.URL, error) {
-	po, err := gitauth.Proxy(data)
-	if err != nil {
-		return nil, err
-	}
-	u, err := url.Parse(po.URL)
-	if err != nil {
+	u, err := secretopts.ProxyURL(data)
+	switch {
+	case errors.Is(err, secretopts.ErrNoProxyAddress):
+		return nil, errors.New("invalid proxy secret: 'address' is required")
+	case err != nil:
 		return nil, errors.New("invalid proxy secret: 'address' is not a URL")
-	}
-	if po.Username != "" || po.Password != "" {
-		u.User = url.UserPassword(po.Username, po.Password)
 	}
 	return u, nil
 }

@@ -119,6 +119,7 @@ const healthBadge = (health) => h('span', { class: `badge hl-${(health || 'Unkno
 const ABNORMAL_TRUE = {
   Reconciling: 'reconciling', Stalled: 'stalled', Drifted: 'stalled', ArtifactOutdated: 'reconciling',
   FetchFailed: 'failed', BuildFailed: 'failed', StorageOperationFailed: 'failed', IncludeUnavailable: 'failed',
+  MutableTag: 'stalled', // an ImagePolicy's warning: it selected a tag that moves
 };
 
 function conditionState(c) {
@@ -329,6 +330,62 @@ function driftRows(list, withOwner) {
   }
   const head = ['Object', withOwner ? 'Owner' : null, 'Field', 'Desired (old)', 'Live (new)', 'Manager', 'When', 'Event', 'Count'].filter((x) => x !== null);
   return table('drift', head, rows, 'No drift recorded.');
+}
+
+// ---------- image automation chain ----------
+
+// imageCard is one object of an image automation chain: its kind, a link,
+// its state, what it says (details: [label, value, testid]), and each of
+// its conditions with its message. self marks the page's own object.
+function imageCard(node, details, self) {
+  const sm = node.summary || {};
+  return h('div', { class: `icard${self ? ' self' : ''}`, testid: 'image-node', data: { object: idOf(sm), state: sm.state || 'unknown' } },
+    h('div', { class: 'ihead' }, h('span', { class: 'muted small' }, sm.kind), ' ',
+      h('a', { href: objectHref(sm) }, `${sm.namespace ? sm.namespace + '/' : ''}${sm.name}`), ' ', badge(sm.state)),
+    details.length ? h('dl', { class: 'kv' }, details.filter((x) => x && x[1]).map(([k, v, testid]) =>
+      [h('dt', null, k), h('dd', { class: 'mono', testid }, v)])) : null,
+    (node.conditions || []).map((c) => h('div', { class: 'icond', testid: 'image-condition', data: { condition: c.type } },
+      badge(conditionState(c), `${c.type}=${c.status}`), ' ', h('span', { class: 'reason' }, c.reason || ''),
+      c.message ? h('span', { class: 'msg-wrap' }, ` ${c.message}`) : null)));
+}
+
+const imageRefText = (r) => (r ? `${r.tag}${r.digest ? '@' + r.digest : ''}` : '');
+
+// imagePolicyRow: the repository a policy scans → the policy.
+function imagePolicyRow(p, selfID) {
+  const repo = p.repository
+    ? imageCard(p.repository, [['Image', p.repository.image, 'image-name'], ['Last scan', p.repository.lastScan ? when(p.repository.lastScan) : 'never', 'last-scan'],
+      ['Tags', String(p.repository.tagCount ?? 0), 'tag-count']], idOf(p.repository.summary) === selfID)
+    : h('div', { class: 'icard muted', testid: 'image-node', data: { object: idOf(p.repositoryRef) } }, refLink(p.repositoryRef), ' is not readable or does not exist.');
+  return h('div', { class: 'irow', testid: 'image-policy', data: { policy: idOf(p.summary) } }, repo, h('span', { class: 'iarrow', 'aria-hidden': 'true' }, '→'),
+    imageCard(p, [['Latest', imageRefText(p.latestRef), 'latest-ref'], ['Image', p.latestRef ? p.latestRef.name : '', null],
+      p.observedRef && imageRefText(p.observedRef) !== imageRefText(p.latestRef) ? ['Written', imageRefText(p.observedRef), 'observed-ref'] : null],
+    idOf(p.summary) === selfID));
+}
+
+// imagePanel shows the chain ImageRepository → ImagePolicy →
+// ImageUpdateAutomation (with its GitRepository) → the commit it pushed.
+function imagePanel(chain, selfID) {
+  const autos = (chain.automations || []).map((a) => h('div', { class: 'ichain', testid: 'image-chain', data: { automation: idOf(a.summary) } },
+    h('div', { class: 'ipolicies' }, a.policies.length ? a.policies.map((p) => imagePolicyRow(p, selfID))
+      : h('p', { class: 'muted' }, 'The automation reads no policy (none in its namespace matches its policy selector).')),
+    h('span', { class: 'iarrow', 'aria-hidden': 'true' }, '→'),
+    h('div', { class: 'iauto' },
+      a.source ? imageCard(a.source, [], false)
+        : h('div', { class: 'icard muted', testid: 'image-node', data: { object: idOf(a.sourceRef) } }, refLink(a.sourceRef), ' is not readable or does not exist.'),
+      imageCard(a, [['Push branch', a.pushBranch, 'push-branch'], ['Last run', a.lastRun ? when(a.lastRun) : 'never', 'last-run'],
+        ['Signing key', a.signingKeySecret ? `Secret ${a.signingKeySecret}` : '', 'signing-key']], idOf(a.summary) === selfID)),
+    h('span', { class: 'iarrow', 'aria-hidden': 'true' }, '→'),
+    h('div', { class: 'icard', testid: 'image-push' }, h('div', { class: 'ihead' }, h('span', { class: 'muted small' }, 'Last push')),
+      a.lastPushCommit
+        ? h('dl', { class: 'kv' }, h('dt', null, 'Commit'), h('dd', { class: 'mono', testid: 'push-commit', title: a.lastPushCommit }, a.lastPushCommit),
+          h('dt', null, 'Pushed'), h('dd', { testid: 'push-time' }, when(a.lastPushTime)),
+          a.observedSourceRevision ? [h('dt', null, 'Source at'), h('dd', { class: 'mono' }, shortRev(a.observedSourceRevision))] : null)
+        : h('p', { class: 'muted', testid: 'push-commit' }, 'Nothing pushed yet.'))));
+  const lone = (chain.policies || []).map((p) => h('div', { class: 'ichain' }, h('div', { class: 'ipolicies' }, imagePolicyRow(p, selfID)),
+    h('p', { class: 'muted' }, 'No ImageUpdateAutomation reads this policy.')));
+  return section('Image automation', h('div', { testid: 'image-automation' },
+    autos.length || lone.length ? [autos, lone] : h('p', { class: 'muted' }, 'No ImagePolicy scans this repository.')));
 }
 
 // ---------- pages ----------
@@ -721,6 +778,7 @@ function pageObject(main, kind, namespace, name) {
         h('div', { class: 'cols' },
           showRevs ? revisionsPanel(d) : null,
           sourcePanel(d)),
+        d.image ? imagePanel(d.image, id) : null,
         hasTree ? historyPanel(d) : (d.history && d.history.length ? historyPanel(d) : null),
         hasTree ? treePanel(lastTree) : null,
         hasTree ? driftPanel(drift) : null,

@@ -117,7 +117,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		pr := &PR{Number: len(s.prs) + 1, Open: true, Head: in["head"] + in["source_branch"], Base: in["base"] + in["target_branch"],
 			Title: in["title"], Body: in["body"] + in["description"]}
 		for _, o := range s.prs {
-			if o.Open && o.Head == pr.Head {
+			switch {
+			case o.Open && o.Head == pr.Head && gitlab:
+				answer(w, http.StatusConflict, map[string][]string{"message": {fmt.Sprintf("Another open merge request already exists for this source branch: !%d", o.Number)}})
+				return
+			case o.Open && o.Head == pr.Head:
 				answer(w, http.StatusUnprocessableEntity, map[string]string{"message": "Validation Failed"})
 				return
 			}
@@ -164,6 +168,7 @@ func (s *Server) find(w http.ResponseWriter, p string) *PR {
 func render(pr *PR, gitlab bool) any {
 	url := fmt.Sprintf("https://example.test/pulls/%d", pr.Number)
 	if gitlab {
+		url = fmt.Sprintf("https://example.test/-/merge_requests/%d", pr.Number)
 		return map[string]any{"iid": pr.Number, "web_url": url, "title": pr.Title, "description": pr.Body,
 			"source_branch": pr.Head, "target_branch": pr.Base}
 	}
