@@ -112,7 +112,7 @@ func (g *globalFlags) create(cmd *cobra.Command, f *createFlags, c creation) err
 		}
 		u.Success("%s created", c.created)
 	case err != nil:
-		return err
+		return withCRDHint(err, gvk.Group)
 	default:
 		existing.SetLabels(c.obj.GetLabels())
 		existing.Object["spec"] = want["spec"]

@@ -14,6 +14,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -311,4 +312,21 @@ func (u *imageUpdateFlags) spec(interval time.Duration) (imagev1.ImageUpdateAuto
 		spec.Update = &imagev1.UpdateStrategy{Path: u.gitRepoPath, Strategy: imagev1.UpdateStrategySetters}
 	}
 	return spec, nil
+}
+
+// imageCRDHint is the line added to an error saying the cluster serves no
+// image.toolkit.fluxcd.io kinds: how to install them with eddy install, or
+// have eddy dev start the image controllers.
+const imageCRDHint = "hint: the image automation CRDs are not installed: eddy install --components-extra " +
+	"image-reflector-controller,image-automation-controller; with eddy dev, commit objects of these kinds to the synced repository, " +
+	"then run `eddy dev down`, then `eddy dev up`"
+
+// withCRDHint returns err with imageCRDHint on a line of its own when err
+// says the cluster serves no kinds of group image.toolkit.fluxcd.io (the
+// API server's text kept, as flux prints it); else err.
+func withCRDHint(err error, group string) error {
+	if group != imagev1.GroupVersion.Group || !(apimeta.IsNoMatchError(err) || strings.Contains(err.Error(), "no matches for")) {
+		return err
+	}
+	return fmt.Errorf("%w\n%s", err, imageCRDHint)
 }

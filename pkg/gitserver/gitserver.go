@@ -35,6 +35,16 @@ type Options struct {
 	// Addr is the host:port to listen on, e.g. the node profile's node IP
 	// with port 0 so that pods reach the server. Default: a free loopback port.
 	Addr string
+	// Config is Git configuration ("key=value") given to `git http-backend`
+	// through its environment (GIT_CONFIG_COUNT/KEY_n/VALUE_n), so the
+	// served repositories' own config files are not written: e.g.
+	// "http.receivepack=true" to take pushes without a REMOTE_USER.
+	Config []string
+	// OnPush, when set, is called with the repository path (below Root,
+	// e.g. "podinfo.git") after each receive-pack request answered 200: a
+	// push the server took (a ref the server refused is still a 200, with
+	// the refusal in the reply). It runs on the request's goroutine.
+	OnPush func(path string)
 }
 
 // Request is one request the server answered.
@@ -77,7 +87,7 @@ func Start(opts Options) (*Server, error) {
 	backend := &cgi.Handler{
 		Path: git,
 		Args: []string{"http-backend"},
-		Env:  []string{"GIT_PROJECT_ROOT=" + opts.Root, "GIT_HTTP_EXPORT_ALL=1"},
+		Env:  append([]string{"GIT_PROJECT_ROOT=" + opts.Root, "GIT_HTTP_EXPORT_ALL=1"}, configEnv(opts.Config)...),
 	}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -101,6 +111,10 @@ func Start(opts Options) (*Server, error) {
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Status: rec.status, Fetch: fetch,
 			Authorization: r.Header.Get("Authorization")})
 		s.mu.Unlock()
+		if repo, ok := strings.CutSuffix(r.URL.Path, "/git-receive-pack"); ok && opts.OnPush != nil &&
+			r.Method == http.MethodPost && rec.status == http.StatusOK {
+			opts.OnPush(strings.TrimPrefix(repo, "/"))
+		}
 	})
 	s.srv = httptest.NewUnstartedServer(handler)
 	if opts.Addr != "" {
@@ -118,6 +132,20 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.URL = s.srv.URL
 	return s, nil
+}
+
+// configEnv returns the environment that gives Git the settings kvs
+// ("key=value"), as `git -c` would.
+func configEnv(kvs []string) []string {
+	if len(kvs) == 0 {
+		return nil
+	}
+	env := []string{fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(kvs))}
+	for i, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, k), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, v))
+	}
+	return env
 }
 
 func (s *Server) authorized(r *http.Request) bool {

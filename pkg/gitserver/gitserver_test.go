@@ -158,3 +158,78 @@ func TestListensOnTheGivenAddress(t *testing.T) {
 		t.Errorf("a second server on %s: %v; want address already in use", addr, err)
 	}
 }
+
+// A work tree served through a symlink (as eddy dev serves a user's
+// repository) refuses pushes by default; with http.receivepack and
+// receive.denyCurrentBranch=updateInstead given as Config it takes them,
+// its checked-out files follow the pushed commit, its own config stays
+// unwritten and OnPush names it; a dirty work tree refuses the push with
+// Git's own message.
+func TestPushToAServedWorkTreeWithConfigFromTheEnvironment(t *testing.T) {
+	user := t.TempDir()
+	must(t, user, "init", "-q", "--initial-branch=main")
+	if err := os.WriteFile(filepath.Join(user, "app.yaml"), []byte("v: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, user, "add", ".")
+	must(t, user, "commit", "-q", "-m", "first")
+	configBefore, err := os.ReadFile(filepath.Join(user, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if err := os.Symlink(user, filepath.Join(root, "app")); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := gitserver.Start(gitserver.Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	pushed := make(chan string, 4)
+	srv, err := gitserver.Start(gitserver.Options{Root: root,
+		Config: []string{"http.receivepack=true", "receive.denyCurrentBranch=updateInstead"},
+		OnPush: func(path string) { pushed <- path }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	clone := t.TempDir()
+	must(t, clone, "clone", "-q", srv.URL+"/app", ".")
+	if err := os.WriteFile(filepath.Join(clone, "app.yaml"), []byte("v: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, clone, "commit", "-q", "-am", "second")
+	if out, err := gitserver.Git(clone, "push", "-q", plain.URL+"/app", "main"); err == nil {
+		t.Fatalf("the default server took a push: %s", out)
+	}
+	must(t, clone, "push", "-q", "origin", "main")
+	if got := <-pushed; got != "app" {
+		t.Errorf("OnPush got %q, want app", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(user, "app.yaml")); string(data) != "v: 2\n" {
+		t.Errorf("the work tree's app.yaml after the push: %q", data)
+	}
+	if status := must(t, user, "status", "--porcelain"); status != "" {
+		t.Errorf("the work tree after the push is not clean: %q", status)
+	}
+	if after, _ := os.ReadFile(filepath.Join(user, ".git", "config")); string(after) != string(configBefore) {
+		t.Errorf("the served repository's config was written:\n%s", after)
+	}
+
+	if err := os.WriteFile(filepath.Join(user, "app.yaml"), []byte("v: edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(clone, "app.yaml"), []byte("v: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, clone, "commit", "-q", "-am", "third")
+	out, err := gitserver.Git(clone, "push", "origin", "main")
+	if err == nil || !strings.Contains(err.Error()+out, "Working directory has unstaged changes") {
+		t.Errorf("a push into a dirty work tree: %v\n%s", err, out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(user, "app.yaml")); string(data) != "v: edited\n" {
+		t.Errorf("the refused push changed the work tree: %q", data)
+	}
+}

@@ -98,6 +98,7 @@ func upDetached(ctx context.Context, out io.Writer, timeout time.Duration, u *ui
 	werr := waitSynced(ctx, c, u, timeout)
 	u.Success("up in %s", time.Since(begin).Round(100*time.Millisecond))
 	printExport(out, s.Kubeconfig, src, hookTree != "")
+	printPushes(out, s, src)
 	printUI(out, s)
 	printRegistry(out, s)
 	printNotification(ctx, out, c, s, dir, "in "+logPath)

@@ -268,7 +268,7 @@ func (e *Env) startCluster(ctx context.Context) (err error) {
 // sink, picks notification-controller's ports and applies the Secrets of
 // the webhook token and the sink's address.
 func (e *Env) startServers(ctx context.Context) (err error) {
-	if e.Git, err = gitserver.Start(gitserver.Options{Root: filepath.Join(e.Opts.StateDir, "git")}); err != nil {
+	if e.Git, err = gitserver.Start(e.gitServerOptions("")); err != nil {
 		return err
 	}
 	// The recorder and the sink listen first, so the ports picked for

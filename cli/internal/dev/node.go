@@ -271,7 +271,7 @@ func (e *Env) startNode(ctx context.Context) (err error) {
 // startNodeServers serves the Git repositories on the node IP, which the
 // pods reach, and applies the webhook token's Secret.
 func (e *Env) startNodeServers(ctx context.Context) (err error) {
-	e.Git, err = gitserver.Start(gitserver.Options{Root: filepath.Join(e.Opts.StateDir, "git"), Addr: localcluster.NodeIP + ":0"})
+	e.Git, err = gitserver.Start(e.gitServerOptions(localcluster.NodeIP + ":0"))
 	if err != nil {
 		return err
 	}

@@ -201,6 +201,7 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	u.Success("up in %s", time.Since(begin).Round(100*time.Millisecond))
 	st := env.State()
 	printExport(out, env.Cluster.KubeconfigPath, src, hookTree != "")
+	printPushes(out, &st, src)
 	printUI(out, &st)
 	printRegistry(out, &st)
 	printNotification(ctx, out, env.Client, &st, dir, "here")
@@ -459,6 +460,11 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 				return err
 			}
 		}
+		if src := readSync(dir); src != nil {
+			if err := checkOptionalRunning(root, src, s); err != nil {
+				u.Warning("%v", err)
+			}
+		}
 		u.Success("an eddy dev environment is already running (pid %d)", s.PID)
 		printExport(out, s.Kubeconfig, nil, false)
 		printUI(out, s)
@@ -468,6 +474,9 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 	}
 	src, hookTree, err := resolveSource(root, dir, f)
 	if err != nil {
+		return err
+	}
+	if err := checkOptionalRunning(root, src, s); err != nil {
 		return err
 	}
 	src.SetServer(s.GitServer)
@@ -481,6 +490,7 @@ func upRunning(ctx context.Context, out io.Writer, timeout time.Duration, u *ui.
 	}
 	werr := waitSynced(ctx, c, u, timeout)
 	printExport(out, s.Kubeconfig, src, hookTree != "")
+	printPushes(out, s, src)
 	printUI(out, s)
 	printRegistry(out, s)
 	printNotification(ctx, out, c, s, dir, "by the environment (see `eddy dev status`)")

@@ -60,6 +60,8 @@ func hint(msg string) string {
 	switch {
 	case strings.Contains(msg, "namespace not specified"):
 		return "objects without metadata.namespace: set it in the repository, or pass --target-namespace"
+	case strings.Contains(msg, "no matches for kind") && optionalHint(msg) != "":
+		return optionalHint(msg)
 	case strings.Contains(msg, "no matches for kind"):
 		return "a kind whose CRD is not installed: eddy dev installs the CRDs of Eddy's controllers only (config/crd/bases: sources, Kustomization, HelmRelease, notifications); install other CRDs from a Kustomization that the one applying their objects dependsOn"
 	case strings.Contains(msg, "kustomize build failed"), strings.Contains(msg, "yaml: "), strings.Contains(msg, "failed to decode"):

@@ -43,3 +43,39 @@ func TestGitErrorsQuoteNoTokenFromTheURL(t *testing.T) {
 	_, err = c.Update(context.Background(), applySetters("deploy"), message(""), author, PushSpec{})
 	check("push", err)
 }
+
+// go-git words a 403 as "authorization failed: <body>"; git
+// http-backend's refusal of a push has no body. The message then says the
+// status and what it means, and a reason the server did give is kept, on
+// one line.
+func TestAnUnexplainedRefusalIsWorded(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"", "push to branch 'main': authorization failed (the server answered 403 Forbidden without a reason: " +
+			"the credentials lack access (write access, for a push), or the server takes no pushes)"},
+		{"Push not allowed\n", "push to branch 'main': authorization failed: Push not allowed"},
+		{"line one\nline two\n", "push to branch 'main': authorization failed: line one line two"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/info/refs") && r.URL.Query().Get("service") == "git-receive-pack" {
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write([]byte(tc.body))
+				return
+			}
+			http.NotFound(w, r)
+		}))
+		c := clone(t, newPushableRepo(t), Ref{Branch: "main"})
+		cfg, err := c.Repo.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Remotes[remoteName] = &config.RemoteConfig{Name: remoteName, URLs: []string{srv.URL + "/repo.git"}}
+		if err := c.Repo.SetConfig(cfg); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Update(context.Background(), applySetters("deploy"), message(""), author, PushSpec{})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("body %q:\n got %v\nwant %s", tc.body, err, tc.want)
+		}
+		srv.Close()
+	}
+}
