@@ -166,7 +166,9 @@ func Supervise(ctx context.Context, out io.Writer, f *Flags) (err error) {
 		return err
 	}
 	o := optionsFor(root, dir, f, u)
-	withOptional(&o, root, src, u)
+	if err := withOptional(&o, root, src, u, images); err != nil {
+		return err
+	}
 	o.Lock, o.ControllerFlags, o.NodeImages = opts.Lock, cflags, images
 	_, stop, err := startSync(ctx, u, o, src, "stopping", "stopped")
 	if err != nil {

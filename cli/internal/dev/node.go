@@ -162,7 +162,9 @@ func layoutVersions(dir string) (map[string]string, error) {
 
 // NodeBundleOptions are the install options of --node real: `eddy
 // install --registry=<registry>`'s, with the pushed images' digests,
-// application-controller when its image is there, and the shards.
+// application-controller when its image is there, the optional
+// controllers of s (`eddy dev up` refuses to start when one has no image:
+// checkNodeOptional), and the shards.
 func NodeBundleOptions(s *State, version string) install.Options {
 	o := install.DefaultOptions(version)
 	o.Registry = s.Registry
@@ -170,6 +172,7 @@ func NodeBundleOptions(s *State, version string) install.Options {
 	if _, ok := s.ImageDigests[install.ApplicationController]; ok {
 		o.ComponentsExtra = []string{install.ApplicationController}
 	}
+	o.ComponentsExtra = append(o.ComponentsExtra, s.OptionalComponents...)
 	for i := 1; i <= s.Shards; i++ {
 		o.Shards = append(o.Shards, ShardName(i))
 	}

@@ -2,6 +2,7 @@ package dev
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,14 +68,38 @@ func OptionalFor(root string, src *Source) (run, components, notes []string) {
 	return run, components, notes
 }
 
-// withOptional sets the optional controllers of o for src (OptionalFor),
-// saying in one line each one left out.
-func withOptional(o *Options, root string, src *Source, u *ui.UI) {
+// withOptional sets the optional controllers of o for src (OptionalFor).
+// With kwok's nodes (images nil) it says in one line each one left out;
+// with --node real they run as pods from images, not as processes from
+// bin/, and a missing image is refused (checkNodeOptional).
+func withOptional(o *Options, root string, src *Source, u *ui.UI, images *NodeImages) error {
 	var notes []string
 	o.Optional, o.OptionalComponents, notes = OptionalFor(root, src)
+	if images != nil {
+		o.Optional = nil
+		return checkNodeOptional(images, o.OptionalComponents)
+	}
 	for _, n := range notes {
 		u.Warning("%s", n)
 	}
+	return nil
+}
+
+// checkNodeOptional returns an error of one line when the controller
+// images of --node real lack one of the optional controllers components:
+// its Deployment would never pull.
+func checkNodeOptional(images *NodeImages, components []string) error {
+	var missing []string
+	for _, c := range components {
+		if !slices.Contains(images.Components, c) {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--node real: the repository uses %s, and bin/%s has no image of %s of this eddy's version: run `make test-images` (or `make images`)",
+		strings.Join(optionalGroups(missing), ", "), filepath.Base(images.Controllers), strings.Join(missing, " or "))
 }
 
 // usedAPIVersions returns which of OptionalControllers' APIVersion prefixes

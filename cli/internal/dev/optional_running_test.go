@@ -11,11 +11,12 @@ func TestCheckOptionalRunningNamesControllersTheEnvironmentLacks(t *testing.T) {
 	root, tree := t.TempDir(), t.TempDir()
 	writeFiles(t, tree, map[string]string{"clusters/dev/images.yaml": "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\n"})
 	src := &Source{WorkTree: tree, Path: "./clusters/dev"}
-	err := checkOptionalRunning(root, src, &State{})
 	want := "the repository now uses image.toolkit.fluxcd.io, whose controllers (image-reflector-controller, image-automation-controller) " +
 		"the running environment was started without: run `eddy dev down`, then `eddy dev up`"
-	if err == nil || err.Error() != want {
-		t.Errorf("got %v\nwant %s", err, want)
+	for _, node := range []string{"", NodeReal} {
+		if err := checkOptionalRunning(root, src, &State{Node: node}); err == nil || err.Error() != want {
+			t.Errorf("node %q: got %v\nwant %s", node, err, want)
+		}
 	}
 	running := &State{OptionalComponents: []string{"image-reflector-controller", "image-automation-controller"}}
 	if err := checkOptionalRunning(root, src, running); err != nil {

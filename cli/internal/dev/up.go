@@ -175,7 +175,9 @@ func Up(ctx context.Context, out, errOut io.Writer, timeout time.Duration, f *Fl
 	}
 	// Said before --detach hands over: the supervisor's lines go to its log.
 	var optional Options
-	withOptional(&optional, root, src, u)
+	if err := withOptional(&optional, root, src, u, images); err != nil {
+		return err
+	}
 	if f.Detach {
 		return upDetached(ctx, out, timeout, u, dir, lock, f, cflags, src, hookTree)
 	}
