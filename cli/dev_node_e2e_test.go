@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/eddyops/eddy/cli/internal/dev"
+	"github.com/eddyops/eddy/pkg/gitserver"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,14 +27,26 @@ import (
 
 // TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing runs `eddy
 // dev up --node real --detach` at a terminal on a repository of one
-// ConfigMap and one Deployment of tinyapp, named by eddy dev's registry
-// address: the controllers run as pods from the images of the build's
+// ConfigMap, one Deployment of tinyapp, named by eddy dev's registry
+// address, and one ImageRepository: the controllers, the image
+// controllers among them, run as pods from the images of the build's
 // version, the repository is synced, the application's pod runs; then
 // `eddy dev down` at a terminal leaves no process, port, container (its
 // shim), mount, network device, nftables table or cgroup of the node.
 func TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing(t *testing.T) {
 	longNodeSuite(t)
 	u, repo, image, version := devNodeUser(t)
+	// Only its kind matters here: it makes eddy dev install the image controllers.
+	imageRepo := "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata:\n  name: tinyapp\n  namespace: flux-system\n" +
+		"spec:\n  image: " + image[:strings.LastIndex(image, ":")] + "\n  interval: 1h\n  insecure: true\n"
+	if err := os.WriteFile(filepath.Join(repo, "images.yaml"), []byte(imageRepo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "an ImageRepository"}} {
+		if _, err := gitserver.Git(repo, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
 	before := nodeHostState(t)
 	start := time.Now()
 	up := u.startTTY(120, false, "dev", "up", "--node", "real", "--repo", repo, "--detach")
@@ -57,7 +71,7 @@ func TestDevUpRealNodeRunsControllersAsPodsAndDownLeavesNothing(t *testing.T) {
 	}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	for _, c := range installedControllers {
+	for _, c := range append(slices.Clone(installedControllers), "image-reflector-controller", "image-automation-controller") {
 		p, err := readyPod(ctx, cs, c)
 		if err != nil || p == nil {
 			t.Errorf("%s: no Ready pod (%v)", c, err)
