@@ -237,6 +237,27 @@ func TestTagListThatIsNotJSON(t *testing.T) {
 	}
 }
 
+// TestTagListNamesThatAreNotTagsAreLeftOut: a registry listing names no
+// client could pull (200,000 characters, a space, a slash, a leading dot)
+// among tags: the scan keeps the tags only (twelve such names made the
+// ImageRepository's status too large to write).
+func TestTagListNamesThatAreNotTagsAreLeftOut(t *testing.T) {
+	long := strings.Repeat("a", 200000)
+	r := newRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if strings.HasSuffix(req.URL.Path, "/tags/list") {
+				fmt.Fprintf(w, `{"name":"app","tags":["1.0.0",%q,"a b","x/y",".hidden","_ok",%q]}`, long, strings.Repeat("b", 128))
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	res, err := NewClient().ListTags(ctx, r.host+"/app", Options{})
+	if want := []string{"1.0.0", "_ok", strings.Repeat("b", 128)}; err != nil || !slices.Equal(res.Tags, want) {
+		t.Errorf("tags %.200q, %v", res.Tags, err)
+	}
+}
+
 func TestUnreachableRegistry(t *testing.T) {
 	_, err := NewClient().ListTags(ctx, "127.0.0.1:1/app", Options{})
 	if err == nil || !strings.HasPrefix(err.Error(), "list tags of 127.0.0.1:1/app: registry unreachable: ") || KindOf(err) != KindUnreachable {
