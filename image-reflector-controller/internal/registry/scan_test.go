@@ -258,6 +258,27 @@ func TestTagListNamesThatAreNotTagsAreLeftOut(t *testing.T) {
 	}
 }
 
+// TestErrorWithAHugeBodySaysItsStatus: a 502 page of a megabyte fails the
+// scan with the status, not with the size of the page.
+func TestErrorWithAHugeBodySaysItsStatus(t *testing.T) {
+	r := newRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if strings.HasSuffix(req.URL.Path, "/tags/list") {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(http.StatusBadGateway)
+				fmt.Fprintf(w, "<html><body>%s</body></html>", strings.Repeat("y", 1<<20))
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	_, err := NewClient().ListTags(ctx, r.host+"/app", Options{})
+	want := fmt.Sprintf("list tags of %s/app: 502 Bad Gateway", r.host)
+	if err == nil || err.Error() != want {
+		t.Errorf("%.300v\nwant %q", err, want)
+	}
+}
+
 func TestUnreachableRegistry(t *testing.T) {
 	_, err := NewClient().ListTags(ctx, "127.0.0.1:1/app", Options{})
 	if err == nil || !strings.HasPrefix(err.Error(), "list tags of 127.0.0.1:1/app: registry unreachable: ") || KindOf(err) != KindUnreachable {
