@@ -17,6 +17,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/eddyops/eddy/pkg/events"
 )
 
 // PullRequest is an open pull request (GitLab: merge request).
@@ -88,6 +90,7 @@ func New(provider, apiURL, gitURL, token string, hc *http.Client) (Provider, err
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
+	hc = sameHostRedirects(hc)
 	if apiURL == "" {
 		switch {
 		case provider == "github" && host == "github.com":
@@ -178,7 +181,7 @@ func (c *api) call(ctx context.Context, method, path string, in, out any) error 
 		return c.scrub(err)
 	}
 	if resp.StatusCode >= 300 {
-		return &APIError{Provider: c.provider, Status: resp.StatusCode, Message: apiMessage(b)}
+		return &APIError{Provider: c.provider, Status: resp.StatusCode, Message: events.Truncate(c.scrubText(apiMessage(b)), maxMessage)}
 	}
 	if out == nil {
 		return nil
@@ -192,11 +195,45 @@ func (c *api) call(ctx context.Context, method, path string, in, out any) error 
 // scrub keeps the token out of a transport error (it is never in the URL,
 // but a proxy or a redirect could echo it).
 func (c *api) scrub(err error) error {
-	msg := err.Error()
+	return fmt.Errorf("%s API: %s", c.provider, events.Truncate(c.scrubText(err.Error()), maxMessage))
+}
+
+// scrubText is s with the token replaced by "***".
+func (c *api) scrubText(s string) string {
 	if c.token != "" {
-		msg = strings.ReplaceAll(msg, c.token, "***")
+		s = strings.ReplaceAll(s, c.token, "***")
 	}
-	return fmt.Errorf("%s API: %s", c.provider, msg)
+	return s
+}
+
+// maxMessage bounds an API's message as conditions and events carry it
+// (a condition's message holds at most 32768 characters; an error page
+// can be megabytes).
+const maxMessage = 1024
+
+// ErrRedirectOtherHost: the API answered with a redirect to another host,
+// which would be sent the token (Go's client drops Authorization on such a
+// redirect, not GitLab's PRIVATE-TOKEN).
+var ErrRedirectOtherHost = errors.New("redirect to another host refused")
+
+// sameHostRedirects is a copy of hc that follows redirects only within the
+// first request's host (and its CheckRedirect, if any).
+func sameHostRedirects(hc *http.Client) *http.Client {
+	c := *hc
+	next := hc.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Host != via[0].URL.Host {
+			return ErrRedirectOtherHost
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &c
 }
 
 // apiMessage is the "message" of a GitHub error (with its errors'
@@ -217,6 +254,14 @@ func apiMessage(b []byte) string {
 	case string:
 		parts = append(parts, m)
 	case nil:
+	case []any: // GitLab: {"message": ["..."]}
+		for _, x := range m {
+			if s, ok := x.(string); ok {
+				parts = append(parts, s)
+			} else if j, err := json.Marshal(x); err == nil {
+				parts = append(parts, string(j))
+			}
+		}
 	default:
 		if j, err := json.Marshal(m); err == nil {
 			parts = append(parts, string(j))

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
@@ -36,6 +37,13 @@ const DefaultMaxTags = 20000
 // maxTagBytes bounds one tag in a tags/list page: 128 characters (the OCI
 // distribution spec's tag limit) and JSON quoting.
 const maxTagBytes = 132
+
+// validTag is the OCI distribution spec's tag grammar. A tags/list name
+// that is not a tag (a megabyte of text, a space, a slash) is left out of
+// the scan: no client could pull it, no marker could be written with it,
+// and a dozen long ones made the ImageRepository's status too large for
+// the API server (its status then never updated).
+var validTag = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
 
 // Client reaches registries; safe for concurrent use. Create it with
 // NewClient.
@@ -163,7 +171,7 @@ func withTimeout(ctx context.Context, o Options) (context.Context, context.Cance
 // Result is a scan's outcome.
 type Result struct {
 	// Tags are the repository's tags in the registry's order (all of them,
-	// before any exclusion).
+	// before any exclusion; names that are not OCI tags left out).
 	Tags []string
 	// NotModified is true when every tags/list page was answered 304 and
 	// reused.
@@ -197,7 +205,11 @@ func (c *Client) ListTags(ctx context.Context, image string, o Options) (Result,
 		if err != nil {
 			return fail(err)
 		}
-		tags = append(tags, page.Tags...)
+		for _, t := range page.Tags {
+			if validTag.MatchString(t) {
+				tags = append(tags, t)
+			}
+		}
 		if len(tags) > c.MaxTags {
 			return fail(&tooManyTags{max: c.MaxTags})
 		}

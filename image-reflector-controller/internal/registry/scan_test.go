@@ -237,6 +237,48 @@ func TestTagListThatIsNotJSON(t *testing.T) {
 	}
 }
 
+// TestTagListNamesThatAreNotTagsAreLeftOut: a registry listing names no
+// client could pull (200,000 characters, a space, a slash, a leading dot)
+// among tags: the scan keeps the tags only (twelve such names made the
+// ImageRepository's status too large to write).
+func TestTagListNamesThatAreNotTagsAreLeftOut(t *testing.T) {
+	long := strings.Repeat("a", 200000)
+	r := newRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if strings.HasSuffix(req.URL.Path, "/tags/list") {
+				fmt.Fprintf(w, `{"name":"app","tags":["1.0.0",%q,"a b","x/y",".hidden","_ok",%q]}`, long, strings.Repeat("b", 128))
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	res, err := NewClient().ListTags(ctx, r.host+"/app", Options{})
+	if want := []string{"1.0.0", "_ok", strings.Repeat("b", 128)}; err != nil || !slices.Equal(res.Tags, want) {
+		t.Errorf("tags %.200q, %v", res.Tags, err)
+	}
+}
+
+// TestErrorWithAHugeBodySaysItsStatus: a 502 page of a megabyte fails the
+// scan with the status, not with the size of the page.
+func TestErrorWithAHugeBodySaysItsStatus(t *testing.T) {
+	r := newRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if strings.HasSuffix(req.URL.Path, "/tags/list") {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(http.StatusBadGateway)
+				fmt.Fprintf(w, "<html><body>%s</body></html>", strings.Repeat("y", 1<<20))
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	_, err := NewClient().ListTags(ctx, r.host+"/app", Options{})
+	want := fmt.Sprintf("list tags of %s/app: 502 Bad Gateway", r.host)
+	if err == nil || err.Error() != want {
+		t.Errorf("%.300v\nwant %q", err, want)
+	}
+}
+
 func TestUnreachableRegistry(t *testing.T) {
 	_, err := NewClient().ListTags(ctx, "127.0.0.1:1/app", Options{})
 	if err == nil || !strings.HasPrefix(err.Error(), "list tags of 127.0.0.1:1/app: registry unreachable: ") || KindOf(err) != KindUnreachable {

@@ -112,6 +112,15 @@ func (t *hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	st.mu.Lock()
 	st.failures = 0
 	st.mu.Unlock()
+	if resp.StatusCode >= 400 {
+		// go-containerregistry reads an error answer's body up to 64 KiB
+		// and past that fails with "body exceeds 65536 byte limit",
+		// losing the status (a proxy's 502 page): give it the start.
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(resp.Body, errorBodyBytes), resp.Body}
+	}
 	if !tags {
 		return resp, nil
 	}
@@ -165,6 +174,9 @@ func cachedResponse(req *http.Request, resp *http.Response, p cachedPage) *http.
 		Body: io.NopCloser(bytes.NewReader(p.body)), ContentLength: int64(len(p.body)), Request: req,
 	}
 }
+
+// errorBodyBytes is how much of an error answer's body is read.
+const errorBodyBytes = 32 << 10
 
 func drain(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
