@@ -255,6 +255,7 @@ type ImageAutomation struct {
 	SourceRef      Ref           `json:"sourceRef"`        // spec.sourceRef, namespace defaulted
 	Source         *ImageNode    `json:"source,omitempty"` // the GitRepository, when readable
 	Policies       []ImagePolicy `json:"policies"`
+	OtherPolicies  int           `json:"otherPolicies,omitempty"`  // policies it also reads, left out of a policy's or repository's page
 	LastRun        *time.Time    `json:"lastRun,omitempty"`        // status.lastAutomationRunTime
 	LastPushCommit string        `json:"lastPushCommit,omitempty"` // status.lastPushCommit
 	LastPushTime   *time.Time    `json:"lastPushTime,omitempty"`

@@ -29,7 +29,7 @@ func imageChain(l lookup, u *unstructured.Unstructured) *ImageChain {
 		if !ok {
 			return nil
 		}
-		return &ImageChain{Automations: []ImageAutomation{imageAutomation(l, u, a)}}
+		return &ImageChain{Automations: []ImageAutomation{imageAutomation(l, u, a, nil)}}
 	case imagev1.ImagePolicyKind:
 		p, ok := convert[imagev1.ImagePolicy](u)
 		if !ok {
@@ -47,6 +47,14 @@ func imageChain(l lookup, u *unstructured.Unstructured) *ImageChain {
 	}
 	out := &ImageChain{Automations: []ImageAutomation{}}
 	read := map[string]bool{} // focus policies some automation reads, by name
+	inFocus := map[string]bool{}
+	for _, p := range focus {
+		inFocus[p.Namespace+"/"+p.Name] = true
+	}
+	// A policy's or repository's page shows, of each automation, only the
+	// policies of that page: listing every policy of every automation would
+	// grow as automations × policies.
+	keep := func(p *imagev1.ImagePolicy) bool { return inFocus[p.Namespace+"/"+p.Name] }
 	for _, au := range l.listKind(imagev1.ImageUpdateAutomationKind) {
 		a, ok := convert[imagev1.ImageUpdateAutomation](au)
 		if !ok {
@@ -59,7 +67,7 @@ func imageChain(l lookup, u *unstructured.Unstructured) *ImageChain {
 			}
 		}
 		if reads {
-			out.Automations = append(out.Automations, imageAutomation(l, au, a))
+			out.Automations = append(out.Automations, imageAutomation(l, au, a, keep))
 		}
 	}
 	for _, p := range focus {
@@ -71,8 +79,8 @@ func imageChain(l lookup, u *unstructured.Unstructured) *ImageChain {
 }
 
 // imageAutomation is one automation with its source and the policies it
-// reads.
-func imageAutomation(l lookup, u *unstructured.Unstructured, a *imagev1.ImageUpdateAutomation) ImageAutomation {
+// reads: those keep accepts (all when keep is nil), the others counted.
+func imageAutomation(l lookup, u *unstructured.Unstructured, a *imagev1.ImageUpdateAutomation, keep func(*imagev1.ImagePolicy) bool) ImageAutomation {
 	out := ImageAutomation{ImageNode: imageNode(u), Policies: []ImagePolicy{}, LastPushCommit: a.Status.LastPushCommit,
 		LastRun: timeOf(a.Status.LastAutomationRunTime), LastPushTime: timeOf(a.Status.LastPushTime), Revision: a.Status.ObservedSourceRevision}
 	ref := a.Spec.SourceRef
@@ -97,6 +105,10 @@ func imageAutomation(l lookup, u *unstructured.Unstructured, a *imagev1.ImageUpd
 	for _, pu := range l.listKind(imagev1.ImagePolicyKind) {
 		p, ok := convert[imagev1.ImagePolicy](pu)
 		if !ok || p.Namespace != a.Namespace || !selects(a, p) {
+			continue
+		}
+		if keep != nil && !keep(p) {
+			out.OtherPolicies++
 			continue
 		}
 		var observed *ImageRef

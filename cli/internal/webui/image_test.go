@@ -267,3 +267,42 @@ func TestImageChainOnlyForImageKinds(t *testing.T) {
 		t.Errorf("the policy's repository %+v (ref %+v)", got.Repository, got.RepositoryRef)
 	}
 }
+
+// A policy's page shows, of an automation that reads many policies, only
+// that policy and a count of the others (the page would otherwise grow as
+// automations × policies); the automation's page lists them all.
+func TestAPolicyPageListsOnlyItsPolicyOfEachAutomation(t *testing.T) {
+	toU := func(o runtime.Object, kind string) *unstructured.Unstructured {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		u.SetAPIVersion(imagev1.GroupVersion.String())
+		u.SetKind(kind)
+		return u
+	}
+	l := mapLookup{}
+	for i := range 3 {
+		l[imagev1.ImagePolicyKind] = append(l[imagev1.ImagePolicyKind], toU(&imagev1.ImagePolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: fmt.Sprintf("p%d", i)},
+			Spec:       imagev1.ImagePolicySpec{ImageRepositoryRef: meta.NamespacedObjectReference{Name: "web"}}}, imagev1.ImagePolicyKind))
+	}
+	for _, name := range []string{"a1", "a2"} {
+		l[imagev1.ImageUpdateAutomationKind] = append(l[imagev1.ImageUpdateAutomationKind], toU(&imagev1.ImageUpdateAutomation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name}}, imagev1.ImageUpdateAutomationKind))
+	}
+	c := imageChain(l, l[imagev1.ImagePolicyKind][1])
+	if c == nil || len(c.Automations) != 2 {
+		t.Fatalf("chain %+v", c)
+	}
+	for _, a := range c.Automations {
+		if len(a.Policies) != 1 || a.Policies[0].Summary.Name != "p1" || a.OtherPolicies != 2 {
+			t.Errorf("automation %s on p1's page: %d policies, %d others", a.Summary.Name, len(a.Policies), a.OtherPolicies)
+		}
+	}
+	c = imageChain(l, l[imagev1.ImageUpdateAutomationKind][0])
+	if a := c.Automations[0]; len(a.Policies) != 3 || a.OtherPolicies != 0 {
+		t.Errorf("the automation's page: %d policies, %d others", len(a.Policies), a.OtherPolicies)
+	}
+}

@@ -368,7 +368,8 @@ function imagePolicyRow(p, selfID) {
 function imagePanel(chain, selfID) {
   const autos = (chain.automations || []).map((a) => h('div', { class: 'ichain', testid: 'image-chain', data: { automation: idOf(a.summary) } },
     h('div', { class: 'ipolicies' }, a.policies.length ? a.policies.map((p) => imagePolicyRow(p, selfID))
-      : h('p', { class: 'muted' }, 'The automation reads no policy (none in its namespace matches its policy selector).')),
+      : h('p', { class: 'muted' }, 'The automation reads no policy (none in its namespace matches its policy selector).'),
+      a.otherPolicies ? h('p', { class: 'muted small', testid: 'other-policies' }, `and ${a.otherPolicies} more ${a.otherPolicies === 1 ? 'policy' : 'policies'} (listed on the automation's page)`) : null),
     h('span', { class: 'iarrow', 'aria-hidden': 'true' }, '→'),
     h('div', { class: 'iauto' },
       a.source ? imageCard(a.source, [], false)
