@@ -13,9 +13,6 @@ import (
 	"github.com/eddyops/eddy/cli/internal/dev"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -92,24 +89,6 @@ func TestCreateImageExportsAndFailsAsFlux(t *testing.T) {
 		"only one of --select-semver, --select-alpha or --select-numeric can be specified")
 }
 
-// pushImage pushes one random image to host/repo under each tag.
-func pushImage(t *testing.T, host, repo string, tags ...string) {
-	t.Helper()
-	img, err := random.Image(64, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tag := range tags {
-		ref, err := name.NewTag(host + "/" + repo + ":" + tag)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // answerAutomations stands in for image-automation-controller until ctx
 // ends: each ImageUpdateAutomation gets Ready=True for its generation.
 func answerAutomations(ctx context.Context, c client.Client) {
@@ -142,7 +121,7 @@ func TestCreateImageWaitsForTheReflectorsReady(t *testing.T) {
 	u := newUser(t)
 	ctx, c, env := startAPIServer(t, "flux-system")
 	reg := testenv.NewRegistry(t)
-	pushImage(t, reg.Host(), "podinfo", "6.6.0", "6.7.0", "6.7.1", "7.0.0-rc.1")
+	reg.Push(t, "podinfo", "6.6.0", "6.7.0", "6.7.1", "7.0.0-rc.1")
 	testenv.RunBinary(t, env, filepath.Join(root, "bin", "image-reflector-controller"), "--storage-path="+t.TempDir(),
 		"--min-retry-delay=200ms", "--max-retry-delay=2s", "--requeue-dependency=1s")
 	go answerAutomations(ctx, c)
@@ -211,7 +190,7 @@ func TestDevUpRunsImageReflectorForARepositoryWithImageKinds(t *testing.T) {
 	root, _ := built(t)
 	u := newUser(t)
 	reg := testenv.NewRegistry(t)
-	pushImage(t, reg.Host(), "podinfo", "6.6.0", "6.7.1")
+	reg.Push(t, "podinfo", "6.6.0", "6.7.1")
 	repo := t.TempDir()
 	manifests := "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {name: podinfo, namespace: flux-system}\n" +
 		"spec: {image: " + reg.Host() + "/podinfo, interval: 1m}\n---\n" +

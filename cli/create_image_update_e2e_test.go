@@ -70,7 +70,7 @@ func TestCreateImageUpdateCommitsWithTheBuiltControllers(t *testing.T) {
 	e := startImageControllers(t)
 	u := newUser(t)
 	image := e.reg.Host() + "/podinfo"
-	pushImage(t, e.reg.Host(), "podinfo", "6.6.0", "6.7.1", "7.0.0")
+	e.reg.Push(t, "podinfo", "6.6.0", "6.7.1", "7.0.0")
 	files := map[string]string{"clusters/dev/podinfo.yaml": markedDeployment(image + ":6.6.0"), "README.md": "config\n"}
 	repo := e.git.NewRepo(t, files)
 	if _, err := gitserver.Git(repo.Bare, "config", "http.receivepack", "true"); err != nil {
@@ -174,7 +174,7 @@ func TestCreateImageFlagsAreFluxs(t *testing.T) {
 func TestCreateImagePolicyFailsOnceStalled(t *testing.T) {
 	e := startImageControllers(t)
 	u := newUser(t)
-	pushImage(t, e.reg.Host(), "podinfo", "6.7.1")
+	e.reg.Push(t, "podinfo", "6.7.1")
 	u.must(e.kc, "create", "image", "repository", "podinfo", "--image="+e.reg.Host()+"/podinfo", "--interval=1h")
 
 	start := time.Now()

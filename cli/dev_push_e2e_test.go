@@ -65,7 +65,7 @@ func TestDevServerTakesTheAutomationsPushIntoTheWorkTree(t *testing.T) {
 	}
 	u := newUser(t)
 	reg := testenv.NewRegistry(t)
-	pushImage(t, reg.Host(), "podinfo", "6.6.0")
+	reg.Push(t, "podinfo", "6.6.0")
 	repo := imageAutomationRepo(t, reg.Host())
 	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
 	if err != nil {
@@ -79,7 +79,7 @@ func TestDevServerTakesTheAutomationsPushIntoTheWorkTree(t *testing.T) {
 	c := u.client()
 	ctx := context.Background()
 
-	pushImage(t, reg.Host(), "podinfo", "6.7.1")
+	reg.Push(t, "podinfo", "6.7.1")
 	u.must("reconcile", "image", "repository", "podinfo")
 	var pushed string
 	waitUntil(t, "the automation's commit in the work tree", 2*time.Minute, func() (bool, string) {
@@ -120,7 +120,7 @@ func TestDevServerTakesTheAutomationsPushIntoTheWorkTree(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo, "clusters", "dev", "app.yaml"), append(data, "# not committed\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pushImage(t, reg.Host(), "podinfo", "6.7.2")
+	reg.Push(t, "podinfo", "6.7.2")
 	u.must("reconcile", "image", "repository", "podinfo")
 	waitUntil(t, "the automation reports the refused push", 2*time.Minute, func() (bool, string) {
 		auto := &imagev1.ImageUpdateAutomation{}

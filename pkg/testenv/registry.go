@@ -11,7 +11,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Registry is an in-process OCI registry (go-containerregistry's
@@ -151,4 +156,37 @@ func RequireBasicAuth(next http.Handler, username, password string) http.Handler
 		}
 		next.ServeHTTP(w, req)
 	})
+}
+
+// Push writes one new random image to repo under each of tags, with the
+// registry's credentials and transport, and returns the image's digest.
+// It fails t on any error; not for a WithTLS registry (go-containerregistry
+// speaks plain HTTP to 127.0.0.1).
+func (r *Registry) Push(t testing.TB, repo string, tags ...string) v1.Hash {
+	t.Helper()
+	if r.tls {
+		t.Fatal("Registry.Push: a WithTLS registry is not supported")
+	}
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []remote.Option{remote.WithTransport(r.Transport())}
+	if r.user != "" || r.password != "" {
+		opts = append(opts, remote.WithAuth(&authn.Basic{Username: r.user, Password: r.password}))
+	}
+	for _, tag := range tags {
+		ref, err := name.NewTag(r.Host() + "/" + repo + ":" + tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(ref, img, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -241,17 +241,7 @@ func (m mapLookup) listKind(kind string) []*unstructured.Unstructured { return m
 // ImageUpdateAutomation and ImageRepository kinds are absent, is its own
 // chain, its repository unreadable.
 func TestImageChainOnlyForImageKinds(t *testing.T) {
-	toU := func(o runtime.Object, kind string) *unstructured.Unstructured {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{Object: m}
-		u.SetAPIVersion(imagev1.GroupVersion.String())
-		u.SetKind(kind)
-		return u
-	}
-	p := toU(&imagev1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"},
+	p := imageObject(t, &imagev1.ImagePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"},
 		Spec: imagev1.ImagePolicySpec{ImageRepositoryRef: meta.NamespacedObjectReference{Name: "web"}}}, imagev1.ImagePolicyKind)
 	l := mapLookup{imagev1.ImagePolicyKind: {p}}
 	ks := &unstructured.Unstructured{}
@@ -272,24 +262,14 @@ func TestImageChainOnlyForImageKinds(t *testing.T) {
 // that policy and a count of the others (the page would otherwise grow as
 // automations × policies); the automation's page lists them all.
 func TestAPolicyPageListsOnlyItsPolicyOfEachAutomation(t *testing.T) {
-	toU := func(o runtime.Object, kind string) *unstructured.Unstructured {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{Object: m}
-		u.SetAPIVersion(imagev1.GroupVersion.String())
-		u.SetKind(kind)
-		return u
-	}
 	l := mapLookup{}
 	for i := range 3 {
-		l[imagev1.ImagePolicyKind] = append(l[imagev1.ImagePolicyKind], toU(&imagev1.ImagePolicy{
+		l[imagev1.ImagePolicyKind] = append(l[imagev1.ImagePolicyKind], imageObject(t, &imagev1.ImagePolicy{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: fmt.Sprintf("p%d", i)},
 			Spec:       imagev1.ImagePolicySpec{ImageRepositoryRef: meta.NamespacedObjectReference{Name: "web"}}}, imagev1.ImagePolicyKind))
 	}
 	for _, name := range []string{"a1", "a2"} {
-		l[imagev1.ImageUpdateAutomationKind] = append(l[imagev1.ImageUpdateAutomationKind], toU(&imagev1.ImageUpdateAutomation{
+		l[imagev1.ImageUpdateAutomationKind] = append(l[imagev1.ImageUpdateAutomationKind], imageObject(t, &imagev1.ImageUpdateAutomation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name}}, imagev1.ImageUpdateAutomationKind))
 	}
 	c := imageChain(l, l[imagev1.ImagePolicyKind][1])
@@ -305,4 +285,18 @@ func TestAPolicyPageListsOnlyItsPolicyOfEachAutomation(t *testing.T) {
 	if a := c.Automations[0]; len(a.Policies) != 3 || a.OtherPolicies != 0 {
 		t.Errorf("the automation's page: %d policies, %d others", len(a.Policies), a.OtherPolicies)
 	}
+}
+
+// imageObject is o, an object of image.toolkit.fluxcd.io/v1's kind, as
+// the store holds it.
+func imageObject(t *testing.T, o runtime.Object, kind string) *unstructured.Unstructured {
+	t.Helper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(imagev1.GroupVersion.String())
+	u.SetKind(kind)
+	return u
 }

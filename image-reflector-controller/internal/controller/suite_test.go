@@ -7,11 +7,6 @@ import (
 	imagev1 "github.com/eddyops/eddy/api/image/v1"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,28 +30,6 @@ func newClient(t *testing.T) client.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// push writes a new random image as repo:tag for each tag (one image for
-// all of them) and returns its digest.
-func push(t *testing.T, host, repo string, tags ...string) v1.Hash {
-	t.Helper()
-	img, err := random.Image(64, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tag := range tags {
-		ref, err := name.NewTag(host + "/" + repo + ":" + tag)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The credentials of the registries that demand them; the others ignore them.
-		if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: "robot", Password: "s3cret-pass"})); err != nil {
-			t.Fatal(err)
-		}
-	}
-	d, _ := img.Digest()
-	return d
 }
 
 func imageRepository(ns, name, image string, mod ...func(*imagev1.ImageRepository)) *imagev1.ImageRepository {
