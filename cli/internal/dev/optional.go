@@ -89,12 +89,7 @@ func withOptional(o *Options, root string, src *Source, u *ui.UI, images *NodeIm
 // images of --node real lack one of the optional controllers components:
 // its Deployment would never pull.
 func checkNodeOptional(images *NodeImages, components []string) error {
-	var missing []string
-	for _, c := range components {
-		if !slices.Contains(images.Components, c) {
-			missing = append(missing, c)
-		}
-	}
+	missing := notIn(components, images.Components)
 	if len(missing) == 0 {
 		return nil
 	}

@@ -19,6 +19,17 @@ func optionalGroups(names []string) []string {
 	return groups
 }
 
+// notIn returns the names of want that have does not hold, in order.
+func notIn(want, have []string) []string {
+	var out []string
+	for _, n := range want {
+		if !slices.Contains(have, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // checkOptionalRunning returns an error of one line when src uses the
 // kinds of an optional controller that the running environment s was
 // started without: a controller process cannot be added to a running
@@ -26,12 +37,7 @@ func optionalGroups(names []string) []string {
 // matches for kind".
 func checkOptionalRunning(root string, src *Source, s *State) error {
 	_, components, _ := OptionalFor(root, src)
-	var missing []string
-	for _, c := range components {
-		if !slices.Contains(s.OptionalComponents, c) {
-			missing = append(missing, c)
-		}
-	}
+	missing := notIn(components, s.OptionalComponents)
 	if len(missing) == 0 {
 		return nil
 	}

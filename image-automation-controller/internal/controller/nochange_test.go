@@ -56,6 +56,16 @@ func forceReconcile(t testing.TB, a *imagev1.ImageUpdateAutomation) {
 	})
 }
 
+// timedReconcile forces one reconcile of a and returns the Git requests
+// for r it made and how long it took.
+func timedReconcile(b testing.TB, a *imagev1.ImageUpdateAutomation, r *testenv.Repo) (gitOps, time.Duration) {
+	b.Helper()
+	mark := len(gitSrv.Requests())
+	t0 := time.Now()
+	forceReconcile(b, a)
+	return gitOpsSince(gitSrv.Requests()[mark:], r), time.Since(t0)
+}
+
 // unrelatedCommit commits a file outside the markers' reach on main (not
 // through the server: the count of its requests stays the automation's)
 // and returns the new head.
@@ -150,14 +160,9 @@ func BenchmarkNoChangeCycle100Policies(b *testing.B) {
 	var total gitOps
 	var took time.Duration
 	for range cycles {
-		mark := len(gitSrv.Requests())
-		t0 := time.Now()
-		forceReconcile(b, a)
-		took += time.Since(t0)
-		ops := gitOpsSince(gitSrv.Requests()[mark:], r)
-		total.pushes += ops.pushes
-		total.fetches += ops.fetches
-		total.listings += ops.listings
+		ops, d := timedReconcile(b, a, r)
+		took += d
+		total.pushes, total.fetches, total.listings = total.pushes+ops.pushes, total.fetches+ops.fetches, total.listings+ops.listings
 	}
 	commits, _ := strconv.Atoi(remote(b, r, "rev-list", "--count", pushed+"..main"))
 	// Cycles after an unrelated commit on main: a clone, nothing to write.
@@ -165,13 +170,9 @@ func BenchmarkNoChangeCycle100Policies(b *testing.B) {
 	var movedTook time.Duration
 	for i := range cycles {
 		unrelatedCommit(b, r, i)
-		mark := len(gitSrv.Requests())
-		t0 := time.Now()
-		forceReconcile(b, a)
-		movedTook += time.Since(t0)
-		ops := gitOpsSince(gitSrv.Requests()[mark:], r)
-		moved.pushes += ops.pushes
-		moved.fetches += ops.fetches
+		ops, d := timedReconcile(b, a, r)
+		movedTook += d
+		moved.pushes, moved.fetches = moved.pushes+ops.pushes, moved.fetches+ops.fetches
 	}
 	if a.Status.LastPushCommit != pushed {
 		b.Errorf("lastPushCommit moved from %s to %s in no-change cycles", pushed, a.Status.LastPushCommit)
