@@ -181,7 +181,7 @@ test-node: tools build node-images test-images
 ## (Applications: N=100; EDDY_BENCH_APPS_N=100,1000 adds 1,000); the last, Eddy on a real node
 ## (node profile: root and its Debian packages, else one skip line), compares commit → Ready with
 ## the controllers as pods and as local processes (EDDY_BENCH_NODE_REPS commits each, default 9)
-bench: tools build node-images test-images
+bench: tools build node-images test-images flux-controllers
 	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/
 	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 3h ./kustomize-controller/internal/controller/
@@ -191,6 +191,11 @@ bench: tools build node-images test-images
 	go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-reflector-controller/internal/controller/
 	EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-automation-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./cli/internal/nodebench/
+
+## flux-controllers: Flux's own kustomize-, source-, helm- and notification-controller,
+## built from their Go module source into bin/flux-<name>, for make bench's side-by-side runs
+flux-controllers:
+	bash tools/flux-controllers.sh
 
 ## lint: gofmt, go vet, and the code's size limits (tools/shape: hand-written Go files under
 ## 600 lines, functions under 100; tests and generated files aside)

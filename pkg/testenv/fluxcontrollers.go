@@ -1,0 +1,28 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/eddyops/eddy/pkg/localcluster"
+)
+
+// FluxController returns the path of Flux's own controller <name> (e.g.
+// "kustomize-controller") as tools/flux-controllers.sh builds it, bin/flux-<name>
+// of the workspace, for benchmarks that run it beside Eddy's. Without that
+// binary tb is skipped with the command that builds it: the benchmarks that
+// need it are `make bench`'s, whose prerequisites build it.
+func FluxController(tb testing.TB, name string) string {
+	tb.Helper()
+	root, err := localcluster.WorkspaceRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(root, "bin", "flux-"+name)
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		tb.Skip(fmt.Sprintf("Flux's %s is not built: run `bash tools/flux-controllers.sh %s` (make bench does)", name, name))
+	}
+	return path
+}
