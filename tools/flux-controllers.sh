@@ -23,7 +23,9 @@ mkdir -p "$root/bin"
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(kustomize-controller source-controller helm-controller notification-controller)
 
-export GOWORK=off GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
+# -mod=mod: the api module is taken from the proxy (below), which the module's
+# go.sum does not list; the go command checks it against the checksum database.
+export GOWORK=off GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
 for name in "${names[@]}"; do
 	version=${VERSIONS[$name]:-}
 	[ -n "$version" ] || { echo "flux-controllers.sh: no Flux controller named $name" >&2; exit 2; }
@@ -42,6 +44,14 @@ for name in "${names[@]}"; do
 	# Built in a copy: the module cache is read-only and the build writes nothing there.
 	cp -R "$src/." "$work/src"
 	chmod -R u+w "$work/src"
+	# The release's go.mod points its api module at ./api, which the module zip
+	# leaves out (a nested module): take the api release of the same version.
+	(cd "$work/src" && go mod edit -dropreplace "github.com/fluxcd/$name/api")
+	# source-controller v1.9.6 needs fluxcd/pkg/artifact v0.18.3, which the proxy
+	# here does not serve; v0.18.0 is the nearest served patch release.
+	if [ "$name" = source-controller ]; then
+		(cd "$work/src" && go mod edit -replace github.com/fluxcd/pkg/artifact=github.com/fluxcd/pkg/artifact@v0.18.0)
+	fi
 	(cd "$work/src" && go build -trimpath -ldflags "-s -w" -o "$work/bin" .)
 	mv "$work/bin" "$out"
 	echo "$version" > "$stamp"
