@@ -180,17 +180,24 @@ test-node: tools build node-images test-images
 ## bench: benchmarks, each reported as a ratio to a baseline measured in the same run
 ## (Applications: N=100; EDDY_BENCH_APPS_N=100,1000 adds 1,000); the last, Eddy on a real node
 ## (node profile: root and its Debian packages, else one skip line), compares commit → Ready with
-## the controllers as pods and as local processes (EDDY_BENCH_NODE_REPS commits each, default 9)
+## the controllers as pods and as local processes (EDDY_BENCH_NODE_REPS commits each, default 9).
+## Every result line goes to bin/bench.txt too; the run ends with one table of its ratio-* metrics.
+# bench's shell: a benchmark that fails fails make bench even through tee.
+bench: SHELL := /bin/bash
+bench: .SHELLFLAGS := -o pipefail -c
+BENCH_OUT := bin/bench.txt
 bench: tools build node-images test-images flux-controllers
-	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/
-	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/
-	go test -run '^$$' -bench . -benchtime 1x -timeout 3h ./kustomize-controller/internal/controller/
-	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./helm-controller/internal/bench/
-	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/
-	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./application-controller/internal/bench/
-	go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-reflector-controller/internal/controller/
-	EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-automation-controller/internal/controller/
-	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./cli/internal/nodebench/
+	@mkdir -p bin; : > $(BENCH_OUT)
+	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/ | tee -a $(BENCH_OUT)
+	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/ | tee -a $(BENCH_OUT)
+	go test -run '^$$' -bench . -benchtime 1x -timeout 3h ./kustomize-controller/internal/controller/ | tee -a $(BENCH_OUT)
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./helm-controller/internal/bench/ | tee -a $(BENCH_OUT)
+	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/ | tee -a $(BENCH_OUT)
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./application-controller/internal/bench/ | tee -a $(BENCH_OUT)
+	go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-reflector-controller/internal/controller/ | tee -a $(BENCH_OUT)
+	EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-automation-controller/internal/controller/ | tee -a $(BENCH_OUT)
+	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./cli/internal/nodebench/ | tee -a $(BENCH_OUT)
+	@echo; echo "Ratios against the baselines of this run (from $(BENCH_OUT)):"; cd tools && GOWORK=off go run ./benchtable ../$(BENCH_OUT)
 
 ## flux-controllers: Flux's own kustomize-, source-, helm- and notification-controller,
 ## built from their Go module source into bin/flux-<name>, for make bench's side-by-side runs
@@ -203,6 +210,7 @@ lint:
 	@out=$$(gofmt -l $(MODULES) tools); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet $(PACKAGES)
 	cd tools && GOWORK=off go vet ./...
+	cd tools && GOWORK=off go test ./benchtable/
 	cd tools && GOWORK=off go run ./shape $(addprefix ../,$(MODULES)) .
 
 clean:
