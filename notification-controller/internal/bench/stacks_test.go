@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,11 +32,14 @@ type stack struct {
 	// sourceNote says which source-controller the stack runs, when it is
 	// not its own.
 	sourceNote string
+	bin        string // Eddy's binaries, when not the workspace's
 }
 
-// eddyStack runs Eddy's three built controllers on shard "eddy".
-func eddyStack(b *testing.B) *stack {
-	s := &stack{name: "eddy", logs: map[string]string{}}
+// eddyStack runs Eddy's three built controllers on shard name, from the
+// directory bin when not empty (another build, to compare), else as
+// testenv.BuildController finds them.
+func eddyStack(b *testing.B, name, bin string) *stack {
+	s := &stack{name: name, logs: map[string]string{}, bin: bin}
 	dir := b.TempDir()
 	ports := freePorts(b, 3)
 	events := fmt.Sprintf("127.0.0.1:%d", ports[0])
@@ -51,9 +55,12 @@ func eddyStack(b *testing.B) *stack {
 }
 
 func (s *stack) startEddy(b *testing.B, dir, name string, args ...string) {
-	exe, err := testenv.BuildController(name, dir)
-	if err != nil {
-		b.Fatal(err)
+	exe := filepath.Join(s.bin, name)
+	if s.bin == "" {
+		var err error
+		if exe, err = testenv.BuildController(name, dir); err != nil {
+			b.Fatal(err)
+		}
 	}
 	log := filepath.Join(dir, name+".log")
 	p, err := testenv.StartController(env, exe, log, append(args, "--log-level=debug")...)
@@ -64,13 +71,15 @@ func (s *stack) startEddy(b *testing.B, dir, name string, args ...string) {
 	b.Cleanup(p.Stop)
 }
 
-// fluxStack runs Flux's own controllers (bin/flux-<name>) on shard "flux",
+// fluxStack runs Flux's own controllers (bin/flux-<name>) on shard "flux"
+// (notification-controller, which has no --watch-label-selector, on the
+// namespace ns alone: its runtime namespace with --watch-all-namespaces=false),
 // after installing the CRDs of Flux's kinds Eddy does not serve (Bucket,
 // ExternalArtifact), which Flux's controllers watch. Without Flux's
 // source-controller, Eddy's runs in its place and the stack says so;
 // without Flux's notification- or kustomize-controller there is no Flux
 // stack (nil), and only Eddy's is measured.
-func fluxStack(b *testing.B) *stack {
+func fluxStack(b *testing.B, ns string) *stack {
 	s := &stack{name: "flux", logs: map[string]string{}}
 	dir := b.TempDir()
 	nc, kc := fluxBinary(b, "notification-controller"), fluxBinary(b, "kustomize-controller")
@@ -84,8 +93,8 @@ func fluxStack(b *testing.B) *stack {
 	s.receiverURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	sel := "--watch-label-selector=" + shardKey + "=" + s.name
 	common := []string{sel, "--enable-leader-election=false", "--log-level=debug"}
-	s.startFlux(b, dir, nc, ports[3], append(common, "--events-addr="+events,
-		"--receiverAddr="+strings.TrimPrefix(s.receiverURL, "http://"))...)
+	s.startFlux(b, dir, nc, ports[3], "--enable-leader-election=false", "--log-level=debug", "--events-addr="+events,
+		"--receiverAddr="+strings.TrimPrefix(s.receiverURL, "http://"), "--watch-all-namespaces=false", "RUNTIME_NAMESPACE="+ns)
 	storage := []string{"--events-addr=http://" + events, "--storage-path=" + filepath.Join(dir, "data"),
 		fmt.Sprintf("--storage-addr=127.0.0.1:%d", ports[2]), fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", ports[2])}
 	if sc := fluxBinary(b, "source-controller"); sc != "" {
@@ -114,9 +123,19 @@ func fluxBinary(b *testing.B, name string) string {
 
 // startFlux runs Flux's binary exe with args, KUBECONFIG (it has no
 // --kubeconfig flag), its health endpoint on health and no metrics
-// endpoint, and waits until /readyz answers 200.
+// endpoint, and waits until /readyz answers 200. An argument
+// RUNTIME_NAMESPACE=<ns> is set in its environment instead (default
+// "default").
 func (s *stack) startFlux(b *testing.B, dir, exe string, health int, args ...string) {
 	name := filepath.Base(exe)
+	runtimeNS := "RUNTIME_NAMESPACE=default"
+	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool {
+		if strings.HasPrefix(a, "RUNTIME_NAMESPACE=") {
+			runtimeNS = a
+			return true
+		}
+		return false
+	})
 	log := filepath.Join(dir, "flux-"+name+".log")
 	fh, err := os.Create(log)
 	if err != nil {
@@ -124,7 +143,7 @@ func (s *stack) startFlux(b *testing.B, dir, exe string, health int, args ...str
 	}
 	args = append(args, fmt.Sprintf("--health-addr=127.0.0.1:%d", health), "--metrics-addr=0")
 	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath, "RUNTIME_NAMESPACE=default")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigPath, runtimeNS)
 	cmd.Stdout, cmd.Stderr = fh, fh
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +31,13 @@ import (
 //   - <stack>-artifact-ms: the GitRepository's artifact at the new revision;
 //   - <stack>-object-ms: the ConfigMap at the new version;
 //   - <stack>-applied-ms: the Kustomization's lastAppliedRevision (the figure
-//     compared: ratio-eddy/flux-webhook, of the medians).
+//     compared: ratio-eddy/flux-webhook, of the medians);
+//   - the requests the Git server answered a push (logged).
+//
+// EDDY_WEBHOOK_BENCH_BASE_BIN=dir adds a third stack, eddy-base: Eddy's
+// controllers built into dir (e.g. from main), measured the same way and
+// in the same rounds, for a before/after under the same load
+// (ratio-eddy/eddy-base-webhook).
 //
 // Each figure is the median of the K pushes. With EDDY_WEBHOOK_BENCH_LOGS
 // naming a directory, the controllers' logs (debug level) are copied there,
@@ -39,11 +46,13 @@ import (
 // them); without Flux's source-controller Eddy's runs in its place.
 func BenchmarkWebhookToAppliedSideBySide(b *testing.B) {
 	k := envInt(b, "EDDY_WEBHOOK_BENCH_PUSHES", 10)
-	var pipes []*pipeline
-	for _, s := range []*stack{eddyStack(b), fluxStack(b)} {
-		if s != nil {
-			pipes = append(pipes, newPipeline(b, s))
-		}
+	pipes := []*pipeline{newPipeline(b, eddyStack(b, "eddy", ""), testenv.NewNamespace(b, env.Client, "wh-eddy-"))}
+	if dir := os.Getenv("EDDY_WEBHOOK_BENCH_BASE_BIN"); dir != "" {
+		pipes = append(pipes, newPipeline(b, eddyStack(b, "eddy-base", dir), testenv.NewNamespace(b, env.Client, "wh-eddy-base-")))
+	}
+	fluxNS := testenv.NewNamespace(b, env.Client, "wh-flux-")
+	if s := fluxStack(b, fluxNS); s != nil {
+		pipes = append(pipes, newPipeline(b, s, fluxNS))
 	}
 	for range b.N {
 		samples := map[string][]sample{}
@@ -60,14 +69,17 @@ func BenchmarkWebhookToAppliedSideBySide(b *testing.B) {
 		for _, p := range pipes {
 			m := summarize(samples[p.stack.name])
 			medians[p.stack.name] = m.applied
-			b.Logf("%s: median of %d pushes: answer %s, artifact %s, object %s, applied %s %s", p.stack.name, k,
-				ms(m.answer), ms(m.artifact), ms(m.object), ms(m.applied), p.stack.sourceNote)
+			b.Logf("%s: median of %d pushes: answer %s, artifact %s, object %s, applied %s; %d Git requests a push %s", p.stack.name, k,
+				ms(m.answer), ms(m.artifact), ms(m.object), ms(m.applied), m.gitRequests, p.stack.sourceNote)
 			for name, d := range map[string]time.Duration{"answer": m.answer, "artifact": m.artifact, "object": m.object, "applied": m.applied} {
 				b.ReportMetric(float64(d.Microseconds())/1000, p.stack.name+"-"+name+"-ms")
 			}
 		}
 		for _, p := range pipes {
 			p.stack.saveLogs(b)
+		}
+		if base, ok := medians["eddy-base"]; ok {
+			b.ReportMetric(medians["eddy"].Seconds()/base.Seconds(), "ratio-eddy/eddy-base-webhook")
 		}
 		if f, ok := medians["flux"]; ok {
 			b.ReportMetric(medians["eddy"].Seconds()/f.Seconds(), "ratio-eddy/flux-webhook")
@@ -78,7 +90,10 @@ func BenchmarkWebhookToAppliedSideBySide(b *testing.B) {
 func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
 
 // sample is one push's times from the webhook POST.
-type sample struct{ answer, artifact, object, applied time.Duration }
+type sample struct {
+	answer, artifact, object, applied time.Duration
+	gitRequests                       int
+}
 
 // summarize is the median of each figure.
 func summarize(ss []sample) sample {
@@ -96,6 +111,8 @@ func summarize(ss []sample) sample {
 		artifact: med(func(s sample) time.Duration { return s.artifact }),
 		object:   med(func(s sample) time.Duration { return s.object }),
 		applied:  med(func(s sample) time.Duration { return s.applied }),
+		// The Git server's requests per push, the same at every push.
+		gitRequests: ss[len(ss)-1].gitRequests,
 	}
 }
 
@@ -115,12 +132,11 @@ func cmData(ns string, v int) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: %s}\ndata: {version: \"%d\"}\n", ns, v)
 }
 
-// newPipeline creates the objects on s's shard, waits for the first apply
+// newPipeline creates the objects on s's shard in ns, waits for the first apply
 // and for the Receiver's path, and pushes once unmeasured (the receiver
 // server may not see the Receiver at once, and the first fetch and apply
 // warm connections and caches).
-func newPipeline(b *testing.B, s *stack) *pipeline {
-	ns := testenv.NewNamespace(b, env.Client, "wh-"+s.name+"-")
+func newPipeline(b *testing.B, s *stack, ns string) *pipeline {
 	p := &pipeline{stack: s, ns: ns, token: "bench-" + ns}
 	p.repo = gitSrv.NewRepo(b, map[string]string{"apps/cm.yaml": cmData(ns, 0)})
 	w, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
@@ -190,6 +206,7 @@ func (p *pipeline) push(b *testing.B) sample {
 	applied := p.watch(b, ctx, &kustomizev1.KustomizationList{}, func(o client.Object) bool {
 		return o.(*kustomizev1.Kustomization).Status.LastAppliedRevision == rev
 	})
+	gitBefore := p.gitRequests()
 	start := time.Now()
 	p.post(b, body)
 	var s sample
@@ -205,7 +222,20 @@ func (p *pipeline) push(b *testing.B) sample {
 			b.Fatalf("%s: revision %s not applied 60s after the webhook; logs: %v", p.stack.name, rev, p.stack.logs)
 		}
 	}
+	s.gitRequests = p.gitRequests() - gitBefore
 	return s
+}
+
+// gitRequests counts the requests the Git server answered for the
+// pipeline's repository.
+func (p *pipeline) gitRequests() int {
+	n := 0
+	for _, r := range gitSrv.Requests() {
+		if strings.HasPrefix(r.Path, "/"+p.repo.Name+"/") {
+			n++
+		}
+	}
+	return n
 }
 
 // post sends the signed webhook; until the receiver server knows the
