@@ -187,6 +187,7 @@ bench: tools build node-images test-images flux-controllers
 	go test -run '^$$' -bench . -benchtime 1x -timeout 3h ./kustomize-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./helm-controller/internal/bench/
 	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/
+	EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./notification-controller/internal/bench/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./application-controller/internal/bench/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-reflector-controller/internal/controller/
 	EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-automation-controller/internal/controller/

@@ -153,7 +153,7 @@ func (s *stack) startFlux(b *testing.B, dir, exe string, health int, args ...str
 		_ = cmd.Wait()
 		fh.Close()
 	})
-	s.logs["flux-"+name] = log
+	s.logs[name] = log
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", health))
