@@ -97,6 +97,10 @@ func fluxStack(b *testing.B, ns string) *stack {
 		"--receiverAddr="+strings.TrimPrefix(s.receiverURL, "http://"), "--watch-all-namespaces=false", "RUNTIME_NAMESPACE="+ns)
 	storage := []string{"--events-addr=http://" + events, "--storage-path=" + filepath.Join(dir, "data"),
 		fmt.Sprintf("--storage-addr=127.0.0.1:%d", ports[2]), fmt.Sprintf("--storage-adv-addr=127.0.0.1:%d", ports[2])}
+	// Flux's source-controller wants its storage directory to exist.
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		b.Fatal(err)
+	}
 	if sc := fluxBinary(b, "source-controller"); sc != "" {
 		s.startFlux(b, dir, sc, ports[4], append(common, storage...)...)
 	} else {
