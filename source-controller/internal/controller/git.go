@@ -214,7 +214,11 @@ func resolveTarget(ref *sourcev1.GitRepositoryRef, refs map[string]string) (targ
 // checkout fetches the target into dir (a new directory) and checks it out.
 // It returns the commit checked out. Branch, tag and ref targets are fetched
 // shallowly (depth 1); a commit target fetches history to find the commit.
-func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, submodules bool, sparse []string) (*object.Commit, error) {
+//
+// With sess (the listing's open session) and the refs it listed, a branch,
+// tag or ref target is fetched over that session, without listing again.
+func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, submodules bool, sparse []string,
+	sess *remoteSession, refs map[string]string) (*object.Commit, error) {
 	repo, err := git.PlainInit(dir, false)
 	if err != nil {
 		return nil, err
@@ -236,7 +240,11 @@ func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, sub
 		opts.RefSpecs = []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", t.refName, localRef(t.refName)))}
 		opts.Depth = 1
 	}
-	if err := rem.FetchContext(ctx, opts); err != nil {
+	if want, ok := refs[t.refName.String()]; ok && sess != nil && !t.commit {
+		if err := sess.fetchShallow(ctx, repo, plumbing.NewHash(want), localRef(t.refName)); err != nil {
+			return nil, err
+		}
+	} else if err := rem.FetchContext(ctx, opts); err != nil {
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 			return nil, errEmptyRepository
 		}
