@@ -22,9 +22,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -98,20 +98,16 @@ func BenchmarkScale(b *testing.B) {
 	if scaleExeErr != nil {
 		b.Fatal(scaleExeErr)
 	}
-	for _, n := range []int{1000, 5000} {
-		for _, shards := range []int{1, 2} {
-			for _, lim := range []scaleLimits{defaultLimits, raisedLimits} {
-				b.Run(fmt.Sprintf("n=%d/shards=%d/limits=%s", n, shards, lim.name), func(b *testing.B) {
-					for range b.N {
-						scaleRun(b, n, shards, lim, 0)
-					}
-				})
+	for _, c := range scaleCases(b) {
+		b.Run(c.name(), func(b *testing.B) {
+			for range b.N {
+				scaleRun(b, c, 0)
 			}
-		}
+		})
 	}
 	b.Run("steady/n=1000", func(b *testing.B) {
 		for range b.N {
-			scaleRun(b, 1000, 1, raisedLimits, steadyInterval)
+			scaleRun(b, scaleCase{1000, 1, raisedLimits, configMapsMix}, steadyInterval)
 		}
 	})
 }
@@ -124,18 +120,12 @@ type shardProc struct {
 
 // scaleRun is one run of BenchmarkScale; steady > 0 makes it the
 // steady-state run at that interval.
-func scaleRun(b *testing.B, n, shards int, lim scaleLimits, steady time.Duration) {
+func scaleRun(b *testing.B, c scaleCase, steady time.Duration) {
+	n, shards, lim := c.n, c.shards, c.lim
 	ctx := context.Background()
 	fast := fastClient(b)
 	ns := testenv.NewNamespace(b, env.Client, "scale-")
-	files := make(map[string]string, n*5)
-	for i := range n {
-		for j := range 5 {
-			name := fmt.Sprintf("k%d-%d", i, j)
-			files[fmt.Sprintf("k%d/%s.yaml", i, name)] = configMapYAML(ns, name)
-		}
-	}
-	r := newRepo(b, files)
+	r := newRepo(b, mixFiles(b, c.mix, ns, n))
 	src := newSource(b, ns, "src", r)
 	interval := time.Hour
 	if steady > 0 {
@@ -226,11 +216,16 @@ func scaleRun(b *testing.B, n, shards int, lim scaleLimits, steady time.Duration
 	if steady == 0 {
 		b.StopTimer()
 		<-cpuProf
-		baseline := ssaLoop(b, n, shards, lim)
+		baseline := ssaLoop(b, c, false)
 		reportRequests(b, m1, apiWrites(api0, api1), "")
+		reportKinds(b, kindRequests(api0, api1), c)
 		b.ReportMetric(elapsed.Seconds(), "ready-s")
 		b.ReportMetric(baseline.Seconds(), "baseline-ssa-loop-s")
 		b.ReportMetric(elapsed.Seconds()/baseline.Seconds(), "ratio-ready/baseline")
+		if c.mix.name != configMapsMix.name {
+			// Of one kind, the loop is the same with one rate limiter.
+			b.ReportMetric(ssaLoop(b, c, true).Seconds(), "baseline-one-limiter-s")
+		}
 		b.ReportMetric(cpu.Seconds(), "cpu-s")
 		b.ReportMetric(rssMax, "peak-rss-max-MiB")
 		b.ReportMetric(rssSum, "peak-rss-sum-MiB")
@@ -272,6 +267,7 @@ func scaleRun(b *testing.B, n, shards int, lim scaleLimits, steady time.Duration
 	// finalizers, then the namespace goes; the next run starts quiet.
 	deleteNamespaceAndWait(b, ns)
 	stop()
+	deleteMixNamespaces(b, fast, ns)
 	if b.Failed() {
 		for s, p := range procs {
 			log, _ := os.ReadFile(p.p.LogPath)
@@ -519,9 +515,14 @@ func apiWrites(before, after samples) map[string]float64 {
 		if sub := label(k, "subresource"); sub != "" {
 			res += "/" + sub
 		}
-		switch label(k, "resource") {
-		case "kustomizations", "configmaps", "events":
-			w[label(k, "verb")+" "+res] += v
+		switch verb := label(k, "verb"); label(k, "resource") {
+		case "kustomizations", "events":
+			w[verb+" "+res] += v
+		case "configmaps", "namespaces", "secrets", "services", "deployments":
+			// kube-controller-manager's POSTs and PUTs aside (see kindRequests).
+			if verb == "APPLY" || verb == "PATCH" {
+				w[verb+" "+res] += v
+			}
 		}
 	}
 	return w
@@ -587,34 +588,35 @@ func saveProfile(b *testing.B, addr, what, path string) {
 	b.Logf("profile %s: %s", what, path)
 }
 
-// ssaLoop is the baseline: n×5 ConfigMaps applied by plain server-side
-// apply, with one client per shard at the controller's limits and
-// scaleConcurrent workers each, in a namespace of its own, deleted after.
-func ssaLoop(b *testing.B, n, shards int, lim scaleLimits) time.Duration {
+// ssaLoop is the baseline: the objects of the run's n Kustomizations
+// applied by plain server-side apply, with one controller-runtime client
+// per shard at the controller's limits and scaleConcurrent workers each,
+// in a namespace of its own, deleted after. Such a client, as the
+// controller's, has a rate limiter per kind; oneLimiter gives each shard's
+// client a single one for all kinds (as client-go's typed clientset and
+// dynamic client have).
+func ssaLoop(b *testing.B, c scaleCase, oneLimiter bool) time.Duration {
 	ctx := context.Background()
 	ns := testenv.NewNamespace(b, env.Client, "scale-base-")
-	clients := make([]client.Client, shards)
+	clients := make([]client.Client, c.shards)
 	for s := range clients {
 		cfg := rest.CopyConfig(env.Config)
-		cfg.QPS, cfg.Burst = lim.qps, lim.burst
-		c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+		cfg.QPS, cfg.Burst = c.lim.qps, c.lim.burst
+		if oneLimiter {
+			cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(c.lim.qps, c.lim.burst)
+		}
+		cl, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
 		if err != nil {
 			b.Fatal(err)
 		}
-		clients[s] = c
+		clients[s] = cl
 	}
 	b.StartTimer()
 	start := time.Now()
-	parallel(b, n, shards*scaleConcurrent, func(i int) error {
-		c := clients[i%shards]
-		for j := range 5 {
-			u := &unstructured.Unstructured{}
-			u.SetAPIVersion("v1")
-			u.SetKind("ConfigMap")
-			u.SetNamespace(ns)
-			u.SetName(fmt.Sprintf("k%d-%d", i, j))
-			u.Object["data"] = map[string]any{"key": "value-" + u.GetName()}
-			if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("baseline"), client.ForceOwnership); err != nil {
+	parallel(b, c.n, c.shards*scaleConcurrent, func(i int) error {
+		cl := clients[i%c.shards]
+		for _, u := range c.mix.objects(ns, i) {
+			if err := cl.Patch(ctx, u, client.Apply, client.FieldOwner("baseline"), client.ForceOwnership); err != nil {
 				return err
 			}
 		}
@@ -623,6 +625,7 @@ func ssaLoop(b *testing.B, n, shards int, lim scaleLimits) time.Duration {
 	d := time.Since(start)
 	b.StopTimer()
 	deleteNamespaceAndWait(b, ns)
+	deleteMixNamespaces(b, fastClient(b), ns)
 	return d
 }
 
