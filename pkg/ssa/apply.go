@@ -43,8 +43,13 @@ import (
 func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Change, error) {
 	objs = append([]*unstructured.Unstructured(nil), objs...)
 	sortObjects(objs)
-	run := m.newApplyRun(ctx, objs, opts)
-	if err := run.planWhere(ctx, func(i int, u *unstructured.Unstructured) bool { return !run.deferred(i, u) }); err != nil {
+	run := m.newApplyRun(objs, opts)
+	// The Namespaces are planned first: their dry-runs tell which are new,
+	// and the objects in those wait for the first stage.
+	run.planWhere(ctx, func(_ int, u *unstructured.Unstructured) bool { return isNamespace(u) })
+	run.findNewNamespaces(ctx)
+	run.planWhere(ctx, func(i int, u *unstructured.Unstructured) bool { return !isNamespace(u) && !run.deferred(i, u) })
+	if err := run.planErrors(); err != nil {
 		return nil, err
 	}
 	if err := run.applyWhere(ctx, func(u *unstructured.Unstructured) bool { return stage(u) == 0 }); err != nil {
@@ -53,7 +58,8 @@ func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructure
 	if err := m.waitFirstStage(ctx, objs); err != nil {
 		return run.changes, err
 	}
-	if err := run.planWhere(ctx, func(i int, u *unstructured.Unstructured) bool { return run.plans[i] == nil && stage(u) > 0 }); err != nil {
+	run.planWhere(ctx, func(i int, u *unstructured.Unstructured) bool { return run.plans[i] == nil && stage(u) > 0 })
+	if err := run.planErrors(); err != nil {
 		return run.changes, err
 	}
 	if err := run.applyWhere(ctx, func(u *unstructured.Unstructured) bool { return stage(u) > 0 }); err != nil {
@@ -76,27 +82,47 @@ type applyRun struct {
 	// tentative marks custom resources dry-run before their CRD (in the
 	// set) was applied, because the API server serves their kind already.
 	tentative []bool
-	changes   []Change
+	// errs are the failed dry-runs not yet reported (planErrors).
+	errs    []error
+	changes []Change
 }
 
-func (m *Manager) newApplyRun(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) *applyRun {
+func (m *Manager) newApplyRun(objs []*unstructured.Unstructured, opts ApplyOptions) *applyRun {
 	run := &applyRun{m: m, objs: objs, opts: opts, crdKinds: map[schema.GroupKind]int{}, newNamespaces: map[string]bool{},
-		plans: make([]*planned, len(objs)), tentative: make([]bool, len(objs))}
+		plans: make([]*planned, len(objs)), tentative: make([]bool, len(objs)), errs: make([]error, len(objs))}
 	for i, u := range objs {
 		if u.GetKind() == "CustomResourceDefinition" {
 			g, _, _ := unstructured.NestedString(u.Object, "spec", "group")
 			k, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
 			run.crdKinds[schema.GroupKind{Group: g, Kind: k}] = i
 		}
-		if u.GetKind() == "Namespace" && u.GroupVersionKind().Group == "" {
+	}
+	return run
+}
+
+func isNamespace(u *unstructured.Unstructured) bool {
+	return u.GetKind() == "Namespace" && u.GroupVersionKind().Group == ""
+}
+
+// findNewNamespaces records the set's Namespaces that are not in the
+// cluster: from their plans (a Created one is new), else (a failed or
+// skipped dry-run) by reading them.
+func (run *applyRun) findNewNamespaces(ctx context.Context) {
+	for i, u := range run.objs {
+		if !isNamespace(u) {
+			continue
+		}
+		switch p := run.plans[i]; {
+		case p != nil && p.action == Created && !p.recreate:
+			run.newNamespaces[u.GetName()] = true
+		case p == nil || p.action == Skipped && p.live == nil:
 			ns := &unstructured.Unstructured{}
 			ns.SetGroupVersionKind(u.GroupVersionKind())
-			if err := m.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, ns); apierrors.IsNotFound(err) {
+			if err := run.m.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, ns); apierrors.IsNotFound(err) {
 				run.newNamespaces[u.GetName()] = true
 			}
 		}
 	}
-	return run
 }
 
 func (run *applyRun) served(u *unstructured.Unstructured) bool {
@@ -132,11 +158,10 @@ func (run *applyRun) deferred(i int, u *unstructured.Unstructured) bool {
 	return false
 }
 
-// planWhere dry-runs the selected objects, m.Concurrency at a time; any
-// failure means nothing more is written, and the error lists every failed
-// object.
-func (run *applyRun) planWhere(ctx context.Context, selected func(i int, u *unstructured.Unstructured) bool) error {
-	errs := make([]error, len(run.objs))
+// planWhere dry-runs the selected objects, m.Concurrency at a time; a
+// failure is kept for planErrors.
+func (run *applyRun) planWhere(ctx context.Context, selected func(i int, u *unstructured.Unstructured) bool) {
+	errs := run.errs
 	work := make(chan int)
 	var wg sync.WaitGroup
 	workers := run.m.Concurrency
@@ -159,6 +184,13 @@ func (run *applyRun) planWhere(ctx context.Context, selected func(i int, u *unst
 	}
 	close(work)
 	wg.Wait()
+}
+
+// planErrors reports the failed dry-runs so far: any failure means
+// nothing more is written, and the error lists every failed object.
+func (run *applyRun) planErrors() error {
+	errs := run.errs
+	defer clear(errs)
 	// Failures are listed in apply order, whatever order they came in.
 	// A tentative plan that failed is tried again after the first
 	// stage, unless the set leaves its CRD unchanged.
@@ -218,6 +250,12 @@ func (m *Manager) apply(ctx context.Context, p *planned) (Change, error) {
 	obj := p.obj.DeepCopy()
 	if err := m.Client.Patch(ctx, obj, client.Apply, client.FieldOwner(m.Owner), client.ForceOwnership); err != nil {
 		return c, fmt.Errorf("%s apply failed: %s", c.Meta, reason(err))
+	}
+	if p.memoOK && p.cleanup == nil && !p.recreate {
+		// The apply's answer is the live object a dry-run of the same
+		// desired object would leave unchanged (an apply is idempotent):
+		// the next plan reads it and skips the dry-run.
+		m.Memo.record(p.memoKey, obj, p.digest)
 	}
 	if p.cleanup != nil && !p.recreate {
 		// Which of the fields handed over the apply deleted shows only in

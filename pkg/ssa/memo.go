@@ -24,9 +24,10 @@ const DefaultUnchangedMemoEntries = 1 << 15
 
 // UnchangedMemo remembers, per object, the desired object and the live
 // object's uid and resourceVersion of its last plan that found it
-// Unchanged (the dry-run equalled the live object). A later plan of the
-// same desired object against the same live version would give the same
-// answer, so it skips the dry-run: an unchanged reconcile costs one read
+// Unchanged (the dry-run equalled the live object), or of its last apply
+// (the apply's answer is what a dry-run of the same desired object would
+// leave unchanged). A later plan of the same desired object against the
+// same live version would find it Unchanged, so it skips the dry-run: an unchanged reconcile costs one read
 // per object instead of a read and a dry-run. Any write to the live object
 // (drift, another manager, a status update) changes its resourceVersion,
 // and any change to the desired object its digest, and the object is
@@ -47,7 +48,7 @@ type UnchangedMemo struct {
 type memoEntry struct {
 	key, uid, resourceVersion string
 	desired                   [sha256.Size]byte
-	at                        time.Time // of the dry-run that found it unchanged
+	at                        time.Time // of the dry-run that found it unchanged, or of the apply
 }
 
 // NewUnchangedMemo returns a memo of at most entries objects (0:
@@ -106,6 +107,23 @@ func (m *UnchangedMemo) unchanged(key string, live *unstructured.Unstructured, d
 	}
 	m.lru.MoveToFront(el)
 	return true
+}
+
+// known tells whether key was last planned (or applied) with this desired
+// digest, within the TTL: then reading the live object may spare the
+// dry-run.
+func (m *UnchangedMemo) known(key string, desired [sha256.Size]byte) bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, ok := m.entries[key]
+	if !ok {
+		return false
+	}
+	e := el.Value.(*memoEntry)
+	return e.desired == desired && time.Since(e.at) < m.ttl
 }
 
 // record remembers key as Unchanged for desired against live.

@@ -2,6 +2,7 @@ package ssa
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sort"
@@ -29,37 +30,48 @@ type planned struct {
 	// cmpLive and cmpDry are the live object and the dry-run result as
 	// compared (ignored fields left out), for DryRun.
 	cmpLive, cmpDry *unstructured.Unstructured
+	// memoKey and digest key the object in the memo; memoOK: it may be
+	// remembered (a built-in kind whose digest could be taken).
+	memoKey string
+	digest  [sha256.Size]byte
+	memoOK  bool
 }
 
-// plan reads the live object and dry-runs the desired one.
+// plan dry-runs the desired object and reads the live one. An object
+// the memo may know, one with ignored fields (whose removal depends on the
+// live object) or one applied only if absent is read first; any other is
+// dry-run first and read only when the dry-run's answer shows it exists
+// (a resourceVersion): a new object costs one request, not two.
 func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts ApplyOptions) (*planned, error) {
 	if err := m.scopeNamespace(u); err != nil {
 		return nil, err
 	}
-	id := MetaOf(u).String()
 	p := &planned{obj: u}
 	if flag(u, ReconcileAnnotation) == "disabled" || flag(u, SSAAnnotation) == "ignore" {
 		p.action = Skipped
 		return p, nil
 	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(u.GroupVersionKind())
-	switch err := m.Client.Get(ctx, client.ObjectKeyFromObject(u), live); {
-	case apierrors.IsNotFound(err):
-		live = nil
-	case err != nil:
-		return nil, fmt.Errorf("%s dry-run failed: %s", id, reason(err))
+	ignored := ignoredPaths(opts.Ignore, u)
+	digested := len(ignored) == 0 && flag(u, SSAAnnotation) != "ifnotpresent"
+	if digested {
+		normalizeSecret(u)
+		m.digest(p, u, nil)
+		if !p.memoOK || !m.Memo.known(p.memoKey, p.digest) {
+			return p, m.planDryRunFirst(ctx, p, opts)
+		}
+	}
+	live, err := m.readLive(ctx, u)
+	if err != nil {
+		return nil, err
 	}
 	p.live = live
 	// Flux compatible: the flags count on the live object too, so an
 	// object can be paused in the cluster during an incident.
-	if live != nil && (flag(u, SSAAnnotation) == "ifnotpresent" ||
-		flag(live, ReconcileAnnotation) == "disabled" || flag(live, SSAAnnotation) == "ignore") {
+	if live != nil && (flag(u, SSAAnnotation) == "ifnotpresent" || skippedLive(live)) {
 		p.action = Skipped
 		return p, nil
 	}
 	normalizeSecret(u)
-	ignored := ignoredPaths(opts.Ignore, u)
 	if live != nil && len(ignored) > 0 {
 		for _, path := range ignored {
 			if field, ok := ownedByOther(live.GetManagedFields(), m.Owner, path, live.Object); ok {
@@ -71,24 +83,79 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 		}
 		u = p.obj
 	}
-	memoKey := m.MemoScope + "\x00" + id
-	digest, digestOK := desiredDigest(u, m.MemoScope, ignored)
-	digestOK = digestOK && memoizable(u.GroupVersionKind())
-	if digestOK && m.Memo.unchanged(memoKey, live, digest) {
+	if !digested {
+		m.digest(p, u, ignored)
+	}
+	if p.memoOK && m.Memo.unchanged(p.memoKey, live, p.digest) {
 		p.action = Unchanged
 		return p, nil
 	}
-	defer func() {
-		if p.action == Unchanged && p.cleanup == nil && !p.recreate && digestOK {
-			m.Memo.record(memoKey, live, digest)
-		} else {
-			m.Memo.forget(memoKey)
-		}
-	}()
-	if err := m.dryRun(ctx, p, u, ignored, opts); err != nil {
-		return nil, err
+	defer m.remember(p)
+	return p, m.dryRun(ctx, p, u, ignored, opts)
+}
+
+// digest keys p in the memo by u, the desired object as dry-run.
+func (m *Manager) digest(p *planned, u *unstructured.Unstructured, ignored [][]string) {
+	p.memoKey = m.MemoScope + "\x00" + MetaOf(u).String()
+	p.digest, p.memoOK = desiredDigest(u, m.MemoScope, ignored)
+	p.memoOK = p.memoOK && memoizable(u.GroupVersionKind())
+}
+
+// planDryRunFirst is plan for an object without ignored fields that the
+// memo does not know: the dry-run first, then the live object when the
+// dry-run shows one (or failed: a live object may be paused, or be
+// recreated with force).
+func (m *Manager) planDryRunFirst(ctx context.Context, p *planned, opts ApplyOptions) error {
+	defer m.remember(p)
+	u := p.obj
+	d, err := m.diff(ctx, u, nil, nil)
+	if err == nil && d.Dry.GetResourceVersion() == "" {
+		return m.settle(ctx, p, u, d, nil, opts)
 	}
-	return p, nil
+	live, gerr := m.readLive(ctx, u)
+	if gerr != nil {
+		return gerr
+	}
+	if live != nil && skippedLive(live) {
+		p.live, p.action = live, Skipped
+		return nil
+	}
+	p.live = live
+	if d != nil {
+		d.Live, d.CmpLive = live, live
+	}
+	return m.settle(ctx, p, u, d, err, opts)
+}
+
+// readLive reads the live object of u; nil when there is none.
+func (m *Manager) readLive(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(u.GroupVersionKind())
+	switch err := m.Client.Get(ctx, client.ObjectKeyFromObject(u), live); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("%s dry-run failed: %s", MetaOf(u), reason(err))
+	}
+	return live, nil
+}
+
+// skippedLive tells whether the live object is paused in the cluster.
+func skippedLive(live *unstructured.Unstructured) bool {
+	return flag(live, ReconcileAnnotation) == "disabled" || flag(live, SSAAnnotation) == "ignore"
+}
+
+// remember records in the memo a plan that found its object Unchanged
+// (and needs no cleanup nor recreation), and forgets any other.
+func (m *Manager) remember(p *planned) {
+	if !p.memoOK {
+		return
+	}
+	if p.action == Unchanged && p.cleanup == nil && !p.recreate {
+		m.Memo.record(p.memoKey, p.live, p.digest)
+	} else {
+		m.Memo.forget(p.memoKey)
+	}
 }
 
 // scopeNamespace clears the namespace of a cluster-scoped object: kustomize
@@ -115,8 +182,14 @@ func (m *Manager) scopeNamespace(u *unstructured.Unstructured) error {
 // dryRun dry-runs u (p.obj less the fields other managers own) against
 // p.live (Manager.Diff) and sets p's action, drift, removed fields and cleanup.
 func (m *Manager) dryRun(ctx context.Context, p *planned, u *unstructured.Unstructured, ignored [][]string, opts ApplyOptions) error {
+	d, err := m.diff(ctx, u, p.live, ignored)
+	return m.settle(ctx, p, u, d, err, opts)
+}
+
+// settle sets p's action, drift, removed fields and cleanup from the
+// dry-run's answer d (or its error err) against p.live.
+func (m *Manager) settle(ctx context.Context, p *planned, u *unstructured.Unstructured, d *ObjectDiff, err error, opts ApplyOptions) error {
 	live := p.live
-	d, err := m.diff(ctx, u, live, ignored)
 	if err != nil {
 		if live != nil && isImmutable(err) && (opts.Force || flag(u, ForceAnnotation) == "enabled") {
 			p.action, p.recreate = Created, true

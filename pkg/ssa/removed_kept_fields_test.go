@@ -3,19 +3,13 @@ package ssa_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/eddyops/eddy/pkg/ssa"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -141,64 +135,6 @@ func TestRemovedListItemsAreListed(t *testing.T) {
 	for _, c := range cs {
 		if got := strings.Join(c.Removed, ","); c.Action != ssa.Configured || got != want[c.Meta.GroupKind.Kind] || len(c.Drift) != 0 {
 			t.Errorf("%s removed %q drift %v, want configured with %q removed", c, got, c.Drift, want[c.Meta.GroupKind.Kind])
-		}
-	}
-}
-
-type countingTransport struct {
-	n    *int64
-	next http.RoundTripper
-}
-
-func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	atomic.AddInt64(c.n, 1)
-	return c.next.RoundTrip(r)
-}
-
-// An unchanged re-apply costs a get and a dry-run per object, nothing more,
-// also after a change that removed a defaulted field.
-func TestUnchangedReapplyRequests(t *testing.T) {
-	ctx := context.Background()
-	ns := namespace(t)
-	var n int64
-	cfg := rest.CopyConfig(env.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{&n, rt} }
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &ssa.Manager{Client: c, Owner: "kustomize-controller", StageTimeout: 30 * time.Second, Poll: 100 * time.Millisecond}
-	docs := []string{
-		dbService(ns, "clusterIP: None, sessionAffinity: None, "),
-		configMap(ns, "cm", "1"),
-		deployment(ns, 2, "{name: c, image: nginx}"),
-	}
-	if _, err := m.ApplyAll(ctx, objects(t, docs...), ssa.ApplyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for i, step := range []string{"re-apply", "removal of sessionAffinity", "re-apply after it"} {
-		if i == 1 {
-			docs[0] = dbService(ns, "clusterIP: None, ")
-		}
-		atomic.StoreInt64(&n, 0)
-		cs, err := m.ApplyAll(ctx, objects(t, docs...), ssa.ApplyOptions{})
-		if err != nil {
-			t.Fatal(step, err)
-		}
-		if i == 1 {
-			continue
-		}
-		for _, c := range cs {
-			if c.Action != ssa.Unchanged {
-				t.Errorf("%s: %s, want unchanged", step, c)
-			}
-		}
-		if got := atomic.LoadInt64(&n); got != 6 {
-			t.Errorf("%s: %d requests for 3 objects, want 6 (a get and a dry-run each)", step, got)
 		}
 	}
 }

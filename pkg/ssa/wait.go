@@ -15,27 +15,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// waitFirstStage waits until the set's CRDs are Established and its
-// Namespaces exist.
+// waitFirstStage waits until the set's CRDs are Established. Its
+// Namespaces exist once applied (the apply's answer says so) or planned
+// unchanged.
 func (m *Manager) waitFirstStage(ctx context.Context, objs []*unstructured.Unstructured) error {
 	for _, u := range objs {
 		if stage(u) > 0 || flag(u, ReconcileAnnotation) == "disabled" || flag(u, SSAAnnotation) == "ignore" {
 			continue
 		}
-		switch u.GetKind() {
-		case "CustomResourceDefinition":
+		if u.GetKind() == "CustomResourceDefinition" {
 			err := m.poll(ctx, func() (bool, error) { return m.crdReady(ctx, u), nil })
 			if err != nil {
 				return fmt.Errorf("%s is not Established: %w", MetaOf(u), err)
-			}
-		case "Namespace":
-			err := m.poll(ctx, func() (bool, error) {
-				ns := &unstructured.Unstructured{}
-				ns.SetGroupVersionKind(u.GroupVersionKind())
-				return m.Client.Get(ctx, client.ObjectKey{Name: u.GetName()}, ns) == nil, nil
-			})
-			if err != nil {
-				return fmt.Errorf("%s was not created: %w", MetaOf(u), err)
 			}
 		}
 	}

@@ -302,21 +302,18 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	// and back in 4 status writes): 1 status write and 1 event when
 	// nothing changed, so 1,000 unchanged Kustomizations cost the API
 	// server little. Ready turns Unknown only when there is something new.
-	quiet := unchangedAndReady(obj, art.Revision)
+	steps := progressSteps{obj: obj, w: w, revision: art.Revision, quiet: unchangedAndReady(obj, art.Revision)}
+	wasReady := apimeta.FindStatusCondition(obj.Status.Conditions, meta.ReadyCondition) != nil
 	obj.Status.LastAttemptedRevision = art.Revision
-	step := func(what string) {
-		if !quiet {
-			w.progress(fmt.Sprintf("%s for revision %s with a timeout of %s", what, art.Revision, timeout(obj)))
-		}
-	}
-	step("Fetching manifests")
+	step := steps.step
+	step("Fetching manifests", wasReady)
 	ctx, cancel := context.WithTimeout(ctx, timeout(obj))
 	defer cancel()
 	tree, f := r.fetch(ctx, obj.Spec.SourceRef.Kind, src, art)
 	if f != nil {
 		return o.ended(f)
 	}
-	step("Building manifests")
+	step("Building manifests", false)
 	res, secrets, f := r.build(ctx, obj, tree)
 	if f != nil {
 		return o.ended(f)
@@ -334,7 +331,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	// while the revision did not (a changed substitution).
 	before := obj.Status.Inventory.DeepCopy()
 	grew := recordIntent(obj, c, res.Objects)
-	step("Detecting drift")
+	step("Detecting drift", false)
 	if grew {
 		if err := w.save(); err != nil {
 			return o.ended(fail(meta.ReconciliationFailedReason, "recording the inventory before applying: %s", err))
@@ -356,7 +353,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 	}
 	var deletedWhenFinished map[string]bool
 	if obj.Spec.Wait || len(obj.Spec.HealthChecks) > 0 {
-		step("Running health checks")
+		step("Running health checks", true)
 		deletedWhenFinished = deletedWhenDone(res.Objects)
 	}
 	f = r.startHealthCheck(ctx, obj, c, changes, deletedWhenFinished, exprs, src, art)
@@ -365,4 +362,31 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		obj.Status.LastAppliedOriginRevision = art.Metadata["org.opencontainers.image.revision"]
 	}
 	return o.ended(f)
+}
+
+// progressSteps reports the steps of a reconcile of revision. Each step's
+// progress is set in the status (a failure keeps the step it failed in),
+// and written when a user sees a change: Ready turning Unknown at the
+// first step (not on a first reconcile, which has no Ready yet), the
+// inventory before the apply when it grew, the health checks. Building and
+// detecting drift are short: writing them too cost two requests a
+// reconcile. A quiet reconcile (unchangedAndReady) reports nothing.
+type progressSteps struct {
+	obj      *kustomizev1.Kustomization
+	w        statusWrites
+	revision string
+	quiet    bool
+}
+
+// step sets the progress of step what and, with write, writes it.
+func (s progressSteps) step(what string, write bool) {
+	if s.quiet {
+		return
+	}
+	msg := fmt.Sprintf("%s for revision %s with a timeout of %s", what, s.revision, timeout(s.obj))
+	if write {
+		s.w.progress(msg)
+		return
+	}
+	reconciler.Progressing(s.obj, msg)
 }
