@@ -185,7 +185,7 @@ bench: tools build node-images test-images flux-controllers
 	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/
 	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 3h ./kustomize-controller/internal/controller/
-	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./helm-controller/internal/bench/
+	go test -run '^$$' -bench . -benchtime 1x -timeout 120m ./helm-controller/internal/bench/
 	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./application-controller/internal/bench/
 	go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./image-reflector-controller/internal/controller/

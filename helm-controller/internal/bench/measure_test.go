@@ -163,7 +163,7 @@ func profileCPU(b *testing.B, metricsAddr, prefix string) (stop func()) {
 	go func() {
 		defer close(done)
 		for i := 0; ctx.Err() == nil; i++ {
-			if err := saveProfile(metricsAddr, filepath.Join(dir, fmt.Sprintf("%s-%02d.pprof", prefix, i))); err != nil {
+			if err := saveProfile(metricsAddr, "profile?seconds=10", filepath.Join(dir, fmt.Sprintf("%s-%02d.pprof", prefix, i))); err != nil {
 				b.Logf("CPU profile of %s: %v", prefix, err)
 				return
 			}
@@ -172,8 +172,19 @@ func profileCPU(b *testing.B, metricsAddr, prefix string) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-func saveProfile(metricsAddr, path string) error {
-	resp, err := http.Get("http://" + metricsAddr + "/debug/pprof/profile?seconds=10")
+// saveHeap saves, with EDDY_BENCH_HELM_PROFILE set, the heap profile of
+// the process serving /debug/pprof on metricsAddr as <name>.pprof there.
+func saveHeap(b *testing.B, metricsAddr, name string) {
+	if dir := os.Getenv("EDDY_BENCH_HELM_PROFILE"); dir != "" {
+		if err := saveProfile(metricsAddr, "heap", filepath.Join(dir, name+".pprof")); err != nil {
+			b.Logf("heap profile %s: %v", name, err)
+		}
+	}
+}
+
+// saveProfile saves /debug/pprof/<what> of metricsAddr at path.
+func saveProfile(metricsAddr, what, path string) error {
+	resp, err := http.Get("http://" + metricsAddr + "/debug/pprof/" + what)
 	if err != nil {
 		return err
 	}

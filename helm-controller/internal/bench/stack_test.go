@@ -114,6 +114,7 @@ func runStack(b *testing.B, s stack, n int, repoURL string, sc *testenv.Process,
 	waitReady(b, ns, n, start)
 	res.ready = time.Since(start)
 	stopProfile()
+	saveHeap(b, metrics, fmt.Sprintf("%s-%d-heap", s.name, n))
 	hc1, sc1 := procUsage(b, hc.PID()), procUsage(b, sc.PID())
 	req1 := requestCounts(b, metrics)
 	res.hc.cpu, res.sc = hc1.cpu-hc0.cpu, usage{cpu: sc1.cpu - sc0.cpu, peakRSSMiB: sc1.peakRSSMiB}
