@@ -191,7 +191,7 @@ bench: tools build node-images test-images flux-controllers
 	go test -run '^$$' -bench . -benchtime 3x ./pkg/artifact/ | tee -a $(BENCH_OUT)
 	go test -run '^$$' -bench . -benchtime 1x ./source-controller/internal/controller/ | tee -a $(BENCH_OUT)
 	go test -run '^$$' -bench . -benchtime 1x -timeout 3h ./kustomize-controller/internal/controller/ | tee -a $(BENCH_OUT)
-	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./helm-controller/internal/bench/ | tee -a $(BENCH_OUT)
+	go test -run '^$$' -bench . -benchtime 1x -timeout 120m ./helm-controller/internal/bench/ | tee -a $(BENCH_OUT)
 	go test -run '^$$' -bench . -benchtime 10x ./notification-controller/internal/controller/ | tee -a $(BENCH_OUT)
 	EDDY_BUILT_BIN_DIR=$(CURDIR)/bin go test -run '^$$' -bench . -benchtime 1x -timeout 20m ./notification-controller/internal/bench/ | tee -a $(BENCH_OUT)
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m ./application-controller/internal/bench/ | tee -a $(BENCH_OUT)

@@ -159,6 +159,9 @@ type SetWait struct {
 	// is canceled), so its reads cost nothing while the set is polled; after
 	// the deadline it gets a context of its own, bounded by ExplainTimeout.
 	Explain func(ctx context.Context, s ObjectStatus) string
+	// Wake, when set, starts the next round before Poll has passed, e.g.
+	// when a watch saw an object change.
+	Wake <-chan struct{}
 }
 
 // ExplainTimeout bounds the reads of SetWait.Explain for one set.
@@ -272,6 +275,7 @@ func WaitForSet(ctx context.Context, targets []ObjMeta, w SetWait) (SetStatus, e
 		case <-ctx.Done():
 			return w.pending(ctx, targets, latest, read)
 		case <-tick.C:
+		case <-w.Wake:
 		}
 	}
 }

@@ -85,6 +85,12 @@ type Process struct {
 // by args, its output in logPath, and waits up to 30s until /readyz answers
 // 200. On failure the process is stopped and the error carries its log.
 func StartController(e *Environment, exe, logPath string, args ...string) (*Process, error) {
+	return start(exe, logPath, nil, append([]string{"--kubeconfig=" + e.KubeconfigPath}, args...))
+}
+
+// start runs exe with env added to this process's environment, a free
+// --health-addr and --metrics-addr=0 followed by args, as StartController.
+func start(exe, logPath string, env, args []string) (*Process, error) {
 	health, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -93,10 +99,12 @@ func StartController(e *Environment, exe, logPath string, args ...string) (*Proc
 	if err != nil {
 		return nil, err
 	}
-	args = append([]string{"--kubeconfig=" + e.KubeconfigPath,
-		fmt.Sprintf("--health-addr=127.0.0.1:%d", health), "--metrics-addr=0"}, args...)
+	args = append([]string{fmt.Sprintf("--health-addr=127.0.0.1:%d", health), "--metrics-addr=0"}, args...)
 	p := &Process{LogPath: logPath, cmd: exec.Command(exe, args...), log: log}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := p.cmd.Start(); err != nil {
 		log.Close()
 		return nil, err

@@ -26,3 +26,10 @@ func FluxController(tb testing.TB, name string) string {
 	}
 	return path
 }
+
+// StartFluxController is StartController for Flux's own controller binary
+// exe (FluxController), which has no --kubeconfig flag: the cluster is
+// given to it in $KUBECONFIG.
+func StartFluxController(e *Environment, exe, logPath string, args ...string) (*Process, error) {
+	return start(exe, logPath, []string{"KUBECONFIG=" + e.KubeconfigPath}, args)
+}

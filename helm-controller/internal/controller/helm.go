@@ -136,10 +136,18 @@ func (k *kstatusKube) wait(resources kube.ResourceList, timeout time.Duration, j
 		}
 		targets, index[t] = append(targets, t), i
 	}
+	gvr := func(t ssa.ObjMeta) schema.GroupVersionResource { return resources[index[t]].Mapping.Resource }
+	pending := map[ssa.ObjMeta]bool{} // as last read: not Current
 	read := func(ctx context.Context, t ssa.ObjMeta) (ssa.ObjectStatus, error) {
-		return k.read(ctx, resources[index[t]].Mapping.Resource, t.Namespace, t.Name), nil
+		s := k.read(ctx, gvr(t), t.Namespace, t.Name)
+		pending[t] = s.Status != status.CurrentStatus
+		return s, nil
 	}
-	st, err := ssa.WaitForSet(ctx, targets, ssa.SetWait{Poll: k.poll, Read: read, Explain: k.explain})
+	wake := make(chan struct{}, 1)
+	stopWatches := func() {}
+	firstRound := func() { stopWatches = k.watchSettling(ctx, targets, pending, gvr, wake) }
+	st, err := ssa.WaitForSet(ctx, targets, ssa.SetWait{Poll: k.poll, Read: read, Explain: k.explain, FirstRound: firstRound, Wake: wake})
+	stopWatches()
 	if cause := canceledBy(k.ctx); cause != nil {
 		return cause
 	}
@@ -221,6 +229,7 @@ func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, ma
 		return nil, err
 	}
 	kc := kube.New(getter)
+	withFieldValidationCache(kc, getter)
 	kc.Namespace = getter.namespace
 	kc.Log = log
 	sec := driver.NewSecrets(cs.CoreV1().Secrets(storageNS))

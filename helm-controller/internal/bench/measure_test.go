@@ -1,0 +1,200 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// usage is a process's CPU time and peak resident set size.
+type usage struct {
+	cpu        time.Duration
+	peakRSSMiB float64
+}
+
+// procUsage reads the CPU time (utime+stime of /proc/<pid>/stat) and the
+// peak RSS (VmHWM of /proc/<pid>/status) of a running process.
+func procUsage(b *testing.B, pid int) usage {
+	b.Helper()
+	p := strconv.Itoa(pid)
+	stat, err := os.ReadFile(filepath.Join("/proc", p, "stat"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the parenthesised command name start at field 3 (state).
+	s := string(stat)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		b.Fatalf("/proc/%s/stat: %q", p, s)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		b.Fatalf("/proc/%s/stat: %v", p, err)
+	}
+	return usage{
+		cpu:        time.Duration(utime+stime) * time.Second / userHZ,
+		peakRSSMiB: procStatusMiB(b, p, "VmHWM"),
+	}
+}
+
+// procStatusMiB reads a "kB" field of /proc/<pid>/status in MiB.
+func procStatusMiB(b *testing.B, pid, field string) float64 {
+	b.Helper()
+	status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			if err != nil {
+				b.Fatalf("/proc/%s/status %s: %v", pid, field, err)
+			}
+			return kb / 1024
+		}
+	}
+	b.Fatalf("/proc/%s/status has no %s", pid, field)
+	return 0
+}
+
+// cpuSelf is this process's CPU time (getrusage RUSAGE_SELF, user+system).
+func cpuSelf(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// requestCounts are a controller's API requests so far by HTTP method, from
+// client-go's rest_client_requests_total on its metrics address (every
+// client-go client of the process counts there, Helm's included).
+func requestCounts(b *testing.B, metricsAddr string) map[string]float64 {
+	b.Helper()
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	const name = "rest_client_requests_total{"
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		labels, value, ok := strings.Cut(strings.TrimPrefix(line, name), "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			b.Fatalf("%s: %v", line, err)
+		}
+		method := "?"
+		for l := range strings.SplitSeq(labels, ",") {
+			if m, ok := strings.CutPrefix(l, `method="`); ok {
+				method = strings.TrimSuffix(m, `"`)
+			}
+		}
+		out[method] += v
+	}
+	if err := sc.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// requestDelta is after − before by method, and its total.
+func requestDelta(before, after map[string]float64) (map[string]float64, float64) {
+	d, total := map[string]float64{}, 0.0
+	for m, v := range after {
+		if v -= before[m]; v != 0 {
+			d[m] = v
+			total += v
+		}
+	}
+	return d, total
+}
+
+// profileCPU, when EDDY_BENCH_HELM_PROFILE names a directory, saves
+// consecutive 10 s CPU profiles of the process serving /debug/pprof on
+// metricsAddr as <prefix>-<i>.pprof there until the returned stop is
+// called (merge them with `go tool pprof -proto a.pprof b.pprof ...`).
+// Both helm-controllers serve the profiles on their metrics address.
+func profileCPU(b *testing.B, metricsAddr, prefix string) (stop func()) {
+	dir := os.Getenv("EDDY_BENCH_HELM_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			if err := saveProfile(metricsAddr, "profile?seconds=10", filepath.Join(dir, fmt.Sprintf("%s-%02d.pprof", prefix, i))); err != nil {
+				b.Logf("CPU profile of %s: %v", prefix, err)
+				return
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// saveHeap saves, with EDDY_BENCH_HELM_PROFILE set, the heap profile of
+// the process serving /debug/pprof on metricsAddr as <name>.pprof there.
+func saveHeap(b *testing.B, metricsAddr, name string) {
+	if dir := os.Getenv("EDDY_BENCH_HELM_PROFILE"); dir != "" {
+		if err := saveProfile(metricsAddr, "heap", filepath.Join(dir, name+".pprof")); err != nil {
+			b.Logf("heap profile %s: %v", name, err)
+		}
+	}
+}
+
+// saveProfile saves /debug/pprof/<what> of metricsAddr at path.
+func saveProfile(metricsAddr, what, path string) error {
+	resp, err := http.Get("http://" + metricsAddr + "/debug/pprof/" + what)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s", resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
