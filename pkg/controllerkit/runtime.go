@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/cli-utils/pkg/flowcontrol"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,12 +137,23 @@ func (o *Options) SetupLogger() error {
 
 // RESTConfig returns the cluster configuration: controller-runtime's
 // --kubeconfig flag, else $KUBECONFIG, else the in-cluster service account.
+// As Flux's controllers (fluxcd/pkg/runtime's client options), the client
+// has no rate limiter when the API server answers with API Priority and
+// Fairness on (Kubernetes' default since 1.20: the server throttles, per
+// flow): --kube-api-qps and --kube-api-burst apply only where it is off or
+// cannot be asked.
 func (o *Options) RESTConfig() (*rest.Config, error) {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if on, err := flowcontrol.IsEnabled(ctx, cfg); err == nil && on {
+		// client-go builds no rate limiter for a negative QPS.
+		cfg.QPS, cfg.Burst = -1, -1
+	}
 	return cfg, nil
 }
 

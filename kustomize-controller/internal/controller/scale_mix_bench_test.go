@@ -226,6 +226,8 @@ func reportKinds(b *testing.B, kinds map[string]kindCount, c scaleCase) {
 		b.ReportMetric(k.total()/n, res+"-req/k")
 	}
 	b.Logf("API server requests per Kustomization by resource: %s", strings.Join(line, "; "))
-	perShard := busiest / float64(c.shards)
-	b.ReportMetric(max(0, perShard-float64(c.lim.burst))/float64(c.lim.qps), "limiter-bound-s")
+	if lim := c.lim.effective(); lim.qps > 0 {
+		perShard := busiest / float64(c.shards)
+		b.ReportMetric(max(0, perShard-float64(lim.burst))/float64(lim.qps), "limiter-bound-s")
+	}
 }
