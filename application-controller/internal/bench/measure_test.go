@@ -21,11 +21,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// userHZ is the unit of utime and stime in /proc/<pid>/stat (proc(5):
-// clock ticks, USER_HZ, which Linux fixes at 100 for user space).
-const userHZ = 100
+	"github.com/eddyops/eddy/pkg/testenv"
+)
 
 // usage is a process's CPU time (utime+stime of /proc/<pid>/stat) and
 // peak resident set size (VmHWM of /proc/<pid>/status, MiB).
@@ -37,23 +35,11 @@ type usage struct {
 // procUsage reads the usage of the running process pid.
 func procUsage(b *testing.B, pid int) usage {
 	b.Helper()
-	p := strconv.Itoa(pid)
-	stat, err := os.ReadFile(filepath.Join("/proc", p, "stat"))
+	cpu, err := testenv.ProcCPU(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the parenthesised command name start at field 3 (state).
-	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		b.Fatalf("/proc/%s/stat: %q", p, s)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		b.Fatalf("/proc/%s/stat: %q", p, s)
-	}
-	return usage{cpu: time.Duration(utime+stime) * time.Second / userHZ, peakRSSMiB: statusMiB(b, p, "VmHWM")}
+	return usage{cpu: cpu, peakRSSMiB: statusMiB(b, strconv.Itoa(pid), "VmHWM")}
 }
 
 // resetPeakRSS makes VmHWM of pid start again from its current RSS

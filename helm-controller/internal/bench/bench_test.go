@@ -29,9 +29,6 @@ const (
 	// reported the no-change reconcile handled, to catch a write that follows
 	// the status patch; a measurement window, not an assertion.
 	trailing = 5 * time.Second
-	// userHZ is the unit of utime and stime in /proc/<pid>/stat (proc(5):
-	// clock ticks, USER_HZ, which Linux fixes at 100 for user space).
-	userHZ = 100
 )
 
 // BenchmarkHelmReleases measures, on the full profile, Eddy's helm-controller

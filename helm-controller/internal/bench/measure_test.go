@@ -3,7 +3,6 @@ package bench
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/eddyops/eddy/pkg/testenv"
 )
 
 // usage is a process's CPU time and peak resident set size.
@@ -22,30 +23,15 @@ type usage struct {
 	peakRSSMiB float64
 }
 
-// procUsage reads the CPU time (utime+stime of /proc/<pid>/stat) and the
-// peak RSS (VmHWM of /proc/<pid>/status) of a running process.
+// procUsage reads the CPU time (testenv.ProcCPU) and the peak RSS (VmHWM
+// of /proc/<pid>/status) of a running process.
 func procUsage(b *testing.B, pid int) usage {
 	b.Helper()
-	p := strconv.Itoa(pid)
-	stat, err := os.ReadFile(filepath.Join("/proc", p, "stat"))
+	cpu, err := testenv.ProcCPU(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the parenthesised command name start at field 3 (state).
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		b.Fatalf("/proc/%s/stat: %q", p, s)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		b.Fatalf("/proc/%s/stat: %v", p, err)
-	}
-	return usage{
-		cpu:        time.Duration(utime+stime) * time.Second / userHZ,
-		peakRSSMiB: procStatusMiB(b, p, "VmHWM"),
-	}
+	return usage{cpu: cpu, peakRSSMiB: procStatusMiB(b, strconv.Itoa(pid), "VmHWM")}
 }
 
 // procStatusMiB reads a "kB" field of /proc/<pid>/status in MiB.
