@@ -16,13 +16,24 @@ import (
 // need it are `make bench`'s, whose prerequisites build it.
 func FluxController(tb testing.TB, name string) string {
 	tb.Helper()
+	path := BuiltFluxController(tb, name)
+	if path == "" {
+		tb.Skip(fmt.Sprintf("Flux's %s is not built: run `bash tools/flux-controllers.sh %s` (make bench does)", name, name))
+	}
+	return path
+}
+
+// BuiltFluxController is FluxController for a benchmark that runs Flux's
+// binary only when it is built: "" when it is not.
+func BuiltFluxController(tb testing.TB, name string) string {
+	tb.Helper()
 	root, err := localcluster.WorkspaceRoot()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	path := filepath.Join(root, "bin", "flux-"+name)
 	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
-		tb.Skip(fmt.Sprintf("Flux's %s is not built: run `bash tools/flux-controllers.sh %s` (make bench does)", name, name))
+		return ""
 	}
 	return path
 }

@@ -30,9 +30,11 @@ import (
 // namespace and objects:
 //   - EDDY_MEM_BENCH_BINARIES="name=path,…": more kustomize-controller
 //     builds with Eddy's flags (e.g. a throwaway variant, to compare);
-//   - EDDY_FLUX_KC=path: Flux's kustomize-controller, with Flux's flags
-//     (leader election off); EDDY_FLUX_CRDS names a directory of extra CRD
-//     files it needs (Bucket, ExternalArtifact), installed first.
+//   - Flux's kustomize-controller, with Flux's flags (leader election off):
+//     EDDY_FLUX_KC=path, else bin/flux-kustomize-controller when built
+//     (make bench builds it; EDDY_FLUX_KC=none leaves it out); a stub
+//     Bucket CRD is installed for it unless EDDY_FLUX_CRDS names a
+//     directory of CRD files to install instead.
 //
 // With EDDY_MEM_BENCH_PROFILES=dir, each Eddy binary's heap profile
 // (/debug/pprof/heap on its metrics address) is saved there as
@@ -64,11 +66,17 @@ func BenchmarkMemory(b *testing.B) {
 			bins = append(bins, bin{name: name, exe: path})
 		}
 	}
-	if s := os.Getenv("EDDY_FLUX_KC"); s != "" {
+	flux := os.Getenv("EDDY_FLUX_KC")
+	if flux == "" {
+		flux = testenv.BuiltFluxController(b, "kustomize-controller")
+	}
+	if flux != "" && flux != "none" {
 		if dir := os.Getenv("EDDY_FLUX_CRDS"); dir != "" {
 			memInstallCRDs(b, dir)
+		} else {
+			defer installBucketCRD(b)()
 		}
-		bins = append(bins, bin{name: "flux", exe: s, flux: true})
+		bins = append(bins, bin{name: "flux", exe: flux, flux: true})
 	}
 	for range b.N {
 		peaks := map[string]float64{}
