@@ -41,6 +41,8 @@ func typeCases() []typeCase {
 		{typ: "pagerduty", channel: "rk", path: "/v2/enqueue", header: "Content-Type", value: "application/json", body: `"event_action":"trigger"`},
 		{typ: "datadog", secret: map[string]string{"token": "dd"}, path: "/api/v1/events", header: "DD-API-KEY", value: "dd", body: `"source_type_name":"fluxcd"`},
 		{typ: "zoom", addressPath: "/chat/webhooks/incomingwebhook/x", secret: map[string]string{"token": "zm"}, path: "/chat/webhooks/incomingwebhook/x", header: "Authorization", value: "zm", body: `"sub_head":{"text":"error"}`},
+		{typ: "sentry", addressPath: "/1", secret: map[string]string{"dsnKey": "pk"}, path: "/api/1/envelope/", header: "X-Sentry-Auth",
+			value: "Sentry sentry_version=7, sentry_client=eddy.notification-controller/1, sentry_key=pk", body: `"level":"error"`},
 		{typ: "incident.io", addressPath: "/v2/alert_events/http/c", secret: map[string]string{"token": "io"}, path: "/v2/alert_events/http/c", header: "Authorization", value: "Bearer io", body: `"status":"firing"`},
 	}
 }
@@ -67,6 +69,9 @@ func TestBinaryDeliversChatAndAlertingTypes(t *testing.T) {
 		data := map[string]string{"address": sinks[i].URL + c.addressPath}
 		for k, v := range c.secret {
 			data[k] = v
+		}
+		if key, ok := data["dsnKey"]; ok { // a Sentry DSN: the key is the URL's user
+			data["address"] = strings.Replace(data["address"], "http://", "http://"+key+"@", 1)
 		}
 		create(t, secret(ns, name, data),
 			shard(provider(ns, name, c.typ, name, func(p *notificationv1.Provider) { p.Spec.Channel = c.channel })),

@@ -340,7 +340,9 @@ func TestIncidentioResolvesOnSuccess(t *testing.T) {
 // TestLarkRefusalInABody: Lark answers 200 with a non-zero code when it
 // refuses a message; that is an error.
 func TestLarkRefusalInABody(t *testing.T) {
-	srv := newRecorder(t, func(int) (int, string) { return 200, `{"code":19021,"msg":"sign match fail or timestamp is not within one hour from current time"}` })
+	srv := newRecorder(t, func(int) (int, string) {
+		return 200, `{"code":19021,"msg":"sign match fail or timestamp is not within one hour from current time"}`
+	})
 	err := newNotifier(t, Options{Type: "lark", Address: srv.URL + "/open-apis/bot/v2/hook/s3cr3t"}).Post(context.Background(), alertEvent("info", "Succeeded"))
 	if err == nil || !strings.HasPrefix(err.Error(), "lark: answered code 19021: sign match fail") || strings.Contains(err.Error(), "s3cr3t") {
 		t.Errorf("error %v", err)

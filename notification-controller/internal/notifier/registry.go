@@ -25,6 +25,7 @@ var httpNotifiers = map[string]func(Options) (Notifier, error){
 	"datadog":      func(o Options) (Notifier, error) { return newDataDog(o) },
 	"zoom":         func(o Options) (Notifier, error) { return newZoom(o) },
 	"incident.io":  func(o Options) (Notifier, error) { return newIncidentio(o) },
+	"sentry":       func(o Options) (Notifier, error) { return newSentry(o) },
 }
 
 // requireToken checks that the secret gave a token.
