@@ -43,6 +43,8 @@ func typeCases() []typeCase {
 		{typ: "zoom", addressPath: "/chat/webhooks/incomingwebhook/x", secret: map[string]string{"token": "zm"}, path: "/chat/webhooks/incomingwebhook/x", header: "Authorization", value: "zm", body: `"sub_head":{"text":"error"}`},
 		{typ: "sentry", addressPath: "/1", secret: map[string]string{"dsnKey": "pk"}, path: "/api/1/envelope/", header: "X-Sentry-Auth",
 			value: "Sentry sentry_version=7, sentry_client=eddy.notification-controller/1, sentry_key=pk", body: `"level":"error"`},
+		{typ: "otel", secret: map[string]string{"token": "ot", "headers": "X-Scope-OrgID: platform\n"}, path: "/v1/traces", header: "Authorization",
+			value: "Bearer ot", body: `"name":"Kustomization: `},
 		{typ: "incident.io", addressPath: "/v2/alert_events/http/c", secret: map[string]string{"token": "io"}, path: "/v2/alert_events/http/c", header: "Authorization", value: "Bearer io", body: `"status":"firing"`},
 	}
 }

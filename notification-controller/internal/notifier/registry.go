@@ -26,6 +26,7 @@ var httpNotifiers = map[string]func(Options) (Notifier, error){
 	"zoom":         func(o Options) (Notifier, error) { return newZoom(o) },
 	"incident.io":  func(o Options) (Notifier, error) { return newIncidentio(o) },
 	"sentry":       func(o Options) (Notifier, error) { return newSentry(o) },
+	"otel":         func(o Options) (Notifier, error) { return newOTEL(o) },
 }
 
 // requireToken checks that the secret gave a token.
