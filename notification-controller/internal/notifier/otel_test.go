@@ -29,7 +29,7 @@ func TestOTELSpan(t *testing.T) {
 	wantJSON(t, srv.bodies[0], map[string]any{
 		rs + "resource.attributes.0.key": "service.name", rs + "resource.attributes.0.value.stringValue": "flux-system/all",
 		rs + "scopeSpans.0.scope.name": "flux:notification-controller",
-		sp + "traceId": hex.EncodeToString(sum[:16]), sp + "spanId": "", sp + "name": "Kustomization: flux-system/apps",
+		sp + "traceId":                 hex.EncodeToString(sum[:16]), sp + "spanId": "", sp + "name": "Kustomization: flux-system/apps",
 		sp + "kind": float64(1), sp + "startTimeUnixNano": "1767323045000000000", sp + "endTimeUnixNano": "",
 		sp + "attributes.0.key": "object.uid", sp + "attributes.0.value.stringValue": "6f1c2a8e-uid",
 		sp + "attributes.4.key": "revision", sp + "status.code": float64(2), sp + "status.message": "",
