@@ -350,7 +350,8 @@ func TestLarkRefusalInABody(t *testing.T) {
 }
 
 // TestTelegramDefaultsToTheBotAPI: without an address the Bot API of
-// api.telegram.org is used; spec.channel is required.
+// api.telegram.org is used; spec.channel is required; the token never
+// shows in an error.
 func TestTelegramDefaultsToTheBotAPI(t *testing.T) {
 	n, err := New(Options{Type: "telegram", Token: caseToken, Channel: "@flux"})
 	if err != nil || n.(*Telegram).address != TelegramAPI+"/bot"+caseToken+"/sendMessage" || n.(*Telegram).thread != "" {
@@ -358,6 +359,11 @@ func TestTelegramDefaultsToTheBotAPI(t *testing.T) {
 	}
 	if _, err := New(Options{Type: "telegram", Token: caseToken}); err == nil || err.Error() != "telegram provider: no channel (spec.channel: the chat)" {
 		t.Errorf("no chat: %v", err)
+	}
+	// The token is in the path: an unreachable server's error leaves it out.
+	err = newNotifier(t, Options{Type: "telegram", Address: "http://127.0.0.1:1", Token: caseToken, Channel: "@flux"}).Post(context.Background(), alertEvent("info", "Succeeded"))
+	if err == nil || !strings.HasPrefix(err.Error(), "telegram: sending: ") || strings.Contains(err.Error(), caseToken) {
+		t.Errorf("unreachable: %v", err)
 	}
 }
 
