@@ -9,8 +9,8 @@ import (
 const ProviderKind = "Provider"
 
 // Provider types (spec.type). The enum admits every Flux type; Eddy delivers
-// to those its notification-controller implements (slack, msteams, discord,
-// generic, generic-hmac, github, gitlab, mastodon) and reports the others on the Alert.
+// to those its notification-controller implements (its notifier.Supported)
+// and reports the others on the Alert.
 const (
 	SlackProvider           = "slack"
 	DiscordProvider         = "discord"

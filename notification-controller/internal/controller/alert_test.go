@@ -430,8 +430,8 @@ func TestAlertCheckedWhenItsProviderAppears(t *testing.T) {
 	ns := newNamespace(t)
 	create(t, alert(ns, "to-later", "later", "", ksSource("apps")))
 	waitKubeEvent(t, ns, "to-later", corev1.EventTypeNormal, meta.DependencyNotReadyReason)
-	create(t, provider(ns, "later", "telegram", ""))
-	if msg := waitKubeEvent(t, ns, "to-later", corev1.EventTypeWarning, server.InvalidConfigReason); msg != "provider later: type telegram is not supported by Eddy" {
+	create(t, provider(ns, "later", "azureeventhub", ""))
+	if msg := waitKubeEvent(t, ns, "to-later", corev1.EventTypeWarning, server.InvalidConfigReason); msg != "provider later: type azureeventhub is not supported by Eddy" {
 		t.Errorf("warning %q", msg)
 	}
 }

@@ -276,7 +276,7 @@ func TestUnsupportedTypesReported(t *testing.T) {
 		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "platform"})
 	filter.Spec.Resources[0].Filter = `res.metadata.name == "platform"`
 	create(t, secret(ns, "tok", map[string]string{"token": "x"}), r, cel, filter,
-		provider(ns, "tg", "telegram", "tok"), alert(ns, "tg", "tg", "", ksSource("apps")))
+		provider(ns, "eh", "azureeventhub", "tok"), alert(ns, "eh", "eh", "", ksSource("apps")))
 	for _, rcv := range []*notificationv1.Receiver{r, cel, filter} {
 		waitFor(t, rcv, "Ready=False ValidationFailed", func() bool {
 			c := apimeta.FindStatusCondition(rcv.Status.Conditions, meta.ReadyCondition)
@@ -286,9 +286,9 @@ func TestUnsupportedTypesReported(t *testing.T) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		evs := kubeEvents(t, ns, "tg", "InvalidConfig")
+		evs := kubeEvents(t, ns, "eh", "InvalidConfig")
 		if len(evs) > 0 {
-			if evs[0] != "provider tg: type telegram is not supported by Eddy" {
+			if evs[0] != "provider eh: type azureeventhub is not supported by Eddy" {
 				t.Errorf("event %q", evs[0])
 			}
 			break

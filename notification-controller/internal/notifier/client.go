@@ -1,15 +1,11 @@
 package notifier
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
-	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/httpretry"
 	"github.com/eddyops/eddy/pkg/redact"
 	"github.com/hashicorp/go-retryablehttp"
@@ -84,30 +80,7 @@ func (e *StatusError) Error() string {
 }
 
 // PostJSON posts body to address with the given headers and returns the
-// answer's body (at most 1 MiB; the rest is drained so the connection is
-// reused). Errors leave out the address, which may be a secret webhook URL.
+// answer's body; see Send.
 func (c *Client) PostJSON(ctx context.Context, address string, body []byte, headers map[string]string) ([]byte, error) {
-	tries := &attempts{}
-	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, attemptsKey{}, tries), http.MethodPost, address, body)
-	if err != nil {
-		return nil, errors.New("invalid address")
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() != nil && tries.last != nil {
-			return nil, fmt.Errorf("%w (after %d attempts, last: %v)", ctx.Err(), tries.n, tries.last)
-		}
-		return nil, fmt.Errorf("sending: %w", redact.URLError(err))
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return out, nil
-	}
-	return nil, &StatusError{Code: resp.StatusCode, Body: events.Truncate(string(bytes.TrimSpace(out)), 256)}
+	return c.Send(ctx, Request{URL: address, Body: body, Headers: headers})
 }

@@ -36,8 +36,11 @@ type Options struct {
 	Token string
 	// Headers are the secret's `headers` (generic, generic-hmac).
 	Headers map[string]string
-	// Channel and Username are spec.channel and spec.username.
+	// Channel is spec.channel. Username is spec.username, else the
+	// secret's `username` key, which overrides it as in Flux.
 	Channel, Username string
+	// Password is the secret's `password` key (basic authentication).
+	Password string
 	// ProviderUID is the Provider's UID: its first segment ends the default
 	// commit status id of git providers.
 	ProviderUID string
@@ -56,6 +59,9 @@ func New(opts Options) (Notifier, error) {
 	}
 	if opts.Client == nil {
 		opts.Client = NewClient(DefaultRetry, nil)
+	}
+	if f, ok := httpNotifiers[opts.Type]; ok {
+		return f(opts)
 	}
 	switch opts.Type {
 	case notificationv1.SlackProvider:
@@ -86,7 +92,8 @@ func Supported(t string) bool {
 		notificationv1.GitHubProvider, notificationv1.GitLabProvider, notificationv1.MastodonProvider:
 		return true
 	}
-	return false
+	_, ok := httpNotifiers[t]
+	return ok
 }
 
 // IsGit reports whether t is a commit-status provider. Flux compatible: such

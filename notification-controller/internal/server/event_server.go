@@ -418,6 +418,7 @@ func (s *EventServer) dispatch(ctx context.Context, t target) {
 		s.warn(t.alert, InvalidConfigReason, err.Error())
 		return
 	}
+	ctx = notifier.WithAlert(ctx, notifier.AlertRef{Namespace: t.alert.Namespace, Name: t.alert.Name, UID: string(t.alert.UID)})
 	if err := n.Post(ctx, t.event); err != nil {
 		log.Error(err, "cannot send the notification")
 		s.warn(t.alert, DispatchFailedReason, fmt.Sprintf("failed to send notification for %s: %v", objRef(t.event), err))

@@ -20,8 +20,8 @@ import (
 )
 
 // notifier builds p's Notifier. Flux compatible secret keys: `address`
-// (overrides spec.address), `token`, `headers` (YAML map), `proxy`
-// (legacy); proxySecretRef `address`/`username`/`password`; certSecretRef
+// (overrides spec.address), `token`, `username`/`password`, `headers` (YAML map),
+// `proxy` (legacy); proxySecretRef `address`/`username`/`password`; certSecretRef
 // `ca.crt`/`tls.crt`/`tls.key`. As in Flux, surrounding whitespace is
 // trimmed from `address`, `token` and the proxy addresses (a Secret made
 // with --from-file ends in a newline). Errors name Secrets and keys, never
@@ -43,6 +43,11 @@ func (s *EventServer) notifier(ctx context.Context, p *notificationv1.Provider) 
 			opts.Address = strings.TrimSpace(string(v))
 		}
 		opts.Token = strings.TrimSpace(string(sec.Data["token"]))
+		// Flux's basic-auth keys; the secret's username wins over spec.username.
+		if v, ok := sec.Data["username"]; ok {
+			opts.Username = string(v)
+		}
+		opts.Password = string(sec.Data["password"])
 		if v, ok := sec.Data["proxy"]; ok {
 			proxy = strings.TrimSpace(string(v))
 		}
