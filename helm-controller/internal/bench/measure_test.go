@@ -184,3 +184,56 @@ func saveProfile(metricsAddr, what, path string) error {
 	}
 	return os.WriteFile(path, data, 0o644)
 }
+
+// memSplit is the largest anonymous and file-backed resident memory a
+// process was seen with (testenv.ResidentSplit) and, at the end, the
+// resident pages of its executable file (testenv.ExeResidentMiB), in MiB.
+type memSplit struct {
+	anon, file, exe float64
+}
+
+// sampleMemory samples pid's resident memory split every 250 ms until the
+// returned stop is called, which returns the largest parts seen. With
+// EDDY_BENCH_HELM_PROFILE set, the heap profile of the process serving
+// /debug/pprof on metricsAddr is saved as <name>.pprof whenever its
+// anonymous memory has grown by 4 MiB since the last one: the last one saved
+// is the heap near the peak.
+func sampleMemory(b *testing.B, pid int, metricsAddr, name string) (stop func() memSplit) {
+	var m memSplit
+	saved := 0.0
+	sample := func() {
+		anon, file, err := testenv.ResidentSplit(pid)
+		if err != nil {
+			return // gone: the last sample stands
+		}
+		m.anon, m.file = max(m.anon, anon), max(m.file, file)
+		if anon >= saved+4 {
+			saved = anon
+			saveHeap(b, metricsAddr, name)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for t := time.NewTicker(250 * time.Millisecond); ; {
+			sample()
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() memSplit {
+		cancel()
+		<-done
+		sample()
+		var err error
+		if m.exe, err = testenv.ExeResidentMiB(pid); err != nil {
+			b.Logf("executable mappings of %d: %v", pid, err)
+		}
+		return m
+	}
+}
