@@ -230,9 +230,13 @@ func sampleMemory(b *testing.B, pid int, metricsAddr, name string) (stop func() 
 		cancel()
 		<-done
 		sample()
-		var err error
-		if m.exe, err = testenv.ExeResidentMiB(pid); err != nil {
+		ms, err := testenv.ExeMappings(pid)
+		if err != nil {
 			b.Logf("executable mappings of %d: %v", pid, err)
+		}
+		for _, mp := range ms {
+			m.exe += mp.Rss - mp.Anonymous
+			b.Logf("%s: %s", name, mp)
 		}
 		return m
 	}
