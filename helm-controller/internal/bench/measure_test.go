@@ -206,6 +206,9 @@ func sampleMemory(b *testing.B, pid int, metricsAddr, name string) (stop func() 
 		if err != nil {
 			return // gone: the last sample stands
 		}
+		if m.anon == 0 {
+			b.Logf("%s: at the start, anonymous %.1f MiB, file-backed %.1f MiB", name, anon, file)
+		}
 		m.anon, m.file = max(m.anon, anon), max(m.file, file)
 		if anon >= saved+4 {
 			saved = anon
