@@ -200,7 +200,7 @@ type memSplit struct {
 // is the heap near the peak.
 func sampleMemory(b *testing.B, pid int, metricsAddr, name string) (stop func() memSplit) {
 	var m memSplit
-	saved := 0.0
+	saved, start := 0.0, time.Now()
 	sample := func() {
 		anon, file, err := testenv.ResidentSplit(pid)
 		if err != nil {
@@ -212,6 +212,7 @@ func sampleMemory(b *testing.B, pid int, metricsAddr, name string) (stop func() 
 		m.anon, m.file = max(m.anon, anon), max(m.file, file)
 		if anon >= saved+4 {
 			saved = anon
+			b.Logf("%s: anonymous %.1f MiB after %s", name, anon, time.Since(start).Round(time.Second))
 			saveHeap(b, metricsAddr, name)
 		}
 	}
