@@ -186,10 +186,20 @@ func saveProfile(metricsAddr, what, path string) error {
 }
 
 // memSplit is the largest anonymous and file-backed resident memory a
-// process was seen with (testenv.ResidentSplit) and, at the end, the
-// resident pages of its executable file (testenv.ExeResidentMiB), in MiB.
+// process was seen with (testenv.ResidentSplit), the same at the first
+// sample (before any HelmRelease exists) and, at the end, the resident
+// pages of its executable file (testenv.ExeMappings), in MiB.
 type memSplit struct {
-	anon, file, exe float64
+	anon, file, exe    float64
+	anon0, file0       float64
+	peakAt             time.Duration // since the first sample, of the largest anonymous
+	text, rodata, data float64       // the executable's mappings (r-x, r--, rw-), resident
+}
+
+func (m memSplit) String() string {
+	return fmt.Sprintf("largest anonymous %.1f MiB (%s in), file-backed %.1f MiB; at the start %.1f and %.1f MiB; "+
+		"executable resident %.1f MiB (text %.1f, read-only data %.1f, data %.1f)",
+		m.anon, m.peakAt.Round(time.Second), m.file, m.anon0, m.file0, m.exe, m.text, m.rodata, m.data)
 }
 
 // sampleMemory samples pid's resident memory split every 250 ms until the
@@ -207,12 +217,14 @@ func sampleMemory(b *testing.B, pid int, metricsAddr, name string) (stop func() 
 			return // gone: the last sample stands
 		}
 		if m.anon == 0 {
-			b.Logf("%s: at the start, anonymous %.1f MiB, file-backed %.1f MiB", name, anon, file)
+			m.anon0, m.file0 = anon, file
 		}
-		m.anon, m.file = max(m.anon, anon), max(m.file, file)
+		if anon > m.anon {
+			m.anon, m.peakAt = anon, time.Since(start)
+		}
+		m.file = max(m.file, file)
 		if anon >= saved+4 {
 			saved = anon
-			b.Logf("%s: anonymous %.1f MiB after %s", name, anon, time.Since(start).Round(time.Second))
 			saveHeap(b, metricsAddr, name)
 		}
 	}
@@ -239,8 +251,16 @@ func sampleMemory(b *testing.B, pid int, metricsAddr, name string) (stop func() 
 			b.Logf("executable mappings of %d: %v", pid, err)
 		}
 		for _, mp := range ms {
-			m.exe += mp.Rss - mp.Anonymous
-			b.Logf("%s: %s", name, mp)
+			resident := mp.Rss - mp.Anonymous
+			m.exe += resident
+			switch {
+			case strings.Contains(mp.Perms, "x"):
+				m.text += resident
+			case strings.Contains(mp.Perms, "w"):
+				m.data += resident
+			default:
+				m.rodata += resident
+			}
 		}
 		return m
 	}

@@ -133,8 +133,7 @@ func runStack(b *testing.B, s stack, n int, repoURL string, sc *testenv.Process,
 	b.Logf("%s: no-change reconcile of %d in %s; API requests by method %v", s.name, n, res.noop.time.Round(time.Millisecond), sorted(byMethod))
 	res.hc.peakRSSMiB = hc2.peakRSSMiB
 	res.mem = stopMem()
-	b.Logf("%s: peak RSS %.1f MiB; largest anonymous %.1f MiB, file-backed %.1f MiB; executable resident %.1f MiB",
-		s.name, res.hc.peakRSSMiB, res.mem.anon, res.mem.file, res.mem.exe)
+	b.Logf("%s: peak RSS %.1f MiB; %s", s.name, res.hc.peakRSSMiB, res.mem)
 	return res
 }
 
