@@ -49,7 +49,11 @@ const (
 //     (utime+stime, /proc/<pid>/stat), peak-rss-MiB its peak RSS (VmHWM,
 //     /proc/<pid>/status, read before it stops), requests/release its API
 //     requests over the window (client-go's rest_client_requests_total on
-//     its metrics address) per HelmRelease; sc-cpu-s and sc-peak-rss-MiB
+//     its metrics address) per HelmRelease; anon-MiB and file-MiB the
+//     largest anonymous and file-backed parts of its resident memory seen
+//     over both phases (/proc/<pid>/smaps_rollup, sampled every 250 ms),
+//     exe-rss-MiB the resident pages of its executable file at the end
+//     (/proc/<pid>/smaps); sc-cpu-s and sc-peak-rss-MiB
 //     the same for source-controller;
 //   - noop-*: a no-change reconcile of all N (reconcile.fluxcd.io/requestedAt)
 //     until each reports it in status.lastHandledReconcileAt (noop-s), plus
@@ -71,7 +75,8 @@ const (
 // EDDY_BENCH_HELM_STACKS ("flux,eddy" by default) chooses the
 // helm-controllers, EDDY_BENCH_HELM_BASELINE=0 leaves the baseline out, and
 // EDDY_BENCH_HELM_PROFILE=<dir> saves CPU profiles of each phase there
-// (profileCPU). -baseline-only (after -args) runs the baseline alone. Run
+// (profileCPU), the heap profile once all are Ready and the one near the
+// peak of anonymous memory (sampleMemory). -baseline-only (after -args) runs the baseline alone. Run
 // it with -benchtime 1x.
 func BenchmarkHelmReleases(b *testing.B) {
 	chart := helmtest.PackageChart(b, helmtest.PodinfoChartDir(b)) // skips without shared/
@@ -182,6 +187,9 @@ func reportStack(b *testing.B, name string, n int, r stackResult, base baselineR
 	}
 	b.ReportMetric(r.hc.cpu.Seconds(), p+"cpu-s")
 	b.ReportMetric(r.hc.peakRSSMiB, p+"peak-rss-MiB")
+	b.ReportMetric(r.mem.anon, p+"anon-MiB")
+	b.ReportMetric(r.mem.file, p+"file-MiB")
+	b.ReportMetric(r.mem.exe, p+"exe-rss-MiB")
 	b.ReportMetric(r.requests/float64(n), p+"requests/release")
 	b.ReportMetric(r.sc.cpu.Seconds(), p+"sc-cpu-s")
 	b.ReportMetric(r.sc.peakRSSMiB, p+"sc-peak-rss-MiB")

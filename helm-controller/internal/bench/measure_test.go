@@ -184,3 +184,84 @@ func saveProfile(metricsAddr, what, path string) error {
 	}
 	return os.WriteFile(path, data, 0o644)
 }
+
+// memSplit is the largest anonymous and file-backed resident memory a
+// process was seen with (testenv.ResidentSplit), the same at the first
+// sample (before any HelmRelease exists) and, at the end, the resident
+// pages of its executable file (testenv.ExeMappings), in MiB.
+type memSplit struct {
+	anon, file, exe    float64
+	anon0, file0       float64
+	peakAt             time.Duration // since the first sample, of the largest anonymous
+	text, rodata, data float64       // the executable's mappings (r-x, r--, rw-), resident
+}
+
+func (m memSplit) String() string {
+	return fmt.Sprintf("largest anonymous %.1f MiB (%s in), file-backed %.1f MiB; at the start %.1f and %.1f MiB; "+
+		"executable resident %.1f MiB (text %.1f, read-only data %.1f, data %.1f)",
+		m.anon, m.peakAt.Round(time.Second), m.file, m.anon0, m.file0, m.exe, m.text, m.rodata, m.data)
+}
+
+// sampleMemory samples pid's resident memory split every 250 ms until the
+// returned stop is called, which returns the largest parts seen. With
+// EDDY_BENCH_HELM_PROFILE set, the heap profile of the process serving
+// /debug/pprof on metricsAddr is saved as <name>.pprof whenever its
+// anonymous memory has grown by 4 MiB since the last one: the last one saved
+// is the heap near the peak.
+func sampleMemory(b *testing.B, pid int, metricsAddr, name string) (stop func() memSplit) {
+	var m memSplit
+	saved, start := 0.0, time.Now()
+	sample := func() {
+		anon, file, err := testenv.ResidentSplit(pid)
+		if err != nil {
+			return // gone: the last sample stands
+		}
+		if m.anon == 0 {
+			m.anon0, m.file0 = anon, file
+		}
+		if anon > m.anon {
+			m.anon, m.peakAt = anon, time.Since(start)
+		}
+		m.file = max(m.file, file)
+		if anon >= saved+4 {
+			saved = anon
+			saveHeap(b, metricsAddr, name)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for t := time.NewTicker(250 * time.Millisecond); ; {
+			sample()
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() memSplit {
+		cancel()
+		<-done
+		sample()
+		ms, err := testenv.ExeMappings(pid)
+		if err != nil {
+			b.Logf("executable mappings of %d: %v", pid, err)
+		}
+		for _, mp := range ms {
+			resident := mp.Rss - mp.Anonymous
+			m.exe += resident
+			switch {
+			case strings.Contains(mp.Perms, "x"):
+				m.text += resident
+			case strings.Contains(mp.Perms, "w"):
+				m.data += resident
+			default:
+				m.rodata += resident
+			}
+		}
+		return m
+	}
+}

@@ -44,7 +44,8 @@ var fluxArgs = []string{"--events-addr=", "--enable-leader-election=false"}
 
 type stackResult struct {
 	ready    time.Duration
-	hc, sc   usage // CPU over the install phase; peak RSS: helm-controller's before it stops
+	hc, sc   usage    // CPU over the install phase; peak RSS: helm-controller's before it stops
+	mem      memSplit // helm-controller's, over both phases
 	requests float64
 	noop     noopResult
 }
@@ -108,6 +109,7 @@ func runStack(b *testing.B, s stack, n int, repoURL string, sc *testenv.Process,
 	var res stackResult
 	hc0, sc0 := procUsage(b, hc.PID()), procUsage(b, sc.PID())
 	req0 := requestCounts(b, metrics)
+	stopMem := sampleMemory(b, hc.PID(), metrics, fmt.Sprintf("%s-%d-peak-heap", s.name, n))
 	stopProfile := profileCPU(b, metrics, fmt.Sprintf("%s-%d-install", s.name, n))
 	start := time.Now()
 	createReleases(b, s.name, ns, n, repoURL)
@@ -130,6 +132,8 @@ func runStack(b *testing.B, s stack, n int, repoURL string, sc *testenv.Process,
 	byMethod, res.noop.requests = requestDelta(req1, requestCounts(b, metrics))
 	b.Logf("%s: no-change reconcile of %d in %s; API requests by method %v", s.name, n, res.noop.time.Round(time.Millisecond), sorted(byMethod))
 	res.hc.peakRSSMiB = hc2.peakRSSMiB
+	res.mem = stopMem()
+	b.Logf("%s: peak RSS %.1f MiB; %s", s.name, res.hc.peakRSSMiB, res.mem)
 	return res
 }
 

@@ -24,6 +24,12 @@ import (
 // kept; a no or an error is asked again next time, as before.
 var fieldValidationSupport sync.Map // key: fieldValidationKey
 
+// fieldValidationAsking holds a *sync.Mutex per API server identity and
+// group version: releases that start together wait for the first to ask
+// instead of each fetching and parsing the same OpenAPI document at once
+// (several MiB each, the controller's peak memory).
+var fieldValidationAsking sync.Map // key: fieldValidationKey without kind
+
 type fieldValidationKey struct {
 	host, user string
 	gvk        schema.GroupVersionKind
@@ -77,6 +83,13 @@ type rememberingVerifier struct {
 
 func (v *rememberingVerifier) HasSupport(gvk schema.GroupVersionKind) error {
 	key := fieldValidationKey{host: v.host, user: v.user, gvk: gvk}
+	if _, ok := fieldValidationSupport.Load(key); ok {
+		return nil
+	}
+	gv := fieldValidationKey{host: v.host, user: v.user, gvk: schema.GroupVersionKind{Group: gvk.Group, Version: gvk.Version}}
+	mu, _ := fieldValidationAsking.LoadOrStore(gv, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	if _, ok := fieldValidationSupport.Load(key); ok {
 		return nil
 	}

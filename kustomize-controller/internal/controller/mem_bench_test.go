@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -204,81 +203,38 @@ func memKubeconfigFromEnv(b *testing.B, exe string) string {
 
 // memStatus returns the field (a "kB" value) of /proc/<pid>/status in MiB.
 func memStatus(b *testing.B, pid int, field string) float64 {
-	v := memProcFields(b, fmt.Sprintf("/proc/%d/status", pid))[field]
-	if v == 0 {
-		b.Fatalf("no %s in /proc/%d/status", field, pid)
-	}
-	return v
-}
-
-// memExeMappings lists the mappings of pid's executable file (address
-// range, permissions, size, Rss, Anonymous) from /proc/<pid>/smaps: text,
-// read-only data and pclntab are file-backed pages shared with the page
-// cache, the written data pages anonymous.
-func memExeMappings(b *testing.B, pid int) string {
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	f, err := testenv.ProcMemFields(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if f[field] == 0 {
+		b.Fatalf("no %s in /proc/%d/status", field, pid)
+	}
+	return f[field]
+}
+
+// memExeMappings lists the mappings of pid's executable file
+// (testenv.ExeMappings), one a line.
+func memExeMappings(b *testing.B, pid int) string {
+	ms, err := testenv.ExeMappings(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var out strings.Builder
-	var cur string
-	fields := map[string]string{}
-	flush := func() {
-		if cur != "" {
-			fmt.Fprintf(&out, "  %s size %s Rss %s Anonymous %s\n", cur, fields["Size"], fields["Rss"], fields["Anonymous"])
-		}
-		cur = ""
+	for _, m := range ms {
+		fmt.Fprintf(&out, "  %s\n", m)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
-			flush()
-			if len(f) == 6 && f[5] == exe {
-				cur = f[0] + " " + f[1]
-			}
-		case cur != "" && len(f) == 3 && f[2] == "kB":
-			fields[strings.TrimSuffix(f[0], ":")] = f[1] + "kB"
-		}
-	}
-	flush()
 	return out.String()
 }
 
 // memSmaps returns the anonymous and the file-backed resident memory of pid
-// in MiB (smaps_rollup: Rss minus Anonymous is file-backed).
+// in MiB (testenv.ResidentSplit).
 func memSmaps(b *testing.B, pid int) (anon, file float64) {
-	f := memProcFields(b, fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	return f["Anonymous"], f["Rss"] - f["Anonymous"]
-}
-
-// memProcFields reads the "Name: <n> kB" lines of a /proc file, in MiB.
-func memProcFields(b *testing.B, path string) map[string]float64 {
-	fh, err := os.Open(path)
+	anon, file, err := testenv.ResidentSplit(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer fh.Close()
-	out := map[string]float64{}
-	s := bufio.NewScanner(fh)
-	for s.Scan() {
-		k, v, ok := strings.Cut(s.Text(), ":")
-		fields := strings.Fields(v)
-		if !ok || len(fields) != 2 || fields[1] != "kB" {
-			continue
-		}
-		if kb, err := strconv.ParseFloat(fields[0], 64); err == nil {
-			out[k] = kb / 1024
-		}
-	}
-	if err := s.Err(); err != nil {
-		b.Fatal(err)
-	}
-	return out
+	return anon, file
 }
 
 // memInstallCRDs creates the CustomResourceDefinitions of the YAML files in
