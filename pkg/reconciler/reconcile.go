@@ -211,6 +211,17 @@ type StatusPatcher struct {
 	finished bool
 	// beforeFinish runs first in Finish (the skeleton's duration metric).
 	beforeFinish func()
+	// pending is the write Start began, until Settle.
+	pending *startedPatch
+}
+
+// startedPatch is a status write running beside the reconcile: sent is
+// the status it writes, err its outcome once done is closed.
+type startedPatch struct {
+	done  chan struct{}
+	sent  client.Object
+	err   error
+	onErr func(error)
 }
 
 // NewStatusPatcher returns a patcher of obj's status from its present
@@ -226,6 +237,7 @@ func NewStatusPatcher(c client.Client, obj client.Object, owner string) *StatusP
 // Patch writes the status changes since the last successful Patch. It
 // returns the API error, if any; the changes are then kept for the next.
 func (p *StatusPatcher) Patch(ctx context.Context) error {
+	p.Settle()
 	patch := client.MergeFrom(p.base)
 	if data, err := patch.Data(p.obj); err == nil && string(data) == "{}" {
 		return nil
@@ -235,6 +247,46 @@ func (p *StatusPatcher) Patch(ctx context.Context) error {
 	}
 	p.base = p.obj.DeepCopyObject().(client.Object)
 	return nil
+}
+
+// Start begins writing the status changes since the last write, as Patch
+// does, and returns at once: a progress write (Ready turning Unknown) need
+// not hold up the reads and dry-runs that follow it. The write is of obj
+// as it is now; the response is not read back into obj. Patch, Finish,
+// Pending and Settle wait for it first, so status writes keep their order;
+// whoever writes anything else a user sees after the progress (the
+// applied objects) calls Settle before. A failed write is handed to onErr
+// (in Settle's goroutine) and its changes are kept for the next write.
+func (p *StatusPatcher) Start(ctx context.Context, onErr func(error)) {
+	p.Settle()
+	patch := client.MergeFrom(p.base)
+	if data, err := patch.Data(p.obj); err == nil && string(data) == "{}" {
+		return
+	}
+	w := &startedPatch{done: make(chan struct{}), sent: p.obj.DeepCopyObject().(client.Object), onErr: onErr}
+	target := w.sent.DeepCopyObject().(client.Object)
+	p.pending = w
+	go func() {
+		defer close(w.done)
+		w.err = p.c.Status().Patch(ctx, target, patch, p.opts...)
+	}()
+}
+
+// Settle waits for the write Start began, if any.
+func (p *StatusPatcher) Settle() {
+	w := p.pending
+	if w == nil {
+		return
+	}
+	<-w.done
+	p.pending = nil
+	if w.err != nil {
+		if w.onErr != nil {
+			w.onErr(w.err)
+		}
+		return
+	}
+	p.base = w.sent
 }
 
 // Finish records the handled reconcile request (RecordHandledRequest) and

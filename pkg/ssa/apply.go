@@ -52,6 +52,9 @@ func (m *Manager) ApplyAll(ctx context.Context, objs []*unstructured.Unstructure
 	if err := run.planErrors(); err != nil {
 		return nil, err
 	}
+	if opts.BeforeWrite != nil {
+		opts.BeforeWrite()
+	}
 	if err := run.applyWhere(ctx, func(u *unstructured.Unstructured) bool { return stage(u) == 0 }); err != nil {
 		return run.changes, err
 	}

@@ -105,6 +105,10 @@ type ApplyOptions struct {
 	// operator, kubectl) is also left out of the apply, so its value stays
 	// theirs.
 	Ignore []IgnoreRule
+	// BeforeWrite, when set, runs once before the set's first write (after
+	// the dry-runs that precede it), e.g. to finish a status write that
+	// must land before anything is applied.
+	BeforeWrite func()
 }
 
 func flag(u *unstructured.Unstructured, key string) string {

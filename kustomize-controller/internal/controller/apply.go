@@ -22,10 +22,11 @@ import (
 )
 
 // apply applies objs with c (ssa.Manager.ApplyAll: the set dry-run, then
-// what changed written) and reports the changes. A failure lists what a
-// partial apply changed (secrets masked) and returns those changes.
+// what changed written; beforeWrite runs between the two) and reports the
+// changes. A failure lists what a partial apply changed (secrets masked)
+// and returns those changes.
 func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Kustomization, c client.Client, objs []*unstructured.Unstructured,
-	secrets *redact.Values, rec *events.Recorder) (*ssa.Manager, []ssa.Change, *failure) {
+	secrets *redact.Values, rec *events.Recorder, beforeWrite func()) (*ssa.Manager, []ssa.Change, *failure) {
 	ignore, err := kustomize.IgnoreRules(obj.Spec.Ignore)
 	if err != nil {
 		return nil, nil, fail(meta.ReconciliationFailedReason, "%s", err).Stall()
@@ -38,7 +39,7 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 		// requested reconcile (`flux reconcile`) dry-runs everything.
 		mgr.Memo, mgr.MemoScope = r.unchanged, obj.Namespace+"/"+obj.Name+"\x00"+r.serviceAccount(obj)
 	}
-	changes, err := mgr.ApplyAll(ctx, objs, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore})
+	changes, err := mgr.ApplyAll(ctx, objs, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore, BeforeWrite: beforeWrite})
 	r.reportChanges(rec, obj, changes, secrets)
 	if err != nil {
 		// Flux compatible: a partial apply lists what it changed; values
@@ -175,11 +176,14 @@ func (r *KustomizationReconciler) clientFor(ctx context.Context, obj *kustomizev
 }
 
 // statusWrites are the status writes a reconcile makes while it runs:
-// progress sets Ready Unknown with a message and writes the status; save
-// writes it as it stands (nothing is sent when nothing changed).
+// progress sets Ready Unknown with a message and starts writing the status
+// (reconciler.StatusPatcher.Start); save writes it as it stands (nothing
+// is sent when nothing changed).
 type statusWrites struct {
 	progress func(string)
 	save     func() error
+	// settle waits for a progress write still under way.
+	settle func()
 }
 
 // recordIntent adds to obj's inventory each object of objs it does not

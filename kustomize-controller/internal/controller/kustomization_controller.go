@@ -157,14 +157,14 @@ func (r *KustomizationReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 // rather than with back-off; a stalled failure is returned as the error.
 func (r *KustomizationReconciler) run(ctx context.Context, obj *kustomizev1.Kustomization, p *reconciler.StatusPatcher) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	// progress reports a step of a reconcile on the object while it runs.
+	// progress reports a step of a reconcile on the object while it runs;
+	// the write goes on beside the fetch, build and dry-runs, and lands
+	// before anything is applied (settle) and before any later status write.
 	progress := func(msg string) {
 		reconciler.Progressing(obj, msg)
-		if err := p.Patch(ctx); err != nil {
-			log.Error(err, "patching status")
-		}
+		p.Start(ctx, func(err error) { log.Error(err, "patching status") })
 	}
-	o := r.attempt(ctx, obj, statusWrites{progress: progress, save: func() error { return p.Patch(ctx) }})
+	o := r.attempt(ctx, obj, statusWrites{progress: progress, save: func() error { return p.Patch(ctx) }, settle: p.Settle})
 	if o.healthPending {
 		return ctrl.Result{}, r.awaitHealthCheck(ctx, obj, p, o.start, &o.snap)
 	}
@@ -338,7 +338,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		}
 	}
 	rec := r.Events.WithRelated(src)
-	mgr, changes, f := r.apply(ctx, obj, c, res.Objects, secrets, rec)
+	mgr, changes, f := r.apply(ctx, obj, c, res.Objects, secrets, rec, w.settle)
 	faultpoint.Hit(faultpoint.KustomizeAfterApply)
 	if f != nil {
 		if len(changes) == 0 {
@@ -356,6 +356,7 @@ func (r *KustomizationReconciler) reconcile(ctx context.Context, obj *kustomizev
 		step("Running health checks", true)
 		deletedWhenFinished = deletedWhenDone(res.Objects)
 	}
+	w.settle()
 	f = r.startHealthCheck(ctx, obj, c, changes, deletedWhenFinished, exprs, src, art)
 	if f == nil {
 		obj.Status.LastAppliedRevision = art.Revision
