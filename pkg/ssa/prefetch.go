@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +38,7 @@ type listGroup struct {
 	namespace string
 	labels    client.MatchingLabels
 	objs      []int
+	key       string // in UnchangedMemo.refused
 }
 
 // readsFirst tells whether plan reads u's live object before any dry-run:
@@ -89,9 +91,10 @@ func (run *applyRun) prefetch(ctx context.Context, selected func(i int, u *unstr
 			g.labels[k] = v
 			key += "\x00" + v
 		}
-		if g == nil {
+		if g == nil || m.Memo.listRefused(m.MemoScope+"\x00"+key) {
 			continue
 		}
+		g.key = m.MemoScope + "\x00" + key
 		if groups[key] == nil {
 			groups[key] = g
 		}
@@ -119,11 +122,15 @@ func (run *applyRun) prefetch(ctx context.Context, selected func(i int, u *unstr
 	wg.Wait()
 }
 
-// list returns the live objects of g; none when the LIST fails.
+// list returns the live objects of g; none when the LIST fails. A LIST
+// the identity may not make is not tried again for the memo's TTL.
 func (m *Manager) list(ctx context.Context, g *listGroup) []*unstructured.Unstructured {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(g.gvk.GroupVersion().WithKind(g.gvk.Kind + "List"))
 	if err := m.Client.List(ctx, list, client.InNamespace(g.namespace), g.labels); err != nil {
+		if apierrors.IsForbidden(err) {
+			m.Memo.refuseList(g.key)
+		}
 		return nil
 	}
 	out := make([]*unstructured.Unstructured, len(list.Items))

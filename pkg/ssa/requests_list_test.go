@@ -8,6 +8,8 @@ import (
 
 	"github.com/eddyops/eddy/pkg/ssa"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -72,6 +74,39 @@ func TestUnchangedObjectsOfOneKindReadByOneList(t *testing.T) {
 		}
 		if step.name != "first apply" && configured != step.configured {
 			t.Errorf("%s: %d configured, want %d (%v)", step.name, configured, step.configured, cs)
+		}
+	}
+}
+
+// An identity that may read objects one by one but not list them gets the
+// GETs: its refused LIST is not tried again.
+func TestRefusedListIsNotTriedAgain(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "no-list", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "create", "patch"}}}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-list", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "no-list"},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "no-list"}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, counter := countingManager(t, "no-list")
+	m.Memo, m.MemoScope, m.ListLabels = ssa.NewUnchangedMemo(0, 0), "ns/no-list", []string{"owner/name", "owner/namespace"}
+	docs := []string{ownedConfigMap(ns, "a", "1"), ownedConfigMap(ns, "b", "1")}
+	for i, want := range []map[string]int{
+		{"PATCH configmaps dry-run": 2, "PATCH configmaps": 2},
+		{"LIST configmaps": 1, "GET configmaps": 2},
+		{"GET configmaps": 2},
+	} {
+		counter.take()
+		if _, err := m.ApplyAll(ctx, objects(t, docs...), ssa.ApplyOptions{}); err != nil {
+			t.Fatal(i, err)
+		}
+		if got := counter.take(); !maps.Equal(got, want) {
+			t.Errorf("apply %d: requests %s, want %s", i, format(got), format(want))
 		}
 	}
 }

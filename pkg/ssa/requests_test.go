@@ -84,11 +84,15 @@ func format(n map[string]int) string {
 	return strings.Join(out, " ")
 }
 
-// countingManager is a Manager whose requests c counts.
-func countingManager(t *testing.T) (*ssa.Manager, *requestCounter) {
+// countingManager is a Manager whose requests c counts; as the user
+// impersonate, when given.
+func countingManager(t *testing.T, impersonate ...string) (*ssa.Manager, *requestCounter) {
 	t.Helper()
 	counter := &requestCounter{n: map[string]int{}}
 	cfg := rest.CopyConfig(env.Config)
+	if len(impersonate) > 0 {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: impersonate[0]}
+	}
 	cfg.WrapTransport = counter.wrap
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
