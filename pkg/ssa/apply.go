@@ -82,6 +82,8 @@ type applyRun struct {
 	crdKinds      map[schema.GroupKind]int
 	newNamespaces map[string]bool
 	plans         []*planned
+	// pre are what prefetch learnt of the objects before their plans.
+	pre []*prefetched
 	// tentative marks custom resources dry-run before their CRD (in the
 	// set) was applied, because the API server serves their kind already.
 	tentative []bool
@@ -92,7 +94,7 @@ type applyRun struct {
 
 func (m *Manager) newApplyRun(objs []*unstructured.Unstructured, opts ApplyOptions) *applyRun {
 	run := &applyRun{m: m, objs: objs, opts: opts, crdKinds: map[schema.GroupKind]int{}, newNamespaces: map[string]bool{},
-		plans: make([]*planned, len(objs)), tentative: make([]bool, len(objs)), errs: make([]error, len(objs))}
+		plans: make([]*planned, len(objs)), pre: make([]*prefetched, len(objs)), tentative: make([]bool, len(objs)), errs: make([]error, len(objs))}
 	for i, u := range objs {
 		if u.GetKind() == "CustomResourceDefinition" {
 			g, _, _ := unstructured.NestedString(u.Object, "spec", "group")
@@ -165,6 +167,7 @@ func (run *applyRun) deferred(i int, u *unstructured.Unstructured) bool {
 // failure is kept for planErrors.
 func (run *applyRun) planWhere(ctx context.Context, selected func(i int, u *unstructured.Unstructured) bool) {
 	errs := run.errs
+	run.prefetch(ctx, selected)
 	work := make(chan int)
 	var wg sync.WaitGroup
 	workers := run.m.Concurrency
@@ -176,7 +179,7 @@ func (run *applyRun) planWhere(ctx context.Context, selected func(i int, u *unst
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				run.plans[i], errs[i] = run.m.plan(ctx, run.objs[i], run.opts)
+				run.plans[i], errs[i] = run.m.plan(ctx, run.objs[i], run.opts, run.pre[i])
 			}
 		}()
 	}

@@ -114,7 +114,7 @@ func (m *Manager) diff(ctx context.Context, desired, live *unstructured.Unstruct
 // modified. The error is ApplyAll's dry-run error ("<Kind>/<ns>/<name>
 // dry-run failed: <reason>"). Used by `eddy diff kustomization`.
 func (m *Manager) DryRun(ctx context.Context, u *unstructured.Unstructured, opts ApplyOptions) (Action, []FieldDrift, error) {
-	p, err := m.plan(ctx, u.DeepCopy(), opts)
+	p, err := m.plan(ctx, u.DeepCopy(), opts, nil)
 	if err != nil {
 		return "", nil, err
 	}

@@ -86,6 +86,12 @@ type Manager struct {
 	// the Kustomization and the identity it applies as.
 	Memo      *UnchangedMemo
 	MemoScope string
+	// ListLabels, with a Memo, are label keys whose values on the desired
+	// objects select them (e.g. the Kustomization's owner labels): an
+	// unchanged reconcile reads the objects that share a kind, a namespace
+	// and these values with one LIST instead of a GET each. Empty: a GET
+	// each.
+	ListLabels []string
 	// KeepManagers leaves the fields other field managers hold alone,
 	// kubectl's included: a label or key someone added out of band that the
 	// desired object does not declare survives every apply, as Argo CD's

@@ -43,6 +43,9 @@ type UnchangedMemo struct {
 	ttl     time.Duration
 	entries map[string]*list.Element
 	lru     *list.List // of *memoEntry, most recently used first
+	// refused are the LISTs an identity was refused (Manager.ListLabels),
+	// by scope, kind and namespace, with the time: not tried again for a TTL.
+	refused map[string]time.Time
 }
 
 type memoEntry struct {
@@ -65,7 +68,7 @@ func NewUnchangedMemo(entries int, ttl time.Duration) *UnchangedMemo {
 	if ttl == 0 {
 		ttl = DefaultUnchangedMemoTTL
 	}
-	return &UnchangedMemo{max: entries, ttl: ttl, entries: map[string]*list.Element{}, lru: list.New()}
+	return &UnchangedMemo{max: entries, ttl: ttl, entries: map[string]*list.Element{}, lru: list.New(), refused: map[string]time.Time{}}
 }
 
 // memoizable tells whether objects of gvk may skip their dry-run: only the
@@ -168,4 +171,26 @@ func (m *UnchangedMemo) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.lru.Len()
+}
+
+// listRefused tells whether a LIST of key was refused within the TTL.
+func (m *UnchangedMemo) listRefused(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.refused[key]
+	return ok && time.Since(at) < m.ttl
+}
+
+// refuseList records that a LIST of key was refused (RBAC: the identity
+// may get and patch, not list); the entries are few (one per scope, kind
+// and namespace) and those older than the TTL go at each new one.
+func (m *UnchangedMemo) refuseList(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, at := range m.refused {
+		if time.Since(at) >= m.ttl {
+			delete(m.refused, k)
+		}
+	}
+	m.refused[key] = time.Now()
 }

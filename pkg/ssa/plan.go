@@ -41,8 +41,9 @@ type planned struct {
 // the memo may know, one with ignored fields (whose removal depends on the
 // live object) or one applied only if absent is read first; any other is
 // dry-run first and read only when the dry-run's answer shows it exists
-// (a resourceVersion): a new object costs one request, not two.
-func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts ApplyOptions) (*planned, error) {
+// (a resourceVersion): a new object costs one request, not two. pre, when
+// set, holds the digest and the live object prefetch found.
+func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts ApplyOptions, pre *prefetched) (*planned, error) {
 	if err := m.scopeNamespace(u); err != nil {
 		return nil, err
 	}
@@ -55,14 +56,21 @@ func (m *Manager) plan(ctx context.Context, u *unstructured.Unstructured, opts A
 	digested := len(ignored) == 0 && flag(u, SSAAnnotation) != "ifnotpresent"
 	if digested {
 		normalizeSecret(u)
-		m.digest(p, u, nil)
+		if pre != nil && pre.digested {
+			p.memoKey, p.digest, p.memoOK = pre.memoKey, pre.digest, pre.memoOK
+		} else {
+			m.digest(p, u, nil)
+		}
 		if !p.memoOK || !m.Memo.known(p.memoKey, p.digest) {
 			return p, m.planDryRunFirst(ctx, p, opts)
 		}
 	}
-	live, err := m.readLive(ctx, u)
-	if err != nil {
-		return nil, err
+	live := pre.listed()
+	if live == nil {
+		var err error
+		if live, err = m.readLive(ctx, u); err != nil {
+			return nil, err
+		}
 	}
 	p.live = live
 	// Flux compatible: the flags count on the live object too, so an

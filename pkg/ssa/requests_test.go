@@ -19,7 +19,7 @@ import (
 )
 
 // requestCounter counts a client's requests to resources by verb and
-// resource, e.g. "GET configmaps" or "PATCH configmaps dry-run";
+// resource, e.g. "GET configmaps", "LIST configmaps" or "PATCH configmaps dry-run";
 // discovery requests are left out.
 type requestCounter struct {
 	mu sync.Mutex
@@ -41,7 +41,8 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// requestKey is "<verb> <resource>[ dry-run]"; "" for discovery.
+// requestKey is "<verb> <resource>[ dry-run]" (verb LIST for a GET of a
+// collection); "" for discovery.
 func requestKey(r *http.Request) string {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
@@ -52,11 +53,14 @@ func requestKey(r *http.Request) string {
 	default:
 		return ""
 	}
-	res := parts[0]
-	if res == "namespaces" && len(parts) > 2 {
-		res = parts[2]
+	if parts[0] == "namespaces" && len(parts) > 2 {
+		parts = parts[2:]
 	}
-	key := r.Method + " " + res
+	method := r.Method
+	if method == http.MethodGet && len(parts) == 1 {
+		method = "LIST"
+	}
+	key := method + " " + parts[0]
 	if r.URL.Query().Get("dryRun") != "" {
 		key += " dry-run"
 	}
@@ -80,11 +84,15 @@ func format(n map[string]int) string {
 	return strings.Join(out, " ")
 }
 
-// countingManager is a Manager whose requests c counts.
-func countingManager(t *testing.T) (*ssa.Manager, *requestCounter) {
+// countingManager is a Manager whose requests c counts; as the user
+// impersonate, when given.
+func countingManager(t *testing.T, impersonate ...string) (*ssa.Manager, *requestCounter) {
 	t.Helper()
 	counter := &requestCounter{n: map[string]int{}}
 	cfg := rest.CopyConfig(env.Config)
+	if len(impersonate) > 0 {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: impersonate[0]}
+	}
 	cfg.WrapTransport = counter.wrap
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

@@ -38,6 +38,7 @@ func (r *KustomizationReconciler) apply(ctx context.Context, obj *kustomizev1.Ku
 		// each Kustomization and the identity it applies as apart. A
 		// requested reconcile (`flux reconcile`) dry-runs everything.
 		mgr.Memo, mgr.MemoScope = r.unchanged, obj.Namespace+"/"+obj.Name+"\x00"+r.serviceAccount(obj)
+		mgr.ListLabels = []string{NameLabel, NamespaceLabel}
 	}
 	changes, err := mgr.ApplyAll(ctx, objs, ssa.ApplyOptions{Force: obj.Spec.Force, Ignore: ignore, BeforeWrite: beforeWrite})
 	r.reportChanges(rec, obj, changes, secrets)
