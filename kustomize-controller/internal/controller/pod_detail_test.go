@@ -10,6 +10,7 @@ import (
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,27 +88,29 @@ func TestHealthCheckTimeoutSaysWhatThePodsShow(t *testing.T) {
 func setPodStatus(t *testing.T, ns, app string, cs corev1.ContainerStatus) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
+	cs.Name, cs.Image = "app", "ghcr.io/example/app:1.0.0"
 	var pod *corev1.Pod
+	// The scheduler and the node write the new pod too: a conflict reads it again.
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		if err := env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil || len(pods.Items) == 0 {
 			return false, err
 		}
 		pod = &pods.Items[0]
-		return true, nil
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"},
+		}
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+		err := env.Client.Status().Update(ctx, pod)
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
 	})
 	if err != nil {
-		t.Fatalf("no pod of %s/%s: %v", ns, app, err)
-	}
-	cs.Name, cs.Image = "app", "ghcr.io/example/app:1.0.0"
-	pod.Status.Phase = corev1.PodRunning
-	pod.Status.Conditions = []corev1.PodCondition{
-		{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
-		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"},
-	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
-	if err := env.Client.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
+		t.Fatalf("setting the status of the pod of %s/%s: %v", ns, app, err)
 	}
 	return pod
 }
