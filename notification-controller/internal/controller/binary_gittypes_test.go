@@ -26,12 +26,15 @@ func gitTypeCases() []typeCase {
 			body: `"state":"error"`},
 		{typ: "githubdispatch", addressPath: "/acme/app", secret: map[string]string{"token": "gh"},
 			path: "/api/v3/repos/acme/app/dispatches", header: "Authorization", value: "Bearer gh", body: `"event_type":"Kustomization/apps.`},
+		{typ: "githubpullrequestcomment", addressPath: "/acme/app", secret: map[string]string{"token": "ghc"},
+			path: "/api/v3/repos/acme/app/issues/42/comments", header: "Authorization", value: "Bearer ghc", body: `"body":"\u003c!-- flux-pr-comment-key:`},
 	}
 }
 
 // TestBinaryDeliversGitTypes: the built binary sets the commit status of
 // an error event about a commit through a Provider of each git type, each
-// addressed to its own fake of the service, and dispatches it to GitHub.
+// addressed to its own fake of the service, dispatches it to GitHub and
+// comments on the event's pull request.
 func TestBinaryDeliversGitTypes(t *testing.T) {
 	deliverToTypes(t, "gittypes", gitTypeCases())
 }

@@ -102,7 +102,8 @@ func deliverToTypes(t *testing.T, shardValue string, cases []typeCase) {
 		if i == 600 {
 			break
 		}
-		ev := fluxEvent(ns, "Kustomization", "apps", "error", fmt.Sprintf("binaryevent%d", i), map[string]string{"kustomize.toolkit.fluxcd.io/revision": "main@sha1:" + commitSHA})
+		ev := fluxEvent(ns, "Kustomization", "apps", "error", fmt.Sprintf("binaryevent%d", i), map[string]string{
+			"kustomize.toolkit.fluxcd.io/revision": "main@sha1:" + commitSHA, "event.toolkit.fluxcd.io/change_request": "42"})
 		ev["reason"] = "HealthCheckFailed"
 		if code := postEventTo(t, eventsAt, ev); code != http.StatusAccepted {
 			t.Fatalf("event answered %d", code)

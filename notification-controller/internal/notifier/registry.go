@@ -28,11 +28,12 @@ var httpNotifiers = map[string]func(Options) (Notifier, error){
 	"sentry":       func(o Options) (Notifier, error) { return newSentry(o) },
 	"otel":         func(o Options) (Notifier, error) { return newOTEL(o) },
 	// Git commit statuses and repository dispatch.
-	"gitea":           func(o Options) (Notifier, error) { return newGitea(o) },
-	"bitbucketserver": func(o Options) (Notifier, error) { return newBitbucketServer(o) },
-	"bitbucket":       func(o Options) (Notifier, error) { return newBitbucket(o) },
-	"azuredevops":     func(o Options) (Notifier, error) { return newAzureDevOps(o) },
-	"githubdispatch":  func(o Options) (Notifier, error) { return newGitHubDispatch(o) },
+	"gitea":                    func(o Options) (Notifier, error) { return newGitea(o) },
+	"bitbucketserver":          func(o Options) (Notifier, error) { return newBitbucketServer(o) },
+	"bitbucket":                func(o Options) (Notifier, error) { return newBitbucket(o) },
+	"azuredevops":              func(o Options) (Notifier, error) { return newAzureDevOps(o) },
+	"githubdispatch":           func(o Options) (Notifier, error) { return newGitHubDispatch(o) },
+	"githubpullrequestcomment": func(o Options) (Notifier, error) { return newGitHubPRComment(o) },
 }
 
 // requireToken checks that the secret gave a token.
