@@ -33,7 +33,8 @@ var httpNotifiers = map[string]func(Options) (Notifier, error){
 	"bitbucket":                func(o Options) (Notifier, error) { return newBitbucket(o) },
 	"azuredevops":              func(o Options) (Notifier, error) { return newAzureDevOps(o) },
 	"githubdispatch":           func(o Options) (Notifier, error) { return newGitHubDispatch(o) },
-	"githubpullrequestcomment": func(o Options) (Notifier, error) { return newGitHubPRComment(o) },
+	"githubpullrequestcomment": func(o Options) (Notifier, error) { return newPRComment(o) },
+	"giteapullrequestcomment":  func(o Options) (Notifier, error) { return newPRComment(o) },
 }
 
 // requireToken checks that the secret gave a token.

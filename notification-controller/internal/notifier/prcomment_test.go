@@ -92,3 +92,36 @@ func TestGitHubPRCommentFailures(t *testing.T) {
 		t.Errorf("no UID: %v", err)
 	}
 }
+
+// TestGiteaPRComment: Gitea's API takes the same calls under /api/v1 with
+// `token` auth: a new comment is created, the user's keyed one edited.
+func TestGiteaPRComment(t *testing.T) {
+	key := "<!-- flux-pr-comment-key:uid-1/Kustomization/flux-system/apps -->"
+	for _, tc := range []struct {
+		comments, write string
+	}{
+		{`[]`, "POST /api/v1/repos/acme/app/issues/42/comments"},
+		{`[{"id":3,"body":"` + key + `","user":{"login":"someone-else"}},{"id":7,"body":"` + key + `","user":{"login":"flux-bot"}}]`,
+			"PATCH /api/v1/repos/acme/app/issues/comments/7"},
+	} {
+		srv := prCommentFake(t, tc.comments)
+		n := newNotifier(t, Options{Type: "giteapullrequestcomment", Address: srv.URL + "/acme/app.git", Password: caseToken, ProviderUID: "uid-1"})
+		if err := n.Post(context.Background(), prEvent()); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"GET /api/v1/user", "GET /api/v1/repos/acme/app/issues/42/comments?page=1&limit=100", tc.write}
+		for i, r := range srv.reqs {
+			if got := r.Method + " " + r.URL.RequestURI(); i >= len(want) || got != want[i] || r.Header.Get("Authorization") != "token "+caseToken {
+				t.Errorf("request %d: %s auth %q", i, got, r.Header.Get("Authorization"))
+			}
+		}
+		var got map[string]string
+		if len(srv.bodies) != 3 || json.Unmarshal(srv.bodies[2], &got) != nil || !strings.HasPrefix(got["body"], key+"\n\n## Flux Status\n\n⚠️ ") {
+			t.Errorf("%d requests, comment %q", len(srv.reqs), got["body"])
+		}
+	}
+	if _, err := New(Options{Type: "giteapullrequestcomment", Address: "https://gitea.example/acme/app", ProviderUID: "u"}); err == nil ||
+		err.Error() != "giteapullrequestcomment provider: the secret has no token key" {
+		t.Errorf("no token: %v", err)
+	}
+}
