@@ -30,13 +30,15 @@ func gitTypeCases() []typeCase {
 			path: "/api/v3/repos/acme/app/issues/42/comments", header: "Authorization", value: "Bearer ghc", body: `"body":"\u003c!-- flux-pr-comment-key:`},
 		{typ: "giteapullrequestcomment", addressPath: "/acme/app.git", secret: map[string]string{"token": "gtc"},
 			path: "/api/v1/repos/acme/app/issues/42/comments", header: "Authorization", value: "token gtc", body: `"body":"\u003c!-- flux-pr-comment-key:`},
+		{typ: "gitlabmergerequestcomment", addressPath: "/group/app", secret: map[string]string{"token": "glc"},
+			path: "/api/v4/projects/group/app/merge_requests/42/notes", header: "PRIVATE-TOKEN", value: "glc", body: `"body":"\u003c!-- flux-mr-comment-key:`},
 	}
 }
 
 // TestBinaryDeliversGitTypes: the built binary sets the commit status of
 // an error event about a commit through a Provider of each git type, each
 // addressed to its own fake of the service, dispatches it to GitHub and
-// comments on the event's pull request on GitHub and Gitea.
+// comments on the event's pull or merge request on GitHub, Gitea and GitLab.
 func TestBinaryDeliversGitTypes(t *testing.T) {
 	deliverToTypes(t, "gittypes", gitTypeCases())
 }

@@ -19,7 +19,7 @@ const ChangeRequestMetadataKey = "event.toolkit.fluxcd.io/change_request"
 
 // IsChangeRequest reports whether t comments on pull requests.
 func IsChangeRequest(t string) bool {
-	return t == "githubpullrequestcomment" || t == "giteapullrequestcomment"
+	return t == "githubpullrequestcomment" || t == "giteapullrequestcomment" || t == "gitlabmergerequestcomment"
 }
 
 // PRComment keeps one comment per Provider and object on the pull request
@@ -32,13 +32,21 @@ func IsChangeRequest(t string) bool {
 // Address and token as for github (Bearer) or gitea (`token`). Flux
 // compatible (github_pull_request_comment.go,
 // gitea_pull_request_comment.go); no GitHub App auth.
+//
+// gitlabmergerequestcomment does the same with GitLab's notes: GET
+// `<host>/api/v4/user`, GET, PUT `…/notes/<id>` or POST
+// `<host>/api/v4/projects/<url-encoded path>/merge_requests/<iid>/notes`,
+// with `PRIVATE-TOKEN`, the note's `author.username` and key prefix
+// `flux-mr-comment-key` (gitlab_merge_request_comment.go).
 type PRComment struct {
 	typ, api, issues, listQuery, uid string
-	headers                          map[string]string
-	client                           *Client
-	mu                               sync.Mutex
-	login                            string
-	known                            bool
+	// notes: GitLab's names and PUT; else GitHub's and Gitea's.
+	notes   bool
+	headers map[string]string
+	client  *Client
+	mu      sync.Mutex
+	login   string
+	known   bool
 }
 
 func newPRComment(opts Options) (*PRComment, error) {
@@ -46,7 +54,16 @@ func newPRComment(opts Options) (*PRComment, error) {
 		return nil, fmt.Errorf("%s provider: the Provider has no UID", opts.Type)
 	}
 	c := &PRComment{typ: opts.Type, uid: opts.ProviderUID, client: opts.Client}
-	if opts.Type == "giteapullrequestcomment" {
+	switch opts.Type {
+	case "gitlabmergerequestcomment":
+		g, err := newGitLab(opts)
+		if err != nil {
+			return nil, err
+		}
+		c.api, c.listQuery, c.notes, c.headers = g.api, "sort=asc&order_by=created_at&per_page=100", true, map[string]string{"PRIVATE-TOKEN": g.token}
+		c.issues = fmt.Sprintf("%s/projects/%s/merge_requests", g.api, url.PathEscape(g.project))
+		return c, nil
+	case "giteapullrequestcomment":
 		g, err := newGitea(opts)
 		if err != nil {
 			return nil, err
@@ -71,6 +88,9 @@ type prComment struct {
 	User struct {
 		Login string `json:"login"`
 	} `json:"user"`
+	Author struct {
+		Username string `json:"username"`
+	} `json:"author"`
 }
 
 // Post sends ev.
@@ -83,19 +103,27 @@ func (g *PRComment) Post(ctx context.Context, ev *events.Event) error {
 	if err != nil {
 		return fmt.Errorf("%s: reading the token's user: %w", g.typ, err)
 	}
+	coll, prefix := fmt.Sprintf("%s/%d/comments", g.issues, n), "flux-pr-comment-key"
+	if g.notes {
+		coll, prefix = fmt.Sprintf("%s/%d/notes", g.issues, n), "flux-mr-comment-key"
+	}
 	var comments []prComment
-	list := Request{URL: fmt.Sprintf("%s/%d/comments?%s", g.issues, n, g.listQuery), Headers: g.headers}
-	if _, err := getExisting(ctx, g.client, list, &comments); err != nil {
+	if _, err := getExisting(ctx, g.client, Request{URL: coll + "?" + g.listQuery, Headers: g.headers}, &comments); err != nil {
 		return fmt.Errorf("%s: listing the comments: %w", g.typ, err)
 	}
-	marker := commentMarker("flux-pr-comment-key", g.uid, ev)
+	marker := commentMarker(prefix, g.uid, ev)
 	body, _ := json.Marshal(map[string]string{"body": marker + "\n\n" + markdownPost(ev)})
-	r := Request{URL: fmt.Sprintf("%s/%d/comments", g.issues, n), Body: body, Headers: g.headers}
+	r := Request{URL: coll, Body: body, Headers: g.headers}
 	for _, c := range comments {
-		if c.User.Login == login && strings.Contains(c.Body, marker) {
+		switch {
+		case g.notes && c.Author.Username == login && strings.Contains(c.Body, marker):
+			r.Method, r.URL = http.MethodPut, fmt.Sprintf("%s/%d", coll, c.ID)
+		case !g.notes && c.User.Login == login && strings.Contains(c.Body, marker):
 			r.Method, r.URL = http.MethodPatch, fmt.Sprintf("%s/comments/%d", g.issues, c.ID)
-			break
+		default:
+			continue
 		}
+		break
 	}
 	if _, err := g.client.Send(ctx, r); err != nil {
 		return fmt.Errorf("%s: %w", g.typ, err)
@@ -111,7 +139,8 @@ func (g *PRComment) userLogin(ctx context.Context) (string, error) {
 		return g.login, nil
 	}
 	var u struct {
-		Login string `json:"login"`
+		Login    string `json:"login"`
+		Username string `json:"username"`
 	}
 	out, err := g.client.Send(ctx, Request{Method: http.MethodGet, URL: g.api + "/user", Headers: g.headers})
 	if err != nil {
@@ -119,6 +148,9 @@ func (g *PRComment) userLogin(ctx context.Context) (string, error) {
 	}
 	_ = json.Unmarshal(out, &u)
 	g.login, g.known = u.Login, true
+	if g.notes {
+		g.login = u.Username
+	}
 	return g.login, nil
 }
 

@@ -125,3 +125,49 @@ func TestGiteaPRComment(t *testing.T) {
 		t.Errorf("no token: %v", err)
 	}
 }
+
+// TestGitLabMRComment: GitLab's notes are read and written under the
+// URL-encoded project with PRIVATE-TOKEN; the user's keyed note is
+// replaced with PUT, else a note is created.
+func TestGitLabMRComment(t *testing.T) {
+	key := "<!-- flux-mr-comment-key:uid-1/Kustomization/flux-system/apps -->"
+	notes := "/api/v4/projects/group%2Fsub%2Fapp/merge_requests/42/notes"
+	for _, tc := range []struct {
+		notes, write string
+	}{
+		{`[{"id":3,"body":"<!-- flux-pr-comment-key:uid-1/Kustomization/flux-system/apps -->","author":{"username":"flux-bot"}}]`, "POST " + notes},
+		{`[{"id":3,"body":"` + key + `","author":{"username":"someone-else"}},{"id":8,"body":"` + key + `","author":{"username":"flux-bot"}}]`,
+			"PUT " + notes + "/8"},
+	} {
+		srv := newRecorder(t, func(n int) (int, string) {
+			switch n {
+			case 1:
+				return http.StatusOK, `{"username":"flux-bot"}`
+			case 2:
+				return http.StatusOK, tc.notes
+			}
+			return http.StatusOK, "{}"
+		})
+		n := newNotifier(t, Options{Type: "gitlabmergerequestcomment", Address: srv.URL + "/group/sub/app", Token: caseToken, ProviderUID: "uid-1"})
+		if err := n.Post(context.Background(), prEvent()); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"GET /api/v4/user", "GET " + notes + "?sort=asc&order_by=created_at&per_page=100", tc.write}
+		for i, r := range srv.reqs {
+			if got := r.Method + " " + r.URL.EscapedPath() + queryOf(r); i >= len(want) || got != want[i] || r.Header.Get("PRIVATE-TOKEN") != caseToken {
+				t.Errorf("request %d: %s", i, got)
+			}
+		}
+		var got map[string]string
+		if len(srv.bodies) != 3 || json.Unmarshal(srv.bodies[2], &got) != nil || !strings.HasPrefix(got["body"], key+"\n\n## Flux Status\n\n") {
+			t.Errorf("%d requests, note %q", len(srv.reqs), got["body"])
+		}
+	}
+}
+
+func queryOf(r *http.Request) string {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	return "?" + r.URL.RawQuery
+}

@@ -28,13 +28,14 @@ var httpNotifiers = map[string]func(Options) (Notifier, error){
 	"sentry":       func(o Options) (Notifier, error) { return newSentry(o) },
 	"otel":         func(o Options) (Notifier, error) { return newOTEL(o) },
 	// Git commit statuses and repository dispatch.
-	"gitea":                    func(o Options) (Notifier, error) { return newGitea(o) },
-	"bitbucketserver":          func(o Options) (Notifier, error) { return newBitbucketServer(o) },
-	"bitbucket":                func(o Options) (Notifier, error) { return newBitbucket(o) },
-	"azuredevops":              func(o Options) (Notifier, error) { return newAzureDevOps(o) },
-	"githubdispatch":           func(o Options) (Notifier, error) { return newGitHubDispatch(o) },
-	"githubpullrequestcomment": func(o Options) (Notifier, error) { return newPRComment(o) },
-	"giteapullrequestcomment":  func(o Options) (Notifier, error) { return newPRComment(o) },
+	"gitea":                     func(o Options) (Notifier, error) { return newGitea(o) },
+	"bitbucketserver":           func(o Options) (Notifier, error) { return newBitbucketServer(o) },
+	"bitbucket":                 func(o Options) (Notifier, error) { return newBitbucket(o) },
+	"azuredevops":               func(o Options) (Notifier, error) { return newAzureDevOps(o) },
+	"githubdispatch":            func(o Options) (Notifier, error) { return newGitHubDispatch(o) },
+	"githubpullrequestcomment":  func(o Options) (Notifier, error) { return newPRComment(o) },
+	"giteapullrequestcomment":   func(o Options) (Notifier, error) { return newPRComment(o) },
+	"gitlabmergerequestcomment": func(o Options) (Notifier, error) { return newPRComment(o) },
 }
 
 // requireToken checks that the secret gave a token.

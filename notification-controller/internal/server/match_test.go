@@ -108,7 +108,7 @@ func TestRoutesAndMetadata(t *testing.T) {
 		{"slack", update, false}, {"slack", plain, true}, {"generic", update, true}, {"generic-hmac", update, true},
 		{"github", update, true}, {"github", plain, false}, {"github", withCommit, true}, {"gitlab", failed, true},
 		{"githubpullrequestcomment", onPR, true}, {"githubpullrequestcomment", failed, false}, {"githubpullrequestcomment", update, false},
-		{"giteapullrequestcomment", onPR, true}, {"giteapullrequestcomment", plain, false},
+		{"giteapullrequestcomment", onPR, true}, {"giteapullrequestcomment", plain, false}, {"gitlabmergerequestcomment", plain, false},
 		{"githubdispatch", plain, true}, {"gitea", update, true}, {"azuredevops", plain, false},
 	} {
 		if got := routes(tc.typ, tc.ev); got != tc.want {
