@@ -8,7 +8,7 @@ import (
 	"github.com/eddyops/eddy/pkg/events"
 )
 
-// httpNotifiers are the chat and alerting types addressed over HTTP, each
+// httpNotifiers are the types not in New's switch, each
 // in its own file, by spec.type.
 var httpNotifiers = map[string]func(Options) (Notifier, error){
 	"rocket":       func(o Options) (Notifier, error) { return newRocket(o) },
@@ -27,6 +27,15 @@ var httpNotifiers = map[string]func(Options) (Notifier, error){
 	"incident.io":  func(o Options) (Notifier, error) { return newIncidentio(o) },
 	"sentry":       func(o Options) (Notifier, error) { return newSentry(o) },
 	"otel":         func(o Options) (Notifier, error) { return newOTEL(o) },
+	// Git commit statuses and repository dispatch.
+	"gitea":                     func(o Options) (Notifier, error) { return newGitea(o) },
+	"bitbucketserver":           func(o Options) (Notifier, error) { return newBitbucketServer(o) },
+	"bitbucket":                 func(o Options) (Notifier, error) { return newBitbucket(o) },
+	"azuredevops":               func(o Options) (Notifier, error) { return newAzureDevOps(o) },
+	"githubdispatch":            func(o Options) (Notifier, error) { return newGitHubDispatch(o) },
+	"githubpullrequestcomment":  func(o Options) (Notifier, error) { return newPRComment(o) },
+	"giteapullrequestcomment":   func(o Options) (Notifier, error) { return newPRComment(o) },
+	"gitlabmergerequestcomment": func(o Options) (Notifier, error) { return newPRComment(o) },
 }
 
 // requireToken checks that the secret gave a token.

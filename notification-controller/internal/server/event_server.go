@@ -320,12 +320,18 @@ func messageMatches(a *notificationv1.Alert, msg string) (ok bool, invalid []str
 
 // routes applies Flux's commit-status routing: commit-status updates (e.g.
 // "Reconciliation finished") go only to git and generic providers; git
-// providers get only those, events with an explicit commit, and errors.
+// providers get only those, events with an explicit commit, and errors;
+// pull-request comment providers only events with a change request.
 func routes(providerType string, ev *events.Event) bool {
 	update := ev.Metadata[group(ev)+"/commit_status"] == "update"
 	if notifier.IsGit(providerType) {
 		_, commit := ev.Metadata[notifier.CommitMetadataKey]
 		return update || commit || ev.Severity == events.SeverityError
+	}
+	if notifier.IsChangeRequest(providerType) {
+		if _, ok := ev.Metadata[notifier.ChangeRequestMetadataKey]; !ok {
+			return false
+		}
 	}
 	return !update || notifier.IsGeneric(providerType)
 }

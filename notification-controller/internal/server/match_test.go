@@ -92,13 +92,14 @@ func TestMatch(t *testing.T) {
 	}
 }
 
-// TestRoutesAndMetadata: commit-status routing by provider type and the
+// TestRoutesAndMetadata: commit-status and pull-request routing by provider type and the
 // precedence of presented metadata.
 func TestRoutesAndMetadata(t *testing.T) {
 	update := ksEvent("a", "x", "info", map[string]string{"kustomize.toolkit.fluxcd.io/commit_status": "update"})
 	plain := ksEvent("a", "x", "info", nil)
 	withCommit := ksEvent("a", "x", "info", map[string]string{"event.toolkit.fluxcd.io/commit": "abc"})
 	failed := ksEvent("a", "x", "error", nil)
+	onPR := ksEvent("a", "x", "info", map[string]string{"event.toolkit.fluxcd.io/change_request": "42"})
 	for _, tc := range []struct {
 		typ  string
 		ev   *events.Event
@@ -106,6 +107,9 @@ func TestRoutesAndMetadata(t *testing.T) {
 	}{
 		{"slack", update, false}, {"slack", plain, true}, {"generic", update, true}, {"generic-hmac", update, true},
 		{"github", update, true}, {"github", plain, false}, {"github", withCommit, true}, {"gitlab", failed, true},
+		{"githubpullrequestcomment", onPR, true}, {"githubpullrequestcomment", failed, false}, {"githubpullrequestcomment", update, false},
+		{"giteapullrequestcomment", onPR, true}, {"giteapullrequestcomment", plain, false}, {"gitlabmergerequestcomment", plain, false},
+		{"githubdispatch", plain, true}, {"gitea", update, true}, {"azuredevops", plain, false},
 	} {
 		if got := routes(tc.typ, tc.ev); got != tc.want {
 			t.Errorf("routes(%s, %v %v) = %v", tc.typ, tc.ev.Severity, tc.ev.Metadata, got)
