@@ -41,6 +41,9 @@ type Options struct {
 	Channel, Username string
 	// Password is the secret's `password` key (basic authentication).
 	Password string
+	// Creds and NKey are the secret's `creds` (a NATS user credentials
+	// file) and `nkey` (an NKey seed) keys, for nats.
+	Creds, NKey []byte
 	// ProviderUID is the Provider's UID: its first segment ends the default
 	// commit status id of git providers.
 	ProviderUID string

@@ -8,7 +8,7 @@ import (
 	"github.com/eddyops/eddy/pkg/events"
 )
 
-// httpNotifiers are the types not in New's switch, each
+// httpNotifiers are the types not in New's switch (nats is not HTTP), each
 // in its own file, by spec.type.
 var httpNotifiers = map[string]func(Options) (Notifier, error){
 	"rocket":       func(o Options) (Notifier, error) { return newRocket(o) },
@@ -27,6 +27,7 @@ var httpNotifiers = map[string]func(Options) (Notifier, error){
 	"incident.io":  func(o Options) (Notifier, error) { return newIncidentio(o) },
 	"sentry":       func(o Options) (Notifier, error) { return newSentry(o) },
 	"otel":         func(o Options) (Notifier, error) { return newOTEL(o) },
+	"nats":         func(o Options) (Notifier, error) { return newNATS(o) },
 	// Git commit statuses and repository dispatch.
 	"gitea":                     func(o Options) (Notifier, error) { return newGitea(o) },
 	"bitbucketserver":           func(o Options) (Notifier, error) { return newBitbucketServer(o) },

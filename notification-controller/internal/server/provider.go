@@ -20,7 +20,7 @@ import (
 )
 
 // notifier builds p's Notifier. Flux compatible secret keys: `address`
-// (overrides spec.address), `token`, `username`/`password`, `headers` (YAML map),
+// (overrides spec.address), `token`, `username`/`password`, `headers` (YAML map), `creds`/`nkey` (nats),
 // `proxy` (legacy); proxySecretRef `address`/`username`/`password`; certSecretRef
 // `ca.crt`/`tls.crt`/`tls.key`. As in Flux, surrounding whitespace is
 // trimmed from `address`, `token` and the proxy addresses (a Secret made
@@ -48,6 +48,7 @@ func (s *EventServer) notifier(ctx context.Context, p *notificationv1.Provider) 
 			opts.Username = string(v)
 		}
 		opts.Password = string(sec.Data["password"])
+		opts.Creds, opts.NKey = sec.Data["creds"], sec.Data["nkey"]
 		if v, ok := sec.Data["proxy"]; ok {
 			proxy = strings.TrimSpace(string(v))
 		}
