@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // PeakRSSMiB is the peak resident set size of process pid in MiB (VmHWM of
@@ -113,4 +114,19 @@ func ExeResidentMiB(pid int) (float64, error) {
 		total += m.Rss - m.Anonymous
 	}
 	return total, nil
+}
+
+// ProcStatusMiB is the "kB" field of /proc/<pid>/status in MiB (pid a
+// number, or "self"); tb fails when the file or the field is missing.
+func ProcStatusMiB(tb testing.TB, pid, field string) float64 {
+	tb.Helper()
+	f, err := ProcMemFields("/proc/" + pid + "/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	v, ok := f[field]
+	if !ok {
+		tb.Fatalf("/proc/%s/status has no %s", pid, field)
+	}
+	return v
 }

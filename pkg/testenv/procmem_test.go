@@ -27,3 +27,9 @@ func TestResidentSplitFindsThisProcessesExecutablePages(t *testing.T) {
 		t.Fatal("no error for a process that does not exist")
 	}
 }
+
+func TestProcStatusMiBReadsThisProcessesPeak(t *testing.T) {
+	if v := ProcStatusMiB(t, "self", "VmHWM"); v <= 0 {
+		t.Errorf("VmHWM of this process %.1f MiB, want above 0", v)
+	}
+}

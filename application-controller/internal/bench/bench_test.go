@@ -302,7 +302,7 @@ func measureFromStart(b *testing.B, sc *testenv.Process, startCtrl func() *teste
 	c1, s1 := procUsage(b, ctrl.PID()), procUsage(b, sc.PID())
 	p.ctrl = c1 // from the process's start
 	pid := strconv.Itoa(ctrl.PID())
-	p.anonMiB, p.fileMiB = statusMiB(b, pid, "RssAnon"), statusMiB(b, pid, "RssFile")
+	p.anonMiB, p.fileMiB = testenv.ProcStatusMiB(b, pid, "RssAnon"), testenv.ProcStatusMiB(b, pid, "RssFile")
 	p.source = usage{cpu: s1.cpu - s0.cpu, peakRSSMiB: s1.peakRSSMiB}
 	return p
 }

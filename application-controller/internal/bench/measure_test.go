@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -39,33 +38,13 @@ func procUsage(b *testing.B, pid int) usage {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return usage{cpu: cpu, peakRSSMiB: statusMiB(b, strconv.Itoa(pid), "VmHWM")}
+	return usage{cpu: cpu, peakRSSMiB: testenv.ProcStatusMiB(b, strconv.Itoa(pid), "VmHWM")}
 }
 
 // resetPeakRSS makes VmHWM of pid start again from its current RSS
 // (proc(5) clear_refs, value 5); false where that is not allowed.
 func resetPeakRSS(pid int) bool {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
-}
-
-// statusMiB reads a "kB" field of /proc/<pid>/status in MiB.
-func statusMiB(b *testing.B, pid, field string) float64 {
-	b.Helper()
-	status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			if err != nil {
-				b.Fatalf("/proc/%s/status %s: %v", pid, field, err)
-			}
-			return kb / 1024
-		}
-	}
-	b.Fatalf("/proc/%s/status has no %s", pid, field)
-	return 0
 }
 
 // samples are Prometheus samples: the metric name with its labels → value.

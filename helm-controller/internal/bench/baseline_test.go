@@ -72,7 +72,7 @@ func runBaseline(b *testing.B, n int, chart string) baselineResult {
 	cpu1 := cpuSelf(b)
 	res.cpu = cpu1 - cpu0
 	if hwmReset {
-		res.peakRSSMiB = procStatusMiB(b, "self", "VmHWM")
+		res.peakRSSMiB = testenv.ProcStatusMiB(b, "self", "VmHWM")
 	}
 	if len(errs) > 0 {
 		b.Fatalf("%d of %d Helm installs failed, e.g.: %v", len(errs), n, errs[0])

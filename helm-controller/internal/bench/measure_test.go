@@ -31,27 +31,7 @@ func procUsage(b *testing.B, pid int) usage {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return usage{cpu: cpu, peakRSSMiB: procStatusMiB(b, strconv.Itoa(pid), "VmHWM")}
-}
-
-// procStatusMiB reads a "kB" field of /proc/<pid>/status in MiB.
-func procStatusMiB(b *testing.B, pid, field string) float64 {
-	b.Helper()
-	status, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			if err != nil {
-				b.Fatalf("/proc/%s/status %s: %v", pid, field, err)
-			}
-			return kb / 1024
-		}
-	}
-	b.Fatalf("/proc/%s/status has no %s", pid, field)
-	return 0
+	return usage{cpu: cpu, peakRSSMiB: testenv.ProcStatusMiB(b, strconv.Itoa(pid), "VmHWM")}
 }
 
 // cpuSelf is this process's CPU time (getrusage RUSAGE_SELF, user+system).

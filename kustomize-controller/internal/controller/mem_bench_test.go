@@ -165,7 +165,7 @@ func memRun(b *testing.B, name, exe string, flux bool, n int) memResult {
 	}
 	res.ready = time.Since(start)
 	sample()
-	res.peak = memStatus(b, p.PID(), "VmHWM")
+	res.peak = testenv.ProcStatusMiB(b, strconv.Itoa(p.PID()), "VmHWM")
 	b.Logf("%s: resident mappings of the executable:\n%s", name, memExeMappings(b, p.PID()))
 	if dir := os.Getenv("EDDY_MEM_BENCH_PROFILES"); dir != "" && !flux {
 		saveProfile(b, metrics, "heap", filepath.Join(dir, name+".heap"))
@@ -199,18 +199,6 @@ func memKubeconfigFromEnv(b *testing.B, exe string) string {
 		b.Fatal(err)
 	}
 	return script
-}
-
-// memStatus returns the field (a "kB" value) of /proc/<pid>/status in MiB.
-func memStatus(b *testing.B, pid int, field string) float64 {
-	f, err := testenv.ProcMemFields(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if f[field] == 0 {
-		b.Fatalf("no %s in /proc/%d/status", field, pid)
-	}
-	return f[field]
 }
 
 // memExeMappings lists the mappings of pid's executable file

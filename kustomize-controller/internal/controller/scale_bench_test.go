@@ -417,7 +417,7 @@ func procUsage(b *testing.B, procs []shardProc) (cpu time.Duration, rssMaxMiB, r
 		utime, _ := strconv.ParseInt(f[11], 10, 64)
 		stime, _ := strconv.ParseInt(f[12], 10, 64)
 		cpu += time.Duration(utime+stime) * time.Second / 100 // USER_HZ is 100 on Linux
-		hwm := memStatus(b, p.p.PID(), "VmHWM")
+		hwm := testenv.ProcStatusMiB(b, strconv.Itoa(p.p.PID()), "VmHWM")
 		rssSumMiB += hwm
 		rssMaxMiB = max(rssMaxMiB, hwm)
 	}
