@@ -69,7 +69,7 @@ func (r *HelmReleaseReconciler) uninstallCurrent(ctx context.Context, obj *helmv
 	}
 	getter.namespace = ns
 	var observed []*release.Observed
-	cfg, err := newHelmConfig(ctx, getter, storageNS, 0, r.HealthPoll, helmLog(ctx), release.ObserveInto(&observed, ""))
+	cfg, err := newHelmConfig(ctx, getter, storageNS, 0, r.HealthPoll, nil, helmLog(ctx), release.ObserveInto(&observed, ""))
 	if err != nil {
 		return err
 	}

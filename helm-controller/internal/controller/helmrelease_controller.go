@@ -11,6 +11,7 @@ import (
 	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"github.com/eddyops/eddy/helm-controller/internal/values"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/reconciler"
@@ -179,6 +180,8 @@ type releaseRequest struct {
 	// waitCtx is what the waits for the release's objects run under: a
 	// newer desired state cancels it (healthCheckCanceled).
 	waitCtx context.Context
+	// exprs are spec.healthCheckExprs, compiled (nil when none).
+	exprs *cel.HealthChecks
 }
 
 // prerequisites runs the steps before the release: chart template,
@@ -195,10 +198,9 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 			}
 		}
 	}
-	// Refused rather than ignored: a release reported healthy without the
-	// checks its author asked for would be worse than no release.
-	if len(obj.Spec.HealthCheckExprs) > 0 {
-		return nil, fail(meta.ReconciliationFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy's helm-controller yet").Stall()
+	exprs, f := healthCheckExprs(obj)
+	if f != nil {
+		return nil, f
 	}
 	applied, f := r.reconcileChartTemplate(ctx, obj)
 	if f != nil {
@@ -228,7 +230,7 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 		return nil, fail(helmv2.RESTClientErrorReason, "%s", err)
 	}
 	progressed(helmv2.RESTClientErrorReason)
-	req := &releaseRequest{obj: obj, chart: ch, values: vals, configDigest: values.Digest(vals), secrets: secrets, getter: getter}
+	req := &releaseRequest{obj: obj, chart: ch, values: vals, configDigest: values.Digest(vals), secrets: secrets, getter: getter, exprs: exprs}
 
 	// status.history is kept newest first; one written in another order
 	// (by hand, by another controller) is put in order here, once.
