@@ -15,6 +15,7 @@ import (
 	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/reconciler"
+	"github.com/eddyops/eddy/pkg/remotecluster"
 	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,8 @@ type HelmReleaseReconciler struct {
 	NoCrossNamespaceRefs bool
 	// DefaultServiceAccount is impersonated when spec.serviceAccountName is empty.
 	DefaultServiceAccount string
+	// KubeConfig are the switches for spec.kubeConfig's kubeconfigs.
+	KubeConfig remotecluster.KubeConfigOptions
 	// RequeueDependency is the wait for a source or dependency (Flux: 30s).
 	RequeueDependency time.Duration
 	// HealthPoll is the poll interval of the kstatus wait (default 2s).
@@ -198,6 +201,9 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 			}
 		}
 	}
+	if f := kubeConfigRefusal(obj); f != nil {
+		return nil, f
+	}
 	exprs, f := healthCheckExprs(obj)
 	if f != nil {
 		return nil, f
@@ -225,7 +231,7 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 		return nil, f
 	}
 	progressed(helmv2.ArtifactFailedReason, helmv2.ChartMutateErrorReason)
-	getter, err := r.getterFor(obj)
+	getter, err := r.getterFor(ctx, obj)
 	if err != nil {
 		return nil, fail(helmv2.RESTClientErrorReason, "%s", err)
 	}
@@ -281,17 +287,14 @@ func (r *HelmReleaseReconciler) serviceAccount(obj *helmv2.HelmRelease) string {
 	return r.DefaultServiceAccount
 }
 
-// getterFor returns Helm's REST access for obj: the manager's config,
-// impersonating `system:serviceaccount:<ns>:<serviceAccountName>` when one
-// is set, with the release namespace as default namespace.
-func (r *HelmReleaseReconciler) getterFor(obj *helmv2.HelmRelease) (*restGetter, error) {
-	if r.Config == nil {
-		return nil, errors.New("no REST configuration")
+// getterFor returns Helm's REST access for obj: to its cluster
+// (clusterConfig), impersonating `system:serviceaccount:<ns>:<serviceAccountName>`
+// there when one is set, with the release namespace as default namespace.
+func (r *HelmReleaseReconciler) getterFor(ctx context.Context, obj *helmv2.HelmRelease) (*restGetter, error) {
+	cfg, err := r.clusterConfig(ctx, obj)
+	if err != nil {
+		return nil, err
 	}
-	if obj.Spec.KubeConfig != nil {
-		return nil, errors.New("spec.kubeConfig is not supported by Eddy yet")
-	}
-	cfg := rest.CopyConfig(r.Config)
 	if sa := r.serviceAccount(obj); sa != "" {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", obj.Namespace, sa)}
 	}
