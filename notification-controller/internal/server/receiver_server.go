@@ -36,8 +36,9 @@ func IndexWebhookPath(o client.Object) []string {
 // ReceiverServer serves /hook/<digest>. Flux compatible answers (contract
 // §6.4): 404 unknown path, 503 suspended or not Ready, 413 body over
 // MaxBodyBytes, 400 failed verification or an event type not allowed, 500
-// when any resource could not be annotated (the others still are; the
-// answer names the failed ones), else 200. Each resource gets
+// when the CEL filters cannot read the body or any resource could not be
+// annotated or filtered (the others still are; the answer names the
+// failed ones), else 200. Each resource the filters accept gets
 // `reconcile.fluxcd.io/requestedAt` merge-patched. A Receiver is found by
 // status.webhookPath alone, as in Flux.
 type ReceiverServer struct {
