@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coreos/go-oidc/v3/oidc"
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	"github.com/eddyops/eddy/pkg/cel"
-	"github.com/coreos/go-oidc/v3/oidc"
 	celgo "github.com/google/cel-go/cel"
 )
 

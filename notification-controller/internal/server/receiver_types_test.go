@@ -100,4 +100,3 @@ func TestRegistryAndForgeTypesVerify(t *testing.T) {
 		})
 	}
 }
-
