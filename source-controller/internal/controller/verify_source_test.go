@@ -261,7 +261,8 @@ const verifyShard = "verify-binary"
 // TestBinaryCosignVerifiedSource runs the built source-controller and
 // kustomize-controller: a Kustomization applies the verified artifact of an
 // OCIRepository; an unsigned new digest is refused, so the Kustomization
-// keeps the verified revision applied; once signed, it is applied.
+// keeps the verified revision applied; once signed, it is applied. Then
+// HelmCharts of an OCI HelmRepository: signed pulled, unsigned refused.
 func TestBinaryCosignVerifiedSource(t *testing.T) {
 	port, err := testenv.FreePort()
 	if err != nil {
@@ -317,4 +318,37 @@ func TestBinaryCosignVerifiedSource(t *testing.T) {
 	key.Sign(t, d2)
 	requestOCIReconcile(t, obj)
 	applied("latest@"+d2.DigestStr(), "two")
+
+	// A HelmChart of an OCI HelmRepository: the signed version is pulled, an unsigned one refused.
+	charts := helmtest.NewOCIRegistry(t)
+	signed := charts.Push(t, helmtest.PackageChart(t, helmtest.PodinfoChartDir(t)))
+	charts.Push(t, helmtest.PackageChart(t, helmtest.PodinfoChartDir(t), helmtest.WithVersion("6.13.0")))
+	key.Sign(t, digestRef(t, charts.Host(), "charts/podinfo", signed.Digest))
+	hr := &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oci", Labels: label},
+		Spec: sourcev1.HelmRepositorySpec{URL: charts.URL(), Type: sourcev1.HelmRepositoryTypeOCI, Insecure: true, Interval: metav1.Duration{Duration: time.Hour}}}
+	if err := env.Client.Create(context.Background(), hr); err != nil {
+		t.Fatal(err)
+	}
+	for version, ready := range map[string]bool{"6.14.1": true, "6.13.0": false} {
+		hc := newHelmChart(t, ns, "podinfo-"+strings.ReplaceAll(version, ".", "-"), func(o *sourcev1.HelmChart) {
+			o.Labels = label
+			o.Spec.Chart, o.Spec.Version = "podinfo", version
+			o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "oci"}
+			o.Spec.Verify = &sourcev1.HelmChartVerification{Provider: "cosign", SecretRef: &meta.LocalObjectReference{Name: "keys"}}
+		})
+		if !ready {
+			got := waitChart(t, hc, "ChartVerificationError", failedWith(sourcev1.BuildFailedCondition, "ChartVerificationError", "no matching signatures were found"))
+			if c := sourceVerified(got.Status.Conditions); c.Status != metav1.ConditionFalse || got.Status.Artifact != nil {
+				t.Errorf("unsigned chart: SourceVerified %+v, artifact %+v", c, got.Status.Artifact)
+			}
+			continue
+		}
+		got := waitChart(t, hc, "Ready", readyWith(sourcev1.ChartPullSucceededReason, "pulled 'podinfo' chart with version '6.14.1'"))
+		if c := sourceVerified(got.Status.Conditions); c.Status != metav1.ConditionTrue || c.Message != "verified signature of version 6.14.1" {
+			t.Errorf("signed chart: SourceVerified %+v", c)
+		}
+		if !strings.HasPrefix(got.Status.Artifact.URL, fmt.Sprintf("http://127.0.0.1:%d/", port)) {
+			t.Errorf("artifact URL %s is not the binary's file server", got.Status.Artifact.URL)
+		}
+	}
 }
