@@ -116,7 +116,9 @@ func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmC
 	} else {
 		obj.Status.URL = r.Storage.URL(linkPath(*obj.Status.Artifact))
 	}
-	clearVerification(obj, obj.Spec.Verify != nil)
+	if f := startChartVerification(obj); f != nil {
+		return nil, f
+	}
 	src, f := r.getSource(ctx, obj)
 	if f != nil {
 		return nil, f

@@ -156,6 +156,18 @@ func verifyOCIRevision(ctx context.Context, c client.Reader, obj *sourcev1.OCIRe
 	return nil
 }
 
+// startChartVerification clears a HelmChart's verification observations
+// and refuses spec.verify with a source kind that holds no signatures (the
+// CRD's CEL rule already does; a chart must never pass unverified).
+func startChartVerification(obj *sourcev1.HelmChart) *reconciler.Failure {
+	clearVerification(obj, obj.Spec.Verify != nil)
+	if obj.Spec.Verify != nil && obj.Spec.SourceRef.Kind != sourcev1.HelmRepositoryKind {
+		return (&reconciler.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
+			Message: "spec.verify is only supported when spec.sourceRef.kind is 'HelmRepository'"}).Stall()
+	}
+	return nil
+}
+
 // chartVerify returns the check of HelmChart spec.verify for a chart of
 // hr, nil without spec.verify. Only OCI HelmRepositories hold signatures;
 // the registry is read with hr's credentials and TLS settings.

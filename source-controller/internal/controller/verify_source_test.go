@@ -352,3 +352,20 @@ func TestBinaryCosignVerifiedSource(t *testing.T) {
 		}
 	}
 }
+
+// TestChartVerifyNeedsHelmRepository: spec.verify on a chart of a
+// GitRepository is refused (Stalled) even where the CEL rule is missing,
+// rather than served unverified.
+func TestChartVerifyNeedsHelmRepository(t *testing.T) {
+	obj := &sourcev1.HelmChart{Spec: sourcev1.HelmChartSpec{
+		SourceRef: sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "git"},
+		Verify:    &sourcev1.HelmChartVerification{Provider: "cosign", SecretRef: &meta.LocalObjectReference{Name: "keys"}}}}
+	f := startChartVerification(obj)
+	if f == nil || !f.Stalled || f.Condition != sourcev1.SourceVerifiedCondition {
+		t.Fatalf("failure %+v, want a stalled SourceVerified refusal", f)
+	}
+	obj.Spec.SourceRef.Kind = sourcev1.HelmRepositoryKind
+	if f := startChartVerification(obj); f != nil {
+		t.Errorf("a HelmRepository source was refused: %+v", f)
+	}
+}
