@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/ProtonMail/go-crypto/openpgp"
 	"github.com/ProtonMail/go-crypto/openpgp/armor"
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
