@@ -2,10 +2,14 @@ package controller
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/fluxcd/pkg/apis/meta"
+	"golang.org/x/crypto/ssh"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -254,4 +258,51 @@ func TestRequiresVerification(t *testing.T) {
 	if requiresVerification(&sourcev1.GitRepository{}) {
 		t.Error("verified without spec.verify")
 	}
+}
+
+// TestSSHSignaturesVerified verifies a commit and a tag that git signed
+// with SSH keys (gpg.format ssh, ed25519 and RSA) against the Secret's
+// `*.sshpub` keys, naming each key by its SHA256 fingerprint, and refuses
+// a commit signed by a key not listed.
+func TestSSHSignaturesVerified(t *testing.T) {
+	dir := t.TempDir()
+	sshKey := func(name string, args ...string) (path, pub, fp string) {
+		path = filepath.Join(dir, name)
+		if out, err := exec.Command("ssh-keygen", append([]string{"-q", "-N", "", "-C", name, "-f", path}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v: %s", err, out)
+		}
+		b, err := os.ReadFile(path + ".pub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _, _, _, err := ssh.ParseAuthorizedKey(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return path, string(b), ssh.FingerprintSHA256(k)
+	}
+	edKey, edPub, edFP := sshKey("ed", "-t", "ed25519")
+	rsaKey, rsaPub, rsaFP := sshKey("rsa", "-t", "rsa", "-b", "2048")
+	otherKey, _, _ := sshKey("other", "-t", "ed25519")
+	signWith := func(key string) []string { return []string{"-c", "gpg.format=ssh", "-c", "user.signingkey=" + key} }
+
+	r := newRepo(t, map[string]string{"app.yaml": "a"})
+	r.MustGit(t, append(signWith(edKey), "commit", "-q", "-S", "--allow-empty", "-m", "ssh signed")...)
+	head := r.MustGit(t, "rev-parse", "HEAD")
+	r.MustGit(t, append(signWith(rsaKey), "tag", "-s", "-m", "release", "v2.0.0")...)
+	tag := r.MustGit(t, "rev-parse", "refs/tags/v2.0.0")
+	r.MustGit(t, "push", "-q", "--force", r.Bare, "HEAD:main", "refs/tags/v2.0.0")
+	ns := newNamespace(t)
+	newKeysSecret(t, ns, "keys", map[string]string{"team.sshpub": "# team\n" + edPub + rsaPub})
+
+	got := waitReady(t, newGitRepository(t, ns, "ssh", r.URL(), verifying(sourcev1.ModeGitTagAndHEAD, sourcev1.GitRepositoryRef{Tag: "v2.0.0"})))
+	wantCondition(t, got, sourcev1.SourceVerifiedCondition, metav1.ConditionTrue, meta.SucceededReason, fmt.Sprintf(
+		"verified signature of\n\t- tag 'v2.0.0@%s' with key '%s'\n\t- commit '%s' with key '%s'", tag, rsaFP, head, edFP))
+
+	r.MustGit(t, append(signWith(otherKey), "commit", "-q", "-S", "--allow-empty", "-m", "other key")...)
+	r.MustGit(t, "push", "-q", "--force", r.Bare, "HEAD:main")
+	bad := r.MustGit(t, "rev-parse", "HEAD")
+	got = waitNotReady(t, newGitRepository(t, ns, "ssh-untrusted", r.URL(), verifying(sourcev1.ModeGitHEAD, sourcev1.GitRepositoryRef{Branch: "main"})))
+	wantCondition(t, got, sourcev1.SourceVerifiedCondition, metav1.ConditionFalse, sourcev1.InvalidCommitSignatureReason,
+		"signature verification of commit '"+bad+"' failed: unable to verify Git commit SSH signature: unable to verify payload with any of the given authorized keys: no matching key")
 }
