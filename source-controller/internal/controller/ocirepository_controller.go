@@ -144,6 +144,9 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	if f != nil {
 		return f
 	}
+	if f := ociProviderAuth(ctx, obj, &t); f != nil {
+		return f
+	}
 	c, err := newOCIClient(ctx, repo, t)
 	if err != nil {
 		return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to generate transport for '%s': %s", obj.Spec.URL, err)
@@ -203,7 +206,7 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 }
 
 // checkOCISpec refuses (stalls on) what Eddy does not do (spec.verify, a
-// provider other than generic) and an invalid spec.url, and returns the
+// provider it does not build) and an invalid spec.url, and returns the
 // repository spec.url names.
 func checkOCISpec(obj *sourcev1.OCIRepository) (name.Repository, *reconciler.Failure) {
 	if obj.Spec.Verify != nil {
@@ -214,8 +217,8 @@ func checkOCISpec(obj *sourcev1.OCIRepository) (name.Repository, *reconciler.Fai
 	// Flux compatible: without spec.verify, no verification is reported.
 	reconciler.RemoveConditions(obj, sourcev1.SourceVerifiedCondition)
 	obj.Status.SourceVerificationFingerprint = ""
-	switch obj.Spec.Provider {
-	case "", sourcev1.OCIProviderGeneric:
+	switch p := obj.Spec.Provider; {
+	case p == "", p == sourcev1.OCIProviderGeneric, ociProviders[p]:
 	default:
 		return name.Repository{}, fetchFailed(sourcev1.InvalidProviderConfigReason,
 			"provider '%s' is not supported: use 'generic' with spec.secretRef or spec.serviceAccountName", obj.Spec.Provider).Stall()

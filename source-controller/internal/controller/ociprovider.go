@@ -1,0 +1,39 @@
+package controller
+
+import (
+	"context"
+	"strings"
+
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/cloudauth"
+	"github.com/eddyops/eddy/pkg/reconciler"
+	"github.com/eddyops/eddy/pkg/secretopts"
+)
+
+// ociProviders are the OCIRepository providers Eddy gets registry
+// credentials from (package cloudauth).
+var ociProviders = map[string]bool{sourcev1.OCIProviderAWS: true}
+
+// ociProviderAuth puts spec.provider's registry credentials in t when
+// neither spec.secretRef nor the service account's pull secrets gave any,
+// as Flux does. The token service is reached through spec.proxySecretRef's
+// proxy, not certSecretRef's TLS, also as Flux.
+func ociProviderAuth(ctx context.Context, obj *sourcev1.OCIRepository, t *ociTransport) *reconciler.Failure {
+	p := obj.Spec.Provider
+	if !ociProviders[p] {
+		return nil
+	}
+	if _, static := t.Keychain.(secretopts.Keychain); static {
+		return nil
+	}
+	hc, err := cloudauth.HTTPClient(nil, t.Proxy)
+	if err == nil {
+		var creds cloudauth.Credentials
+		creds, err = cloudauth.RegistryCredentials(ctx, p, strings.TrimPrefix(obj.Spec.URL, "oci://"), hc)
+		t.Keychain = cloudauth.Keychain(creds)
+	}
+	if err != nil {
+		return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to get credential from %s: %s", p, err)
+	}
+	return nil
+}
