@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
@@ -41,7 +42,8 @@ func newCloudRegistry(t *testing.T, host, user, password string) *cloudRegistry 
 // proxy, after pushing an artifact to the registry with its credentials.
 func (c *cloudRegistry) repository(t *testing.T, ns, name, url, provider string, user, password string, labels map[string]string) *sourcev1.OCIRepository {
 	t.Helper()
-	pushFiles(t, c.reg, "app", "latest", "r1", map[string]string{"a.yaml": "a\n"}, remote.WithAuth(&authn.Basic{Username: user, Password: password}))
+	_, path, _ := strings.Cut(strings.TrimPrefix(url, "oci://"), "/")
+	pushFiles(t, c.reg, path, "latest", "r1", map[string]string{"a.yaml": "a\n"}, remote.WithAuth(&authn.Basic{Username: user, Password: password}))
 	createSecret(t, ns, name+"-proxy", map[string]string{"address": c.proxy.URL})
 	return newOCIRepository(t, ns, name, url, func(o *sourcev1.OCIRepository) {
 		o.Labels = labels
@@ -102,5 +104,45 @@ func TestBinaryOCIRepositoryProviderAWS(t *testing.T) {
 	download(t, got.Status.Artifact)
 	if n, _ := fake.Issued(); n != 1 {
 		t.Errorf("%d ECR tokens issued to the binary, want 1", n)
+	}
+}
+
+// TestOCIRepositoryProviderGCPPullsWithMetadataToken: provider gcp gets
+// the default service account's access token from a fake metadata server
+// (GCE_METADATA_HOST) and pulls from an Artifact Registry host with it as
+// user oauth2accesstoken; a host that is not Google's fails with Flux's
+// message.
+func TestOCIRepositoryProviderGCPPullsWithMetadataToken(t *testing.T) {
+	const host = "europe-west1-docker.pkg.dev"
+	md := cloudfake.StartGCEMetadata("ya29.s3cret-in-process")
+	defer md.Close()
+	t.Setenv("GCE_METADATA_HOST", md.Host)
+	ns := newNamespace(t)
+	c := newCloudRegistry(t, host, "oauth2accesstoken", "ya29.s3cret-in-process")
+	got := waitOCIReady(t, c.repository(t, ns, "gar", "oci://"+host+"/app", sourcev1.OCIProviderGCP, "oauth2accesstoken", "ya29.s3cret-in-process", nil))
+	download(t, got.Status.Artifact)
+	other := newOCIRepository(t, ns, "not-gar", "oci://"+c.reg.Host()+"/app", func(o *sourcev1.OCIRepository) {
+		o.Spec.Provider = sourcev1.OCIProviderGCP
+	})
+	bad := waitOCIFailed(t, other, sourcev1.AuthenticationFailedReason)
+	checkFailureMessage(t, bad, "failed to get credential from gcp: invalid GCP registry: '"+c.reg.Host()+"'. must match ")
+}
+
+// TestBinaryOCIRepositoryProviderGCP: the built binary, with
+// GCE_METADATA_HOST in its environment, pulls with the metadata server's
+// token.
+func TestBinaryOCIRepositoryProviderGCP(t *testing.T) {
+	const host = "gcr.io"
+	md := cloudfake.StartGCEMetadata("ya29.binary")
+	defer md.Close()
+	t.Setenv("GCE_METADATA_HOST", md.Host)
+	runBinaryShard(t, "binary-gcp")
+	ns := newNamespace(t)
+	c := newCloudRegistry(t, host, "oauth2accesstoken", "ya29.binary")
+	obj := c.repository(t, ns, "gcr", "oci://"+host+"/proj/app", sourcev1.OCIProviderGCP, "oauth2accesstoken", "ya29.binary",
+		map[string]string{shardKey: "binary-gcp"})
+	download(t, waitOCIReady(t, obj).Status.Artifact)
+	if n := md.Issued(); n != 1 {
+		t.Errorf("%d tokens issued to the binary, want 1", n)
 	}
 }

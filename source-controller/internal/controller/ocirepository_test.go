@@ -525,7 +525,7 @@ func testOCIRefused(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Client, "ocirepo-")
 	pushFiles(t, reg, "app", "latest", "r", map[string]string{"a.yaml": "a\n"})
 	url := "oci://" + reg.Host() + "/app"
-	cloud := newOCIRepository(t, ns, "gcp", url, func(o *sourcev1.OCIRepository) { o.Spec.Provider = sourcev1.OCIProviderGCP })
+	cloud := newOCIRepository(t, ns, "azure", url, func(o *sourcev1.OCIRepository) { o.Spec.Provider = sourcev1.OCIProviderAzure })
 	verify := newOCIRepository(t, ns, "verify", url, func(o *sourcev1.OCIRepository) {
 		o.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: "cosign"}
 	})
