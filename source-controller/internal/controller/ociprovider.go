@@ -8,6 +8,7 @@ import (
 	"github.com/eddyops/eddy/pkg/cloudauth"
 	"github.com/eddyops/eddy/pkg/reconciler"
 	"github.com/eddyops/eddy/pkg/secretopts"
+	"github.com/fluxcd/pkg/apis/meta"
 )
 
 // ociProviders are the OCIRepository providers Eddy gets registry
@@ -25,6 +26,11 @@ func ociProviderAuth(ctx context.Context, obj *sourcev1.OCIRepository, t *ociTra
 	}
 	if _, static := t.Keychain.(secretopts.Keychain); static {
 		return nil
+	}
+	if obj.Spec.ServiceAccountName != "" {
+		// Flux asks for a feature gate here; Eddy has no object-level identity.
+		return fetchFailed(meta.FeatureGateDisabledReason, "spec.serviceAccountName with provider '%s' is not supported: "+
+			"Eddy implements no object-level workload identity; the controller's own identity is used without it", p).Stall()
 	}
 	hc, err := cloudauth.HTTPClient(nil, t.Proxy)
 	if err == nil {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"net/http/httptest"
 	"net/http/httputil"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // cloudRegistry is a registry that takes only user and password, reached
@@ -126,6 +130,22 @@ func TestOCIRepositoryProviderGCPPullsWithMetadataToken(t *testing.T) {
 	})
 	bad := waitOCIFailed(t, other, sourcev1.AuthenticationFailedReason)
 	checkFailureMessage(t, bad, "failed to get credential from gcp: invalid GCP registry: '"+c.reg.Host()+"'. must match ")
+
+	// A service account without pull secrets would mean object-level
+	// workload identity: refused, not answered with the controller's own.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns}}
+	if err := env.Client.Create(context.Background(), sa); err != nil {
+		t.Fatal(err)
+	}
+	tenant := newOCIRepository(t, ns, "tenant", "oci://"+host+"/app", func(o *sourcev1.OCIRepository) {
+		o.Spec.Provider = sourcev1.OCIProviderGCP
+		o.Spec.ServiceAccountName = "tenant"
+	})
+	refused := waitOCIFailed(t, tenant, meta.FeatureGateDisabledReason)
+	checkFailureMessage(t, refused, "spec.serviceAccountName with provider 'gcp' is not supported")
+	if !apimeta.IsStatusConditionTrue(refused.Status.Conditions, meta.StalledCondition) {
+		t.Errorf("not Stalled: %+v", refused.Status.Conditions)
+	}
 }
 
 // TestBinaryOCIRepositoryProviderGCP: the built binary, with
