@@ -264,7 +264,7 @@ func TestReceiverTypes(t *testing.T) {
 // implement are reported, not silently ignored: a Receiver of such a type
 // or with a CEL resourceFilter or resources[].filter is Ready=False
 // ValidationFailed without a path, an Alert whose Provider has
-// such a type gets an InvalidConfig event.
+// such a type (admitted by a newer CRD) gets an InvalidConfig event.
 func TestUnsupportedTypesReported(t *testing.T) {
 	ns := newNamespace(t)
 	r := receiver(ns, "quay", notificationv1.QuayReceiver, "tok",
@@ -275,8 +275,9 @@ func TestUnsupportedTypesReported(t *testing.T) {
 	filter := receiver(ns, "filter", notificationv1.GenericReceiver, "tok",
 		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "platform"})
 	filter.Spec.Resources[0].Filter = `res.metadata.name == "platform"`
-	create(t, secret(ns, "tok", map[string]string{"token": "x"}), r, cel, filter,
-		provider(ns, "eh", "azureeventhub", "tok"), alert(ns, "eh", "eh", "", ksSource("apps")))
+	create(t, secret(ns, "tok", map[string]string{"token": "x"}), r, cel, filter)
+	createFutureProvider(t, provider(ns, "eh", "", "tok"))
+	create(t, alert(ns, "eh", "eh", "", ksSource("apps")))
 	for _, rcv := range []*notificationv1.Receiver{r, cel, filter} {
 		waitFor(t, rcv, "Ready=False ValidationFailed", func() bool {
 			c := apimeta.FindStatusCondition(rcv.Status.Conditions, meta.ReadyCondition)
@@ -288,7 +289,7 @@ func TestUnsupportedTypesReported(t *testing.T) {
 	for {
 		evs := kubeEvents(t, ns, "eh", "InvalidConfig")
 		if len(evs) > 0 {
-			if evs[0] != "provider eh: type azureeventhub is not supported by Eddy" {
+			if evs[0] != "provider eh: type "+futureType+" is not supported by Eddy" {
 				t.Errorf("event %q", evs[0])
 			}
 			break
