@@ -13,6 +13,12 @@ const commitSHA = "0123456789abcdef0123456789abcdef01234567"
 func gitTypeCases() []typeCase {
 	basic := func(u, p string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+p)) }
 	return []typeCase{
+		{typ: "github", addressPath: "/acme/app", secret: map[string]string{"token": "ghs"},
+			path: "/api/v3/repos/acme/app/statuses/" + commitSHA, header: "Authorization", value: "Bearer ghs", body: `"state":"failure"`,
+			list: "/api/v3/repos/acme/app/commits/" + commitSHA + "/statuses"},
+		{typ: "gitlab", addressPath: "/group/app", secret: map[string]string{"token": "glt"},
+			path: "/api/v4/projects/group/app/statuses/" + commitSHA, header: "PRIVATE-TOKEN", value: "glt", body: `"state":"failed"`,
+			list: "/api/v4/projects/group/app/repository/commits/" + commitSHA + "/statuses"},
 		{typ: "gitea", addressPath: "/acme/app.git", secret: map[string]string{"token": "gt"},
 			path: "/api/v1/repos/acme/app/statuses/" + commitSHA, header: "Authorization", value: "token gt", body: `"state":"failure"`},
 		{typ: "bitbucketserver", addressPath: "/bb/scm/PRJ/app.git", secret: map[string]string{"username": "bot", "password": "pw"},
@@ -36,7 +42,8 @@ func gitTypeCases() []typeCase {
 }
 
 // TestBinaryDeliversGitTypes: the built binary sets the commit status of
-// an error event about a commit through a Provider of each git type, each
+// an error event about a commit through a Provider of each git type (GitHub
+// and GitLab after listing the commit's statuses), each
 // addressed to its own fake of the service, dispatches it to GitHub and
 // comments on the event's pull or merge request on GitHub, Gitea and GitLab.
 func TestBinaryDeliversGitTypes(t *testing.T) {
