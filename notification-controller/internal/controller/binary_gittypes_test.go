@@ -13,8 +13,13 @@ const commitSHA = "0123456789abcdef0123456789abcdef01234567"
 func gitTypeCases() []typeCase {
 	basic := func(u, p string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+p)) }
 	return []typeCase{
+		// The status context is the Provider's commitStatusExpr over the
+		// event, the Alert and the Provider.
 		{typ: "github", addressPath: "/acme/app", secret: map[string]string{"token": "ghs"},
-			path: "/api/v3/repos/acme/app/statuses/" + commitSHA, header: "Authorization", value: "Bearer ghs", body: `"state":"failure"`,
+			path: "/api/v3/repos/acme/app/statuses/" + commitSHA, header: "Authorization", value: "Bearer ghs",
+			body: `"context":"flux/kustomization/apps/github/github"`,
+			commitStatusExpr: "'flux/' + event.involvedObject.kind.lowerAscii() + '/' + event.involvedObject.name + " +
+				"'/' + alert.metadata.name + '/' + provider.spec.type",
 			list: "/api/v3/repos/acme/app/commits/" + commitSHA + "/statuses"},
 		{typ: "gitlab", addressPath: "/group/app", secret: map[string]string{"token": "glt"},
 			path: "/api/v4/projects/group/app/statuses/" + commitSHA, header: "PRIVATE-TOKEN", value: "glt", body: `"state":"failed"`,
@@ -42,8 +47,9 @@ func gitTypeCases() []typeCase {
 }
 
 // TestBinaryDeliversGitTypes: the built binary sets the commit status of
-// an error event about a commit through a Provider of each git type (GitHub
-// and GitLab after listing the commit's statuses), each
+// an error event about a commit through a Provider of each git type (the
+// github one names its status with a commitStatusExpr; GitHub and GitLab
+// list the commit's statuses first), each
 // addressed to its own fake of the service, dispatches it to GitHub and
 // comments on the event's pull or merge request on GitHub, Gitea and GitLab.
 func TestBinaryDeliversGitTypes(t *testing.T) {

@@ -48,7 +48,7 @@ func (g *GitHub) Post(ctx context.Context, ev *events.Event) error {
 	if ev.Severity == events.SeverityError {
 		state = "failure"
 	}
-	want := githubStatus{State: state, Context: statusID(ev, g.uid), Description: events.Truncate(statusDescription(ev), 140)} // GitHub's limit
+	want := githubStatus{State: state, Context: statusID(ctx, ev, g.uid), Description: events.Truncate(statusDescription(ev), 140)} // GitHub's limit
 	repo := fmt.Sprintf("%s/repos/%s/%s", g.api, g.owner, g.repo)
 	headers := map[string]string{"Authorization": "Bearer " + g.token, "Accept": "application/vnd.github+json"}
 	var have []githubStatus

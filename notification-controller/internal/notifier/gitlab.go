@@ -43,7 +43,7 @@ func (g *GitLab) Post(ctx context.Context, ev *events.Event) error {
 	if ev.Severity == events.SeverityError {
 		state = "failed"
 	}
-	name, desc := statusID(ev, g.uid), statusDescription(ev)
+	name, desc := statusID(ctx, ev, g.uid), statusDescription(ev)
 	project := fmt.Sprintf("%s/projects/%s", g.api, url.PathEscape(g.project))
 	headers := map[string]string{"PRIVATE-TOKEN": g.token}
 	var have []struct {
