@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/eddyops/eddy/source-controller/internal/verify/notationtest"
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -104,6 +106,34 @@ func TestNotationScopeNamingTheRepositoryVerifies(t *testing.T) {
 	policy := notationtest.TrustPolicy(t, "strict", []string{host + "/team/app"}, "x509.subject: C=US, ST=WA, O=Eddy, CN=trusted signer")
 	if err := verifyWith(t, secretData(policy, pki.CAPEM()), ref); err != nil {
 		t.Fatalf("signed artifact did not verify: %v", err)
+	}
+}
+
+func TestNotationReadsSignaturesWithTheRemoteOptions(t *testing.T) {
+	pki := notationtest.NewPKI(t, "trusted")
+	// One registry behind two servers: the open one to push and sign, the
+	// other asking for basic auth.
+	h := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)), ggcrregistry.WithReferrersSupport(true))
+	open := httptest.NewServer(h)
+	t.Cleanup(open.Close)
+	closed := httptest.NewServer(testenv.RequireBasicAuth(h, "user", "pass"))
+	t.Cleanup(closed.Close)
+	signed := pushArtifact(t, strings.TrimPrefix(open.URL, "http://"), "app", "manifests")
+	pki.Sign(t, signed.Name(), notationtest.JWS)
+	ref, err := name.NewDigest(strings.TrimPrefix(closed.URL, "http://") + "/app@" + signed.DigestStr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := secretData(notationtest.TrustPolicy(t, "strict", []string{"*"}), pki.CAPEM())
+	if err := verifyWith(t, data, ref); err == nil || errors.Is(err, ErrNoSignature) {
+		t.Fatalf("without credentials: want an authentication failure, got %v", err)
+	}
+	v, err := NewNotation(secretName, data, remote.WithAuth(&authn.Basic{Username: "user", Password: "pass"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Verify(context.Background(), ref); err != nil {
+		t.Fatalf("with the registry's credentials: %v", err)
 	}
 }
 
