@@ -32,18 +32,16 @@ const (
 // Condition reasons of a Receiver's Ready condition besides meta.SucceededReason.
 // Flux compatible.
 const (
-	// TokenNotFoundReason: spec.secretRef is not set, or its Secret or the
-	// Secret's `token` key is missing (Ready=False, status.webhookPath
+	// TokenNotFoundReason: the spec.secretRef Secret or its `token` key
+	// is missing (Ready=False, status.webhookPath
 	// cleared; retried with the work queue's back-off).
 	TokenNotFoundReason = "TokenNotFound"
-	// ValidationFailedReason: the spec asks for what Eddy does not serve:
-	// a receiver type it does not support, spec.resourceFilter or
-	// spec.resources[].filter (CEL) (Ready=False, status.webhookPath
-	// cleared; checked again at spec.interval).
+	// ValidationFailedReason: the spec asks for a receiver type Eddy does
+	// not serve (generic-oidc) (Ready=False, status.webhookPath cleared;
+	// checked again at spec.interval).
 	ValidationFailedReason = "ValidationFailed"
-	// InvalidCELExpressionReason: Flux's reason for a resource filter that
-	// does not compile; Eddy refuses CEL filters as a whole
-	// (ValidationFailedReason) and does not set it (kept for compatibility).
+	// InvalidCELExpressionReason: spec.resourceFilter or a
+	// resources[].filter does not compile (Ready=False, Stalled=True).
 	InvalidCELExpressionReason = "InvalidCELExpression"
 )
 
@@ -53,6 +51,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="self.type != 'generic-oidc' || (has(self.oidcProviders) && size(self.oidcProviders) > 0)",message="generic-oidc receivers must define at least one oidcProvider"
 // +kubebuilder:validation:XValidation:rule="self.type == 'generic-oidc' || !has(self.oidcProviders) || size(self.oidcProviders) == 0",message="oidcProviders can only be set when type is generic-oidc"
+// +kubebuilder:validation:XValidation:rule="self.type != 'generic-oidc' || !has(self.secretRef)",message="secretRef cannot be set when type is generic-oidc"
 // +kubebuilder:validation:XValidation:rule="self.type == 'generic-oidc' || has(self.secretRef)",message="secretRef is required when type is not generic-oidc"
 type ReceiverSpec struct {
 	// Type of the webhook sender; it selects how a request is verified.
@@ -78,7 +77,6 @@ type ReceiverSpec struct {
 
 	// ResourceFilter is a CEL expression over `res` and `req` that must
 	// return true for a resource to be notified.
-	// Eddy: refused (Ready=False, ValidationFailed) until implemented.
 	// +optional
 	ResourceFilter string `json:"resourceFilter,omitempty"`
 
@@ -103,7 +101,6 @@ type ReceiverResource struct {
 	CrossNamespaceObjectReference `json:",inline"`
 
 	// Filter is a CEL expression over `res` and `req`, ANDed with resourceFilter.
-	// Eddy: refused (Ready=False, ValidationFailed) until implemented.
 	// +optional
 	Filter string `json:"filter,omitempty"`
 }

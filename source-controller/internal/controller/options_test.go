@@ -69,23 +69,6 @@ func TestProxy(t *testing.T) {
 	}
 }
 
-// TestVerifyIsRefused stalls a GitRepository that asks for signature
-// verification, which Eddy does not do yet, instead of serving it unverified.
-func TestVerifyIsRefused(t *testing.T) {
-	ns := newNamespace(t)
-	r := newRepo(t, map[string]string{"app.yaml": "a"})
-	got := waitNotReady(t, newGitRepository(t, ns, "verify", r.URL(), func(o *sourcev1.GitRepository) {
-		o.Spec.Verification = &sourcev1.GitRepositoryVerification{Mode: sourcev1.ModeGitHEAD, SecretRef: meta.LocalObjectReference{Name: "keys"}}
-	}))
-	if got.Status.Artifact != nil {
-		t.Error("an artifact was produced without the requested verification")
-	}
-	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.StalledCondition) ||
-		!apimeta.IsStatusConditionFalse(got.Status.Conditions, sourcev1.SourceVerifiedCondition) {
-		t.Errorf("conditions %+v, want Stalled=True and SourceVerified=False", got.Status.Conditions)
-	}
-}
-
 // TestProviderIsRefused stalls a GitRepository whose spec.provider asks
 // for credentials from a cloud identity, which Eddy does not do yet,
 // instead of cloning anonymously.
