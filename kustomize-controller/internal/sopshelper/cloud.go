@@ -84,6 +84,10 @@ type azureConfig struct {
 	Password                   string `json:"password,omitempty"`
 }
 
+var publicAuthorities = map[string]bool{
+	cloud.AzurePublic.ActiveDirectoryAuthorityHost: true, cloud.AzureChina.ActiveDirectoryAuthorityHost: true, cloud.AzureGovernment.ActiveDirectoryAuthorityHost: true,
+}
+
 func azureCredential(data []byte) (azcore.TokenCredential, error) {
 	// The file may be UTF-16 with a byte order mark (az CLI on Windows).
 	data, _, err := transform.Bytes(unicode.BOMOverride(unicode.UTF8.NewDecoder()), data)
@@ -95,21 +99,27 @@ func azureCredential(data []byte) (azcore.TokenCredential, error) {
 		return nil, fmt.Errorf("failed to unmarshal Azure authentication file: %w", err)
 	}
 	opts := azcore.ClientOptions{Cloud: cloud.AzurePublic}
+	// An authority of the Secret's own (Azure Stack, a sovereign cloud)
+	// is trusted as named: Entra's instance discovery at
+	// login.microsoftonline.com does not know it.
+	custom := c.AuthorityHost != "" && !publicAuthorities[strings.TrimSuffix(c.AuthorityHost, "/")+"/"]
 	if c.AuthorityHost != "" {
 		opts.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: c.AuthorityHost, Services: map[cloud.ServiceName]cloud.ServiceConfiguration{}}
 	}
 	switch {
 	case c.TenantID != "" && c.ClientID != "" && c.ClientSecret != "":
-		return azidentity.NewClientSecretCredential(c.TenantID, c.ClientID, c.ClientSecret, &azidentity.ClientSecretCredentialOptions{ClientOptions: opts})
+		return azidentity.NewClientSecretCredential(c.TenantID, c.ClientID, c.ClientSecret,
+			&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: custom})
 	case c.TenantID != "" && c.ClientID != "" && c.ClientCertificate != "":
 		certs, key, err := azidentity.ParseCertificates([]byte(c.ClientCertificate), []byte(c.ClientCertificatePassword))
 		if err != nil {
 			return nil, err
 		}
 		return azidentity.NewClientCertificateCredential(c.TenantID, c.ClientID, certs, key,
-			&azidentity.ClientCertificateCredentialOptions{ClientOptions: opts, SendCertificateChain: c.ClientCertificateSendChain})
+			&azidentity.ClientCertificateCredentialOptions{ClientOptions: opts, SendCertificateChain: c.ClientCertificateSendChain, DisableInstanceDiscovery: custom})
 	case c.Tenant != "" && c.AppID != "" && c.Password != "":
-		return azidentity.NewClientSecretCredential(c.Tenant, c.AppID, c.Password, &azidentity.ClientSecretCredentialOptions{ClientOptions: opts})
+		return azidentity.NewClientSecretCredential(c.Tenant, c.AppID, c.Password,
+			&azidentity.ClientSecretCredentialOptions{ClientOptions: opts, DisableInstanceDiscovery: custom})
 	case c.ClientID != "":
 		return azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{ID: azidentity.ClientID(c.ClientID)})
 	}

@@ -4,10 +4,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
 	"github.com/eddyops/eddy/kustomize-controller/internal/sopshelper"
 	"github.com/eddyops/eddy/kustomize-controller/internal/sopswire"
+	"github.com/getsops/sops/v3/azkv"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
 	"github.com/getsops/sops/v3/hcvault"
 	"github.com/getsops/sops/v3/keys"
@@ -91,5 +95,29 @@ func TestAWSKMSKeyDecryptsWithTheSecretsCredentials(t *testing.T) {
 	_, _, err = sopshelper.New([]sopswire.Key{{Name: sopswire.AWSKMS, Data: []byte("[nope")}})
 	if err == nil || !strings.HasPrefix(err.Error(), "failed to unmarshal AWS credentials file: ") {
 		t.Fatalf("bad credentials file: %v", err)
+	}
+}
+
+func TestAzureKeyVaultKeyDecryptsWithTheSecretsServicePrincipal(t *testing.T) {
+	a, stop := sopstest.NewAzureKV("tenant-1", "client-1", "client-secret-1")
+	defer stop()
+	cred, err := azidentity.NewClientSecretCredential(a.Tenant, a.ClientID, a.ClientSecret, &azidentity.ClientSecretCredentialOptions{
+		DisableInstanceDiscovery: true, ClientOptions: azcore.ClientOptions{Cloud: cloud.Configuration{ActiveDirectoryAuthorityHost: a.URL, Services: map[cloud.ServiceName]cloud.ServiceConfiguration{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := azkv.NewMasterKey(a.URL, "app", "v1")
+	azkv.NewTokenCredential(cred).ApplyToMasterKey(mk)
+	plain, err := decryptWith(t, mk, map[string]string{sopswire.AzureKV: a.AzureConfig()})
+	if err != nil || plain != "TOKEN=cloud-secret-1\n" {
+		t.Fatalf("plain %q, error %v", plain, err)
+	}
+	_, err = decryptWith(t, mk, map[string]string{sopswire.AzureKV: strings.Replace(a.AzureConfig(), "client-secret-1", "wrong", 1)})
+	if err == nil || !strings.Contains(err.Error(), "failed to decrypt sops data key with Azure Key Vault key") {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	_, _, err = sopshelper.New([]sopswire.Key{{Name: sopswire.AzureKV, Data: []byte("tenantId: t\n")}})
+	if err == nil || !strings.HasPrefix(err.Error(), "invalid data: requires a 'clientId' field") {
+		t.Fatalf("incomplete config: %v", err)
 	}
 }
