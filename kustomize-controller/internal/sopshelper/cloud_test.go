@@ -1,6 +1,7 @@
 package sopshelper_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -13,9 +14,11 @@ import (
 	"github.com/eddyops/eddy/kustomize-controller/internal/sopswire"
 	"github.com/getsops/sops/v3/azkv"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
+	"github.com/getsops/sops/v3/gcpkms"
 	"github.com/getsops/sops/v3/hcvault"
 	"github.com/getsops/sops/v3/keys"
 	"github.com/getsops/sops/v3/kms"
+	"golang.org/x/oauth2/google"
 )
 
 // decryptWith encrypts a dotenv with mk (sops' own key package, against a
@@ -119,5 +122,31 @@ func TestAzureKeyVaultKeyDecryptsWithTheSecretsServicePrincipal(t *testing.T) {
 	_, _, err = sopshelper.New([]sopswire.Key{{Name: sopswire.AzureKV, Data: []byte("tenantId: t\n")}})
 	if err == nil || !strings.HasPrefix(err.Error(), "invalid data: requires a 'clientId' field") {
 		t.Fatalf("incomplete config: %v", err)
+	}
+}
+
+func TestGCPKMSKeyDecryptsWithTheSecretsServiceAccount(t *testing.T) {
+	g, stop, err := sopstest.NewGCPKMS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	t.Setenv(gcpkms.SopsGCPKMSEndpointEnv, g.Endpoint)
+	creds, err := google.CredentialsFromJSON(context.Background(), []byte(g.ServiceAccount), "https://www.googleapis.com/auth/cloud-platform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := gcpkms.NewMasterKeyFromResourceID(sopstest.GCPKeyID("app"))
+	gcpkms.NewTokenSource(creds.TokenSource).ApplyToMasterKey(mk)
+	plain, err := decryptWith(t, mk, map[string]string{sopswire.GCPKMS: g.ServiceAccount + "\n"})
+	if err != nil || plain != "TOKEN=cloud-secret-1\n" {
+		t.Fatalf("plain %q, error %v", plain, err)
+	}
+	if g.Decryptions() != 1 {
+		t.Errorf("the fake decrypted %d data keys, want 1", g.Decryptions())
+	}
+	_, _, err = sopshelper.New([]sopswire.Key{{Name: sopswire.GCPKMS, Data: []byte("{")}})
+	if err == nil {
+		t.Fatal("a bad service account JSON was imported")
 	}
 }
