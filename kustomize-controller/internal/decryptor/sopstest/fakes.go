@@ -58,8 +58,7 @@ func (s *sealer) Decryptions() int {
 // SSL_CERT_FILE: set before the process first reads its trust roots, and
 // passed on by kustomize-controller to its helper.
 func TrustTLSFakes(dir string) (string, error) {
-	s := httptest.NewUnstartedServer(http.NotFoundHandler())
-	s.StartTLS()
+	s := newTLSProbe()
 	defer s.Close()
 	p := filepath.Join(dir, "fakes-ca.pem")
 	return p, os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}), 0o600)
@@ -179,4 +178,12 @@ func (k *AWSKMS) serve(w http.ResponseWriter, r *http.Request) {
 // KMSArn is an AWS KMS key's ARN of the fake's.
 func KMSArn(name string) string {
 	return fmt.Sprintf("arn:aws:kms:us-east-1:123456789012:key/%s", name)
+}
+
+// newTLSProbe is a TLS server with httptest's certificate, the one every
+// httptest TLS server serves.
+func newTLSProbe() *httptest.Server {
+	s := httptest.NewUnstartedServer(http.NotFoundHandler())
+	s.StartTLS()
+	return s
 }
