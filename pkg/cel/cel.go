@@ -123,6 +123,21 @@ func Compile(expr string, out *celgo.Type, vars ...string) (*Expression, error) 
 	return program(env, expr, ast)
 }
 
+// CompileAny type-checks expr with vars declared as objects, whatever its
+// output type: a named value (a generic-oidc Receiver's variables). Flux
+// compatible message as Compile's.
+func CompileAny(expr string, vars ...string) (*Expression, error) {
+	env, err := structEnv(vars)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create CEL environment: %w", err)
+	}
+	ast, issues := env.Compile(expr)
+	if issues != nil && issues.Err() != nil {
+		return nil, fmt.Errorf("failed to parse the CEL expression '%s': %s", expr, issues.String())
+	}
+	return program(env, expr, ast)
+}
+
 func program(env *celgo.Env, expr string, ast *celgo.Ast) (*Expression, error) {
 	prog, err := env.Program(ast,
 		celgo.EvalOptions(celgo.OptOptimize),
@@ -168,6 +183,17 @@ func (e *Expression) Str(ctx context.Context, data map[string]any) (string, erro
 		return "", fmt.Errorf("failed to evaluate CEL expression as string: '%s'", e.src)
 	}
 	return string(s), nil
+}
+
+// Value evaluates e over data and returns the result in its Go form
+// (string, bool, int64, float64, []any, map[string]any …). Flux compatible
+// message: `failed to evaluate the CEL expression '<expr>': <error>`.
+func (e *Expression) Value(ctx context.Context, data map[string]any) (any, error) {
+	val, _, err := e.prog.ContextEval(ctx, data)
+	if err != nil {
+		return nil, fmt.Errorf("failed to evaluate the CEL expression '%s': %w", e.src, err)
+	}
+	return val.Value(), nil
 }
 
 // DependencyReady evaluates the dependsOn readyExpr expr with self (the

@@ -32,8 +32,8 @@ const (
 // Condition reasons of a Receiver's Ready condition besides meta.SucceededReason.
 // Flux compatible.
 const (
-	// TokenNotFoundReason: spec.secretRef is not set, or its Secret or the
-	// Secret's `token` key is missing (Ready=False, status.webhookPath
+	// TokenNotFoundReason: the spec.secretRef Secret or its `token` key
+	// is missing (Ready=False, status.webhookPath
 	// cleared; retried with the work queue's back-off).
 	TokenNotFoundReason = "TokenNotFound"
 	// ValidationFailedReason: the spec asks for a receiver type Eddy does
@@ -51,6 +51,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="self.type != 'generic-oidc' || (has(self.oidcProviders) && size(self.oidcProviders) > 0)",message="generic-oidc receivers must define at least one oidcProvider"
 // +kubebuilder:validation:XValidation:rule="self.type == 'generic-oidc' || !has(self.oidcProviders) || size(self.oidcProviders) == 0",message="oidcProviders can only be set when type is generic-oidc"
+// +kubebuilder:validation:XValidation:rule="self.type != 'generic-oidc' || !has(self.secretRef)",message="secretRef cannot be set when type is generic-oidc"
 // +kubebuilder:validation:XValidation:rule="self.type == 'generic-oidc' || has(self.secretRef)",message="secretRef is required when type is not generic-oidc"
 type ReceiverSpec struct {
 	// Type of the webhook sender; it selects how a request is verified.

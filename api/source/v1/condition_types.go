@@ -44,9 +44,8 @@ const (
 	// (FetchFailed=True, Ready=False, Stalled).
 	URLInvalidReason = "URLInvalid"
 
-	// VerificationErrorReason: commit signatures cannot be verified: set when
-	// spec.verify is given, which Eddy refuses (SourceVerified=False,
-	// Ready=False, Stalled).
+	// VerificationErrorReason: the spec.verify.secretRef Secret holding the
+	// trusted keys could not be read (SourceVerified=False, Ready=False).
 	VerificationErrorReason = "VerificationError"
 
 	// InvalidProviderConfigReason: spec.provider names a provider other than
@@ -83,21 +82,22 @@ const (
 	// Ready=False).
 	EmptyGitRepositoryReason = "EmptyGitRepository"
 
-	// InvalidVerificationModeReason: Flux's reason for an unknown
-	// spec.verify.mode; Eddy refuses spec.verify as a whole
-	// (VerificationErrorReason) and does not set it.
+	// InvalidVerificationModeReason: spec.verify.mode asks for a tag's
+	// signature while spec.ref does not name a tag (SourceVerified=False,
+	// Ready=False, Stalled).
 	InvalidVerificationModeReason = "InvalidVerificationMode"
 
-	// InvalidGitObjectReason: Flux's reason for a Git object that cannot be
-	// read for verification; Eddy does not set it (kept for compatibility).
+	// InvalidGitObjectReason: the tag to verify carries no signature (a
+	// lightweight or unsigned tag) (SourceVerified=False, Ready=False).
 	InvalidGitObjectReason = "InvalidGitObject"
 
-	// InvalidTagSignatureReason: Flux's reason for a tag whose signature does
-	// not verify; Eddy does not set it (kept for compatibility).
+	// InvalidTagSignatureReason: the tag's signature does not verify with the
+	// trusted keys (SourceVerified=False, Ready=False).
 	InvalidTagSignatureReason = "InvalidTagSignature"
 
-	// InvalidCommitSignatureReason: Flux's reason for a commit whose signature
-	// does not verify; Eddy does not set it (kept for compatibility).
+	// InvalidCommitSignatureReason: the commit is unsigned or its signature
+	// does not verify with the trusted keys (SourceVerified=False,
+	// Ready=False).
 	InvalidCommitSignatureReason = "InvalidCommitSignature"
 
 	// SourceIgnoreErrorReason: the .sourceignore files or spec.ignore could

@@ -8,6 +8,7 @@ import (
 	helmv2 "github.com/eddyops/eddy/api/helm/v2"
 	"github.com/eddyops/eddy/helm-controller/internal/action"
 	"github.com/eddyops/eddy/helm-controller/internal/release"
+	"github.com/eddyops/eddy/pkg/remotecluster"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,7 +34,9 @@ func (r *HelmReleaseReconciler) finalize(ctx context.Context, obj *helmv2.HelmRe
 		return ctrl.Result{}, nil
 	}
 	if obj.Status.StorageNamespace != "" {
-		if sa := r.serviceAccount(obj); sa != "" {
+		// A remote cluster's account is not in this cluster (Flux checks
+		// only local ones).
+		if sa := r.serviceAccount(obj); sa != "" && obj.Spec.KubeConfig == nil {
 			err := r.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: sa}, &corev1.ServiceAccount{})
 			if apierrors.IsNotFound(err) {
 				ctrl.LoggerFrom(ctx).Info("skipping Helm release uninstallation: ServiceAccount not found", "serviceAccount", sa)
@@ -63,13 +66,16 @@ func (r *HelmReleaseReconciler) uninstallCurrent(ctx context.Context, obj *helmv
 	if storageNS == "" {
 		storageNS = release.StorageNamespace(obj)
 	}
-	getter, err := r.getterFor(obj)
-	if err != nil {
+	getter, err := r.getterFor(ctx, obj)
+	if errors.Is(err, remotecluster.ErrKubeConfig) {
 		return &noCredentialsError{err: err}
+	}
+	if err != nil {
+		return err
 	}
 	getter.namespace = ns
 	var observed []*release.Observed
-	cfg, err := newHelmConfig(ctx, getter, storageNS, 0, r.HealthPoll, helmLog(ctx), release.ObserveInto(&observed, ""))
+	cfg, err := newHelmConfig(ctx, getter, storageNS, 0, r.HealthPoll, nil, helmLog(ctx), release.ObserveInto(&observed, ""))
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 const maxUninstallWindow = time.Hour
 
 // noCredentialsError is an uninstall that cannot work however often it is
-// tried: no way to reach the cluster (an unsupported spec.kubeConfig), or
+// tried: no way to reach the cluster (a spec.kubeConfig Secret missing or unusable), or
 // the account refused reading the release's storage.
 type noCredentialsError struct{ err error }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eddyops/eddy/helm-controller/internal/release"
+	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/health"
 	"github.com/eddyops/eddy/pkg/ssa"
 	helmaction "helm.sh/helm/v3/pkg/action"
@@ -101,6 +102,8 @@ type kstatusKube struct {
 	poll time.Duration
 	// getter's client reads the pods of the objects left not ready.
 	getter *restGetter
+	// exprs are the HelmRelease's healthCheckExprs (nil: none).
+	exprs *cel.HealthChecks
 }
 
 func (k *kstatusKube) Wait(resources kube.ResourceList, timeout time.Duration) error {
@@ -202,8 +205,11 @@ func (k *kstatusKube) read(ctx context.Context, gvr schema.GroupVersionResource,
 	case err != nil: // said after the status: why it is Unknown
 		return ssa.ObjectStatus{Status: status.UnknownStatus, Err: err}
 	}
-	res, err := health.Compute(u)
-	if err != nil {
+	res, celErr, err := objectStatus(ctx, k.exprs, u)
+	switch {
+	case celErr != nil:
+		return ssa.ObjectStatus{Status: status.UnknownStatus, Err: celErr, Object: u}
+	case err != nil:
 		return ssa.ObjectStatus{Status: status.UnknownStatus, Object: u}
 	}
 	return ssa.ObjectStatus{Status: res.Status, Message: res.Message, Object: u}
@@ -212,9 +218,10 @@ func (k *kstatusKube) read(ctx context.Context, gvr schema.GroupVersionResource,
 // newHelmConfig is the Helm action configuration of one HelmRelease: the
 // getter's namespace (the release namespace) for objects, Secrets storage in
 // storageNS with maxHistory (0: unlimited), the kstatus waiter polling every
-// poll (0: 2s; negative: Helm's legacy waiter), and observe told of every
-// write to storage (nil: none).
-func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, maxHistory int, poll time.Duration,
+// poll (0: 2s; negative: Helm's legacy waiter) with exprs deciding the
+// kinds they name (nil: none), and observe told of every write to storage
+// (nil: none).
+func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, maxHistory int, poll time.Duration, exprs *cel.HealthChecks,
 	log func(string, ...any), observe func(*helmrelease.Release)) (*helmaction.Configuration, error) {
 	restCfg, err := getter.ToRESTConfig()
 	if err != nil {
@@ -247,7 +254,7 @@ func newHelmConfig(ctx context.Context, getter *restGetter, storageNS string, ma
 	// A negative poll selects Helm's own waiter (waitStrategy: legacy).
 	var kubeClient kube.Interface = kc
 	if poll > 0 {
-		kubeClient = &kstatusKube{Client: kc, ctx: ctx, dyn: dyn, poll: poll, getter: getter}
+		kubeClient = &kstatusKube{Client: kc, ctx: ctx, dyn: dyn, poll: poll, getter: getter, exprs: exprs}
 	}
 	return &helmaction.Configuration{
 		RESTClientGetter: getter,

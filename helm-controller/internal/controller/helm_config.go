@@ -59,7 +59,7 @@ func (r *HelmReleaseReconciler) helmConfig(ctx context.Context, req *releaseRequ
 	if waitCtx == nil {
 		waitCtx = ctx
 	}
-	return newHelmConfig(waitCtx, req.getter, release.StorageNamespace(req.obj), action.MaxHistory(req.obj), poll, logf, observe)
+	return newHelmConfig(waitCtx, req.getter, release.StorageNamespace(req.obj), action.MaxHistory(req.obj), poll, req.exprs, logf, observe)
 }
 
 // helmLog sends Helm's debug lines to the reconcile's logger at debug level.

@@ -11,9 +11,11 @@ import (
 	"github.com/eddyops/eddy/helm-controller/internal/release"
 	"github.com/eddyops/eddy/helm-controller/internal/values"
 	"github.com/eddyops/eddy/pkg/artifact"
+	"github.com/eddyops/eddy/pkg/cel"
 	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
 	"github.com/eddyops/eddy/pkg/reconciler"
+	"github.com/eddyops/eddy/pkg/remotecluster"
 	"github.com/fluxcd/pkg/apis/meta"
 	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +49,8 @@ type HelmReleaseReconciler struct {
 	NoCrossNamespaceRefs bool
 	// DefaultServiceAccount is impersonated when spec.serviceAccountName is empty.
 	DefaultServiceAccount string
+	// KubeConfig are the switches for spec.kubeConfig's kubeconfigs.
+	KubeConfig remotecluster.KubeConfigOptions
 	// RequeueDependency is the wait for a source or dependency (Flux: 30s).
 	RequeueDependency time.Duration
 	// HealthPoll is the poll interval of the kstatus wait (default 2s).
@@ -179,6 +183,8 @@ type releaseRequest struct {
 	// waitCtx is what the waits for the release's objects run under: a
 	// newer desired state cancels it (healthCheckCanceled).
 	waitCtx context.Context
+	// exprs are spec.healthCheckExprs, compiled (nil when none).
+	exprs *cel.HealthChecks
 }
 
 // prerequisites runs the steps before the release: chart template,
@@ -195,10 +201,12 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 			}
 		}
 	}
-	// Refused rather than ignored: a release reported healthy without the
-	// checks its author asked for would be worse than no release.
-	if len(obj.Spec.HealthCheckExprs) > 0 {
-		return nil, fail(meta.ReconciliationFailedReason, "spec.healthCheckExprs (CEL health checks) are not supported by Eddy's helm-controller yet").Stall()
+	if f := kubeConfigRefusal(obj); f != nil {
+		return nil, f
+	}
+	exprs, f := healthCheckExprs(obj)
+	if f != nil {
+		return nil, f
 	}
 	applied, f := r.reconcileChartTemplate(ctx, obj)
 	if f != nil {
@@ -223,12 +231,12 @@ func (r *HelmReleaseReconciler) prerequisites(ctx context.Context, obj *helmv2.H
 		return nil, f
 	}
 	progressed(helmv2.ArtifactFailedReason, helmv2.ChartMutateErrorReason)
-	getter, err := r.getterFor(obj)
+	getter, err := r.getterFor(ctx, obj)
 	if err != nil {
 		return nil, fail(helmv2.RESTClientErrorReason, "%s", err)
 	}
 	progressed(helmv2.RESTClientErrorReason)
-	req := &releaseRequest{obj: obj, chart: ch, values: vals, configDigest: values.Digest(vals), secrets: secrets, getter: getter}
+	req := &releaseRequest{obj: obj, chart: ch, values: vals, configDigest: values.Digest(vals), secrets: secrets, getter: getter, exprs: exprs}
 
 	// status.history is kept newest first; one written in another order
 	// (by hand, by another controller) is put in order here, once.
@@ -279,17 +287,14 @@ func (r *HelmReleaseReconciler) serviceAccount(obj *helmv2.HelmRelease) string {
 	return r.DefaultServiceAccount
 }
 
-// getterFor returns Helm's REST access for obj: the manager's config,
-// impersonating `system:serviceaccount:<ns>:<serviceAccountName>` when one
-// is set, with the release namespace as default namespace.
-func (r *HelmReleaseReconciler) getterFor(obj *helmv2.HelmRelease) (*restGetter, error) {
-	if r.Config == nil {
-		return nil, errors.New("no REST configuration")
+// getterFor returns Helm's REST access for obj: to its cluster
+// (clusterConfig), impersonating `system:serviceaccount:<ns>:<serviceAccountName>`
+// there when one is set, with the release namespace as default namespace.
+func (r *HelmReleaseReconciler) getterFor(ctx context.Context, obj *helmv2.HelmRelease) (*restGetter, error) {
+	cfg, err := r.clusterConfig(ctx, obj)
+	if err != nil {
+		return nil, err
 	}
-	if obj.Spec.KubeConfig != nil {
-		return nil, errors.New("spec.kubeConfig is not supported by Eddy yet")
-	}
-	cfg := rest.CopyConfig(r.Config)
 	if sa := r.serviceAccount(obj); sa != "" {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s", obj.Namespace, sa)}
 	}

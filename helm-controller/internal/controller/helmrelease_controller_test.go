@@ -41,6 +41,7 @@ func TestBinary(t *testing.T) {
 	t.Run("RetryOnFailure", testRetryOnFailure)
 	t.Run("OCIRepositoryChartRef", testOCIRepositoryChartRef)
 	t.Run("ChartTemplateOCIRepository", testChartTemplateOCIRepository)
+	t.Run("HealthCheckExprs", testHealthCheckExprs)
 }
 
 // testInstallUpgradeUninstall installs podinfo (Ready with Flux's message,

@@ -18,6 +18,7 @@ import (
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/events"
+	"github.com/eddyops/eddy/pkg/remotecluster"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,6 +39,7 @@ type Config struct {
 	HTTPTimeout             time.Duration
 	DefaultServiceAccount   string
 	GracefulShutdownTimeout time.Duration
+	KubeConfig              remotecluster.KubeConfigOptions
 
 	// Not flags; zero in the binary. RESTConfig nil means --kubeconfig,
 	// $KUBECONFIG or the in-cluster account; the tests shorten the waits.
@@ -56,6 +58,11 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "The service account impersonated when a HelmRelease names none.")
 	fs.DurationVar(&c.GracefulShutdownTimeout, "graceful-shutdown-timeout", 600*time.Second,
 		"How long running Helm actions may take to finish after a stop signal; a negative value waits without limit.")
+	// Flux compatible names and defaults (fluxcd/pkg/runtime/client KubeConfigOptions).
+	fs.BoolVar(&c.KubeConfig.InsecureExec, "insecure-kubeconfig-exec", false,
+		"Allow use of the user.exec section in kubeconfigs provided for remote apply.")
+	fs.BoolVar(&c.KubeConfig.InsecureTLS, "insecure-kubeconfig-tls", false,
+		"Allow that kubeconfigs provided for remote apply can disable TLS verification.")
 	c.bindFluxOnlyFlags(fs)
 	c.bindFluxGates()
 }
@@ -83,9 +90,6 @@ func (c *Config) bindFluxGates() {
 // bindFluxOnlyFlags registers the flags of Flux's helm-controller (its
 // main.go, Flux v2.10) that Eddy parses without Flux's effect.
 func (c *Config) bindFluxOnlyFlags(fs *flag.FlagSet) {
-	const noKubeConfig = "Eddy refuses spec.kubeConfig on a HelmRelease, so it reads no kubeconfig"
-	c.IgnoreFlag(fs, controllerkit.BoolFlag, "insecure-kubeconfig-exec", "false", noKubeConfig, nil)
-	c.IgnoreFlag(fs, controllerkit.BoolFlag, "insecure-kubeconfig-tls", "false", noKubeConfig, nil)
 	c.IgnoreFlag(fs, controllerkit.StringFlag, "default-kubeconfig-service-account", "", controllerkit.NoWorkloadIdentity, nil)
 	const noOOMWatch = "Eddy has no OOM watcher (Flux's OOMWatch feature gate)"
 	c.IgnoreFlag(fs, controllerkit.IntFlag, "oom-watch-memory-threshold", "95", noOOMWatch, nil)
@@ -132,6 +136,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 			ctrl.Log.WithName("events")).WithActions(eventActions),
 		NoCrossNamespaceRefs:       c.NoCrossNamespaceRefs,
 		DefaultServiceAccount:      c.DefaultServiceAccount,
+		KubeConfig:                 c.KubeConfig,
 		RequeueDependency:          c.RequeueDependency,
 		HealthPoll:                 c.HealthPoll,
 		JitterPercent:              c.IntervalJitter,

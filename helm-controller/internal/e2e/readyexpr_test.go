@@ -17,8 +17,7 @@ import (
 // readyExpr replaces the dependency's Ready check (a release depending on a
 // HelmRelease that can never be Ready installs when its expression is true),
 // a false one waits with Flux's message, one that does not compile stalls
-// with InvalidCELExpression; spec.healthCheckExprs is refused (Stalled), not
-// ignored.
+// with InvalidCELExpression; a release with spec.healthCheckExprs installs.
 func TestDependsOnReadyExpr(t *testing.T) {
 	logsOnFailure(t)
 	ns, _, _ := releasedApp(t, "readyexpr-")
@@ -65,10 +64,8 @@ func TestDependsOnReadyExpr(t *testing.T) {
 		"Reconciliation failed terminally due to configuration error: failed to evaluate dependency stuck: ") {
 		t.Errorf("invalid: %q", c.Message)
 	}
-	if c := failedWith(exprs, "Stalled refusal", meta.ReconciliationFailedReason, true); c.Message != "spec.healthCheckExprs (CEL health checks) are not supported by Eddy's helm-controller yet" {
-		t.Errorf("exprs: %q", c.Message)
-	}
-	for _, hr := range []*helmv2.HelmRelease{waits, invalid, exprs} {
+	waitReady(t, exprs)
+	for _, hr := range []*helmv2.HelmRelease{waits, invalid} {
 		if len(hr.Status.History) > 0 {
 			t.Errorf("%s released %d times", hr.Name, len(hr.Status.History))
 		}

@@ -127,14 +127,14 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // retry; status.webhookPath is left as it was).
 func (r *ReceiverReconciler) run(ctx context.Context, obj *notificationv1.Receiver, _ *reconciler.StatusPatcher) (ctrl.Result, error) {
 	if err := server.ValidateFilters(obj); err != nil {
-		msg := "Reconciliation failed terminally due to configuration error: " + err.Error()
-		reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, notificationv1.InvalidCELExpressionReason, msg)
-		reconciler.SetCondition(obj, meta.StalledCondition, metav1.ConditionTrue, notificationv1.InvalidCELExpressionReason, msg)
-		obj.Status.ObservedGeneration = obj.Generation
-		if r.Recorder != nil {
-			r.Recorder.Event(obj, corev1.EventTypeWarning, notificationv1.InvalidCELExpressionReason, msg)
+		return r.terminal(obj, notificationv1.InvalidCELExpressionReason, err)
+	}
+	if celErr, err := server.ValidateOIDC(obj); err != nil {
+		reason := notificationv1.ValidationFailedReason
+		if celErr {
+			reason = notificationv1.InvalidCELExpressionReason
 		}
-		return ctrl.Result{}, nil
+		return r.terminal(obj, reason, err)
 	}
 	reconciler.RemoveConditions(obj, meta.StalledCondition)
 	reason, msg := r.observe(ctx, obj)
@@ -156,15 +156,30 @@ func (r *ReceiverReconciler) run(ctx context.Context, obj *notificationv1.Receiv
 	return ctrl.Result{RequeueAfter: controllerkit.Jitter(interval, r.JitterPercent)}, nil
 }
 
+// terminal stalls obj on a configuration error: Ready=False and
+// Stalled=True with reason, a Warning event, no retry; status.webhookPath
+// is left as it was (Flux compatible).
+func (r *ReceiverReconciler) terminal(obj *notificationv1.Receiver, reason string, err error) (ctrl.Result, error) {
+	msg := "Reconciliation failed terminally due to configuration error: " + err.Error()
+	reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, reason, msg)
+	reconciler.SetCondition(obj, meta.StalledCondition, metav1.ConditionTrue, reason, msg)
+	obj.Status.ObservedGeneration = obj.Generation
+	if r.Recorder != nil {
+		r.Recorder.Event(obj, corev1.EventTypeWarning, reason, msg)
+	}
+	return ctrl.Result{}, nil
+}
+
 // observe sets status.webhookPath and returns the Ready reason and message.
 func (r *ReceiverReconciler) observe(ctx context.Context, obj *notificationv1.Receiver) (string, string) {
 	if !server.SupportedReceiverType(obj.Spec.Type) {
 		obj.Status.WebhookPath = ""
 		return notificationv1.ValidationFailedReason, fmt.Sprintf("receiver type %s is not supported by Eddy", obj.Spec.Type)
 	}
-	if obj.Spec.SecretRef == nil {
-		obj.Status.WebhookPath = ""
-		return notificationv1.TokenNotFoundReason, "spec.secretRef is not set"
+	if obj.Spec.Type == notificationv1.GenericOIDCReceiver {
+		// No token: the path comes from the name and namespace (Flux compatible).
+		obj.Status.WebhookPath = webhook.Path("", obj.Name, obj.Namespace)
+		return meta.SucceededReason, "Receiver initialized for path: " + obj.Status.WebhookPath
 	}
 	sec := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: obj.Namespace, Name: obj.Spec.SecretRef.Name}

@@ -17,16 +17,21 @@ import (
 
 // CompileFilter compiles a Receiver's resourceFilter or resources[].filter:
 // a bool expression over `res` (the resource's metadata) and `req` (the
-// webhook's JSON body). Flux compatible messages.
-func CompileFilter(expr string) (*cel.Expression, error) {
+// webhook's JSON body), and for a generic-oidc Receiver (withClaims) also
+// `claims` (the verified token's). Flux compatible messages.
+func CompileFilter(expr string, withClaims bool) (*cel.Expression, error) {
+	if withClaims {
+		return cel.Compile(expr, celgo.BoolType, "res", "req", "claims")
+	}
 	return cel.Compile(expr, celgo.BoolType, "res", "req")
 }
 
 // ValidateFilters compiles every CEL filter of rcv and returns the first
 // error as Flux words it.
 func ValidateFilters(rcv *notificationv1.Receiver) error {
+	withClaims := rcv.Spec.Type == notificationv1.GenericOIDCReceiver
 	if expr := rcv.Spec.ResourceFilter; expr != "" {
-		if _, err := CompileFilter(expr); err != nil {
+		if _, err := CompileFilter(expr, withClaims); err != nil {
 			return fmt.Errorf("invalid resourceFilter expression: %w", err)
 		}
 	}
@@ -34,7 +39,7 @@ func ValidateFilters(rcv *notificationv1.Receiver) error {
 		if res.Filter == "" {
 			continue
 		}
-		if _, err := CompileFilter(res.Filter); err != nil {
+		if _, err := CompileFilter(res.Filter, withClaims); err != nil {
 			return fmt.Errorf("invalid filter expression for resources[%d] (kind=%q, name=%q): %w", i, res.Kind, res.Name, err)
 		}
 	}
@@ -48,8 +53,9 @@ type resourceFilter func(ctx context.Context, obj client.Object) (bool, error)
 // no expression applies: resourceFilter and the entry's filter must both
 // accept the resource. Flux compatible: `req` is the payload decoded as a
 // JSON object when the request's Content-Type is application/json, else
-// an empty object; a JSON body that does not decode is an error.
-func newFilters(rcv *notificationv1.Receiver, h http.Header, payload []byte) ([]resourceFilter, error) {
+// an empty object; a JSON body that does not decode is an error; `claims`
+// are a generic-oidc token's verified claims (nil for the other types).
+func newFilters(rcv *notificationv1.Receiver, h http.Header, payload []byte, claims map[string]any) ([]resourceFilter, error) {
 	filters := make([]resourceFilter, len(rcv.Spec.Resources))
 	filtered := rcv.Spec.ResourceFilter != ""
 	for _, res := range rcv.Spec.Resources {
@@ -68,7 +74,7 @@ func newFilters(rcv *notificationv1.Receiver, h http.Header, payload []byte) ([]
 		if expr == "" {
 			return nil, nil
 		}
-		return CompileFilter(expr)
+		return CompileFilter(expr, claims != nil)
 	}
 	top, err := compile(rcv.Spec.ResourceFilter)
 	if err != nil {
@@ -92,6 +98,9 @@ func newFilters(rcv *notificationv1.Receiver, h http.Header, payload []byte) ([]
 				return false, err
 			}
 			vars := map[string]any{"res": m, "req": req}
+			if claims != nil {
+				vars["claims"] = claims
+			}
 			for _, e := range []*cel.Expression{top, own} {
 				if e == nil {
 					continue

@@ -49,6 +49,8 @@ type ReceiverServer struct {
 	// NoCrossNamespaceRefs refuses resources outside the Receiver's namespace.
 	NoCrossNamespaceRefs bool
 	Log                  logr.Logger
+
+	issuers oidcIssuers // generic-oidc issuers discovered
 }
 
 // errVerify is a request that fails verification: answered 400.
@@ -107,17 +109,7 @@ func (s *ReceiverServer) handle(ctx context.Context, rcv *notificationv1.Receive
 	if c := apimeta.FindStatusCondition(rcv.Status.Conditions, meta.ReadyCondition); c == nil || c.Status != metav1.ConditionTrue {
 		return http.StatusServiceUnavailable, "the receiver is not ready"
 	}
-	if rcv.Spec.SecretRef == nil {
-		return http.StatusServiceUnavailable, "the receiver has no secretRef"
-	}
-	sec := &corev1.Secret{}
-	if err := s.Secrets.Get(ctx, client.ObjectKey{Namespace: rcv.Namespace, Name: rcv.Spec.SecretRef.Name}, sec); err != nil {
-		return http.StatusInternalServerError, "cannot read the receiver's secret: " + err.Error()
-	}
-	// The path was matched against status.webhookPath (Flux compatible):
-	// after a token rotation the old path works until the reconciler
-	// writes the new one, so no moment leaves the Receiver without a path.
-	payload, err := Verify(ctx, rcv.Spec.Type, rcv.Spec.Events, sec.Data, r.Header, body)
+	payload, claims, err := s.verify(ctx, rcv, r.Header, body)
 	if err != nil {
 		var ve errVerify
 		if errors.As(err, &ve) {
@@ -125,7 +117,7 @@ func (s *ReceiverServer) handle(ctx context.Context, rcv *notificationv1.Receive
 		}
 		return http.StatusServiceUnavailable, err.Error()
 	}
-	filters, err := newFilters(rcv, r.Header, payload)
+	filters, err := newFilters(rcv, r.Header, payload, claims)
 	if err != nil {
 		return http.StatusInternalServerError, "unable to create resource filters: " + err.Error()
 	}
@@ -138,6 +130,28 @@ func (s *ReceiverServer) handle(ctx context.Context, rcv *notificationv1.Receive
 		return http.StatusOK, fmt.Sprintf("reconcile requested for %d resources; %d skipped by the CEL filters", n, skipped)
 	}
 	return http.StatusOK, fmt.Sprintf("reconcile requested for %d resources", n)
+}
+
+// verify authenticates the request for rcv: a generic-oidc token, or the
+// type's check with the token Secret. It returns the filters' `req` payload
+// and, for generic-oidc, the token's claims; errVerify is answered 400.
+func (s *ReceiverServer) verify(ctx context.Context, rcv *notificationv1.Receiver, h http.Header, body []byte) ([]byte, map[string]any, error) {
+	if rcv.Spec.Type == notificationv1.GenericOIDCReceiver {
+		claims, err := s.verifyOIDC(ctx, rcv, h)
+		return body, claims, err
+	}
+	if rcv.Spec.SecretRef == nil {
+		return nil, nil, errors.New("the receiver has no secretRef")
+	}
+	sec := &corev1.Secret{}
+	if err := s.Secrets.Get(ctx, client.ObjectKey{Namespace: rcv.Namespace, Name: rcv.Spec.SecretRef.Name}, sec); err != nil {
+		return nil, nil, fmt.Errorf("cannot read the receiver's secret: %w", err)
+	}
+	// The path was matched against status.webhookPath (Flux compatible):
+	// after a token rotation the old path works until the reconciler
+	// writes the new one, so no moment leaves the Receiver without a path.
+	payload, err := Verify(ctx, rcv.Spec.Type, rcv.Spec.Events, sec.Data, h, body)
+	return payload, nil, err
 }
 
 // sourceAPIVersions are the kinds whose apiVersion may be left out.

@@ -100,16 +100,3 @@ func TestRegistryAndForgeTypesVerify(t *testing.T) {
 		})
 	}
 }
-
-// TestGenericOIDCStillRefused: generic-oidc is the one Flux type Eddy
-// does not serve.
-func TestGenericOIDCStillRefused(t *testing.T) {
-	if SupportedReceiverType(notificationv1.GenericOIDCReceiver) {
-		t.Fatal("generic-oidc reported as supported")
-	}
-	_, err := Verify(context.Background(), notificationv1.GenericOIDCReceiver, nil, nil, http.Header{}, nil)
-	var ve errVerify
-	if err == nil || errors.As(err, &ve) || err.Error() != "receiver type generic-oidc is not supported by Eddy" {
-		t.Errorf("got %v", err)
-	}
-}

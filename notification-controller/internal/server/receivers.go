@@ -21,10 +21,11 @@ import (
 )
 
 // SupportedReceiverType reports whether Eddy verifies webhooks of type t:
-// every type of Flux's Receiver but generic-oidc.
+// every type of Flux v2.10's Receiver (the API server's enum admits no
+// other, unless it skipped the schema).
 func SupportedReceiverType(t string) bool {
 	switch t {
-	case notificationv1.GenericReceiver, notificationv1.GenericHMACReceiver, notificationv1.GitHubReceiver, notificationv1.GitLabReceiver,
+	case notificationv1.GenericOIDCReceiver, notificationv1.GenericReceiver, notificationv1.GenericHMACReceiver, notificationv1.GitHubReceiver, notificationv1.GitLabReceiver,
 		notificationv1.BitbucketReceiver, notificationv1.HarborReceiver, notificationv1.DockerHubReceiver, notificationv1.QuayReceiver,
 		notificationv1.GCRReceiver, notificationv1.NexusReceiver, notificationv1.ACRReceiver, notificationv1.CDEventsReceiver:
 		return true

@@ -212,20 +212,21 @@ func resolveTarget(ref *sourcev1.GitRepositoryRef, refs map[string]string) (targ
 }
 
 // checkout fetches the target into dir (a new directory) and checks it out.
-// It returns the commit checked out. Branch, tag and ref targets are fetched
+// It returns the commit checked out and, for an annotated tag target, the
+// tag object (for spec.verify). Branch, tag and ref targets are fetched
 // shallowly (depth 1); a commit target fetches history to find the commit.
 //
 // With sess (the listing's open session) and the refs it listed, a branch,
 // tag or ref target is fetched over that session, without listing again.
 func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, submodules bool, sparse []string,
-	sess *remoteSession, refs map[string]string) (*object.Commit, error) {
+	sess *remoteSession, refs map[string]string) (*object.Commit, *object.Tag, error) {
 	repo, err := git.PlainInit(dir, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rem, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{rawURL}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts := &git.FetchOptions{
 		Auth: a.Method, CABundle: a.CABundle, ClientCert: a.ClientCert, ClientKey: a.ClientKey,
@@ -242,64 +243,67 @@ func checkout(ctx context.Context, dir, rawURL string, a *gitAuth, t target, sub
 	}
 	if want, ok := refs[t.refName.String()]; ok && sess != nil && !t.commit {
 		if err := sess.fetchShallow(ctx, repo, plumbing.NewHash(want), localRef(t.refName)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	} else if err := rem.FetchContext(ctx, opts); err != nil {
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-			return nil, errEmptyRepository
+			return nil, nil, errEmptyRepository
 		}
-		return nil, err
+		return nil, nil, err
 	}
 
 	var hash plumbing.Hash
+	var tag *object.Tag
 	if t.commit {
 		if hash, err = commitHash(repo, t.hash); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	} else {
 		ref, err := repo.Reference(localRef(t.refName), true)
 		if err != nil {
-			return nil, fmt.Errorf("couldn't find remote ref %q", t.refName)
+			return nil, nil, fmt.Errorf("couldn't find remote ref %q", t.refName)
 		}
 		hash = ref.Hash()
-		if tag, err := repo.TagObject(hash); err == nil { // annotated tag: the commit it points at
+		if tag, err = repo.TagObject(hash); err == nil { // annotated tag: the commit it points at
 			c, err := tag.Commit()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			hash = c.Hash
+		} else {
+			tag = nil
 		}
 	}
 	commit, err := repo.CommitObject(hash)
 	if err != nil {
-		return nil, fmt.Errorf("unable to resolve commit object for '%s': %w", hash, err)
+		return nil, nil, fmt.Errorf("unable to resolve commit object for '%s': %w", hash, err)
 	}
 	wt, err := repo.Worktree()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	co := &git.CheckoutOptions{Hash: hash, Force: true}
 	for _, d := range sparse {
 		co.SparseCheckoutDirectories = append(co.SparseCheckoutDirectories, strings.TrimPrefix(filepath.ToSlash(d), "./"))
 	}
 	if err := wt.Checkout(co); err != nil {
-		return nil, fmt.Errorf("checkout of '%s' failed: %w", hash, err)
+		return nil, nil, fmt.Errorf("checkout of '%s' failed: %w", hash, err)
 	}
 	for _, d := range co.SparseCheckoutDirectories {
 		if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(d))); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("sparse checkout directory %q does not exist in commit '%s'", d, hash)
+			return nil, nil, fmt.Errorf("sparse checkout directory %q does not exist in commit '%s'", d, hash)
 		}
 	}
 	if submodules {
 		origin, err := remoteURL(rawURL)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if err := updateSubmodules(ctx, wt, rawURL, "", origin, a, int(git.DefaultSubmoduleRecursionDepth)); err != nil {
-			return nil, fmt.Errorf("submodule update failed: %w", err)
+			return nil, nil, fmt.Errorf("submodule update failed: %w", err)
 		}
 	}
-	return commit, nil
+	return commit, tag, nil
 }
 
 // localRef is where a fetched ref is stored: its own name, but the

@@ -133,6 +133,7 @@ func outcome(log logr.Logger, start time.Time, recErr *reconciler.Failure, done 
 // observations in obj.Status and returns the first failure.
 func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.GitRepository, objDir string, wasReady bool) *reconciler.Failure {
 	r.reconcileStorage(ctx, obj)
+	prepareVerification(obj)
 	u, auth, f := r.gitAuth(ctx, obj)
 	if f != nil {
 		return f
@@ -171,7 +172,7 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	if incErr != nil {
 		return incErr
 	}
-	if cur := obj.Status.Artifact; cur != nil && tgt.current(cur.Revision) &&
+	if cur := obj.Status.Artifact; cur != nil && tgt.current(cur.Revision) && !requiresVerification(obj) &&
 		!contentConfigChanged(obj) && !includesChanged(included, obj.Status.IncludedArtifacts) {
 		if !wasReady { // recovered without needing a new artifact
 			r.Events.Event(obj, corev1.EventTypeNormal, meta.SucceededReason,
@@ -194,12 +195,19 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 	// artifact. A crash's leftovers are purged at start (PrepareWorkDir).
 	defer func() { go removeWorkDir(dir) }()
 	var commit *object.Commit
+	var tag *object.Tag
 	err = bounded(ctx, u, dir, func() (e error) {
-		commit, e = checkout(ctx, dir, obj.Spec.URL, auth, tgt, obj.Spec.RecurseSubmodules, obj.Spec.SparseCheckout, sess, refs)
+		commit, tag, e = checkout(ctx, dir, obj.Spec.URL, auth, tgt, obj.Spec.RecurseSubmodules, obj.Spec.SparseCheckout, sess, refs)
 		return e
 	})
 	if err != nil {
 		return gitError(err, obj.Spec.URL, dir)
+	}
+	if f := r.verifySignatures(ctx, obj, tgt.refName, tag, commit); f != nil {
+		// Nothing unverified is stored; the served artifact stays, not
+		// marked outdated (Flux compatible).
+		reconciler.RemoveConditions(obj, sourcev1.ArtifactOutdatedCondition)
+		return f
 	}
 	rev := tgt.revision(commit.Hash.String())
 	if e := r.copyIncludes(obj, included, dir); e != nil {
@@ -210,8 +218,9 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 }
 
 // gitAuth parses spec.url and reads the credentials and proxy of
-// spec.secretRef and spec.proxySecretRef; an invalid URL, spec.verify and a
-// provider other than generic stall.
+// spec.secretRef and spec.proxySecretRef, with spec.provider's token
+// (gitprovider.go); an invalid URL and a provider Eddy does not build
+// stall.
 func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.GitRepository) (*url.URL, *gitAuth, *reconciler.Failure) {
 	u, err := parseURL(obj.Spec.URL)
 	if err != nil {
@@ -219,19 +228,8 @@ func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.Git
 		e.Stalled = true
 		return nil, nil, e
 	}
-	if obj.Spec.Verification != nil {
-		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
-		e := &reconciler.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
-			Message: "commit signature verification (spec.verify) is not supported by Eddy yet"}
-		e.Stalled = true
-		return nil, nil, e
-	}
-	switch obj.Spec.Provider {
-	case "", sourcev1.GitProviderGeneric:
-	default:
-		e := fetchFailed(sourcev1.InvalidProviderConfigReason, "provider '%s' is not supported: use 'generic' with spec.secretRef", obj.Spec.Provider)
-		e.Stalled = true
-		return nil, nil, e
+	if f := checkGitProvider(obj); f != nil {
+		return nil, nil, f
 	}
 	var data map[string][]byte
 	if ref := obj.Spec.SecretRef; ref != nil {
@@ -253,6 +251,9 @@ func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.Git
 		if auth.Proxy, err = gitauth.Proxy(secret.Data); err != nil {
 			return nil, nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: %s", err)
 		}
+	}
+	if f := providerAuth(ctx, obj, data, auth); f != nil {
+		return nil, nil, f
 	}
 	return u, auth, nil
 }
@@ -360,10 +361,12 @@ func normalize(incs []sourcev1.GitRepositoryInclude) []sourcev1.GitRepositoryInc
 
 // summarize writes the conditions for the outcome (summarizeSource), with
 // the GitRepository's artifact message and failure conditions.
+// SourceVerified is not among them: a success stays while its artifact is
+// served (prepareVerification).
 func (r *GitRepositoryReconciler) summarize(obj *sourcev1.GitRepository, recErr *reconciler.Failure) {
 	summarizeSource(obj, r.Events, obj.Status.Artifact, "stored artifact for revision '%s'", recErr,
 		sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition,
-		sourcev1.IncludeUnavailableCondition, sourcev1.SourceVerifiedCondition)
+		sourcev1.IncludeUnavailableCondition)
 }
 
 // gitError maps a fetch failure to the condition Flux sets for it. dir, the

@@ -116,11 +116,8 @@ func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmC
 	} else {
 		obj.Status.URL = r.Storage.URL(linkPath(*obj.Status.Artifact))
 	}
-	if obj.Spec.Verify != nil {
-		// Refuse rather than ignore: an unverified chart must not pass for a verified one.
-		e := &reconciler.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
-			Message: fmt.Sprintf("chart signature verification (spec.verify, provider '%s') is not supported by Eddy yet", obj.Spec.Verify.Provider)}
-		return nil, e.Stall()
+	if f := startChartVerification(obj); f != nil {
+		return nil, f
 	}
 	src, f := r.getSource(ctx, obj)
 	if f != nil {
@@ -302,6 +299,10 @@ func (r *HelmChartReconciler) buildFromHelmRepository(ctx context.Context, obj *
 	if f != nil {
 		return nil, f
 	}
+	verify, f := r.chartVerify(ctx, obj, hr)
+	if f != nil {
+		return nil, f
+	}
 	var metadata string
 	if len(obj.Spec.ValuesFiles) > 0 {
 		metadata = strconv.FormatInt(obj.Generation, 10)
@@ -310,7 +311,7 @@ func (r *HelmChartReconciler) buildFromHelmRepository(ctx context.Context, obj *
 	b, err := chart.BuildRemote(ctx, repo, chart.RemoteOptions{
 		Name: obj.Spec.Chart, Version: obj.Spec.Version, VersionMetadata: metadata,
 		ValuesFiles: obj.Spec.ValuesFiles, IgnoreMissingValuesFiles: obj.Spec.IgnoreMissingValuesFiles,
-		Limits: r.Limits, Cached: c, Force: force,
+		Limits: r.Limits, Cached: c, Force: force, Verify: verify,
 	})
 	if err != nil {
 		return nil, buildFailure(err, "")
@@ -344,7 +345,8 @@ func buildFailure(err error, dir string) *reconciler.Failure {
 // the failing condition.
 func (r *HelmChartReconciler) summarize(obj *sourcev1.HelmChart, b *chart.Build, recErr *reconciler.Failure) {
 	reconciler.RemoveConditions(obj, sourcev1.FetchFailedCondition, sourcev1.BuildFailedCondition,
-		sourcev1.StorageOperationFailedCondition, sourcev1.SourceVerifiedCondition)
+		sourcev1.StorageOperationFailedCondition)
+	recordChartVerification(obj, b, recErr)
 	if obj.Status.Artifact == nil {
 		reconciler.RemoveConditions(obj, sourcev1.ArtifactInStorageCondition)
 	}

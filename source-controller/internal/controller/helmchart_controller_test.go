@@ -179,6 +179,11 @@ func TestHelmChartFailures(t *testing.T) {
 	r := newRepo(t, podinfoFiles(t, "charts/podinfo/"))
 	waitReady(t, newGitRepository(t, ns, "podinfo", r.URL(), nil))
 	newGitRepository(t, ns, "suspended", r.URL(), func(o *sourcev1.GitRepository) { o.Spec.Suspend = true })
+	// Never reached: the verify cases are refused before any registry request.
+	if err := env.Client.Create(context.Background(), &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "oci"},
+		Spec: sourcev1.HelmRepositorySpec{URL: "oci://127.0.0.1:1/charts", Type: sourcev1.HelmRepositoryTypeOCI, Interval: metav1.Duration{Duration: time.Hour}}}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name      string
 		mutate    func(*sourcev1.HelmChart)
@@ -198,8 +203,12 @@ func TestHelmChartFailures(t *testing.T) {
 		}, sourcev1.FetchFailedCondition, sourcev1.UnsupportedSourceKindReason, "source kind 'Bucket' is not supported by Eddy yet", true},
 		{"verify", func(o *sourcev1.HelmChart) {
 			o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "oci"}
+			o.Spec.Verify = &sourcev1.HelmChartVerification{Provider: "notation"}
+		}, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "chart signature verification (spec.verify, provider 'notation') is not supported by Eddy yet", true},
+		{"keyless", func(o *sourcev1.HelmChart) {
+			o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "oci"}
 			o.Spec.Verify = &sourcev1.HelmChartVerification{Provider: "cosign"}
-		}, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "chart signature verification (spec.verify, provider 'cosign') is not supported by Eddy yet", true},
+		}, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "keyless verification (spec.verify without secretRef) is not supported by Eddy yet", true},
 		{"not-a-chart", func(o *sourcev1.HelmChart) { o.Spec.Chart = "charts/podinfo/templates" },
 			sourcev1.FetchFailedCondition, sourcev1.InvalidChartReferenceReason, "invalid chart reference: Chart.yaml file is missing", true},
 		{"traversal", func(o *sourcev1.HelmChart) { o.Spec.Chart = "../../etc" },

@@ -99,8 +99,8 @@ func (r *OCIRepositoryReconciler) run(ctx context.Context, obj *sourcev1.OCIRepo
 
 // ociRepositoryFailConditions are the conditions whose removal is a
 // recovery (Flux's ociRepositoryFailConditions).
-var ociRepositoryFailConditions = []string{sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition,
-	sourcev1.SourceVerifiedCondition}
+// SourceVerified is left to clearVerification: a True one outlives failures.
+var ociRepositoryFailConditions = []string{sourcev1.FetchFailedCondition, sourcev1.StorageOperationFailedCondition}
 
 func (r *OCIRepositoryReconciler) limits() artifact.Limits {
 	lim := r.Limits
@@ -144,6 +144,9 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	if f != nil {
 		return f
 	}
+	if f := ociProviderAuth(ctx, obj, &t); f != nil {
+		return f
+	}
 	c, err := newOCIClient(ctx, repo, t)
 	if err != nil {
 		return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to generate transport for '%s': %s", obj.Spec.URL, err)
@@ -159,6 +162,9 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	rev, err := c.revision(ref)
 	if err != nil {
 		return fetchFailed(sourcev1.OCIPullFailedReason, "failed to determine artifact digest: %s", err)
+	}
+	if f := verifyOCIRevision(ctx, r.Client, obj, repo, rev, c.opts); f != nil {
+		return f
 	}
 	if cur := obj.Status.Artifact; cur != nil && cur.Revision == rev && !ociContentConfigChanged(obj) {
 		if !wasReady { // recovered without needing a new artifact
@@ -202,20 +208,13 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	return nil
 }
 
-// checkOCISpec refuses (stalls on) what Eddy does not do (spec.verify, a
-// provider other than generic) and an invalid spec.url, and returns the
-// repository spec.url names.
+// checkOCISpec refuses (stalls on) what Eddy does not do (a provider it
+// does not build) and an invalid spec.url, and returns the repository
+// spec.url names.
 func checkOCISpec(obj *sourcev1.OCIRepository) (name.Repository, *reconciler.Failure) {
-	if obj.Spec.Verify != nil {
-		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
-		return name.Repository{}, (&reconciler.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason,
-			Message: fmt.Sprintf("signature verification with provider '%s' (spec.verify) is not supported by Eddy yet", obj.Spec.Verify.Provider)}).Stall()
-	}
-	// Flux compatible: without spec.verify, no verification is reported.
-	reconciler.RemoveConditions(obj, sourcev1.SourceVerifiedCondition)
-	obj.Status.SourceVerificationFingerprint = ""
-	switch obj.Spec.Provider {
-	case "", sourcev1.OCIProviderGeneric:
+	clearVerification(obj, obj.Spec.Verify != nil)
+	switch p := obj.Spec.Provider; {
+	case p == "", p == sourcev1.OCIProviderGeneric, ociProviders[p]:
 	default:
 		return name.Repository{}, fetchFailed(sourcev1.InvalidProviderConfigReason,
 			"provider '%s' is not supported: use 'generic' with spec.secretRef or spec.serviceAccountName", obj.Spec.Provider).Stall()

@@ -69,36 +69,19 @@ func TestProxy(t *testing.T) {
 	}
 }
 
-// TestVerifyIsRefused stalls a GitRepository that asks for signature
-// verification, which Eddy does not do yet, instead of serving it unverified.
-func TestVerifyIsRefused(t *testing.T) {
-	ns := newNamespace(t)
-	r := newRepo(t, map[string]string{"app.yaml": "a"})
-	got := waitNotReady(t, newGitRepository(t, ns, "verify", r.URL(), func(o *sourcev1.GitRepository) {
-		o.Spec.Verification = &sourcev1.GitRepositoryVerification{Mode: sourcev1.ModeGitHEAD, SecretRef: meta.LocalObjectReference{Name: "keys"}}
-	}))
-	if got.Status.Artifact != nil {
-		t.Error("an artifact was produced without the requested verification")
-	}
-	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.StalledCondition) ||
-		!apimeta.IsStatusConditionFalse(got.Status.Conditions, sourcev1.SourceVerifiedCondition) {
-		t.Errorf("conditions %+v, want Stalled=True and SourceVerified=False", got.Status.Conditions)
-	}
-}
-
 // TestProviderIsRefused stalls a GitRepository whose spec.provider asks
-// for credentials from a cloud identity, which Eddy does not do yet,
-// instead of cloning anonymously.
+// for credentials Eddy does not get (aws: CodeCommit), instead of cloning
+// anonymously.
 func TestProviderIsRefused(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "a"})
 	got := waitNotReady(t, newGitRepository(t, ns, "provider", r.URL(), func(o *sourcev1.GitRepository) {
-		o.Spec.Provider = sourcev1.GitProviderGitHub
+		o.Spec.Provider = sourcev1.GitProviderAWS
 	}))
 	if got.Status.Artifact != nil {
 		t.Error("an artifact was produced without the requested provider's credentials")
 	}
-	const msg = "provider 'github' is not supported: use 'generic' with spec.secretRef"
+	const msg = "provider 'aws' is not supported: use 'generic' with spec.secretRef"
 	fetch := apimeta.FindStatusCondition(got.Status.Conditions, sourcev1.FetchFailedCondition)
 	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.StalledCondition) || fetch == nil ||
 		fetch.Status != metav1.ConditionTrue || fetch.Reason != sourcev1.InvalidProviderConfigReason || fetch.Message != msg {

@@ -57,6 +57,9 @@ type Build struct {
 	ValuesFiles []string
 	// ResolvedDependencies counts the dependencies added to the chart.
 	ResolvedDependencies int
+	// Verified is true when RemoteOptions.Verify accepted the selected
+	// version's signature.
+	Verified bool
 }
 
 // Summary is the Ready message and NewArtifact event of the build, Flux's
@@ -102,6 +105,7 @@ var (
 	ErrValuesFiles    = Kind{Reason: sourcev1.ValuesFilesErrorReason, Summary: "values files merge error", Persistent: true, Build: true}
 	ErrDependency     = Kind{Reason: sourcev1.DependencyBuildErrorReason, Summary: "dependency build error", Build: true}
 	ErrChartPackage   = Kind{Reason: sourcev1.ChartPackageErrorReason, Summary: "chart package error", Build: true}
+	ErrVerification   = Kind{Reason: "ChartVerificationError", Summary: "chart verification error", Build: true}
 )
 
 // BuildError is a failed build: "<kind summary>: <cause>".

@@ -219,6 +219,9 @@ type RemoteOptions struct {
 	Limits                   Limits
 	Cached                   *Cached
 	Force                    bool
+	// Verify, when set, checks the selected version's signature at every
+	// build, cached or not, as Flux does.
+	Verify func(ctx context.Context, cv *repo.ChartVersion) error
 }
 
 // BuildRemote selects and downloads the chart from r. Without values files
@@ -231,6 +234,12 @@ func BuildRemote(ctx context.Context, r Repository, o RemoteOptions) (*Build, er
 		return nil, fail(ErrChartReference, "failed to get chart version for remote reference: %s", err)
 	}
 	b := &Build{Name: cv.Name, Version: cv.Version}
+	if o.Verify != nil {
+		if err := o.Verify(ctx, cv); err != nil {
+			return nil, &BuildError{Kind: ErrVerification, Err: err}
+		}
+		b.Verified = true
+	}
 	if b.Version, err = withMetadata(b.Version, o.VersionMetadata); err != nil {
 		return nil, err
 	}
