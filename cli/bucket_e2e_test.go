@@ -45,9 +45,9 @@ func TestCreateSourceBucketExportIsFluxs(t *testing.T) {
 			t.Errorf("eddy %s:\n%s\nflux prints:\n%s", strings.Join(full, " "), got, want)
 		}
 	}
-	oneLineError(t, u.fails("create", "source", "bucket", "b", "--endpoint=e", "--export"), "bucket-name is required")
-	oneLineError(t, u.fails("create", "source", "bucket", "b", "--bucket-name=b", "--export"), "endpoint is required")
-	oneLineError(t, u.fails("create", "source", "bucket", "b", "--bucket-name=b", "--endpoint=e", "--provider=ibm", "--export"),
+	oneLineError(t, u.fails("create", "source", "bucket", "b1", "--endpoint=e", "--export"), "bucket-name is required")
+	oneLineError(t, u.fails("create", "source", "bucket", "b1", "--bucket-name=b", "--export"), "endpoint is required")
+	oneLineError(t, u.fails("create", "source", "bucket", "b1", "--bucket-name=b", "--endpoint=e", "--provider=ibm", "--export"),
 		"source bucket provider 'ibm' is not supported, must be one of: generic, aws, azure, gcp")
 }
 
