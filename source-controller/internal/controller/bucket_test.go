@@ -244,7 +244,9 @@ func TestBucketRefusesWhatItCannotServe(t *testing.T) {
 			func(b *sourcev1.Bucket) { b.Spec.Provider = sourcev1.BucketProviderAzure }},
 		{"identity", meta.StalledCondition, meta.FeatureGateDisabledReason,
 			"spec.serviceAccountName (workload identity) is not supported by Eddy yet: use spec.secretRef",
-			func(b *sourcev1.Bucket) { b.Spec.Provider, b.Spec.ServiceAccountName, b.Spec.SecretRef = "aws", "s3-reader", nil }},
+			func(b *sourcev1.Bucket) {
+				b.Spec.Provider, b.Spec.ServiceAccountName, b.Spec.SecretRef = "aws", "s3-reader", nil
+			}},
 		{"nosecret", sourcev1.FetchFailedCondition, sourcev1.AuthenticationFailedReason,
 			fmt.Sprintf("failed to get secret '%s/absent': secrets \"absent\" not found", ns),
 			func(b *sourcev1.Bucket) { b.Spec.SecretRef.Name = "absent" }},
