@@ -302,3 +302,31 @@ func TestBucketCredentialsFromTheEnvironmentAndLDAP(t *testing.T) {
 		t.Errorf("an anonymous Bucket got an artifact")
 	}
 }
+
+// TestHelmChartFromBucket packages podinfo's chart from a Bucket's
+// artifact, as from a GitRepository's: Flux's Ready message, then
+// reconcileStrategy Revision's build metadata, the first 12 hex of the
+// Bucket's revision.
+func TestHelmChartFromBucket(t *testing.T) {
+	s3 := testenv.NewS3(t)
+	s3.CreateBucket(t, "charts")
+	for k, v := range podinfoFiles(t, "charts/podinfo/") {
+		s3.Put(t, "charts", k, v)
+	}
+	ns := newNamespace(t)
+	b := waitBucket(t, newBucket(t, s3, ns, "charts", "charts", nil), "Ready", bucketReady)
+	obj := newHelmChart(t, ns, "podinfo", func(o *sourcev1.HelmChart) {
+		o.Spec.Chart = "./charts/podinfo"
+		o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.BucketKind, Name: "charts"}
+	})
+	got := waitChart(t, obj, "Ready", readyWith(sourcev1.ChartPackageSucceededReason, "packaged 'podinfo' chart with version '6.14.1'"))
+	checkChartArtifact(t, got, "6.14.1")
+	if got.Status.ObservedSourceArtifactRevision != b.Status.Artifact.Revision {
+		t.Errorf("observed source revision %q, want the Bucket's %q", got.Status.ObservedSourceArtifactRevision, b.Status.Artifact.Revision)
+	}
+	update(t, obj, func(o *sourcev1.HelmChart) { o.Spec.ReconcileStrategy = sourcev1.ReconcileStrategyRevision })
+	version := "6.14.1+" + strings.TrimPrefix(b.Status.Artifact.Revision, "sha256:")[:12]
+	got = waitChart(t, obj, "Ready with Revision metadata", readyWith(sourcev1.ChartPackageSucceededReason,
+		fmt.Sprintf("packaged 'podinfo' chart with version '%s'", version)))
+	checkChartArtifact(t, got, version)
+}
