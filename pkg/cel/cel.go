@@ -1,7 +1,9 @@
 // Package cel evaluates the CEL expressions of Flux's APIs with
 // github.com/google/cel-go: the health of custom resources
 // (spec.healthCheckExprs, see HealthChecks) and the readiness of a
-// dependency (dependsOn[].readyExpr, see NewReadyExpr).
+// dependency (dependsOn[].readyExpr, see NewReadyExpr); and, through
+// Compile, any type-checked expression over object variables (a
+// Receiver's resourceFilter, a Provider's commitStatusExpr).
 //
 // Flux compatible (fluxcd/pkg runtime/cel): the same CEL environment
 // (optional types, the strings, sets and encoders extensions, cross-type
@@ -13,6 +15,7 @@ package cel
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	celgo "github.com/google/cel-go/cel"
@@ -48,13 +51,29 @@ var (
 	// the variables (an object's apiVersion, kind, metadata, spec, status
 	// and whatever else a custom resource has at its top level).
 	plainEnv = sync.OnceValues(func() (*celgo.Env, error) { return celgo.NewEnv(envOptions()...) })
-	// readyEnv type-checks with `self` and `dep` declared as objects.
-	readyEnv = sync.OnceValues(func() (*celgo.Env, error) {
-		return celgo.NewEnv(append(envOptions(),
-			celgo.Variable(SelfVar, celgo.ObjectType("google.protobuf.Struct")),
-			celgo.Variable(DepVar, celgo.ObjectType("google.protobuf.Struct")))...)
-	})
+	// structEnvs are the type-checking environments by their variables'
+	// names (joined with ","), each declared as an object.
+	structEnvs sync.Map
 )
+
+// structEnv returns the environment that declares vars as objects
+// (google.protobuf.Struct), as Flux's WithStructVariables does.
+func structEnv(vars []string) (*celgo.Env, error) {
+	key := strings.Join(vars, ",")
+	if env, ok := structEnvs.Load(key); ok {
+		return env.(*celgo.Env), nil
+	}
+	opts := envOptions()
+	for _, v := range vars {
+		opts = append(opts, celgo.Variable(v, celgo.ObjectType("google.protobuf.Struct")))
+	}
+	env, err := celgo.NewEnv(opts...)
+	if err != nil {
+		return nil, err
+	}
+	structEnvs.Store(key, env)
+	return env, nil
+}
 
 // Parse parses expr without type checking, for evaluation over an object's
 // fields (health checks). Flux compatible message:
@@ -79,12 +98,18 @@ const (
 )
 
 // NewReadyExpr compiles a dependsOn readyExpr: type-checked, with the
-// variables self and dep, and a bool result. Flux compatible messages:
-// `failed to parse the CEL expression '<expr>': <issues>` (a syntax error
-// or an undeclared variable) and `CEL expression output type mismatch:
-// expected bool, got <type>`.
+// variables self and dep, and a bool result.
 func NewReadyExpr(expr string) (*Expression, error) {
-	env, err := readyEnv()
+	return Compile(expr, celgo.BoolType, SelfVar, DepVar)
+}
+
+// Compile type-checks expr with vars declared as objects and requires
+// the output type out (celgo.BoolType, celgo.StringType). Flux compatible
+// messages: `failed to parse the CEL expression '<expr>': <issues>` (a
+// syntax error or an undeclared variable) and `CEL expression output type
+// mismatch: expected <out>, got <type>`.
+func Compile(expr string, out *celgo.Type, vars ...string) (*Expression, error) {
+	env, err := structEnv(vars)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create CEL environment: %w", err)
 	}
@@ -92,8 +117,8 @@ func NewReadyExpr(expr string) (*Expression, error) {
 	if issues != nil && issues.Err() != nil {
 		return nil, fmt.Errorf("failed to parse the CEL expression '%s': %s", expr, issues.String())
 	}
-	if got := ast.OutputType(); got != celgo.BoolType {
-		return nil, fmt.Errorf("CEL expression output type mismatch: expected %s, got %s", celgo.BoolType, got)
+	if got := ast.OutputType(); got != out {
+		return nil, fmt.Errorf("CEL expression output type mismatch: expected %s, got %s", out, got)
 	}
 	return program(env, expr, ast)
 }
@@ -128,6 +153,21 @@ func (e *Expression) Bool(ctx context.Context, data map[string]any) (bool, error
 		return false, fmt.Errorf("failed to evaluate CEL expression as boolean: '%s'", e.src)
 	}
 	return bool(b), nil
+}
+
+// Str evaluates e over data and requires a string. Flux compatible
+// messages: `failed to evaluate the CEL expression '<expr>': <error>` and
+// `failed to evaluate CEL expression as string: '<expr>'`.
+func (e *Expression) Str(ctx context.Context, data map[string]any) (string, error) {
+	val, _, err := e.prog.ContextEval(ctx, data)
+	if err != nil {
+		return "", fmt.Errorf("failed to evaluate the CEL expression '%s': %w", e.src, err)
+	}
+	s, ok := val.(types.String)
+	if !ok {
+		return "", fmt.Errorf("failed to evaluate CEL expression as string: '%s'", e.src)
+	}
+	return string(s), nil
 }
 
 // DependencyReady evaluates the dependsOn readyExpr expr with self (the

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	celgo "github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -189,5 +190,30 @@ func TestReadyExpr(t *testing.T) {
 		if _, err := NewReadyExpr(expr); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: %v, want prefix %q", expr, err, want)
 		}
+	}
+}
+
+// TestCompileString: a string expression over declared object variables
+// (a commit status id), with Flux's messages for a non-string result and a
+// missing key.
+func TestCompileString(t *testing.T) {
+	e, err := Compile("event.involvedObject.kind + '/' + event.involvedObject.name + '/' + provider.metadata.uid.split('-')[0]",
+		celgo.StringType, "event", "alert", "provider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]any{"event": map[string]any{"involvedObject": map[string]any{"kind": "Kustomization", "name": "apps"}},
+		"alert": map[string]any{}, "provider": map[string]any{"metadata": map[string]any{"uid": "4e8a-b"}}}
+	if got, err := e.Str(context.Background(), vars); got != "Kustomization/apps/4e8a" || err != nil {
+		t.Errorf("got %q %v", got, err)
+	}
+	if _, err := Compile("event.message", celgo.StringType, "event", "alert", "provider"); err == nil ||
+		err.Error() != "CEL expression output type mismatch: expected string, got dyn" {
+		t.Errorf("dyn result: %v", err)
+	}
+	e, _ = Compile("string(event.metadata.revision)", celgo.StringType, "event", "alert", "provider")
+	if _, err := e.Str(context.Background(), vars); err == nil ||
+		err.Error() != "failed to evaluate the CEL expression 'string(event.metadata.revision)': no such key: metadata" {
+		t.Errorf("missing key: %v", err)
 	}
 }

@@ -36,14 +36,12 @@ const (
 	// Secret's `token` key is missing (Ready=False, status.webhookPath
 	// cleared; retried with the work queue's back-off).
 	TokenNotFoundReason = "TokenNotFound"
-	// ValidationFailedReason: the spec asks for what Eddy does not serve:
-	// a receiver type it does not support, spec.resourceFilter or
-	// spec.resources[].filter (CEL) (Ready=False, status.webhookPath
-	// cleared; checked again at spec.interval).
+	// ValidationFailedReason: the spec asks for a receiver type Eddy does
+	// not serve (generic-oidc) (Ready=False, status.webhookPath cleared;
+	// checked again at spec.interval).
 	ValidationFailedReason = "ValidationFailed"
-	// InvalidCELExpressionReason: Flux's reason for a resource filter that
-	// does not compile; Eddy refuses CEL filters as a whole
-	// (ValidationFailedReason) and does not set it (kept for compatibility).
+	// InvalidCELExpressionReason: spec.resourceFilter or a
+	// resources[].filter does not compile (Ready=False, Stalled=True).
 	InvalidCELExpressionReason = "InvalidCELExpression"
 )
 
@@ -78,7 +76,6 @@ type ReceiverSpec struct {
 
 	// ResourceFilter is a CEL expression over `res` and `req` that must
 	// return true for a resource to be notified.
-	// Eddy: refused (Ready=False, ValidationFailed) until implemented.
 	// +optional
 	ResourceFilter string `json:"resourceFilter,omitempty"`
 
@@ -103,7 +100,6 @@ type ReceiverResource struct {
 	CrossNamespaceObjectReference `json:",inline"`
 
 	// Filter is a CEL expression over `res` and `req`, ANDed with resourceFilter.
-	// Eddy: refused (Ready=False, ValidationFailed) until implemented.
 	// +optional
 	Filter string `json:"filter,omitempty"`
 }

@@ -13,6 +13,13 @@ const commitSHA = "0123456789abcdef0123456789abcdef01234567"
 func gitTypeCases() []typeCase {
 	basic := func(u, p string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+p)) }
 	return []typeCase{
+		// The status context is the Provider's commitStatusExpr over the
+		// event, the Alert and the Provider.
+		{typ: "github", addressPath: "/acme/app", secret: map[string]string{"token": "ghs"},
+			path: "/api/v3/repos/acme/app/statuses/" + commitSHA, header: "Authorization", value: "Bearer ghs",
+			body: `"context":"flux/kustomization/apps/github/github"`,
+			commitStatusExpr: "'flux/' + event.involvedObject.kind.lowerAscii() + '/' + event.involvedObject.name + " +
+				"'/' + alert.metadata.name + '/' + provider.spec.type"},
 		{typ: "gitea", addressPath: "/acme/app.git", secret: map[string]string{"token": "gt"},
 			path: "/api/v1/repos/acme/app/statuses/" + commitSHA, header: "Authorization", value: "token gt", body: `"state":"failure"`},
 		{typ: "bitbucketserver", addressPath: "/bb/scm/PRJ/app.git", secret: map[string]string{"username": "bot", "password": "pw"},
@@ -36,7 +43,8 @@ func gitTypeCases() []typeCase {
 }
 
 // TestBinaryDeliversGitTypes: the built binary sets the commit status of
-// an error event about a commit through a Provider of each git type, each
+// an error event about a commit through a Provider of each git type (the
+// github one names its status with a commitStatusExpr), each
 // addressed to its own fake of the service, dispatches it to GitHub and
 // comments on the event's pull or merge request on GitHub, Gitea and GitLab.
 func TestBinaryDeliversGitTypes(t *testing.T) {

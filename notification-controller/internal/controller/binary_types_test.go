@@ -24,6 +24,8 @@ type typeCase struct {
 	path, header, value string
 	// body holds this.
 	body string
+	// commitStatusExpr is the Provider's spec.commitStatusExpr.
+	commitStatusExpr string
 }
 
 func typeCases() []typeCase {
@@ -83,7 +85,9 @@ func deliverToTypes(t *testing.T, shardValue string, cases []typeCase) {
 			data["address"] = strings.Replace(data["address"], "http://", "http://"+key+"@", 1)
 		}
 		create(t, secret(ns, name, data),
-			shard(provider(ns, name, c.typ, name, func(p *notificationv1.Provider) { p.Spec.Channel = c.channel })),
+			shard(provider(ns, name, c.typ, name, func(p *notificationv1.Provider) {
+				p.Spec.Channel, p.Spec.CommitStatusExpr = c.channel, c.commitStatusExpr
+			})),
 			shard(alert(ns, name, name, "", ksSource("apps"))))
 	}
 	// The git types read the current status first, with no body.

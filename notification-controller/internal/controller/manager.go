@@ -72,7 +72,7 @@ func NewManager(c Config) (ctrl.Manager, *server.EventServer, error) {
 		return nil, nil, err
 	}
 	rec := mgr.GetEventRecorderFor(ControllerName)
-	rr := &ReceiverReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), JitterPercent: c.IntervalJitter}
+	rr := &ReceiverReconciler{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), JitterPercent: c.IntervalJitter, Recorder: rec}
 	if !c.WatchAllNamespaces {
 		rr.SecretsNamespace = os.Getenv("RUNTIME_NAMESPACE") // as the manager's cache
 	}

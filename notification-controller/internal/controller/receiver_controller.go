@@ -18,6 +18,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,6 +40,8 @@ type ReceiverReconciler struct {
 	// Secrets reads the token Secrets (uncached).
 	Secrets       client.Reader
 	JitterPercent float64
+	// Recorder records the Warning event of a CEL filter that does not compile.
+	Recorder record.EventRecorder
 	// SecretsNamespace limits the Secret watch to one namespace, as
 	// --watch-all-namespaces=false does for the manager; empty: all.
 	SecretsNamespace string
@@ -118,8 +121,22 @@ func (r *ReceiverReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return skel.Reconcile(ctx, req, &notificationv1.Receiver{}, r.run)
 }
 
-// run sets Ready from the observation, at the object's generation.
+// run sets Ready from the observation, at the object's generation. A CEL
+// filter that does not compile stalls the Receiver (Flux compatible:
+// Ready=False and Stalled=True InvalidCELExpression, a Warning event, no
+// retry; status.webhookPath is left as it was).
 func (r *ReceiverReconciler) run(ctx context.Context, obj *notificationv1.Receiver, _ *reconciler.StatusPatcher) (ctrl.Result, error) {
+	if err := server.ValidateFilters(obj); err != nil {
+		msg := "Reconciliation failed terminally due to configuration error: " + err.Error()
+		reconciler.SetCondition(obj, meta.ReadyCondition, metav1.ConditionFalse, notificationv1.InvalidCELExpressionReason, msg)
+		reconciler.SetCondition(obj, meta.StalledCondition, metav1.ConditionTrue, notificationv1.InvalidCELExpressionReason, msg)
+		obj.Status.ObservedGeneration = obj.Generation
+		if r.Recorder != nil {
+			r.Recorder.Event(obj, corev1.EventTypeWarning, notificationv1.InvalidCELExpressionReason, msg)
+		}
+		return ctrl.Result{}, nil
+	}
+	reconciler.RemoveConditions(obj, meta.StalledCondition)
 	reason, msg := r.observe(ctx, obj)
 	status := metav1.ConditionTrue
 	if reason != meta.SucceededReason {
@@ -144,16 +161,6 @@ func (r *ReceiverReconciler) observe(ctx context.Context, obj *notificationv1.Re
 	if !server.SupportedReceiverType(obj.Spec.Type) {
 		obj.Status.WebhookPath = ""
 		return notificationv1.ValidationFailedReason, fmt.Sprintf("receiver type %s is not supported by Eddy", obj.Spec.Type)
-	}
-	if obj.Spec.ResourceFilter != "" {
-		obj.Status.WebhookPath = ""
-		return notificationv1.ValidationFailedReason, "resourceFilter (CEL) is not supported by Eddy yet"
-	}
-	for _, res := range obj.Spec.Resources {
-		if res.Filter != "" {
-			obj.Status.WebhookPath = ""
-			return notificationv1.ValidationFailedReason, "resources[].filter (CEL) is not supported by Eddy yet"
-		}
 	}
 	if obj.Spec.SecretRef == nil {
 		obj.Status.WebhookPath = ""

@@ -261,29 +261,23 @@ func TestReceiverTypes(t *testing.T) {
 }
 
 // TestUnsupportedTypesReported: types the enum admits but Eddy does not
-// implement are reported, not silently ignored: a Receiver of such a type
-// or with a CEL resourceFilter or resources[].filter is Ready=False
-// ValidationFailed without a path, an Alert whose Provider has
-// such a type gets an InvalidConfig event.
+// implement are reported, not silently ignored: a generic-oidc Receiver
+// is Ready=False ValidationFailed without a path, an Alert whose Provider
+// has such a type gets an InvalidConfig event.
 func TestUnsupportedTypesReported(t *testing.T) {
 	ns := newNamespace(t)
-	r := receiver(ns, "quay", notificationv1.QuayReceiver, "tok",
+	r := receiver(ns, "oidc", notificationv1.GenericOIDCReceiver, "",
 		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "platform"})
-	cel := receiver(ns, "cel", notificationv1.GenericReceiver, "tok",
-		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "platform"})
-	cel.Spec.ResourceFilter = `res.metadata.name == "platform"`
-	filter := receiver(ns, "filter", notificationv1.GenericReceiver, "tok",
-		notificationv1.CrossNamespaceObjectReference{Kind: sourcev1.GitRepositoryKind, Name: "platform"})
-	filter.Spec.Resources[0].Filter = `res.metadata.name == "platform"`
-	create(t, secret(ns, "tok", map[string]string{"token": "x"}), r, cel, filter,
+	r.Spec.SecretRef = nil
+	r.Spec.OIDCProviders = []notificationv1.OIDCProvider{{IssuerURL: "https://token.actions.githubusercontent.com",
+		Validations: []notificationv1.OIDCValidation{{Expression: "claims.repository_owner == 'acme'", Message: "not acme"}}}}
+	create(t, secret(ns, "tok", map[string]string{"token": "x"}), r,
 		provider(ns, "eh", "azureeventhub", "tok"), alert(ns, "eh", "eh", "", ksSource("apps")))
-	for _, rcv := range []*notificationv1.Receiver{r, cel, filter} {
-		waitFor(t, rcv, "Ready=False ValidationFailed", func() bool {
-			c := apimeta.FindStatusCondition(rcv.Status.Conditions, meta.ReadyCondition)
-			return c != nil && c.Status == metav1.ConditionFalse && c.Reason == notificationv1.ValidationFailedReason &&
-				strings.Contains(c.Message, "not supported by Eddy") && rcv.Status.WebhookPath == ""
-		})
-	}
+	waitFor(t, r, "Ready=False ValidationFailed", func() bool {
+		c := apimeta.FindStatusCondition(r.Status.Conditions, meta.ReadyCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == notificationv1.ValidationFailedReason &&
+			c.Message == "receiver type generic-oidc is not supported by Eddy" && r.Status.WebhookPath == ""
+	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		evs := kubeEvents(t, ns, "eh", "InvalidConfig")

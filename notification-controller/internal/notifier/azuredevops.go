@@ -64,7 +64,7 @@ func (a *AzureDevOps) Post(ctx context.Context, ev *events.Event) error {
 	if ev.Severity == events.SeverityError {
 		want.State = "error"
 	}
-	want.Context.Name, want.Context.Genre = statusID(ev, a.uid), "fluxcd"
+	want.Context.Name, want.Context.Genre = statusID(ctx, ev, a.uid), "fluxcd"
 	if s, ok := ev.Metadata["summary"]; ok {
 		want.Context.Genre += ":" + s
 	}

@@ -67,7 +67,7 @@ func (b *Bitbucket) Post(ctx context.Context, ev *events.Event) error {
 	if ev.Severity == events.SeverityError {
 		state = "FAILED"
 	}
-	want := bitbucketStatus{Key: statusKey(statusID(ev, b.uid)), State: state, Description: statusDescription(ev),
+	want := bitbucketStatus{Key: statusKey(statusID(ctx, ev, b.uid)), State: state, Description: statusDescription(ev),
 		Name: strings.ToLower(ev.InvolvedObject.Kind + "/" + ev.InvolvedObject.Name), URL: "https://bitbucket.org"}
 	r := Request{URL: b.api + "/commit/" + sha + "/statuses/build", User: b.user, Password: b.password}
 	get := r

@@ -79,7 +79,7 @@ func (b *BitbucketServer) Post(ctx context.Context, ev *events.Event) error {
 	}
 	desc := statusDescription(ev)
 	name := strings.ToLower(ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name) + " [" + desc + "]"
-	want := bbsBuildStatus{Key: statusKey(statusID(ev, b.uid)), State: state, Name: name, Description: desc, URL: b.link}
+	want := bbsBuildStatus{Key: statusKey(statusID(ctx, ev, b.uid)), State: state, Name: name, Description: desc, URL: b.link}
 	r := Request{URL: b.builds + "/" + sha + "/builds", Headers: map[string]string{
 		"X-Atlassian-Token": "no-check", "X-Requested-With": "XMLHttpRequest"}}
 	if b.token != "" {

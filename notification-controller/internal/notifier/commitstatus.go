@@ -1,6 +1,7 @@
 package notifier
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -57,9 +58,22 @@ func repoAddress(address string) (base *url.URL, project string, err error) {
 	return &url.URL{Scheme: u.Scheme, Host: u.Host}, project, nil
 }
 
-// statusID is the default commit status context: `<kind>/<name>/<first
-// segment of the Provider's UID>`, lowercased. Flux compatible.
-func statusID(ev *events.Event, providerUID string) string {
+type commitStatusKey struct{}
+
+// WithCommitStatus returns ctx carrying the commit status id of one
+// delivery, the result of the Provider's spec.commitStatusExpr, which the
+// git types use instead of the default one.
+func WithCommitStatus(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, commitStatusKey{}, id)
+}
+
+// statusID is the commit status context: the one ctx carries (see
+// WithCommitStatus), else `<kind>/<name>/<first segment of the Provider's
+// UID>`, lowercased. Flux compatible.
+func statusID(ctx context.Context, ev *events.Event, providerUID string) string {
+	if id, ok := ctx.Value(commitStatusKey{}).(string); ok && id != "" {
+		return id
+	}
 	uid, _, _ := strings.Cut(providerUID, "-")
 	return strings.ToLower(ev.InvolvedObject.Kind + "/" + ev.InvolvedObject.Name + "/" + uid)
 }

@@ -58,7 +58,7 @@ func (g *Gitea) Post(ctx context.Context, ev *events.Event) error {
 	case ev.Severity == events.SeverityError:
 		state = "failure"
 	}
-	want := giteaStatus{State: state, Context: statusID(ev, g.uid), Description: statusDescription(ev)}
+	want := giteaStatus{State: state, Context: statusID(ctx, ev, g.uid), Description: statusDescription(ev)}
 	repo := url.PathEscape(g.owner) + "/" + url.PathEscape(g.repo)
 	headers := map[string]string{"Authorization": "token " + g.token}
 	var have []giteaStatus

@@ -43,7 +43,7 @@ func (g *GitHub) Post(ctx context.Context, ev *events.Event) error {
 		state = "failure"
 	}
 	desc := events.Truncate(statusDescription(ev), 140) // GitHub's limit
-	body, _ := json.Marshal(map[string]string{"state": state, "context": statusID(ev, g.uid), "description": desc})
+	body, _ := json.Marshal(map[string]string{"state": state, "context": statusID(ctx, ev, g.uid), "description": desc})
 	url := fmt.Sprintf("%s/repos/%s/%s/statuses/%s", g.api, g.owner, g.repo, sha)
 	headers := map[string]string{"Authorization": "Bearer " + g.token, "Accept": "application/vnd.github+json"}
 	if _, err := g.client.PostJSON(ctx, url, body, headers); err != nil {

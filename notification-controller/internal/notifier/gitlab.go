@@ -36,7 +36,7 @@ func (g *GitLab) Post(ctx context.Context, ev *events.Event) error {
 	if ev.Severity == events.SeverityError {
 		state = "failed"
 	}
-	body, _ := json.Marshal(map[string]string{"state": state, "name": statusID(ev, g.uid), "description": statusDescription(ev)})
+	body, _ := json.Marshal(map[string]string{"state": state, "name": statusID(ctx, ev, g.uid), "description": statusDescription(ev)})
 	u := fmt.Sprintf("%s/projects/%s/statuses/%s", g.api, url.PathEscape(g.project), sha)
 	if _, err := g.client.PostJSON(ctx, u, body, map[string]string{"PRIVATE-TOKEN": g.token}); err != nil {
 		return fmt.Errorf("gitlab: %w", err)

@@ -425,6 +425,16 @@ func (s *EventServer) dispatch(ctx context.Context, t target) {
 		return
 	}
 	ctx = notifier.WithAlert(ctx, notifier.AlertRef{Namespace: t.alert.Namespace, Name: t.alert.Name, UID: string(t.alert.UID)})
+	id, err := commitStatus(ctx, t.event, t.alert, t.provider)
+	if err != nil {
+		log.Error(err, "cannot compute the commit status")
+		s.warn(t.alert, DispatchFailedReason, fmt.Sprintf("failed to dispatch notification for %s: failed to create commit status: "+
+			"failed to evaluate the spec.commitStatusExpr CEL expression for the event: %v", objRef(t.event), err))
+		return
+	}
+	if id != "" {
+		ctx = notifier.WithCommitStatus(ctx, id)
+	}
 	if err := n.Post(ctx, t.event); err != nil {
 		log.Error(err, "cannot send the notification")
 		s.warn(t.alert, DispatchFailedReason, fmt.Sprintf("failed to send notification for %s: %v", objRef(t.event), err))

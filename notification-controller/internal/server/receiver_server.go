@@ -36,8 +36,9 @@ func IndexWebhookPath(o client.Object) []string {
 // ReceiverServer serves /hook/<digest>. Flux compatible answers (contract
 // §6.4): 404 unknown path, 503 suspended or not Ready, 413 body over
 // MaxBodyBytes, 400 failed verification or an event type not allowed, 500
-// when any resource could not be annotated (the others still are; the
-// answer names the failed ones), else 200. Each resource gets
+// when the CEL filters cannot read the body or any resource could not be
+// annotated or filtered (the others still are; the answer names the
+// failed ones), else 200. Each resource the filters accept gets
 // `reconcile.fluxcd.io/requestedAt` merge-patched. A Receiver is found by
 // status.webhookPath alone, as in Flux.
 type ReceiverServer struct {
@@ -116,18 +117,25 @@ func (s *ReceiverServer) handle(ctx context.Context, rcv *notificationv1.Receive
 	// The path was matched against status.webhookPath (Flux compatible):
 	// after a token rotation the old path works until the reconciler
 	// writes the new one, so no moment leaves the Receiver without a path.
-	token := sec.Data["token"]
-	if err := Verify(rcv.Spec.Type, rcv.Spec.Events, token, r.Header, body); err != nil {
+	payload, err := Verify(ctx, rcv.Spec.Type, rcv.Spec.Events, sec.Data, r.Header, body)
+	if err != nil {
 		var ve errVerify
 		if errors.As(err, &ve) {
 			return http.StatusBadRequest, ve.msg
 		}
 		return http.StatusServiceUnavailable, err.Error()
 	}
-	n, failed := s.requestReconciles(ctx, rcv)
+	filters, err := newFilters(rcv, r.Header, payload)
+	if err != nil {
+		return http.StatusInternalServerError, "unable to create resource filters: " + err.Error()
+	}
+	n, skipped, failed := s.requestReconciles(ctx, rcv, filters)
 	if len(failed) > 0 {
 		return http.StatusInternalServerError, fmt.Sprintf("reconcile requested for %d resources; failed for %d: %s",
 			n, len(failed), strings.Join(failed, "; "))
+	}
+	if skipped > 0 {
+		return http.StatusOK, fmt.Sprintf("reconcile requested for %d resources; %d skipped by the CEL filters", n, skipped)
 	}
 	return http.StatusOK, fmt.Sprintf("reconcile requested for %d resources", n)
 }
@@ -142,16 +150,16 @@ var sourceAPIVersions = map[string]string{
 }
 
 // requestReconciles merge-patches `reconcile.fluxcd.io/requestedAt` on
-// every resource of rcv. Flux compatible: a failing entry (not found,
-// forbidden, cross-namespace refused, no apiVersion) does not stop the
-// others. It returns how many objects it patched and one line per failure,
+// every resource of rcv that its filter (filters[i] for resources[i], nil:
+// none) accepts. Flux compatible: a failing entry (not found, forbidden,
+// cross-namespace refused, no apiVersion, a filter that fails to
+// evaluate) does not stop the others. It returns how many objects it
+// patched, how many the filters skipped, and one line per failure,
 // `<kind>/<namespace>/<name>: <reason>`, free of secrets.
-func (s *ReceiverServer) requestReconciles(ctx context.Context, rcv *notificationv1.Receiver) (int, []string) {
+func (s *ReceiverServer) requestReconciles(ctx context.Context, rcv *notificationv1.Receiver, filters []resourceFilter) (n, skipped int, failed []string) {
 	now := metav1.Now().String()
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, meta.ReconcileRequestAnnotation, now)
-	n := 0
-	var failed []string
-	for _, res := range rcv.Spec.Resources {
+	for i, res := range rcv.Spec.Resources {
 		ref := res.CrossNamespaceObjectReference
 		ns := ref.Namespace
 		if ns == "" {
@@ -160,49 +168,73 @@ func (s *ReceiverServer) requestReconciles(ctx context.Context, rcv *notificatio
 		fail := func(name, reason string) {
 			failed = append(failed, fmt.Sprintf("%s/%s/%s: %s", ref.Kind, ns, name, reason))
 		}
-		if s.NoCrossNamespaceRefs && ns != rcv.Namespace {
-			fail(ref.Name, "cross-namespace references are not allowed")
+		targets, err := s.targets(ctx, ref, rcv.Namespace, ns, filters[i] != nil)
+		if err != nil {
+			fail(ref.Name, err.Error())
 			continue
 		}
-		apiVersion := ref.APIVersion
-		if apiVersion == "" {
-			apiVersion = sourceAPIVersions[ref.Kind]
-		}
-		gv, err := schema.ParseGroupVersion(apiVersion)
-		if err != nil || apiVersion == "" {
-			fail(ref.Name, "apiVersion is required for this kind")
-			continue
-		}
-		gvk := gv.WithKind(ref.Kind)
-		var targets []string
-		if ref.Name == "*" {
-			if len(ref.MatchLabels) == 0 {
-				fail("*", "name '*' requires matchLabels")
-				continue
+		for _, obj := range targets {
+			if filters[i] != nil {
+				ok, err := filters[i](ctx, obj)
+				if err != nil {
+					fail(obj.GetName(), err.Error())
+					continue
+				}
+				if !ok {
+					skipped++
+					continue
+				}
 			}
-			list := &metav1.PartialObjectMetadataList{}
-			list.SetGroupVersionKind(gv.WithKind(ref.Kind + "List"))
-			if err := s.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(ref.MatchLabels)); err != nil {
-				fail("*", "listing: "+err.Error())
-				continue
-			}
-			for _, it := range list.Items {
-				targets = append(targets, it.Name)
-			}
-		} else {
-			targets = append(targets, ref.Name)
-		}
-		for _, name := range targets {
-			obj := &metav1.PartialObjectMetadata{}
-			obj.SetGroupVersionKind(gvk)
-			obj.SetNamespace(ns)
-			obj.SetName(name)
 			if err := s.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-				fail(name, err.Error())
+				fail(obj.GetName(), err.Error())
 				continue
 			}
 			n++
 		}
 	}
-	return n, failed
+	return n, skipped, failed
+}
+
+// targets returns the objects ref names in namespace ns: the one named,
+// read first when a filter needs its metadata, or those of `*` with
+// matchLabels.
+func (s *ReceiverServer) targets(ctx context.Context, ref notificationv1.CrossNamespaceObjectReference, home, ns string, read bool) ([]*metav1.PartialObjectMetadata, error) {
+	if s.NoCrossNamespaceRefs && ns != home {
+		return nil, errors.New("cross-namespace references are not allowed")
+	}
+	apiVersion := ref.APIVersion
+	if apiVersion == "" {
+		apiVersion = sourceAPIVersions[ref.Kind]
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || apiVersion == "" {
+		return nil, errors.New("apiVersion is required for this kind")
+	}
+	if ref.Name != "*" {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gv.WithKind(ref.Kind))
+		obj.SetNamespace(ns)
+		obj.SetName(ref.Name)
+		if read {
+			if err := s.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return nil, err
+			}
+			obj.SetGroupVersionKind(gv.WithKind(ref.Kind)) // `res.kind` and `res.apiVersion`
+		}
+		return []*metav1.PartialObjectMetadata{obj}, nil
+	}
+	if len(ref.MatchLabels) == 0 {
+		return nil, errors.New("name '*' requires matchLabels")
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gv.WithKind(ref.Kind + "List"))
+	if err := s.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels(ref.MatchLabels)); err != nil {
+		return nil, fmt.Errorf("listing: %w", err)
+	}
+	out := make([]*metav1.PartialObjectMetadata, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+		out[i].SetGroupVersionKind(gv.WithKind(ref.Kind))
+	}
+	return out, nil
 }

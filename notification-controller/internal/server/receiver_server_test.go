@@ -114,3 +114,45 @@ func TestReceiverFoundByStatusPath(t *testing.T) {
 		t.Errorf("status.webhookPath answered %d %q, want 200 and a reconcile request", w.Code, w.Body)
 	}
 }
+
+// TestResourceFiltersSelectResources: resourceFilter and a resource's own
+// filter both decide, over `res` (the object's metadata) and `req` (the
+// JSON body): resources they reject are skipped and the answer is 200; a
+// body that is not JSON leaves `req` empty, so a filter reading it fails
+// to evaluate (500, naming the resource); invalid JSON is a 500 too.
+func TestResourceFiltersSelectResources(t *testing.T) {
+	path := webhook.Path(fuzzToken, "cel", "flux-system")
+	rcv := readyReceiver("cel", path,
+		notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "app"},
+		notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "api"},
+		notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "web"},
+		notificationv1.CrossNamespaceObjectReference{Kind: "GitRepository", Name: "assets"},
+	)
+	rcv.Spec.ResourceFilter = `res.kind == 'GitRepository' && res.metadata.name.startsWith(req.prefix)`
+	rcv.Spec.Resources[1].Filter = `req.tag != 'latest'`
+	s, c := receiverServer(t, rcv, gitRepo("flux-system", "app"), gitRepo("flux-system", "api"), gitRepo("flux-system", "web"), gitRepo("flux-system", "assets"))
+	serve := func(body, contentType string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		r.Header.Set("Content-Type", contentType)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w
+	}
+	if w := serve(`{"prefix":"a","tag":"latest"}`, "application/json; charset=utf-8"); w.Code != http.StatusOK {
+		t.Fatalf("answered %d %q", w.Code, w.Body)
+	}
+	for name, want := range map[string]bool{"app": true, "api": false, "web": false, "assets": true} {
+		if requested(t, c, "flux-system", name) != want {
+			t.Errorf("%s requested: %v, want %v", name, !want, want)
+		}
+	}
+	w := serve(`{"prefix":"a"}`, "text/plain")
+	if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), "GitRepository/flux-system/app: failed to evaluate the CEL expression") ||
+		!strings.Contains(w.Body.String(), "no such key: prefix") {
+		t.Errorf("filter over an empty req answered %d %q", w.Code, w.Body)
+	}
+	if w := serve(`{"prefix":`, "application/json"); w.Code != http.StatusInternalServerError ||
+		!strings.Contains(w.Body.String(), "unable to create resource filters: failed to parse request body as JSON") {
+		t.Errorf("invalid JSON answered %d %q", w.Code, w.Body)
+	}
+}
