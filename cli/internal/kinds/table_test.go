@@ -114,7 +114,7 @@ func TestKustomizationSourceKindsAreWhatKustomizeControllerServes(t *testing.T) 
 }
 
 // TestCredentialsAreTheSourcesSecretRef: `export --with-credentials`
-// finds the Secret a Git, OCI or Helm repository names.
+// finds the Secret a Git, OCI or Helm repository or a Bucket names.
 func TestCredentialsAreTheSourcesSecretRef(t *testing.T) {
 	git := &sourcev1.GitRepository{}
 	if got := mustKind(t, sourcev1.GitRepositoryKind).Credentials(git); got != "" {
@@ -125,7 +125,8 @@ func TestCredentialsAreTheSourcesSecretRef(t *testing.T) {
 		t.Errorf("secretRef auth: %q", got)
 	}
 	for _, k := range All {
-		if want := k.Kind == sourcev1.GitRepositoryKind || k.Kind == sourcev1.OCIRepositoryKind || k.Kind == sourcev1.HelmRepositoryKind; (k.Credentials != nil) != want {
+		if want := k.Kind == sourcev1.GitRepositoryKind || k.Kind == sourcev1.OCIRepositoryKind || k.Kind == sourcev1.HelmRepositoryKind ||
+			k.Kind == sourcev1.BucketKind; (k.Credentials != nil) != want {
 			t.Errorf("%s: Credentials set %v; want %v", k.Kind, k.Credentials != nil, want)
 		}
 	}

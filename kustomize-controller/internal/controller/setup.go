@@ -55,6 +55,7 @@ func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
 		Watches(&sourcev1.GitRepository{}, dependants(sourcev1.GitRepositoryKind), builder.WithPredicates(controllerkit.ArtifactChanged{})).
 		Watches(&sourcev1.OCIRepository{}, dependants(sourcev1.OCIRepositoryKind), builder.WithPredicates(controllerkit.ArtifactChanged{})).
+		Watches(&sourcev1.Bucket{}, dependants(sourcev1.BucketKind), builder.WithPredicates(controllerkit.ArtifactChanged{})).
 		WatchesRawSource(source.Channel(r.healthChecks.done, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Complete(r)

@@ -15,7 +15,8 @@ import (
 )
 
 // source resolves spec.sourceRef (kustomize.SourceOf) to the artifact of a
-// GitRepository or an OCIRepository (the source kinds Eddy serves); any
+// GitRepository, an OCIRepository or a Bucket (the source kinds Eddy
+// serves); any
 // other kind stalls with ArtifactFailed. A missing source or artifact is
 // waited for at --requeue-dependency, with Flux's messages.
 func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (client.Object, *meta.Artifact, *failure) {
