@@ -116,6 +116,7 @@ func TestLabels(t *testing.T) {
 		"helmrepositories.source.toolkit.fluxcd.io":  "source-controller",
 		"helmcharts.source.toolkit.fluxcd.io":        "source-controller",
 		"ocirepositories.source.toolkit.fluxcd.io":   "source-controller",
+		"externalartifacts.source.toolkit.fluxcd.io": "source-controller",
 		"kustomizations.kustomize.toolkit.fluxcd.io": "kustomize-controller",
 		"helmreleases.helm.toolkit.fluxcd.io":        "helm-controller",
 		"alerts.notification.toolkit.fluxcd.io":      "notification-controller",
