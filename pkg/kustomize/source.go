@@ -27,6 +27,8 @@ func SourceOf(obj *kustomizev1.Kustomization) (src client.Object, key types.Name
 		return &sourcev1.GitRepository{}, key, id, true
 	case sourcev1.OCIRepositoryKind:
 		return &sourcev1.OCIRepository{}, key, id, true
+	case sourcev1.ExternalArtifactKind:
+		return &sourcev1.ExternalArtifact{}, key, id, true
 	}
 	return nil, key, id, false
 }
