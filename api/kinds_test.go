@@ -78,7 +78,7 @@ func TestEverySourceKindIsASource(t *testing.T) {
 			t.Errorf("%s (%T) is not a sourcev1.Source", gvk, o)
 		}
 	}
-	if n != 4 {
-		t.Errorf("%d source kinds; want GitRepository, OCIRepository, HelmRepository and HelmChart", n)
+	if n != 5 {
+		t.Errorf("%d source kinds; want GitRepository, OCIRepository, HelmRepository, HelmChart and Bucket", n)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -70,6 +71,9 @@ type creation struct {
 	completed  string // the line after the wait; "" for flux's "<Kind> <name> is ready"
 	// done prints the lines after the wait, or fails.
 	done func(u *ui.UI) error
+	// prepare, when set, runs before the object is applied (not with
+	// --export): e.g. `create source bucket` writes its credentials Secret.
+	prepare func(ctx context.Context, cl client.Client, u *ui.UI) error
 }
 
 // create prints c.obj as `--export` YAML, or creates or updates it
@@ -92,6 +96,11 @@ func (g *globalFlags) create(cmd *cobra.Command, f *createFlags, c creation) err
 	u := ui.New(cmd.OutOrStdout())
 	if !c.noGenerate {
 		u.Generate("generating %s", c.kind)
+	}
+	if c.prepare != nil {
+		if err := c.prepare(ctx, cl, u); err != nil {
+			return err
+		}
 	}
 	u.Action("applying %s", c.kind)
 
@@ -178,7 +187,8 @@ func newCreateCommand(g *globalFlags) *cobra.Command {
 
 	src := &cobra.Command{Use: "source", Short: "Create or update sources"}
 	src.PersistentFlags().DurationVar(&f.fetchTimeout, "fetch-timeout", 0, "set a timeout for fetch operations performed by source-controller (e.g. 'git clone' or 'helm repo add')")
-	src.AddCommand(newCreateSourceGitCommand(g, f), newCreateSourceHelmCommand(g, f), newCreateSourceOCICommand(g, f))
+	src.AddCommand(newCreateSourceGitCommand(g, f), newCreateSourceHelmCommand(g, f), newCreateSourceOCICommand(g, f),
+		newCreateSourceBucketCommand(g, f))
 	cmd.AddCommand(src, newCreateKustomizationCommand(g, f), newCreateHelmReleaseCommand(g, f),
 		newCreateAlertCommand(g, f), newCreateAlertProviderCommand(g, f), newCreateReceiverCommand(g, f),
 		newCreateImageCommand(g, f))

@@ -98,7 +98,7 @@ func newCreateKustomizationCommand(g *globalFlags, f *createFlags) *cobra.Comman
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&source, "source", "", "source that contains the Kubernetes manifests in the format '[<kind>/]<name>.<namespace>', where kind must be one of: (OCIRepository, GitRepository), if kind is not specified it defaults to GitRepository")
+	fs.StringVar(&source, "source", "", "source that contains the Kubernetes manifests in the format '[<kind>/]<name>.<namespace>', where kind must be one of: (OCIRepository, GitRepository, Bucket), if kind is not specified it defaults to GitRepository")
 	fs.StringVar(&ksPath, "path", "./", "path to the directory containing a kustomization.yaml file")
 	fs.BoolVar(&prune, "prune", false, "enable garbage collection")
 	fs.BoolVar(&wait, "wait", false, "enable health checking of all the applied resources")

@@ -148,7 +148,7 @@ func TestObjectsE2E(t *testing.T) {
 		oneLineError(t, u.fails("create", "source", "oci", "o1", "--tag=1", "--export"), "url is required")
 		oneLineError(t, u.fails("create", "source", "oci", "o1", "--url=oci://r.example/a", "--tag=1", "--provider=ibm", "--export"),
 			"source OCI provider 'ibm' is not supported, must be one of: generic, aws, azure, gcp")
-		oneLineError(t, u.fails("create", "ks", "k1", "--source=Bucket/b", "--export"), "source kind 'Bucket' is not supported, must be one of: OCIRepository, GitRepository")
+		oneLineError(t, u.fails("create", "ks", "k1", "--source=ExternalArtifact/b", "--export"), "source kind 'ExternalArtifact' is not supported, must be one of: OCIRepository, GitRepository, Bucket")
 		oneLineError(t, u.fails("create", "receiver", "r1", "--type=svn", "--secret-ref=s", "--export"), "receiver type 'svn' is not supported")
 		oneLineError(t, u.fails("create", "hr", "h1", "--source=HelmRepository/x", "--chart=c", "--values=/nonexistent/values.yaml", "--export"),
 			"reading values from /nonexistent/values.yaml failed")
@@ -429,6 +429,7 @@ func TestObjectsE2E(t *testing.T) {
 	})
 
 	t.Run("oci artifact end to end", func(t *testing.T) { ociArtifactFlow(t, u, c) })
+	t.Run("bucket end to end", func(t *testing.T) { bucketFlow(t, u, c) })
 
 	t.Run("delete", func(t *testing.T) {
 		hasLines(t, u.must("delete", "ks", "apps", "--silent"), "► deleting kustomization apps in flux-system namespace", "✔ kustomization deleted")

@@ -74,6 +74,7 @@ func newReconcileCommand(g *globalFlags) *cobra.Command {
 	source.AddCommand(
 		sourceCmd("git", sourcev1.GitRepositoryKind, "Reconcile a GitRepository: fetch the branch's last commit now", ""),
 		sourceCmd("oci", sourcev1.OCIRepositoryKind, "Reconcile an OCIRepository: resolve its reference and pull the artifact now", ""),
+		sourceCmd("bucket", sourcev1.BucketKind, "Reconcile a Bucket: list its objects and fetch what changed now", ""),
 		sourceCmd("helm", sourcev1.HelmRepositoryKind, "Reconcile a HelmRepository: fetch its index now",
 			"Reconcile a HelmRepository: fetch its index now. An OCI HelmRepository has no reconciler (flux: static), so there is nothing to do."))
 	var chartWithSource bool

@@ -43,7 +43,7 @@ func (ArtifactChanged) Update(e event.UpdateEvent) bool {
 
 // ArtifactOf returns status.artifact of a source object (any
 // sourcev1.Source: GitRepository, OCIRepository, HelmRepository,
-// HelmChart), nil for other objects.
+// HelmChart, Bucket), nil for other objects.
 func ArtifactOf(obj client.Object) *meta.Artifact {
 	if s, ok := obj.(sourcev1.Source); ok {
 		return s.GetArtifact()

@@ -14,7 +14,7 @@ import (
 // defaulting to obj's), id (`Kind/namespace/name`, as messages name it)
 // and an empty object of the source's kind to read it into. ok is false,
 // src nil, for a kind Eddy does not serve a Kustomization from (it does
-// GitRepository and OCIRepository).
+// GitRepository, OCIRepository and Bucket).
 func SourceOf(obj *kustomizev1.Kustomization) (src client.Object, key types.NamespacedName, id string, ok bool) {
 	ref := obj.Spec.SourceRef
 	key = types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
@@ -27,6 +27,8 @@ func SourceOf(obj *kustomizev1.Kustomization) (src client.Object, key types.Name
 		return &sourcev1.GitRepository{}, key, id, true
 	case sourcev1.OCIRepositoryKind:
 		return &sourcev1.OCIRepository{}, key, id, true
+	case sourcev1.BucketKind:
+		return &sourcev1.Bucket{}, key, id, true
 	case sourcev1.ExternalArtifactKind:
 		return &sourcev1.ExternalArtifact{}, key, id, true
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // TestSourceOfNamesTheSourceRef: the namespace defaults to the
-// Kustomization's; Git and OCI repositories are served, other kinds not.
+// Kustomization's; Git and OCI repositories and Buckets are served, other
+// kinds not.
 func TestSourceOfNamesTheSourceRef(t *testing.T) {
 	ks := func(kind, ns string) *kustomizev1.Kustomization {
 		k := &kustomizev1.Kustomization{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "app"}}
@@ -25,7 +26,15 @@ func TestSourceOfNamesTheSourceRef(t *testing.T) {
 	if _, oci := src.(*sourcev1.OCIRepository); !oci || !ok || key.String() != "infra/repo" || id != "OCIRepository/infra/repo" {
 		t.Errorf("OCIRepository: %T %s %s %v", src, key, id, ok)
 	}
-	if src, _, id, ok := SourceOf(ks("Bucket", "")); ok || src != nil || id != "Bucket/apps/repo" {
+	src, _, id, ok = SourceOf(ks(sourcev1.BucketKind, ""))
+	if _, bucket := src.(*sourcev1.Bucket); !bucket || !ok || id != "Bucket/apps/repo" {
 		t.Errorf("Bucket: %T %s %v", src, id, ok)
+	}
+	src, _, id, ok = SourceOf(ks(sourcev1.ExternalArtifactKind, ""))
+	if _, ea := src.(*sourcev1.ExternalArtifact); !ea || !ok || id != "ExternalArtifact/apps/repo" {
+		t.Errorf("ExternalArtifact: %T %s %v", src, id, ok)
+	}
+	if src, _, id, ok := SourceOf(ks("ArtifactGenerator", "")); ok || src != nil || id != "ArtifactGenerator/apps/repo" {
+		t.Errorf("ArtifactGenerator: %T %s %v", src, id, ok)
 	}
 }

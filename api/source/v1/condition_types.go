@@ -48,8 +48,9 @@ const (
 	// trusted keys could not be read (SourceVerified=False, Ready=False).
 	VerificationErrorReason = "VerificationError"
 
-	// InvalidProviderConfigReason: spec.provider names a provider other than
-	// generic, which Eddy refuses (FetchFailed=True, Ready=False, Stalled).
+	// InvalidProviderConfigReason: spec.provider names a provider Eddy
+	// does not implement, which it refuses (FetchFailed=True, Ready=False,
+	// Stalled).
 	InvalidProviderConfigReason = "InvalidProviderConfiguration"
 
 	// DirCreationFailedReason: the temporary working directory of a checkout
@@ -63,6 +64,10 @@ const (
 	// ArchiveOperationFailedReason: the checkout could not be archived into
 	// storage (StorageOperationFailed=True, Ready=False).
 	ArchiveOperationFailedReason = "ArchiveOperationFailed"
+
+	// InvalidPathReason: Flux's reason for a source path that is not a
+	// directory; Eddy does not set it (kept for compatibility).
+	InvalidPathReason = "InvalidPath"
 
 	// SymlinkUpdateFailedReason: Flux's reason for a failed update of the
 	// latest-artifact symlink; Eddy keeps no symlink and does not set it (kept

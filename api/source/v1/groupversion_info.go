@@ -29,6 +29,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&HelmRepository{}, &HelmRepositoryList{},
 		&HelmChart{}, &HelmChartList{},
 		&OCIRepository{}, &OCIRepositoryList{},
+		&Bucket{}, &BucketList{},
 		&ExternalArtifact{}, &ExternalArtifactList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)

@@ -6,7 +6,7 @@ import (
 )
 
 // Source is what every source kind (GitRepository, OCIRepository,
-// HelmRepository, HelmChart) offers its consumers, as Flux's source API
+// HelmRepository, HelmChart, Bucket) offers its consumers, as Flux's source API
 // defines it: the artifact it last stored.
 //
 // +kubebuilder:object:generate=false
@@ -23,6 +23,7 @@ var (
 	_ Source = &OCIRepository{}
 	_ Source = &HelmRepository{}
 	_ Source = &HelmChart{}
+	_ Source = &Bucket{}
 )
 
 // Artifact is the artifact a source stores (Flux's meta.Artifact), under

@@ -46,7 +46,7 @@ func TestImageRowsAreFluxsImageTables(t *testing.T) {
 	for _, k := range Flux {
 		order = append(order, k.Kind)
 	}
-	want := []string{"OCIRepository", "GitRepository", "HelmRepository", "HelmChart", "ImageRepository", "ImagePolicy",
+	want := []string{"OCIRepository", "Bucket", "GitRepository", "HelmRepository", "HelmChart", "ImageRepository", "ImagePolicy",
 		"ImageUpdateAutomation", "HelmRelease", "Kustomization", "Receiver", "Provider", "Alert"}
 	if !slices.Equal(order, want) {
 		t.Errorf("Flux kinds %v, want %v", order, want)

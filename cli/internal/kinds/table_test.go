@@ -18,7 +18,7 @@ import (
 // withoutRow are the kinds of the command's scheme, in the Flux and Argo
 // CD groups, that have no row, each with the reason.
 var withoutRow = map[schema.GroupKind]string{
-	{Group: argov1.GroupVersion.Group, Kind: argov1.AppProjectKind}: "no command lists AppProjects: application-controller reads them, `eddy app` names an Application's project only",
+	{Group: argov1.GroupVersion.Group, Kind: argov1.AppProjectKind}:           "no command lists AppProjects: application-controller reads them, `eddy app` names an Application's project only",
 	{Group: sourcev1.GroupVersion.Group, Kind: sourcev1.ExternalArtifactKind}: "a third-party controller writes ExternalArtifacts; a row would add reconcile/suspend commands flux has not",
 }
 
@@ -115,7 +115,7 @@ func TestKustomizationSourceKindsAreWhatKustomizeControllerServes(t *testing.T) 
 }
 
 // TestCredentialsAreTheSourcesSecretRef: `export --with-credentials`
-// finds the Secret a Git, OCI or Helm repository names.
+// finds the Secret a Git, OCI or Helm repository or a Bucket names.
 func TestCredentialsAreTheSourcesSecretRef(t *testing.T) {
 	git := &sourcev1.GitRepository{}
 	if got := mustKind(t, sourcev1.GitRepositoryKind).Credentials(git); got != "" {
@@ -126,7 +126,8 @@ func TestCredentialsAreTheSourcesSecretRef(t *testing.T) {
 		t.Errorf("secretRef auth: %q", got)
 	}
 	for _, k := range All {
-		if want := k.Kind == sourcev1.GitRepositoryKind || k.Kind == sourcev1.OCIRepositoryKind || k.Kind == sourcev1.HelmRepositoryKind; (k.Credentials != nil) != want {
+		if want := k.Kind == sourcev1.GitRepositoryKind || k.Kind == sourcev1.OCIRepositoryKind || k.Kind == sourcev1.HelmRepositoryKind ||
+			k.Kind == sourcev1.BucketKind; (k.Credentials != nil) != want {
 			t.Errorf("%s: Credentials set %v; want %v", k.Kind, k.Credentials != nil, want)
 		}
 	}

@@ -3,7 +3,8 @@
 // reads the decryption Secret's keys and then SOPS documents on its
 // standard input and writes their plaintext on its standard output
 // (package sopswire), and exits at the end of its input. It prints
-// nothing else and reads no file, environment variable or GnuPG home.
+// nothing else and reads no key file or GnuPG home; the cloud SDKs read
+// the environment the controller passes on (its own credentials).
 //
 // It is a process of its own so that kustomize-controller does not link
 // the sops library and the cloud SDKs its key services bring.

@@ -54,7 +54,8 @@ func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
 		Watches(&sourcev1.GitRepository{}, dependants(sourcev1.GitRepositoryKind), builder.WithPredicates(controllerkit.ArtifactChanged{})).
-		Watches(&sourcev1.OCIRepository{}, dependants(sourcev1.OCIRepositoryKind), builder.WithPredicates(controllerkit.ArtifactChanged{}))
+		Watches(&sourcev1.OCIRepository{}, dependants(sourcev1.OCIRepositoryKind), builder.WithPredicates(controllerkit.ArtifactChanged{})).
+		Watches(&sourcev1.Bucket{}, dependants(sourcev1.BucketKind), builder.WithPredicates(controllerkit.ArtifactChanged{}))
 	if r.AllowExternalArtifact {
 		// Only with the gate on, as Flux: its CRD need not be installed.
 		b = b.Watches(&sourcev1.ExternalArtifact{}, dependants(sourcev1.ExternalArtifactKind), builder.WithPredicates(controllerkit.ArtifactChanged{}))

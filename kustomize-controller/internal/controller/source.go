@@ -16,9 +16,9 @@ import (
 )
 
 // source resolves spec.sourceRef (kustomize.SourceOf) to the artifact of a
-// GitRepository, an OCIRepository (the source kinds Eddy serves) or, with
-// the ExternalArtifact gate on, an ExternalArtifact (off: AccessDenied,
-// Flux's message); any other kind stalls with ArtifactFailed. A missing source or artifact is
+// GitRepository, an OCIRepository or a Bucket (the source kinds Eddy
+// serves) or, with the ExternalArtifact gate on, an ExternalArtifact (off:
+// AccessDenied, Flux's message); any other kind stalls with ArtifactFailed. A missing source or artifact is
 // waited for at --requeue-dependency, with Flux's messages.
 func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (client.Object, *meta.Artifact, *failure) {
 	src, key, id, ok := kustomize.SourceOf(obj)

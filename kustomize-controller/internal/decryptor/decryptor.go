@@ -124,10 +124,8 @@ func New(ctx context.Context, c client.Reader, obj *kustomizev1.Kustomization, h
 		sort.Strings(names)
 		for _, name := range names {
 			switch {
-			case path.Ext(name) == sopswire.AgeExt, path.Ext(name) == sopswire.PGPExt:
+			case path.Ext(name) == sopswire.AgeExt, path.Ext(name) == sopswire.PGPExt, sopswire.Credentials[name] != "":
 				hello.Keys = append(hello.Keys, sopswire.Key{Name: name, Data: secret.Data[name]})
-			case sopswire.Unsupported[name] != "":
-				hello.Keys = append(hello.Keys, sopswire.Key{Name: name})
 			}
 		}
 	}
@@ -209,9 +207,10 @@ func (a *answerReader) Read(p []byte) (int, error) {
 }
 
 func startHelper(ctx context.Context, exe string, hello sopswire.Hello) (*helper, sopswire.Response, error) {
-	// No environment: the helper reads keys from its input only.
+	// Keys come on the input only; the environment holds just what the
+	// cloud SDKs read for the controller's own credentials.
 	cmd := exec.Command(exe)
-	cmd.Env = []string{}
+	cmd.Env = helperEnv(os.Environ())
 	cmd.Stderr = io.Discard // it writes only protocol failures; they show as its exit
 	in, err := cmd.StdinPipe()
 	if err != nil {

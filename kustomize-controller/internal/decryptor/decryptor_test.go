@@ -10,6 +10,8 @@ import (
 	"github.com/eddyops/eddy/kustomize-controller/internal/decryptor/sopstest"
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/getsops/sops/v3/cmd/sops/formats"
+	"github.com/getsops/sops/v3/hcvault"
+	sopskeys "github.com/getsops/sops/v3/keys"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -265,10 +267,22 @@ func TestImportErrors(t *testing.T) {
 	}
 }
 
-// A Vault token in the Secret is read by name and not refused until a
-// Vault-encrypted document needs it (sopshelper's TestRefuseNamesEntry).
-func TestVaultTokenRead(t *testing.T) {
-	newDecryptor(t, map[string]string{"sops.vault-token": "s.token"})
+// The Secret's sops.vault-token reaches the helper, which decrypts a
+// Vault transit data key with it (a fake Vault).
+func TestVaultTokenOfTheSecretDecrypts(t *testing.T) {
+	v, stop := sopstest.NewVault("s.token")
+	defer stop()
+	mk, err := hcvault.NewMasterKeyFromURI(v.URL + "/v1/transit/keys/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcvault.Token(v.Token).ApplyToMasterKey(mk)
+	enc := encrypt(t, secretYAML, formats.Yaml, sopstest.Options{Keys: []sopskeys.MasterKey{mk}, EncryptedRegex: "^(data|stringData)$"})
+	d := newDecryptor(t, map[string]string{"sops.vault-token": "s.token"})
+	out, err := d.DecryptFile("/apps/db.yaml", enc)
+	if err != nil || !strings.Contains(string(out), "hunter2") {
+		t.Fatalf("out %q, error %v", out, err)
+	}
 }
 
 // Generator sources in every format, decrypted in fs before the build.

@@ -1,8 +1,10 @@
 // Package sopshelper is the SOPS helper's side of package sopswire: it
-// decrypts SOPS documents with the getsops/sops library, using only the
-// age identities (filippo.io/age) and OpenPGP private keys
-// (ProtonMail/go-crypto) it is handed in memory: never the process
-// environment, a GnuPG home or files on disk.
+// decrypts SOPS documents with the getsops/sops library, using the age
+// identities (filippo.io/age) and OpenPGP private keys (ProtonMail/go-crypto)
+// it is handed in memory, never a GnuPG home or key files on disk, and
+// OpenBao/Vault transit, AWS KMS, Azure Key Vault and GCP KMS keys with
+// the credentials it is handed or else the SDKs' own (the environment the
+// controller passes on).
 //
 // Messages follow Flux's kustomize-controller ("failed to load encrypted
 // JSON data: …", "cannot get sops data key: …", "error decrypting sops
@@ -106,7 +108,7 @@ type Decryptor struct {
 // New imports keys (see sopswire.Key). On failure it returns the name of
 // the key that could not be imported with the reason.
 func New(keys []sopswire.Key) (*Decryptor, string, error) {
-	ks := &keyServer{unsupported: map[string]string{}}
+	ks := &keyServer{}
 	for _, k := range keys {
 		var err error
 		switch {
@@ -114,8 +116,8 @@ func New(keys []sopswire.Key) (*Decryptor, string, error) {
 			err = ks.age.Import(string(k.Data))
 		case path.Ext(k.Name) == sopswire.PGPExt:
 			err = ks.importPGP(k.Data)
-		case sopswire.Unsupported[k.Name] != "":
-			ks.unsupported[k.Name] = sopswire.Unsupported[k.Name]
+		case sopswire.Credentials[k.Name] != "":
+			err = ks.cloud.importCreds(k.Name, k.Data)
 		}
 		if err != nil {
 			return nil, k.Name, err
@@ -254,9 +256,9 @@ func redact(err error) error {
 // keyServer is the sops key service that gets a data key with the
 // decryption Secret's keys only.
 type keyServer struct {
-	age         sopsage.ParsedIdentities
-	pgp         openpgp.EntityList
-	unsupported map[string]string
+	age   sopsage.ParsedIdentities
+	pgp   openpgp.EntityList
+	cloud cloudCreds
 }
 
 var _ keyservice.KeyServiceServer = (*keyServer)(nil)
@@ -287,14 +289,8 @@ func (s *keyServer) Decrypt(_ context.Context, req *keyservice.DecryptRequest) (
 		plain, err = s.decryptAge(k.AgeKey.Recipient, req.Ciphertext)
 	case *keyservice.Key_PgpKey:
 		plain, err = s.decryptPGP(req.Ciphertext)
-	case *keyservice.Key_VaultKey:
-		err = s.refuse("OpenBao/Vault transit")
-	case *keyservice.Key_KmsKey:
-		err = s.refuse("AWS KMS")
-	case *keyservice.Key_AzureKeyvaultKey:
-		err = s.refuse("Azure Key Vault")
-	case *keyservice.Key_GcpKmsKey:
-		err = s.refuse("GCP KMS")
+	case *keyservice.Key_VaultKey, *keyservice.Key_KmsKey, *keyservice.Key_AzureKeyvaultKey, *keyservice.Key_GcpKmsKey:
+		plain, err = s.cloud.decryptCloud(req.Key, req.Ciphertext)
 	default:
 		err = fmt.Errorf("%T keys are not supported by Eddy yet", k)
 	}
@@ -302,15 +298,6 @@ func (s *keyServer) Decrypt(_ context.Context, req *keyservice.DecryptRequest) (
 		return nil, err
 	}
 	return &keyservice.DecryptResponse{Plaintext: plain}, nil
-}
-
-func (s *keyServer) refuse(kms string) error {
-	for name, k := range s.unsupported {
-		if k == kms {
-			return fmt.Errorf("%s keys are not supported by Eddy yet: the decryption Secret's '%s' is not used (only its age and OpenPGP keys)", kms, name)
-		}
-	}
-	return fmt.Errorf("%s keys are not supported by Eddy yet (only age and OpenPGP keys of the decryption Secret)", kms)
 }
 
 func (s *keyServer) decryptAge(recipient string, ciphertext []byte) ([]byte, error) {

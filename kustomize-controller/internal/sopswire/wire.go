@@ -27,20 +27,29 @@ const (
 	AgeExt = ".agekey"
 )
 
-// Unsupported are the decryption Secret keys Flux reads for key
-// management services Eddy does not reach yet, and the service of each.
-// They are passed to the helper by name only, so that a key of such a
-// service is refused with a message naming the Secret's entry.
-var Unsupported = map[string]string{
-	"sops.vault-token": "OpenBao/Vault transit",
-	"sops.aws-kms":     "AWS KMS",
-	"sops.azure-kv":    "Azure Key Vault",
-	"sops.gcp-kms":     "GCP KMS",
+// Flux compatible decryption Secret entries holding the credentials of a
+// key management service: an OpenBao/Vault token, AWS static credentials
+// (YAML), an Azure AAD configuration (YAML or JSON), a GCP service account
+// (JSON).
+const (
+	VaultToken = "sops.vault-token"
+	AWSKMS     = "sops.aws-kms"
+	AzureKV    = "sops.azure-kv"
+	GCPKMS     = "sops.gcp-kms"
+)
+
+// Credentials are the decryption Secret entries of key management
+// services, and the service of each.
+var Credentials = map[string]string{
+	VaultToken: "OpenBao/Vault transit",
+	AWSKMS:     "AWS KMS",
+	AzureKV:    "Azure Key Vault",
+	GCPKMS:     "GCP KMS",
 }
 
 // Key is one entry of the decryption Secret: an age identity file
-// (`*.agekey`), an armored OpenPGP private key (`*.asc`), or the name of
-// an Unsupported entry (Data empty).
+// (`*.agekey`), an armored OpenPGP private key (`*.asc`), or a Credentials
+// entry.
 type Key struct {
 	Name string `json:"name"`
 	Data []byte `json:"data,omitempty"`
@@ -50,7 +59,7 @@ type Key struct {
 // helper answers with its own, so that a helper of another release (a
 // stale eddy-sops left beside a new controller) is refused by name rather
 // than misread. Raise it at any change of these types' meaning.
-const Version = 2
+const Version = 3
 
 // Hello is the first value the helper reads: the protocol version and
 // the keys of the build's decryption Secret, in the order they are

@@ -19,7 +19,11 @@ func gitTypeCases() []typeCase {
 			path: "/api/v3/repos/acme/app/statuses/" + commitSHA, header: "Authorization", value: "Bearer ghs",
 			body: `"context":"flux/kustomization/apps/github/github"`,
 			commitStatusExpr: "'flux/' + event.involvedObject.kind.lowerAscii() + '/' + event.involvedObject.name + " +
-				"'/' + alert.metadata.name + '/' + provider.spec.type"},
+				"'/' + alert.metadata.name + '/' + provider.spec.type",
+			list: "/api/v3/repos/acme/app/commits/" + commitSHA + "/statuses"},
+		{typ: "gitlab", addressPath: "/group/app", secret: map[string]string{"token": "glt"},
+			path: "/api/v4/projects/group/app/statuses/" + commitSHA, header: "PRIVATE-TOKEN", value: "glt", body: `"state":"failed"`,
+			list: "/api/v4/projects/group/app/repository/commits/" + commitSHA + "/statuses"},
 		{typ: "gitea", addressPath: "/acme/app.git", secret: map[string]string{"token": "gt"},
 			path: "/api/v1/repos/acme/app/statuses/" + commitSHA, header: "Authorization", value: "token gt", body: `"state":"failure"`},
 		{typ: "bitbucketserver", addressPath: "/bb/scm/PRJ/app.git", secret: map[string]string{"username": "bot", "password": "pw"},
@@ -44,7 +48,8 @@ func gitTypeCases() []typeCase {
 
 // TestBinaryDeliversGitTypes: the built binary sets the commit status of
 // an error event about a commit through a Provider of each git type (the
-// github one names its status with a commitStatusExpr), each
+// github one names its status with a commitStatusExpr; GitHub and GitLab
+// list the commit's statuses first), each
 // addressed to its own fake of the service, dispatches it to GitHub and
 // comments on the event's pull or merge request on GitHub, Gitea and GitLab.
 func TestBinaryDeliversGitTypes(t *testing.T) {

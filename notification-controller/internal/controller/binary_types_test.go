@@ -24,6 +24,8 @@ type typeCase struct {
 	path, header, value string
 	// body holds this.
 	body string
+	// list is the path of the read the sink must get first, when set.
+	list string
 	// commitStatusExpr is the Provider's spec.commitStatusExpr.
 	commitStatusExpr string
 }
@@ -119,6 +121,9 @@ func deliverToTypes(t *testing.T, shardValue string, cases []typeCase) {
 			r := sinks[i].waitRequest(t, c.typ+" request", posted)
 			if !strings.HasPrefix(r.Path, c.path) || r.Header.Get(c.header) != c.value || !strings.Contains(string(r.Body), c.body) {
 				t.Errorf("%s got %s %s=%q %s; want %s %s=%q and %s", c.typ, r.Path, c.header, r.Header.Get(c.header), r.Body, c.path, c.header, c.value, c.body)
+			}
+			if first := sinks[i].requests()[0]; c.list != "" && (first.Path != c.list || len(first.Body) != 0) {
+				t.Errorf("%s: first request %s %s, want the read %s", c.typ, first.Path, first.Body, c.list)
 			}
 		})
 	}

@@ -260,18 +260,19 @@ func TestReceiverTypes(t *testing.T) {
 	})
 }
 
-// TestUnsupportedTypesReported: a Provider type the enum admits but Eddy
-// does not implement is reported, not silently ignored: an Alert whose
-// Provider has such a type gets an InvalidConfig event.
+// TestUnsupportedTypesReported: a Provider type that Eddy does not
+// implement (admitted by a newer CRD) is reported, not silently ignored:
+// an Alert whose Provider has such a type gets an InvalidConfig event.
 func TestUnsupportedTypesReported(t *testing.T) {
 	ns := newNamespace(t)
-	create(t, secret(ns, "tok", map[string]string{"token": "x"}),
-		provider(ns, "eh", "azureeventhub", "tok"), alert(ns, "eh", "eh", "", ksSource("apps")))
+	create(t, secret(ns, "tok", map[string]string{"token": "x"}))
+	createFutureProvider(t, provider(ns, "eh", "", "tok"))
+	create(t, alert(ns, "eh", "eh", "", ksSource("apps")))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		evs := kubeEvents(t, ns, "eh", "InvalidConfig")
 		if len(evs) > 0 {
-			if evs[0] != "provider eh: type azureeventhub is not supported by Eddy" {
+			if evs[0] != "provider eh: type "+futureType+" is not supported by Eddy" {
 				t.Errorf("event %q", evs[0])
 			}
 			break

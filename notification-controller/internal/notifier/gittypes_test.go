@@ -18,6 +18,7 @@ type gitCase struct {
 	get      string // path and query of the GET
 	post     string // path of the POST
 	auth     string // the Authorization header of both
+	header   string // the header auth is in, when not Authorization
 	want     map[string]any
 	existing string
 }
@@ -26,6 +27,19 @@ func gitCases() []gitCase {
 	basic := func(u, p string) string { return "Basic " + base64.StdEncoding.EncodeToString([]byte(u+":"+p)) }
 	id := "kustomization/apps/4e8a9c1d"
 	return []gitCase{
+		{typ: "github",
+			opts: func(b string) Options { return Options{Address: b + "/acme/platform.git", Token: caseToken} },
+			get:  "/api/v3/repos/acme/platform/commits/" + sha + "/statuses?per_page=50",
+			post: "/api/v3/repos/acme/platform/statuses/" + sha, auth: "Bearer " + caseToken,
+			want:     map[string]any{"state": "failure", "context": id, "description": "health check failed"},
+			existing: `[{"state":"failure","context":"` + id + `","description":"health check failed"},{"state":"success","context":"` + id + `","description":"x"}]`},
+		{typ: "gitlab",
+			opts: func(b string) Options { return Options{Address: b + "/group/platform", Token: caseToken} },
+			get:  "/api/v4/projects/group%2Fplatform/repository/commits/" + sha + "/statuses?name=kustomization%2Fapps%2F4e8a9c1d",
+			post: "/api/v4/projects/group/platform/statuses/" + sha, auth: caseToken, header: "PRIVATE-TOKEN",
+			want: map[string]any{"state": "failed", "name": id, "description": "health check failed"},
+			existing: `[{"sha":"` + sha + `","status":"success","name":"` + id + `","description":"x"},` +
+				`{"sha":"` + sha + `","status":"failed","name":"` + id + `","description":"health check failed"}]`},
 		{typ: "gitea",
 			opts: func(b string) Options { return Options{Address: b + "/acme/platform.git", Token: caseToken} },
 			get:  "/api/v1/repos/acme/platform/commits/" + sha + "/statuses?page=1&limit=50",
@@ -83,12 +97,16 @@ func TestGitTypesSetCommitStatus(t *testing.T) {
 				t.Fatalf("%d requests, want a GET and a POST", len(srv.reqs))
 			}
 			get, post := srv.reqs[0], srv.reqs[1]
-			if get.Method != http.MethodGet || get.URL.RequestURI() != c.get || get.Header.Get("Authorization") != c.auth {
-				t.Errorf("GET: %s %s auth %q", get.Method, get.URL.RequestURI(), get.Header.Get("Authorization"))
+			header := c.header
+			if header == "" {
+				header = "Authorization"
 			}
-			if post.Method != http.MethodPost || post.URL.Path != c.post || post.Header.Get("Authorization") != c.auth ||
+			if get.Method != http.MethodGet || get.URL.RequestURI() != c.get || get.Header.Get(header) != c.auth {
+				t.Errorf("GET: %s %s auth %q", get.Method, get.URL.RequestURI(), get.Header.Get(header))
+			}
+			if post.Method != http.MethodPost || post.URL.Path != c.post || post.Header.Get(header) != c.auth ||
 				post.Header.Get("Content-Type") != "application/json" {
-				t.Errorf("POST: %s %s auth %q", post.Method, post.URL.Path, post.Header.Get("Authorization"))
+				t.Errorf("POST: %s %s auth %q", post.Method, post.URL.Path, post.Header.Get(header))
 			}
 			var got map[string]any
 			if err := json.Unmarshal(srv.bodies[1], &got); err != nil {
@@ -104,7 +122,8 @@ func TestGitTypesSetCommitStatus(t *testing.T) {
 }
 
 // TestGitTypesSkipDuplicateStatus: a status already set with the same
-// state and description is not posted again.
+// state and description is not posted again (GitHub, Gitea, Azure DevOps:
+// the newest of its context; GitLab: any of its name).
 func TestGitTypesSkipDuplicateStatus(t *testing.T) {
 	for _, c := range gitCases() {
 		t.Run(c.typ, func(t *testing.T) {
@@ -120,7 +139,7 @@ func TestGitTypesSkipDuplicateStatus(t *testing.T) {
 }
 
 // TestGitTypesProgressing: Gitea marks a Progressing event pending; the
-// Bitbucket and Azure DevOps types send nothing for it.
+// GitHub, GitLab, Bitbucket and Azure DevOps types send nothing for it.
 func TestGitTypesProgressing(t *testing.T) {
 	for _, c := range gitCases() {
 		t.Run(c.typ, func(t *testing.T) {

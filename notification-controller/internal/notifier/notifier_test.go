@@ -84,13 +84,15 @@ func TestGitHubCommitStatus(t *testing.T) {
 	if err := n.Post(context.Background(), testEvent("error", "HealthCheckFailed", map[string]string{"revision": "main@sha1:" + sha})); err != nil {
 		t.Fatal(err)
 	}
-	if len(srv.reqs) != 2 {
+	// Each status is read (GET) before it is set (POST).
+	if len(srv.reqs) != 4 {
 		t.Fatalf("%d requests", len(srv.reqs))
 	}
 	for i, want := range []map[string]string{
 		{"state": "success", "context": "kustomization/apps/4e8a9c1d", "description": "reconciliation succeeded"},
 		{"state": "failure", "context": "kustomization/apps/4e8a9c1d", "description": "health check failed"},
 	} {
+		i = 2*i + 1
 		r := srv.reqs[i]
 		if r.Method != http.MethodPost || r.URL.Path != "/api/v3/repos/acme/platform/statuses/"+sha || r.Header.Get("Authorization") != "Bearer ghp_secret" {
 			t.Errorf("request %s %s auth %q", r.Method, r.URL.Path, r.Header.Get("Authorization"))
@@ -119,12 +121,15 @@ func TestGitLabCommitStatus(t *testing.T) {
 	if err := n.Post(context.Background(), testEvent("error", "BuildFailed", map[string]string{"revision": "main@sha1:" + other, "originRevision": "sha1:" + sha})); err != nil {
 		t.Fatal(err)
 	}
-	r := srv.reqs[0]
+	if len(srv.reqs) != 2 {
+		t.Fatalf("%d requests, want a GET and a POST", len(srv.reqs))
+	}
+	r := srv.reqs[1]
 	if r.URL.EscapedPath() != "/api/v4/projects/group%2Fsub%2Fproject/statuses/"+sha || r.Header.Get("PRIVATE-TOKEN") != "glpat-secret" {
 		t.Errorf("request %s token %q", r.URL.EscapedPath(), r.Header.Get("PRIVATE-TOKEN"))
 	}
 	var got map[string]string
-	_ = json.Unmarshal(srv.bodies[0], &got)
+	_ = json.Unmarshal(srv.bodies[1], &got)
 	if got["state"] != "failed" || got["name"] != "kustomization/apps/77aa" || got["description"] != "build failed" {
 		t.Errorf("status %v", got)
 	}

@@ -8,26 +8,28 @@ import (
 	"github.com/eddyops/eddy/pkg/events"
 )
 
-// httpNotifiers are the types not in New's switch (nats is not HTTP), each
+// httpNotifiers are the types not in New's switch (nats, googlepubsub and azureeventhub are not HTTP), each
 // in its own file, by spec.type.
 var httpNotifiers = map[string]func(Options) (Notifier, error){
-	"rocket":       func(o Options) (Notifier, error) { return newRocket(o) },
-	"googlechat":   func(o Options) (Notifier, error) { return newGoogleChat(o) },
-	"webex":        func(o Options) (Notifier, error) { return newWebex(o) },
-	"telegram":     func(o Options) (Notifier, error) { return newTelegram(o) },
-	"lark":         func(o Options) (Notifier, error) { return newLark(o) },
-	"matrix":       func(o Options) (Notifier, error) { return newMatrix(o) },
-	"zulip":        func(o Options) (Notifier, error) { return newZulip(o) },
-	"opsgenie":     func(o Options) (Notifier, error) { return newOpsgenie(o) },
-	"alertmanager": func(o Options) (Notifier, error) { return newAlertmanager(o) },
-	"grafana":      func(o Options) (Notifier, error) { return newGrafana(o) },
-	"pagerduty":    func(o Options) (Notifier, error) { return newPagerDuty(o) },
-	"datadog":      func(o Options) (Notifier, error) { return newDataDog(o) },
-	"zoom":         func(o Options) (Notifier, error) { return newZoom(o) },
-	"incident.io":  func(o Options) (Notifier, error) { return newIncidentio(o) },
-	"sentry":       func(o Options) (Notifier, error) { return newSentry(o) },
-	"otel":         func(o Options) (Notifier, error) { return newOTEL(o) },
-	"nats":         func(o Options) (Notifier, error) { return newNATS(o) },
+	"rocket":        func(o Options) (Notifier, error) { return newRocket(o) },
+	"googlechat":    func(o Options) (Notifier, error) { return newGoogleChat(o) },
+	"webex":         func(o Options) (Notifier, error) { return newWebex(o) },
+	"telegram":      func(o Options) (Notifier, error) { return newTelegram(o) },
+	"lark":          func(o Options) (Notifier, error) { return newLark(o) },
+	"matrix":        func(o Options) (Notifier, error) { return newMatrix(o) },
+	"zulip":         func(o Options) (Notifier, error) { return newZulip(o) },
+	"opsgenie":      func(o Options) (Notifier, error) { return newOpsgenie(o) },
+	"alertmanager":  func(o Options) (Notifier, error) { return newAlertmanager(o) },
+	"grafana":       func(o Options) (Notifier, error) { return newGrafana(o) },
+	"pagerduty":     func(o Options) (Notifier, error) { return newPagerDuty(o) },
+	"datadog":       func(o Options) (Notifier, error) { return newDataDog(o) },
+	"zoom":          func(o Options) (Notifier, error) { return newZoom(o) },
+	"incident.io":   func(o Options) (Notifier, error) { return newIncidentio(o) },
+	"sentry":        func(o Options) (Notifier, error) { return newSentry(o) },
+	"otel":          func(o Options) (Notifier, error) { return newOTEL(o) },
+	"nats":          func(o Options) (Notifier, error) { return newNATS(o) },
+	"googlepubsub":  func(o Options) (Notifier, error) { return newGooglePubSub(o) },
+	"azureeventhub": func(o Options) (Notifier, error) { return newAzureEventHub(o) },
 	// Git commit statuses and repository dispatch.
 	"gitea":                     func(o Options) (Notifier, error) { return newGitea(o) },
 	"bitbucketserver":           func(o Options) (Notifier, error) { return newBitbucketServer(o) },

@@ -10,6 +10,7 @@ import (
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/testenv"
+	"github.com/fluxcd/pkg/apis/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -66,4 +67,52 @@ func TestBinaryBootstrappedRepository(t *testing.T) {
 	if strings.HasPrefix(cur.Status.Artifact.URL, "http://"+storage.AdvAddr+"/") {
 		t.Errorf("artifact URL %s is the in-process reconciler's", cur.Status.Artifact.URL)
 	}
+}
+
+// TestBinaryBucket runs the built source-controller on Buckets of an
+// S3-compatible store: the artifact of the objects is produced with the
+// index revision and served by the binary's file server; a changed object
+// gives a new revision, wrong credentials fail with Flux's condition while
+// the artifact stays, and the gcp provider is refused (Stalled).
+func TestBinaryBucket(t *testing.T) {
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.RunController(t, env, ControllerName,
+		"--watch-label-selector="+shardKey+"=binary-bucket", "--storage-path="+filepath.Join(t.TempDir(), "data"),
+		fmt.Sprintf("--storage-addr=127.0.0.1:%d", port), "--min-retry-delay=100ms", "--max-retry-delay=2s")
+	s3 := testenv.NewS3(t)
+	s3.CreateBucket(t, "app")
+	objects := map[string]string{"deploy/cm.yaml": s3.Put(t, "app", "deploy/cm.yaml", "kind: ConfigMap\n")} // key → etag
+	ns := newNamespace(t)
+	shard := func(b *sourcev1.Bucket) { b.Labels = map[string]string{shardKey: "binary-bucket"} }
+	obj := newBucket(t, s3, ns, "app", "app", shard)
+	got := waitBucket(t, obj, "Ready", bucketReady)
+	if got.Status.Artifact.Revision != bucketRevisionOf(objects) {
+		t.Errorf("revision %s, want %s", got.Status.Artifact.Revision, bucketRevisionOf(objects))
+	}
+	if !strings.HasPrefix(got.Status.Artifact.URL, fmt.Sprintf("http://127.0.0.1:%d/bucket/", port)) {
+		t.Errorf("artifact URL %s is not the binary's file server", got.Status.Artifact.URL)
+	}
+	if files := untar(t, download(t, got.Status.Artifact)); string(files["deploy/cm.yaml"]) != "kind: ConfigMap\n" {
+		t.Errorf("artifact files %v", keys(files))
+	}
+
+	objects["deploy/cm.yaml"] = s3.Put(t, "app", "deploy/cm.yaml", "kind: ConfigMap\nmetadata: {name: x}\n")
+	changed := requestBucketReconcile(t, obj)
+	if changed.Status.Artifact.Revision != bucketRevisionOf(objects) {
+		t.Errorf("changed object: revision %s, want %s", changed.Status.Artifact.Revision, bucketRevisionOf(objects))
+	}
+
+	newBucketSecret(t, ns, "wrong", "not-a-key", "not-a-secret")
+	update(t, obj, func(b *sourcev1.Bucket) { b.Spec.SecretRef.Name = "wrong" })
+	failed := waitBucket(t, obj, "FetchFailed", bucketFailed(sourcev1.FetchFailedCondition, sourcev1.BucketOperationFailedReason))
+	if failed.Status.Artifact == nil || failed.Status.Artifact.Digest != changed.Status.Artifact.Digest {
+		t.Errorf("wrong credentials: artifact %v, want the last one", failed.Status.Artifact)
+	}
+	download(t, failed.Status.Artifact)
+
+	gcp := newBucket(t, s3, ns, "gcp", "app", func(b *sourcev1.Bucket) { shard(b); b.Spec.Provider = sourcev1.BucketProviderGoogle })
+	waitBucket(t, gcp, "Stalled", bucketFailed(meta.StalledCondition, sourcev1.InvalidProviderConfigReason))
 }

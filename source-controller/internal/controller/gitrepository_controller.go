@@ -218,8 +218,9 @@ func (r *GitRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.G
 }
 
 // gitAuth parses spec.url and reads the credentials and proxy of
-// spec.secretRef and spec.proxySecretRef; an invalid URL and a provider
-// other than generic stall.
+// spec.secretRef and spec.proxySecretRef, with spec.provider's token
+// (gitprovider.go); an invalid URL and a provider Eddy does not build
+// stall.
 func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.GitRepository) (*url.URL, *gitAuth, *reconciler.Failure) {
 	u, err := parseURL(obj.Spec.URL)
 	if err != nil {
@@ -227,12 +228,8 @@ func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.Git
 		e.Stalled = true
 		return nil, nil, e
 	}
-	switch obj.Spec.Provider {
-	case "", sourcev1.GitProviderGeneric:
-	default:
-		e := fetchFailed(sourcev1.InvalidProviderConfigReason, "provider '%s' is not supported: use 'generic' with spec.secretRef", obj.Spec.Provider)
-		e.Stalled = true
-		return nil, nil, e
+	if f := checkGitProvider(obj); f != nil {
+		return nil, nil, f
 	}
 	var data map[string][]byte
 	if ref := obj.Spec.SecretRef; ref != nil {
@@ -254,6 +251,9 @@ func (r *GitRepositoryReconciler) gitAuth(ctx context.Context, obj *sourcev1.Git
 		if auth.Proxy, err = gitauth.Proxy(secret.Data); err != nil {
 			return nil, nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to configure proxy options: %s", err)
 		}
+	}
+	if f := providerAuth(ctx, obj, data, auth); f != nil {
+		return nil, nil, f
 	}
 	return u, auth, nil
 }

@@ -78,6 +78,8 @@ func (r *HelmChartReconciler) SetupWithManager(mgr ctrl.Manager, opts controller
 			builder.WithPredicates(controllerkit.ArtifactChanged{})).
 		Watches(&sourcev1.GitRepository{}, controllerkit.EnqueueListed(r.Client, list, charts(sourcev1.GitRepositoryKind)),
 			builder.WithPredicates(controllerkit.ArtifactChanged{})).
+		Watches(&sourcev1.Bucket{}, controllerkit.EnqueueListed(r.Client, list, charts(sourcev1.BucketKind)),
+			builder.WithPredicates(controllerkit.ArtifactChanged{})).
 		WithOptions(opts).
 		Complete(r)
 }
@@ -129,6 +131,8 @@ func (r *HelmChartReconciler) reconcile(ctx context.Context, obj *sourcev1.HelmC
 	)
 	switch s := src.(type) {
 	case *sourcev1.GitRepository:
+		b, f = r.buildFromTarball(ctx, obj, s.Status.Artifact)
+	case *sourcev1.Bucket:
 		b, f = r.buildFromTarball(ctx, obj, s.Status.Artifact)
 	case *sourcev1.HelmRepository:
 		b, f = r.buildFromHelmRepository(ctx, obj, s)
@@ -201,8 +205,8 @@ func (r *HelmChartReconciler) getSource(ctx context.Context, obj *sourcev1.HelmC
 		src = &sourcev1.GitRepository{}
 	case sourcev1.HelmRepositoryKind:
 		src = &sourcev1.HelmRepository{}
-	case "Bucket":
-		return nil, fetchFailed(sourcev1.UnsupportedSourceKindReason, "failed to get source: source kind 'Bucket' is not supported by Eddy yet").Stall()
+	case sourcev1.BucketKind:
+		src = &sourcev1.Bucket{}
 	default:
 		return nil, fetchFailed(sourcev1.UnsupportedSourceKindReason, "failed to get source: unsupported source kind '%s', must be one of: [%s %s Bucket]",
 			ref.Kind, sourcev1.HelmRepositoryKind, sourcev1.GitRepositoryKind).Stall()
@@ -213,6 +217,8 @@ func (r *HelmChartReconciler) getSource(ctx context.Context, obj *sourcev1.HelmC
 	var art *meta.Artifact
 	switch s := src.(type) {
 	case *sourcev1.GitRepository:
+		art = s.Status.Artifact
+	case *sourcev1.Bucket:
 		art = s.Status.Artifact
 	case *sourcev1.HelmRepository:
 		if s.Spec.Type == sourcev1.HelmRepositoryTypeOCI {

@@ -198,13 +198,13 @@ func TestHelmChartFailures(t *testing.T) {
 		{"missing-source", func(o *sourcev1.HelmChart) {
 			o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.GitRepositoryKind, Name: "absent"}
 		}, sourcev1.FetchFailedCondition, sourcev1.SourceUnavailableReason, `failed to get source: GitRepository.source.toolkit.fluxcd.io "absent" not found`, false},
-		{"bucket", func(o *sourcev1.HelmChart) {
-			o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: "Bucket", Name: "b"}
-		}, sourcev1.FetchFailedCondition, sourcev1.UnsupportedSourceKindReason, "source kind 'Bucket' is not supported by Eddy yet", true},
+		{"missing-bucket", func(o *sourcev1.HelmChart) {
+			o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.BucketKind, Name: "b"}
+		}, sourcev1.FetchFailedCondition, sourcev1.SourceUnavailableReason, `failed to get source: Bucket.source.toolkit.fluxcd.io "b" not found`, false},
 		{"verify", func(o *sourcev1.HelmChart) {
 			o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "oci"}
-			o.Spec.Verify = &sourcev1.HelmChartVerification{Provider: "notation"}
-		}, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, "chart signature verification (spec.verify, provider 'notation') is not supported by Eddy yet", true},
+			o.Spec.Verify = &sourcev1.HelmChartVerification{Provider: "notation", SecretRef: &meta.LocalObjectReference{Name: "absent"}}
+		}, sourcev1.SourceVerifiedCondition, sourcev1.VerificationErrorReason, `failed to verify the signature using provider 'notation': secrets "absent" not found`, false},
 		{"keyless", func(o *sourcev1.HelmChart) {
 			o.Spec.SourceRef = sourcev1.LocalHelmChartSourceReference{Kind: sourcev1.HelmRepositoryKind, Name: "oci"}
 			o.Spec.Verify = &sourcev1.HelmChartVerification{Provider: "cosign"}

@@ -95,14 +95,15 @@ func NewScheme() (*k8sruntime.Scheme, error) {
 
 // NewManager builds source-controller's manager from c: NewScheme, the
 // runtime flags, the artifact storage and its file server, and the
-// GitRepository, HelmRepository, HelmChart and OCIRepository reconcilers. It returns the
+// GitRepository, HelmRepository, HelmChart, OCIRepository and Bucket reconcilers. It returns the
 // storage too. The caller starts the manager (runtime.Run in the binary).
 func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, nil, err
 	}
-	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{})
+	mgr, err := c.Options.NewManager(ControllerName, c.RESTConfig, scheme, &sourcev1.GitRepository{}, &sourcev1.HelmRepository{}, &sourcev1.HelmChart{}, &sourcev1.OCIRepository{},
+		&sourcev1.Bucket{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,6 +156,12 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 		Client: mgr.GetClient(), Storage: storage, Signer: signer, Events: rec, JitterPercent: c.IntervalJitter, Limits: c.OCILimits,
 	}
 	if err := oc.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
+		return nil, nil, err
+	}
+	bc := &BucketReconciler{
+		Client: mgr.GetClient(), Storage: storage, Signer: signer, Events: rec, JitterPercent: c.IntervalJitter,
+	}
+	if err := bc.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, nil, err
 	}
 	return mgr, storage, nil

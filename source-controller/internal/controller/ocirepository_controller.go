@@ -144,6 +144,9 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	if f != nil {
 		return f
 	}
+	if f := ociProviderAuth(ctx, obj, &t); f != nil {
+		return f
+	}
 	c, err := newOCIClient(ctx, repo, t)
 	if err != nil {
 		return fetchFailed(sourcev1.AuthenticationFailedReason, "failed to generate transport for '%s': %s", obj.Spec.URL, err)
@@ -205,13 +208,13 @@ func (r *OCIRepositoryReconciler) reconcile(ctx context.Context, obj *sourcev1.O
 	return nil
 }
 
-// checkOCISpec refuses (stalls on) what Eddy does not do (a provider other
-// than generic) and an invalid spec.url, and returns the repository
+// checkOCISpec refuses (stalls on) what Eddy does not do (a provider it
+// does not build) and an invalid spec.url, and returns the repository
 // spec.url names.
 func checkOCISpec(obj *sourcev1.OCIRepository) (name.Repository, *reconciler.Failure) {
 	clearVerification(obj, obj.Spec.Verify != nil)
-	switch obj.Spec.Provider {
-	case "", sourcev1.OCIProviderGeneric:
+	switch p := obj.Spec.Provider; {
+	case p == "", p == sourcev1.OCIProviderGeneric, ociProviders[p]:
 	default:
 		return name.Repository{}, fetchFailed(sourcev1.InvalidProviderConfigReason,
 			"provider '%s' is not supported: use 'generic' with spec.secretRef or spec.serviceAccountName", obj.Spec.Provider).Stall()

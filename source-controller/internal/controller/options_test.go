@@ -70,18 +70,18 @@ func TestProxy(t *testing.T) {
 }
 
 // TestProviderIsRefused stalls a GitRepository whose spec.provider asks
-// for credentials from a cloud identity, which Eddy does not do yet,
-// instead of cloning anonymously.
+// for credentials Eddy does not get (aws: CodeCommit), instead of cloning
+// anonymously.
 func TestProviderIsRefused(t *testing.T) {
 	ns := newNamespace(t)
 	r := newRepo(t, map[string]string{"app.yaml": "a"})
 	got := waitNotReady(t, newGitRepository(t, ns, "provider", r.URL(), func(o *sourcev1.GitRepository) {
-		o.Spec.Provider = sourcev1.GitProviderGitHub
+		o.Spec.Provider = sourcev1.GitProviderAWS
 	}))
 	if got.Status.Artifact != nil {
 		t.Error("an artifact was produced without the requested provider's credentials")
 	}
-	const msg = "provider 'github' is not supported: use 'generic' with spec.secretRef"
+	const msg = "provider 'aws' is not supported: use 'generic' with spec.secretRef"
 	fetch := apimeta.FindStatusCondition(got.Status.Conditions, sourcev1.FetchFailedCondition)
 	if !apimeta.IsStatusConditionTrue(got.Status.Conditions, meta.StalledCondition) || fetch == nil ||
 		fetch.Status != metav1.ConditionTrue || fetch.Reason != sourcev1.InvalidProviderConfigReason || fetch.Message != msg {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -22,6 +23,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -50,12 +52,7 @@ func newVerifier(ctx context.Context, c client.Reader, kind, namespace string, s
 	case "", "cosign":
 		return newCosignVerifier(ctx, c, kind, namespace, spec, opts)
 	case "notation":
-		// Refuse rather than ignore: an unverified artifact must not pass for a verified one.
-		msg := fmt.Sprintf("signature verification with provider '%s' (spec.verify) is not supported by Eddy yet", spec.Provider)
-		if kind == sourcev1.HelmChartKind {
-			msg = fmt.Sprintf("chart signature verification (spec.verify, provider '%s') is not supported by Eddy yet", spec.Provider)
-		}
-		return nil, "", (&reconciler.Failure{Condition: sourcev1.SourceVerifiedCondition, Reason: sourcev1.VerificationErrorReason, Message: msg}).Stall()
+		return newNotationVerifier(ctx, c, namespace, spec, opts)
 	}
 	return nil, "", verifyFailure(spec.Provider, "unsupported verification provider: %s", spec.Provider).Stall()
 }
@@ -147,7 +144,15 @@ func verifyOCIRevision(ctx context.Context, c client.Reader, obj *sourcev1.OCIRe
 		cond.ObservedGeneration == obj.Generation && obj.Status.SourceVerificationFingerprint == fp {
 		return nil
 	}
-	if err := v.Verify(ctx, repo.Digest(digestOfRevision(rev))); err != nil {
+	err := v.Verify(ctx, repo.Digest(digestOfRevision(rev)))
+	if errors.Is(err, verify.ErrNotEnforced) {
+		// Served, but not vouched for: no SourceVerified (Flux sets none).
+		ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("revision %s not verified: %s", rev, err))
+		reconciler.RemoveConditions(obj, sourcev1.SourceVerifiedCondition)
+		obj.Status.SourceVerificationFingerprint = ""
+		return nil
+	}
+	if err != nil {
 		return verifyFailure(providerOf(spec), "%s", err)
 	}
 	reconciler.SetCondition(obj, sourcev1.SourceVerifiedCondition, metav1.ConditionTrue, meta.SucceededReason,
@@ -207,7 +212,12 @@ func (r *HelmChartReconciler) chartVerify(ctx context.Context, obj *sourcev1.Hel
 		if err != nil {
 			return fmt.Errorf("invalid chart reference: %s", err)
 		}
-		if err := v.Verify(ctx, ref); err != nil {
+		err = v.Verify(ctx, ref)
+		if errors.Is(err, verify.ErrNotEnforced) {
+			ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("chart %s %s not verified: %s", cv.Name, cv.Version, err))
+			return chart.ErrNotVerified
+		}
+		if err != nil {
 			return fmt.Errorf("failed to verify %s%s:%s: %w", sourcev1.OCIRepositoryPrefix, base+"/"+cv.Name, cv.Version, err)
 		}
 		return nil
@@ -224,6 +234,9 @@ func recordChartVerification(obj *sourcev1.HelmChart, b *chart.Build, recErr *re
 	case recErr == nil && b != nil && b.Verified:
 		reconciler.SetCondition(obj, sourcev1.SourceVerifiedCondition, metav1.ConditionTrue, meta.SucceededReason,
 			"verified signature of version "+b.Version)
+	case recErr == nil && b != nil:
+		// The trust policy let the chart through unverified.
+		reconciler.RemoveConditions(obj, sourcev1.SourceVerifiedCondition)
 	case recErr != nil && recErr.Reason == chart.ErrVerification.Reason:
 		reconciler.SetCondition(obj, sourcev1.SourceVerifiedCondition, metav1.ConditionFalse, sourcev1.VerificationErrorReason, recErr.Message)
 	}

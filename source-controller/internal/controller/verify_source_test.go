@@ -66,7 +66,7 @@ func sourceVerified(conds []metav1.Condition) metav1.Condition {
 // key is stored with SourceVerified=True and Flux's message; unsigned,
 // signed by another key, signed for another digest, a missing Secret and a
 // Secret without `.pub` keys are VerificationError with nothing stored;
-// keyless and notation are refused (Stalled).
+// keyless is refused (Stalled).
 func TestOCIRepositoryCosignVerification(t *testing.T) {
 	reg := testenv.NewRegistry(t)
 	ns := testenv.NewNamespace(t, env.Client, "ocirepo-verify-")
@@ -117,8 +117,7 @@ func TestOCIRepositoryCosignVerification(t *testing.T) {
 			}
 		})
 	}
-	for provider, msg := range map[string]string{"cosign": "keyless verification (spec.verify without secretRef) is not supported by Eddy yet",
-		"notation": "signature verification with provider 'notation' (spec.verify) is not supported by Eddy yet"} {
+	for provider, msg := range map[string]string{"cosign": "keyless verification (spec.verify without secretRef) is not supported by Eddy yet"} {
 		got := waitOCIFailed(t, newOCIRepository(t, ns, "refused-"+provider, url("signed"), func(o *sourcev1.OCIRepository) {
 			o.Spec.Verify = &sourcev1.OCIRepositoryVerification{Provider: provider}
 		}), sourcev1.VerificationErrorReason)

@@ -105,6 +105,7 @@ func (o *orphanCollector) Start(ctx context.Context) error {
 		"helmrepository": func() client.Object { return &sourcev1.HelmRepository{} },
 		"helmchart":      func() client.Object { return &sourcev1.HelmChart{} },
 		"ocirepository":  func() client.Object { return &sourcev1.OCIRepository{} },
+		"bucket":         func() client.Object { return &sourcev1.Bucket{} },
 	}
 	for kind, newObj := range kinds {
 		namespaces, _ := os.ReadDir(filepath.Join(o.storage, kind))

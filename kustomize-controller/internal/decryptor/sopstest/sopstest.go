@@ -72,6 +72,9 @@ type Options struct {
 	EncryptedRegex        string
 	EncryptedCommentRegex string
 	MACOnlyEncrypted      bool
+	// Keys are master keys of sops' key packages (hcvault, kms, azkv,
+	// gcpkms) with their credentials applied: they encrypt the data key.
+	Keys []keys.MasterKey
 }
 
 // Encrypt encrypts plain, a file of format f, as `sops encrypt` does.
@@ -82,7 +85,12 @@ func Encrypt(plain []byte, f formats.Format, o Options) ([]byte, error) {
 		return nil, err
 	}
 	var group sops.KeyGroup
-	srv := &encServer{pgp: map[string]*openpgp.Entity{}}
+	srv := &encServer{pgp: map[string]*openpgp.Entity{}, keys: map[string]keys.MasterKey{}}
+	for _, k := range o.Keys {
+		group = append(group, k)
+		kk := keyservice.KeyFromMasterKey(k)
+		srv.keys[kk.String()] = k
+	}
 	for _, k := range o.Age {
 		mk, err := sopsage.MasterKeyFromRecipient(k.Recipient)
 		if err != nil {
@@ -127,7 +135,8 @@ var _ keys.MasterKey = (*pgp.MasterKey)(nil)
 // encServer encrypts a data key for age recipients (with the sops library)
 // and OpenPGP keys (in memory, without a GnuPG home).
 type encServer struct {
-	pgp map[string]*openpgp.Entity
+	pgp  map[string]*openpgp.Entity
+	keys map[string]keys.MasterKey
 }
 
 func (s *encServer) Encrypt(_ context.Context, req *keyservice.EncryptRequest) (*keyservice.EncryptResponse, error) {
@@ -165,6 +174,12 @@ func (s *encServer) Encrypt(_ context.Context, req *keyservice.EncryptRequest) (
 			return nil, err
 		}
 		return &keyservice.EncryptResponse{Ciphertext: buf.Bytes()}, nil
+	}
+	if mk := s.keys[req.Key.String()]; mk != nil {
+		if err := mk.Encrypt(req.Plaintext); err != nil {
+			return nil, err
+		}
+		return &keyservice.EncryptResponse{Ciphertext: mk.EncryptedDataKey()}, nil
 	}
 	return nil, fmt.Errorf("unsupported key type %T", req.Key.KeyType)
 }

@@ -220,9 +220,15 @@ type RemoteOptions struct {
 	Cached                   *Cached
 	Force                    bool
 	// Verify, when set, checks the selected version's signature at every
-	// build, cached or not, as Flux does.
+	// build, cached or not, as Flux does. ErrNotVerified lets the chart
+	// through without Build.Verified.
 	Verify func(ctx context.Context, cv *repo.ChartVersion) error
 }
+
+// ErrNotVerified is what RemoteOptions.Verify returns when the trust
+// settings let a chart through without vouching for it (notation's
+// levels skip and audit).
+var ErrNotVerified = errors.New("chart signature not verified")
 
 // BuildRemote selects and downloads the chart from r. Without values files
 // or metadata it is stored as pulled; otherwise it is repackaged with the
@@ -235,10 +241,13 @@ func BuildRemote(ctx context.Context, r Repository, o RemoteOptions) (*Build, er
 	}
 	b := &Build{Name: cv.Name, Version: cv.Version}
 	if o.Verify != nil {
-		if err := o.Verify(ctx, cv); err != nil {
+		switch err := o.Verify(ctx, cv); {
+		case errors.Is(err, ErrNotVerified):
+		case err != nil:
 			return nil, &BuildError{Kind: ErrVerification, Err: err}
+		default:
+			b.Verified = true
 		}
-		b.Verified = true
 	}
 	if b.Version, err = withMetadata(b.Version, o.VersionMetadata); err != nil {
 		return nil, err
