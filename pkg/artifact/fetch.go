@@ -78,6 +78,26 @@ func (f *Fetcher) FetchArtifact(ctx context.Context, owner Owner, a *meta.Artifa
 	if err := VerifySignature(ctx, f.Keys, owner, a); err != nil {
 		return err
 	}
+	return f.fetchSized(ctx, owner, a, use)
+}
+
+// FetchExternal is FetchArtifact for an artifact another controller
+// published (an ExternalArtifact's): no signature is asked for, so the
+// writers of owner's status are the trust boundary, but the digest is
+// required and the bytes are checked against it as they stream.
+func (f *Fetcher) FetchExternal(ctx context.Context, owner Owner, a *meta.Artifact, use func(r io.Reader, lim Limits) error) error {
+	if a == nil {
+		return fmt.Errorf("%s has no artifact", owner)
+	}
+	if a.Digest == "" {
+		return fmt.Errorf("the artifact of %s has no digest", owner)
+	}
+	return f.fetchSized(ctx, owner, a, use)
+}
+
+// fetchSized fetches a, refusing it when its size is over the limit and
+// cutting the download past its size.
+func (f *Fetcher) fetchSized(ctx context.Context, owner Owner, a *meta.Artifact, use func(r io.Reader, lim Limits) error) error {
 	limit := f.maxDownload()
 	if a.Size != nil {
 		if *a.Size > limit || *a.Size < 0 {

@@ -41,6 +41,10 @@ const (
 	// condition on top of the usual readiness check of the dependency
 	// instead of its replacement. kustomize-controller; default false.
 	AdditiveCELDependencyCheck = "AdditiveCELDependencyCheck"
+	// ExternalArtifact lets a Kustomization's sourceRef or a HelmRelease's
+	// chartRef name an ExternalArtifact. kustomize-controller and
+	// helm-controller; default false (opt-in since Flux v2.7).
+	ExternalArtifact = "ExternalArtifact"
 )
 
 // gateDefaults are the defaults of the gates above: Flux's, except
@@ -52,6 +56,7 @@ var gateDefaults = map[string]bool{
 	DisableCommitStatusEvent:       false,
 	DisableChartDigestTracking:     false,
 	AdditiveCELDependencyCheck:     false,
+	ExternalArtifact:               false,
 }
 
 // FeatureGates is Flux's `--feature-gates` flag: a comma-separated list of

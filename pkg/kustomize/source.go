@@ -29,6 +29,8 @@ func SourceOf(obj *kustomizev1.Kustomization) (src client.Object, key types.Name
 		return &sourcev1.OCIRepository{}, key, id, true
 	case sourcev1.BucketKind:
 		return &sourcev1.Bucket{}, key, id, true
+	case sourcev1.ExternalArtifactKind:
+		return &sourcev1.ExternalArtifact{}, key, id, true
 	}
 	return nil, key, id, false
 }

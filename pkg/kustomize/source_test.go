@@ -30,7 +30,11 @@ func TestSourceOfNamesTheSourceRef(t *testing.T) {
 	if _, bucket := src.(*sourcev1.Bucket); !bucket || !ok || id != "Bucket/apps/repo" {
 		t.Errorf("Bucket: %T %s %v", src, id, ok)
 	}
-	if src, _, id, ok := SourceOf(ks("ExternalArtifact", "")); ok || src != nil || id != "ExternalArtifact/apps/repo" {
+	src, _, id, ok = SourceOf(ks(sourcev1.ExternalArtifactKind, ""))
+	if _, ea := src.(*sourcev1.ExternalArtifact); !ea || !ok || id != "ExternalArtifact/apps/repo" {
 		t.Errorf("ExternalArtifact: %T %s %v", src, id, ok)
+	}
+	if src, _, id, ok := SourceOf(ks("ArtifactGenerator", "")); ok || src != nil || id != "ArtifactGenerator/apps/repo" {
+		t.Errorf("ArtifactGenerator: %T %s %v", src, id, ok)
 	}
 }

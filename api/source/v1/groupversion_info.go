@@ -30,6 +30,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&HelmChart{}, &HelmChartList{},
 		&OCIRepository{}, &OCIRepositoryList{},
 		&Bucket{}, &BucketList{},
+		&ExternalArtifact{}, &ExternalArtifactList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

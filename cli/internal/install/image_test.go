@@ -24,8 +24,8 @@ func TestImageControllersExtra(t *testing.T) {
 	o := DefaultOptions("v1")
 	o.ComponentsExtra = []string{ImageReflectorController, ImageAutomationController}
 	objs := objects(t, o)
-	if len(objs) != 42 {
-		t.Errorf("%d objects, want 42 (the default 33, 3 CRDs, 2 each of ServiceAccount, ClusterRoleBinding and Deployment)", len(objs))
+	if len(objs) != 43 {
+		t.Errorf("%d objects, want 43 (the default 34, 3 CRDs, 2 each of ServiceAccount, ClusterRoleBinding and Deployment)", len(objs))
 	}
 	owned := map[string][]string{
 		ImageReflectorController: {"CustomResourceDefinition/imagerepositories.image.toolkit.fluxcd.io",

@@ -117,6 +117,7 @@ func TestLabels(t *testing.T) {
 		"helmcharts.source.toolkit.fluxcd.io":        "source-controller",
 		"ocirepositories.source.toolkit.fluxcd.io":   "source-controller",
 		"buckets.source.toolkit.fluxcd.io":           "source-controller",
+		"externalartifacts.source.toolkit.fluxcd.io": "source-controller",
 		"kustomizations.kustomize.toolkit.fluxcd.io": "kustomize-controller",
 		"helmreleases.helm.toolkit.fluxcd.io":        "helm-controller",
 		"alerts.notification.toolkit.fluxcd.io":      "notification-controller",
@@ -224,8 +225,8 @@ func TestComponentsSubset(t *testing.T) {
 			crds = append(crds, u.GetName())
 		}
 	}
-	if len(crds) != 6 {
-		t.Errorf("CRDs %v, want the 5 of source-controller and Kustomization", crds)
+	if len(crds) != 7 {
+		t.Errorf("CRDs %v, want the 6 of source-controller and Kustomization", crds)
 	}
 	for _, tc := range []struct {
 		extra, components []string
@@ -292,8 +293,8 @@ func TestRenderDeterministic(t *testing.T) {
 		}
 		objs = append(objs, u)
 	}
-	if len(objs) != 33 {
-		t.Errorf("%d documents, want 33 (10 CRDs, Namespace, quota, 5 cluster RBAC, source-controller's Role and RoleBinding, 4 each of ServiceAccounts and Deployments, 3 Services, 3 NetworkPolicies)", len(objs))
+	if len(objs) != 34 {
+		t.Errorf("%d documents, want 34 (11 CRDs, Namespace, quota, 5 cluster RBAC, source-controller's Role and RoleBinding, 4 each of ServiceAccounts and Deployments, 3 Services, 3 NetworkPolicies)", len(objs))
 	}
 	// kustomize's legacy order: Namespace, then CRDs before any Deployment.
 	lastCRD, firstDeploy := -1, len(objs)
@@ -351,8 +352,8 @@ func TestApplicationControllerExtra(t *testing.T) {
 	o := DefaultOptions("v1")
 	o.ComponentsExtra = []string{ApplicationController}
 	objs := objects(t, o)
-	if len(objs) != 38 {
-		t.Errorf("%d objects, want 38 (the default 33, 2 CRDs, a ServiceAccount, a Deployment and a Namespace)", len(objs))
+	if len(objs) != 39 {
+		t.Errorf("%d objects, want 39 (the default 34, 2 CRDs, a ServiceAccount, a Deployment and a Namespace)", len(objs))
 	}
 	for _, want := range []string{"Deployment/application-controller", "ServiceAccount/application-controller",
 		"CustomResourceDefinition/applications.argoproj.io", "CustomResourceDefinition/appprojects.argoproj.io", "Namespace/argocd"} {

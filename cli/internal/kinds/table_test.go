@@ -18,7 +18,8 @@ import (
 // withoutRow are the kinds of the command's scheme, in the Flux and Argo
 // CD groups, that have no row, each with the reason.
 var withoutRow = map[schema.GroupKind]string{
-	{Group: argov1.GroupVersion.Group, Kind: argov1.AppProjectKind}: "no command lists AppProjects: application-controller reads them, `eddy app` names an Application's project only",
+	{Group: argov1.GroupVersion.Group, Kind: argov1.AppProjectKind}:           "no command lists AppProjects: application-controller reads them, `eddy app` names an Application's project only",
+	{Group: sourcev1.GroupVersion.Group, Kind: sourcev1.ExternalArtifactKind}: "a third-party controller writes ExternalArtifacts; a row would add reconcile/suspend commands flux has not",
 }
 
 // TestEveryKindOfTheSchemeHasARow: every kind the command's scheme knows

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/fluxcd/pkg/apis/meta"
@@ -54,11 +55,20 @@ func newArtifactCache(f *artifact.Fetcher, maxBytes int64) *artifactCache {
 // signature is checked first, cached or not: the cache is keyed by digest,
 // and a digest copied into a forged status must not read another source's
 // tree from it.
+//
+// An ExternalArtifact's artifact is not signed (another controller
+// publishes it): its digest is required and checked as it downloads, and
+// its cache key includes owner, so a digest copied from another source
+// never reads that source's cached tree.
 func (c *artifactCache) Get(ctx context.Context, owner artifact.Owner, art *meta.Artifact) (*kustomize.Tree, error) {
-	if err := artifact.VerifySignature(ctx, c.fetcher.Keys, owner, art); err != nil {
+	external := owner.Kind == sourcev1.ExternalArtifactKind
+	fetch := c.fetcher.FetchArtifact
+	digest := art.Digest
+	if external {
+		fetch, digest = c.fetcher.FetchExternal, owner.String()+"@"+art.Digest
+	} else if err := artifact.VerifySignature(ctx, c.fetcher.Keys, owner, art); err != nil {
 		return nil, err
 	}
-	digest := art.Digest
 	c.mu.Lock()
 	e, ok := c.entries[digest]
 	if ok {
@@ -81,7 +91,7 @@ func (c *artifactCache) Get(ctx context.Context, owner artifact.Owner, art *meta
 	c.entries[digest] = e
 	c.mu.Unlock()
 
-	e.err = c.fetcher.FetchArtifact(ctx, owner, art, func(r io.Reader, lim artifact.Limits) error {
+	e.err = fetch(ctx, owner, art, func(r io.Reader, lim artifact.Limits) error {
 		lim.MaxBytes = min(lim.MaxBytes, MaxArtifactBytes)
 		t, err := kustomize.ReadTree(r, lim)
 		e.tree = t

@@ -87,6 +87,9 @@ type KustomizationReconciler struct {
 	// besides its readyExpr, instead of the readyExpr alone
 	// (--feature-gates=AdditiveCELDependencyCheck=true). Flux compatible.
 	AdditiveCELDependencyCheck bool
+	// AllowExternalArtifact lets spec.sourceRef name an ExternalArtifact
+	// (--feature-gates=ExternalArtifact=true). Flux compatible.
+	AllowExternalArtifact bool
 
 	// KubeConfig are the switches for spec.kubeConfig's kubeconfigs
 	// (--insecure-kubeconfig-tls, --insecure-kubeconfig-exec).

@@ -392,7 +392,7 @@ func TestUnsupportedFieldsStall(t *testing.T) {
 		{"workload-identity", meta.ReconciliationFailedReason, "spec.kubeConfig.configMapRef (workload identity) is not supported by Eddy yet; use spec.kubeConfig.secretRef", func(k *kustomizev1.Kustomization) {
 			k.Spec.KubeConfig = &meta.KubeConfigReference{ConfigMapRef: &meta.LocalObjectReference{Name: "cluster"}}
 		}},
-		{"external-artifact", meta.ArtifactFailedReason, "source kind 'ExternalArtifact' is not supported by Eddy yet", func(k *kustomizev1.Kustomization) {
+		{"external-artifact-gate-off", kustomizev1.AccessDeniedReason, "can't access 'ExternalArtifact/" + ns + "/src', ExternalArtifact feature gate is disabled", func(k *kustomizev1.Kustomization) {
 			k.Spec.SourceRef.Kind = "ExternalArtifact"
 		}},
 	} {

@@ -49,7 +49,7 @@ type Config struct {
 // BindFlags registers the flags on fs.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
 	c.Options.BindFlags(fs, 4, controllerkit.StrictPostBuildSubstitutions, controllerkit.CancelHealthCheckOnNewRevision, controllerkit.DisableCommitStatusEvent,
-		controllerkit.AdditiveCELDependencyCheck)
+		controllerkit.AdditiveCELDependencyCheck, controllerkit.ExternalArtifact)
 	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 	fs.DurationVar(&c.RequeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a Kustomization whose source or dependencies are not ready.")
 	fs.StringVar(&c.DefaultServiceAccount, "default-service-account", "", "The service account impersonated when a Kustomization names none.")
@@ -77,7 +77,6 @@ func (c *Config) bindFluxGates() {
 	c.FluxGate("DisableStatusPollerCache", true, false, false, "Eddy's health checks do not use Flux's status poller, nor its cache")
 	c.FluxGate("DisableFailFastBehavior", false, true, true, "Eddy does not implement it")
 	c.FluxGate("GroupChangeLog", false, true, false, "Eddy does not group the object names of its change log lines")
-	c.FluxGate("ExternalArtifact", false, true, true, controllerkit.WhyNoExternalArtifact)
 	c.FluxGate("DisableConfigWatchers", false, false, false, controllerkit.WhyNoConfigWatchers)
 	c.FluxGate("DirectSourceFetch", false, true, false, controllerkit.WhyNoDirectSourceFetch)
 	c.FluxGate("MigrateAPIVersion", false, true, true, "Eddy does not migrate the API version of managed-fields entries")
@@ -150,6 +149,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 	r.KeepHealthCheckOnNewRevision = !c.FeatureGates.Enabled(controllerkit.CancelHealthCheckOnNewRevision)
 	r.DisableCommitStatusEvent = c.FeatureGates.Enabled(controllerkit.DisableCommitStatusEvent)
 	r.AdditiveCELDependencyCheck = c.FeatureGates.Enabled(controllerkit.AdditiveCELDependencyCheck)
+	r.AllowExternalArtifact = c.FeatureGates.Enabled(controllerkit.ExternalArtifact)
 	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, err
 	}

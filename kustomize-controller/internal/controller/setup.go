@@ -51,12 +51,16 @@ func (r *KustomizationReconciler) SetupWithManager(mgr ctrl.Manager, opts contro
 				return []client.ListOption{client.MatchingFields{sourceIndex: key}}
 			})
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&kustomizev1.Kustomization{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
 		Watches(&sourcev1.GitRepository{}, dependants(sourcev1.GitRepositoryKind), builder.WithPredicates(controllerkit.ArtifactChanged{})).
 		Watches(&sourcev1.OCIRepository{}, dependants(sourcev1.OCIRepositoryKind), builder.WithPredicates(controllerkit.ArtifactChanged{})).
-		Watches(&sourcev1.Bucket{}, dependants(sourcev1.BucketKind), builder.WithPredicates(controllerkit.ArtifactChanged{})).
-		WatchesRawSource(source.Channel(r.healthChecks.done, &handler.EnqueueRequestForObject{})).
+		Watches(&sourcev1.Bucket{}, dependants(sourcev1.BucketKind), builder.WithPredicates(controllerkit.ArtifactChanged{}))
+	if r.AllowExternalArtifact {
+		// Only with the gate on, as Flux: its CRD need not be installed.
+		b = b.Watches(&sourcev1.ExternalArtifact{}, dependants(sourcev1.ExternalArtifactKind), builder.WithPredicates(controllerkit.ArtifactChanged{}))
+	}
+	return b.WatchesRawSource(source.Channel(r.healthChecks.done, &handler.EnqueueRequestForObject{})).
 		WithOptions(opts).
 		Complete(r)
 }

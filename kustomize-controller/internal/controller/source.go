@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kustomizev1 "github.com/eddyops/eddy/api/kustomize/v1"
+	sourcev1 "github.com/eddyops/eddy/api/source/v1"
 	"github.com/eddyops/eddy/pkg/controllerkit"
 	"github.com/eddyops/eddy/pkg/kustomize"
 	"github.com/eddyops/eddy/pkg/reconciler"
@@ -16,13 +17,16 @@ import (
 
 // source resolves spec.sourceRef (kustomize.SourceOf) to the artifact of a
 // GitRepository, an OCIRepository or a Bucket (the source kinds Eddy
-// serves); any
-// other kind stalls with ArtifactFailed. A missing source or artifact is
+// serves) or, with the ExternalArtifact gate on, an ExternalArtifact (off:
+// AccessDenied, Flux's message); any other kind stalls with ArtifactFailed. A missing source or artifact is
 // waited for at --requeue-dependency, with Flux's messages.
 func (r *KustomizationReconciler) source(ctx context.Context, obj *kustomizev1.Kustomization) (client.Object, *meta.Artifact, *failure) {
 	src, key, id, ok := kustomize.SourceOf(obj)
 	if r.NoCrossNamespaceRefs && key.Namespace != obj.Namespace {
 		return nil, nil, fail(kustomizev1.AccessDeniedReason, "can't access '%s', cross-namespace references have been blocked", id).Stall()
+	}
+	if obj.Spec.SourceRef.Kind == sourcev1.ExternalArtifactKind && !r.AllowExternalArtifact {
+		return nil, nil, fail(kustomizev1.AccessDeniedReason, "can't access '%s', %s feature gate is disabled", id, controllerkit.ExternalArtifact).Stall()
 	}
 	if !ok {
 		return nil, nil, fail(meta.ArtifactFailedReason, "source kind '%s' is not supported by Eddy yet", obj.Spec.SourceRef.Kind).Stall()
