@@ -78,7 +78,7 @@ func TestEverySourceKindIsASource(t *testing.T) {
 			t.Errorf("%s (%T) is not a sourcev1.Source", gvk, o)
 		}
 	}
-	if n != 5 {
-		t.Errorf("%d source kinds; want GitRepository, OCIRepository, HelmRepository, HelmChart and Bucket", n)
+	if n != 6 {
+		t.Errorf("%d source kinds; want GitRepository, OCIRepository, HelmRepository, HelmChart, Bucket and ExternalArtifact", n)
 	}
 }

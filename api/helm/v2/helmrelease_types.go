@@ -34,7 +34,7 @@ type HelmReleaseSpec struct {
 	// +required
 	Interval metav1.Duration `json:"interval"`
 
-	// KubeConfig targets a remote cluster. Eddy: refused until implemented.
+	// KubeConfig targets a remote cluster (secretRef; configMapRef is refused).
 	// +optional
 	KubeConfig *meta.KubeConfigReference `json:"kubeConfig,omitempty"`
 

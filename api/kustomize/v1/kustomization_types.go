@@ -32,7 +32,6 @@ type KustomizationSpec struct {
 	DependsOn []meta.DependencyReference `json:"dependsOn,omitempty"`
 
 	// Decryption of SOPS-encrypted Secrets before apply.
-	// Eddy: refused (Stalled) until implemented.
 	// +optional
 	Decryption *Decryption `json:"decryption,omitempty"`
 
@@ -48,8 +47,8 @@ type KustomizationSpec struct {
 	// +optional
 	RetryInterval *metav1.Duration `json:"retryInterval,omitempty"`
 
-	// KubeConfig of a remote cluster to apply to instead of this one.
-	// Eddy: refused (Stalled) until implemented.
+	// KubeConfig of a remote cluster to apply to instead of this one
+	// (secretRef; configMapRef is refused).
 	// +optional
 	KubeConfig *meta.KubeConfigReference `json:"kubeConfig,omitempty"`
 
@@ -242,7 +241,7 @@ type CrossNamespaceSourceReference struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 
 	// Kind of the source.
-	// Eddy: a kind other than GitRepository is refused (Stalled) until implemented.
+	// ExternalArtifact needs the ExternalArtifact feature gate, as in Flux.
 	// +kubebuilder:validation:Enum=OCIRepository;GitRepository;Bucket;ExternalArtifact
 	// +required
 	Kind string `json:"kind"`

@@ -39,6 +39,17 @@ func (in *ExternalArtifact) SetConditions(c []metav1.Condition) { in.Status.Cond
 // GetArtifact returns status.artifact.
 func (in *ExternalArtifact) GetArtifact() *meta.Artifact { return in.Status.Artifact }
 
+// GetObservedGeneration is 0: Flux's ExternalArtifact status has no
+// observedGeneration (its producer owns the status).
+func (in *ExternalArtifact) GetObservedGeneration() int64 { return 0 }
+
+// GetLastHandledReconcileRequest is "": an ExternalArtifact is not reconciled
+// by Eddy, so no request is handled.
+func (in *ExternalArtifact) GetLastHandledReconcileRequest() string { return "" }
+
+// IsSuspended is false: the kind has no spec.suspend.
+func (in *ExternalArtifact) IsSuspended() bool { return false }
+
 // ExternalArtifact is an artifact that a controller other than
 // source-controller stores and publishes in its status, for Kustomizations
 // and HelmReleases to consume (behind the ExternalArtifact feature gate).

@@ -65,7 +65,7 @@ type GitRepositorySpec struct {
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 
 	// Provider of the credentials: generic (the default), aws, azure or github.
-	// Eddy: a provider other than generic is refused (Stalled) until implemented.
+	// Eddy: github (a GitHub App) is built; aws and azure are refused (Stalled).
 	// +kubebuilder:validation:Enum=generic;aws;azure;github
 	// +optional
 	Provider string `json:"provider,omitempty"`
@@ -91,8 +91,7 @@ type GitRepositorySpec struct {
 	// +optional
 	Reference *GitRepositoryRef `json:"ref,omitempty"`
 
-	// Verification of commit or tag signatures.
-	// Eddy: refused (Stalled) until implemented.
+	// Verification of commit or tag signatures (OpenPGP or SSH).
 	// +optional
 	Verification *GitRepositoryVerification `json:"verify,omitempty"`
 

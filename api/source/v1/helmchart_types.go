@@ -75,8 +75,8 @@ type HelmChartSpec struct {
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
-	// Verify asks for the signature of an OCI chart to be verified.
-	// Eddy: refused (Stalled) until implemented.
+	// Verify asks for the signature of an OCI chart to be verified
+	// (cosign public keys or notation).
 	// +optional
 	Verify *HelmChartVerification `json:"verify,omitempty"`
 }

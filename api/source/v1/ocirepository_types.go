@@ -59,7 +59,7 @@ type OCIRepositorySpec struct {
 	LayerSelector *OCILayerSelector `json:"layerSelector,omitempty"`
 
 	// Provider of the credentials: generic (the default), aws, azure or gcp.
-	// Eddy: a provider other than generic is refused (Stalled) until implemented.
+	// Eddy: aws and gcp are built; azure is refused (Stalled).
 	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
 	// +optional
 	Provider string `json:"provider,omitempty"`
@@ -70,7 +70,7 @@ type OCIRepositorySpec struct {
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 
 	// Verify asks for the artifact's signature to be checked (cosign or
-	// notation). Eddy: refused (Stalled) until implemented.
+	// notation). Eddy: keyless cosign is refused (Stalled).
 	// +optional
 	Verify *OCIRepositoryVerification `json:"verify,omitempty"`
 
@@ -148,7 +148,7 @@ type OCILayerSelector struct {
 }
 
 // OCIRepositoryVerification asks for the artifact's signature to be checked.
-// Flux compatible fields; Eddy refuses it (Stalled) until implemented.
+// Flux compatible fields.
 type OCIRepositoryVerification struct {
 	// Provider of the signature: cosign (the default) or notation.
 	// +kubebuilder:validation:Enum=cosign;notation

@@ -6,7 +6,7 @@ import (
 )
 
 // Source is what every source kind (GitRepository, OCIRepository,
-// HelmRepository, HelmChart, Bucket) offers its consumers, as Flux's source API
+// HelmRepository, HelmChart, Bucket, ExternalArtifact) offers its consumers, as Flux's source API
 // defines it: the artifact it last stored.
 //
 // +kubebuilder:object:generate=false
@@ -24,6 +24,7 @@ var (
 	_ Source = &HelmRepository{}
 	_ Source = &HelmChart{}
 	_ Source = &Bucket{}
+	_ Source = &ExternalArtifact{}
 )
 
 // Artifact is the artifact a source stores (Flux's meta.Artifact), under
