@@ -23,8 +23,6 @@ type fluxGate struct {
 const (
 	// WhyNoConfigWatchers: Flux's DisableConfigWatchers=true is Eddy's behaviour.
 	WhyNoConfigWatchers = "Eddy watches no ConfigMaps or Secrets; those an object refers to are read again at each of its reconciles"
-	// WhyNoExternalArtifact: Flux's ExternalArtifact source kind.
-	WhyNoExternalArtifact = "Eddy does not implement the ExternalArtifact source kind"
 	// WhyNoDirectSourceFetch: Flux's DirectSourceFetch tunes where sources are read from.
 	WhyNoDirectSourceFetch = "Eddy reads source objects from its cache; the artifact itself is always fetched and verified"
 )

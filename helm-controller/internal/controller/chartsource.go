@@ -47,13 +47,15 @@ type conditionedObject interface {
 }
 
 // newSourceObject is an empty object of a chart source kind helm-controller
-// reads (HelmChart, OCIRepository), nil for another kind.
+// reads (HelmChart, OCIRepository, ExternalArtifact), nil for another kind.
 func newSourceObject(kind string) conditionedObject {
 	switch kind {
 	case sourcev1.HelmChartKind:
 		return &sourcev1.HelmChart{}
 	case sourcev1.OCIRepositoryKind:
 		return &sourcev1.OCIRepository{}
+	case sourcev1.ExternalArtifactKind:
+		return &sourcev1.ExternalArtifact{}
 	}
 	return nil
 }
@@ -210,6 +212,10 @@ func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRele
 		if r.NoCrossNamespaceRefs && ref.Namespace != obj.Namespace {
 			return nil, fail("AccessDenied", "cross-namespace references are not allowed: %s '%s/%s'", ref.Kind, ref.Namespace, ref.Name).Stall()
 		}
+		if ref.Kind == sourcev1.ExternalArtifactKind && !r.AllowExternalArtifact {
+			return nil, fail("AccessDenied", "can't access '%s/%s/%s', %s feature gate is disabled",
+				ref.Kind, ref.Namespace, ref.Name, controllerkit.ExternalArtifact).Stall()
+		}
 	}
 	if ref == nil {
 		return nil, fail(helmv2.ArtifactFailedReason, "could not get Source object: no chart source")
@@ -223,6 +229,14 @@ func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRele
 		return nil, fail(helmv2.ArtifactFailedReason, "could not get Source object: %s", err)
 	}
 	why := ""
+	if ref.Kind == sourcev1.ExternalArtifactKind {
+		// No observedGeneration (its producer owns the status): only its
+		// artifact counts, as in Flux.
+		if controllerkit.ArtifactOf(src) == nil {
+			why = "does not have an artifact"
+		}
+		return r.readySource(ref, src, why)
+	}
 	ready := apimeta.FindStatusCondition(src.GetConditions(), meta.ReadyCondition)
 	switch {
 	case err != nil || src.GetGeneration() < applied || src.GetGeneration() != src.GetObservedGeneration():
@@ -235,6 +249,12 @@ func (r *HelmReleaseReconciler) source(ctx context.Context, obj *helmv2.HelmRele
 	case controllerkit.ArtifactOf(src) == nil:
 		why = "does not have an artifact"
 	}
+	return r.readySource(ref, src, why)
+}
+
+// readySource is src as the chart source, or SourceNotReady with why
+// when why is not "".
+func (r *HelmReleaseReconciler) readySource(ref *helmv2.HelmChartReference, src conditionedObject, why string) (*chartSource, *failure) {
 	if why != "" {
 		f := fail(helmv2.SourceNotReadyReason, "%s '%s/%s' is not ready: %s", ref.Kind, ref.Namespace, ref.Name, why)
 		f.Waiting, f.Retry = true, r.RequeueDependency
@@ -252,8 +272,14 @@ func (r *HelmReleaseReconciler) loadChart(ctx context.Context, src *chartSource)
 	var ch *chart.Chart
 	// FetchArtifact refuses, before any request, an artifact that
 	// source-controller did not sign for this source object.
+	// An ExternalArtifact's is not signed (another controller publishes
+	// it): its digest is required and checked as it streams.
 	owner := artifact.Owner{Kind: src.ref.Kind, Namespace: src.ref.Namespace, Name: src.ref.Name}
-	err := r.Fetcher.FetchArtifact(ctx, owner, src.artifact, func(rd io.Reader, _ artifact.Limits) error {
+	fetch := r.Fetcher.FetchArtifact
+	if src.ref.Kind == sourcev1.ExternalArtifactKind {
+		fetch = r.Fetcher.FetchExternal
+	}
+	err := fetch(ctx, owner, src.artifact, func(rd io.Reader, _ artifact.Limits) error {
 		var err error
 		ch, err = loader.LoadArchive(rd)
 		return err
@@ -266,7 +292,7 @@ func (r *HelmReleaseReconciler) loadChart(ctx context.Context, src *chartSource)
 	if err != nil {
 		return nil, "", fail(helmv2.ArtifactFailedReason, "Could not load chart: %s", err)
 	}
-	if src.ref.Kind != sourcev1.OCIRepositoryKind {
+	if !revisionHasDigest(src) {
 		return ch, "", nil
 	}
 	ociDigest, err := mutateChartVersion(ch, src.artifact.Revision, !r.DisableChartDigestTracking)
@@ -274,6 +300,20 @@ func (r *HelmReleaseReconciler) loadChart(ctx context.Context, src *chartSource)
 		return nil, "", fail(helmv2.ChartMutateErrorReason, "%s", err)
 	}
 	return ch, ociDigest, nil
+}
+
+// revisionHasDigest tells whether src's revision names an immutable
+// digest to track in the chart version: an OCIRepository's always, an
+// ExternalArtifact's when it has one (`<algo>:<hex>`; it may be a bare
+// version). Flux compatible.
+func revisionHasDigest(src *chartSource) bool {
+	switch src.ref.Kind {
+	case sourcev1.OCIRepositoryKind:
+		return true
+	case sourcev1.ExternalArtifactKind:
+		return strings.Contains(src.artifact.Revision, ":")
+	}
+	return false
 }
 
 // mutateChartVersion appends the first 12 hex characters of the artifact

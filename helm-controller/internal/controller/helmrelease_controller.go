@@ -62,6 +62,9 @@ type HelmReleaseReconciler struct {
 	// AdditiveCELDependencyCheck requires a dependency with a readyExpr to
 	// be Ready too (--feature-gates=AdditiveCELDependencyCheck=true).
 	AdditiveCELDependencyCheck bool
+	// AllowExternalArtifact lets spec.chartRef name an ExternalArtifact
+	// (--feature-gates=ExternalArtifact=true). Flux compatible.
+	AllowExternalArtifact bool
 
 	waits waits
 }

@@ -50,7 +50,7 @@ type Config struct {
 
 // BindFlags registers the flags on fs.
 func (c *Config) BindFlags(fs *flag.FlagSet) {
-	c.Options.BindFlags(fs, 4, controllerkit.DisableChartDigestTracking, controllerkit.AdditiveCELDependencyCheck)
+	c.Options.BindFlags(fs, 4, controllerkit.DisableChartDigestTracking, controllerkit.AdditiveCELDependencyCheck, controllerkit.ExternalArtifact)
 	fs.StringVar(&c.EventsAddr, "events-addr", "", "The URL of the notification-controller's event endpoint; events are POSTed there when set.")
 	fs.DurationVar(&c.RequeueDependency, "requeue-dependency", 30*time.Second, "The wait before retrying a HelmRelease whose source or dependencies are not ready.")
 	fs.IntVar(&c.HTTPRetry, "http-retry", 9, "The number of retries of a chart artifact download.")
@@ -82,7 +82,6 @@ func (c *Config) bindFluxGates() {
 		"Eddy's helm-controller always ends a running wait for a new generation or chart revision")
 	c.FluxGate("DefaultToRetryOnFailure", false, true, true,
 		"Eddy's default strategy stays RemediateOnFailure; set spec.install.strategy and spec.upgrade.strategy on each HelmRelease")
-	c.FluxGate("ExternalArtifact", false, true, true, controllerkit.WhyNoExternalArtifact)
 	c.FluxGate("DisableConfigWatchers", false, false, false, controllerkit.WhyNoConfigWatchers)
 	c.FluxGate("DirectSourceFetch", false, true, false, controllerkit.WhyNoDirectSourceFetch)
 }
@@ -142,6 +141,7 @@ func NewManager(c Config) (ctrl.Manager, error) {
 		JitterPercent:              c.IntervalJitter,
 		DisableChartDigestTracking: c.FeatureGates.Enabled(controllerkit.DisableChartDigestTracking),
 		AdditiveCELDependencyCheck: c.FeatureGates.Enabled(controllerkit.AdditiveCELDependencyCheck),
+		AllowExternalArtifact:      c.FeatureGates.Enabled(controllerkit.ExternalArtifact),
 	}
 	if err := r.SetupWithManager(mgr, c.ControllerOptions()); err != nil {
 		return nil, err

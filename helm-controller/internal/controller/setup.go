@@ -45,13 +45,16 @@ func (r *HelmReleaseReconciler) SetupWithManager(mgr ctrl.Manager, opts controll
 			r.waits.cancel(e.ObjectNew.GetUID(), helmv2.HelmReleaseKind, e.ObjectNew.GetNamespace(), e.ObjectNew.GetName())
 		}
 	}}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&helmv2.HelmRelease{}, builder.WithPredicates(controllerkit.ReconcileOnChange())).
 		Watches(&helmv2.HelmRelease{}, cancelOnGeneration).
 		Watches(&sourcev1.HelmChart{}, handler.Funcs{UpdateFunc: r.chartChanged(sourcev1.HelmChartKind)}).
-		Watches(&sourcev1.OCIRepository{}, handler.Funcs{UpdateFunc: r.chartChanged(sourcev1.OCIRepositoryKind)}).
-		WithOptions(opts).
-		Complete(r)
+		Watches(&sourcev1.OCIRepository{}, handler.Funcs{UpdateFunc: r.chartChanged(sourcev1.OCIRepositoryKind)})
+	if r.AllowExternalArtifact {
+		// Only with the gate on, as Flux: the kind's CRD may not be installed.
+		b = b.Watches(&sourcev1.ExternalArtifact{}, handler.Funcs{UpdateFunc: r.chartChanged(sourcev1.ExternalArtifactKind)})
+	}
+	return b.WithOptions(opts).Complete(r)
 }
 
 // chartChanged queues the HelmReleases of a chart source of kind whose
