@@ -249,6 +249,16 @@ func (in *ArtifactGenerator) GetLastHandledReconcileRequest() string {
 	return in.Status.GetLastHandledReconcileRequest()
 }
 
+// SetObservedGeneration does nothing: the kind's status has no
+// observedGeneration field (Flux's neither), Ready's observedGeneration
+// records the generation reconciled.
+func (in *ArtifactGenerator) SetObservedGeneration(int64) {}
+
+// SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
+func (in *ArtifactGenerator) SetLastHandledReconcileRequest(token string) {
+	in.Status.SetLastHandledReconcileRequest(token)
+}
+
 // IsSuspended tells whether the reconcile annotation is "disabled" (any
 // case): the kind's way to suspend.
 func (in *ArtifactGenerator) IsSuspended() bool {
