@@ -159,7 +159,9 @@ func TestBadInputPublishesNothing(t *testing.T) {
 		swv1.OutputArtifact{Name: "app", Copy: copyOp("@repo/deploy/**", "@artifact/")})
 	waitFor(t, ag, "SourceFetchFailed", func() bool { c := readyCondition(ag); return c != nil && c.Status == metav1.ConditionFalse })
 	c := readyCondition(ag)
-	if want := `get sources failed: gitrepositories.source.toolkit.fluxcd.io "missing" not found`; c.Reason != swv1.SourceFetchFailedReason || c.Message != want {
+	// The not-found error of controller-runtime's cache, which Flux's
+	// source-watcher reads sources through too.
+	if want := `get sources failed: GitRepository.source.toolkit.fluxcd.io "missing" not found`; c.Reason != swv1.SourceFetchFailedReason || c.Message != want {
 		t.Errorf("Ready=False %s %q, want %s %q", c.Reason, c.Message, swv1.SourceFetchFailedReason, want)
 	}
 	if apimeta.IsStatusConditionTrue(ag.Status.Conditions, meta.StalledCondition) {
