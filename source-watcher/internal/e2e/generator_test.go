@@ -72,9 +72,10 @@ func download(t *testing.T, url string) string {
 // TestGeneratedArtifactIsApplied: a monorepo's GitRepository, served by the
 // built source-controller, is split by the built source-watcher into two
 // ExternalArtifacts (Flux's decomposition example); the built
-// kustomize-controller with the ExternalArtifact gate applies one. A commit
-// reaches the cluster through the chain of watches; an artifact dropped from
-// the spec, then the generator, take their ExternalArtifacts with them.
+// kustomize-controller with the ExternalArtifact gate applies one. A
+// generated ExternalArtifact deleted by hand comes back; a commit reaches
+// the cluster through the chain of watches; an artifact dropped from the
+// spec, then the generator, take their ExternalArtifacts with them.
 func TestGeneratedArtifactIsApplied(t *testing.T) {
 	ns := testenv.NewNamespace(t, env.Client, "sw-")
 	src, repo := gitRepository(t, ns, map[string]string{
@@ -122,6 +123,15 @@ func TestGeneratedArtifactIsApplied(t *testing.T) {
 	waitFor(t, k, "the ExternalArtifact applied", func() bool { return k.Status.LastAppliedRevision == a.Revision })
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "frontend"}}
 	waitFor(t, cm, "the ConfigMap", func() bool { return cm.Data["v"] == "1" })
+
+	// An ExternalArtifact deleted by hand is drift, generated again at once.
+	uid := fe.UID
+	if err := env.Client.Delete(ctx, fe); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, fe, "the deleted ExternalArtifact generated again", func() bool {
+		return fe.UID != uid && fe.Status.Artifact != nil && fe.Status.Artifact.Digest == a.Digest
+	})
 
 	// A commit: GitRepository (interval 1h, so a reconcile request) →
 	// ArtifactGenerator → ExternalArtifact → Kustomization, by watches.
