@@ -2,8 +2,8 @@
 
 # Longest-running tests first: `go test` runs packages about in this order, two at a time on
 # 2 cores, and the cli e2e tests (~10 minutes) started last used to be the run's tail.
-MODULES := cli kustomize-controller source-controller notification-controller helm-controller application-controller image-reflector-controller image-automation-controller pkg api config tools/images
-CONTROLLERS := source-controller kustomize-controller helm-controller notification-controller application-controller image-reflector-controller image-automation-controller
+MODULES := cli kustomize-controller source-controller source-watcher notification-controller helm-controller application-controller image-reflector-controller image-automation-controller pkg api config tools/images
+CONTROLLERS := source-controller kustomize-controller helm-controller notification-controller application-controller image-reflector-controller image-automation-controller source-watcher
 # Helper binaries, built beside the controllers and put in their images: kustomize-controller's
 # SOPS helper (decryption runs in a process of its own; see kustomize-controller/internal/sopswire).
 HELPERS := ./kustomize-controller/cmd/eddy-sops

@@ -41,7 +41,7 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 	run("crd", "paths=./...", "output:crd:artifacts:config="+crdDir)
 
 	compareDirs(t, crdDir, filepath.Join(root, "config", "crd", "bases"), "*.yaml")
-	for _, pkg := range []string{"source/v1", "kustomize/v1", "helm/v2", "notification/v1", "notification/v1beta3", "image/v1"} {
+	for _, pkg := range []string{"source/v1", "kustomize/v1", "helm/v2", "notification/v1", "notification/v1beta3", "image/v1", "sourceextensions/v1beta1"} {
 		compareDirs(t, filepath.Join(work, "api", pkg), filepath.Join(root, "api", pkg), "zz_generated.*.go")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	swv1beta1 "github.com/eddyops/eddy/api/sourceextensions/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,7 +36,7 @@ func kindsOf(t *testing.T) map[schema.GroupVersionKind]runtime.Object {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{sourcev1.AddToScheme, kustomizev1.AddToScheme, helmv2.AddToScheme,
-		notificationv1.AddToScheme, notificationv1beta3.AddToScheme, argov1.AddToScheme, imagev1.AddToScheme} {
+		notificationv1.AddToScheme, notificationv1beta3.AddToScheme, argov1.AddToScheme, imagev1.AddToScheme, swv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}

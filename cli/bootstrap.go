@@ -54,7 +54,7 @@ func newBootstrapCommand(g *globalFlags) *cobra.Command {
 	fs.StringVarP(&b.version, "version", "v", version, "Eddy version of the components")
 	fs.StringSliceVar(&b.components, "components", def.Components, "list of components, accepts comma-separated values")
 	fs.StringSliceVar(&b.componentsExtra, "components-extra", nil, "list of components in addition to those supplied or defaulted, accepts comma-separated values: "+
-		install.ImageReflectorController+", "+install.ImageAutomationController+" (Flux's image automation), "+install.ApplicationController+" (Argo CD's Applications)")
+		install.ImageReflectorController+", "+install.ImageAutomationController+" (Flux's image automation), "+install.ApplicationController+" (Argo CD's Applications), "+install.SourceWatcher+" (ArtifactGenerators)")
 	fs.StringVar(&b.registry, "registry", def.Registry, "container registry where the Eddy controller images are published")
 	fs.StringVar(&b.branch, "branch", "main", "Git branch")
 	fs.BoolVar(&b.watchAllNamespaces, "watch-all-namespaces", true, "watch for custom resources in all namespaces, if set to false it will only watch the namespace where the controllers are installed")

@@ -44,6 +44,9 @@ version changed.`,
   # With Flux's image automation: registry scans, tag policies and commits of new tags
   eddy install --components-extra=image-reflector-controller,image-automation-controller
 
+  # With Flux's source-watcher: ArtifactGenerators composing ExternalArtifacts from sources
+  eddy install --components-extra=source-watcher
+
   # Only the sources and Kustomizations, from a mirror registry
   eddy install --components=source-controller,kustomize-controller --registry=registry.example.com/eddyops`,
 		Args: cobra.NoArgs,
@@ -73,7 +76,8 @@ version changed.`,
 	fs.StringSliceVar(&o.Components, "components", def.Components, "list of components, accepts comma-separated values")
 	fs.StringSliceVar(&o.ComponentsExtra, "components-extra", nil, "list of components in addition to those supplied or defaulted, accepts comma-separated values: "+
 		install.ImageReflectorController+", "+install.ImageAutomationController+" (Flux's image automation), "+
-		install.ApplicationController+" (Argo CD's Applications, in namespace "+install.ApplicationNamespace+")")
+		install.ApplicationController+" (Argo CD's Applications, in namespace "+install.ApplicationNamespace+"), "+
+		install.SourceWatcher+" (ArtifactGenerators)")
 	fs.StringVar(&o.Registry, "registry", def.Registry, "container registry where the controller images are published")
 	fs.BoolVar(&o.WatchAllNamespaces, "watch-all-namespaces", def.WatchAllNamespaces, "watch for custom resources in all namespaces, if set to false it will only watch the namespace where the controllers are installed")
 	fs.StringVar(&o.LogLevel, "log-level", def.LogLevel, "log level of the controllers, one of: "+strings.Join(install.LogLevels, ", "))

@@ -13,5 +13,5 @@ import "embed"
 //
 //go:embed crd/kustomization.yaml crd/bases/*.yaml rbac policies default
 //go:embed source-controller kustomize-controller helm-controller notification-controller application-controller
-//go:embed image-reflector-controller image-automation-controller
+//go:embed image-reflector-controller image-automation-controller source-watcher
 var FS embed.FS

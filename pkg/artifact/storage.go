@@ -283,6 +283,21 @@ func (s *Storage) Handler() http.Handler {
 	return http.FileServer(http.Dir(s.BasePath))
 }
 
+// HideDotPaths serves h but answers 404 for any path with a segment that
+// starts with '.': work directories and artifacts being written are not
+// artifacts (Flux's artifact names never start with '.').
+func HideDotPaths(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, seg := range strings.Split(r.URL.Path, "/") {
+			if strings.HasPrefix(seg, ".") {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // FileName returns the artifact file name for a revision's hash: the hex
 // after the last ':' (`main@sha1:<hex>` ⇒ `<hex>.tar.gz`). Flux compatible.
 func FileName(revision string) string {

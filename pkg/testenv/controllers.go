@@ -181,7 +181,7 @@ func RunBinary(t testing.TB, e *Environment, exe string, args ...string) *Proces
 
 // ControllerNames are the workspace's controller binaries, each built from
 // ./<name>.
-var ControllerNames = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller", "application-controller", "image-reflector-controller", "image-automation-controller"}
+var ControllerNames = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller", "application-controller", "image-reflector-controller", "image-automation-controller", "source-watcher"}
 
 // EachController builds each of ControllerNames into a test directory and
 // runs f with its name and path in a subtest named after it; a failed build

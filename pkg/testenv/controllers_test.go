@@ -63,7 +63,7 @@ func TestControllerBinariesServeProbes(t *testing.T) {
 			"--enable-leader-election",
 			"--log-level=debug",
 		}
-		if name == "source-controller" {
+		if name == "source-controller" || name == "source-watcher" {
 			args = append(args, "--storage-path="+t.TempDir(), fmt.Sprintf("--storage-addr=127.0.0.1:%d", freePort(t)))
 		}
 		if name == "image-reflector-controller" {

@@ -25,6 +25,7 @@ import (
 	notificationv1 "github.com/eddyops/eddy/api/notification/v1"
 	notificationv1beta3 "github.com/eddyops/eddy/api/notification/v1beta3"
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	swv1 "github.com/eddyops/eddy/api/sourceextensions/v1beta1"
 	"github.com/eddyops/eddy/pkg/localcluster"
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -69,6 +70,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(notificationv1beta3.AddToScheme(s))
 	utilruntime.Must(argov1.AddToScheme(s))
 	utilruntime.Must(imagev1.AddToScheme(s))
+	utilruntime.Must(swv1.AddToScheme(s))
 	return s
 }
 

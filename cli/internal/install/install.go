@@ -37,9 +37,9 @@ var DefaultImageDigests string
 
 // Components are Eddy's controllers: Flux's four in Flux's default order,
 // Flux's two image automation controllers, then application-controller
-// (Argo CD's Applications).
+// (Argo CD's Applications), then Flux's source-watcher (ArtifactGenerators).
 var Components = []string{"source-controller", "kustomize-controller", "helm-controller", "notification-controller",
-	ImageReflectorController, ImageAutomationController, ApplicationController}
+	ImageReflectorController, ImageAutomationController, ApplicationController, SourceWatcher}
 
 // DefaultComponents are those installed unless --components says otherwise:
 // Flux's default four. The image controllers and application-controller
@@ -67,8 +67,10 @@ const ApplicationController = "application-controller"
 // component is installed, so Argo CD's own YAML applies unchanged.
 const ApplicationNamespace = "argocd"
 
-// fluxExtraComponents are the flux components Eddy does not have.
-var fluxExtraComponents = []string{"source-watcher"}
+// SourceWatcher is the component that reconciles ArtifactGenerators
+// (source.extensions.fluxcd.io), Flux's extra component of that name; its
+// CRD carries its component label.
+const SourceWatcher = "source-watcher"
 
 // LogLevels are the values --log-level accepts, as flux's.
 var LogLevels = []string{"debug", "info", "error"}
@@ -167,8 +169,6 @@ func (o Options) AllComponents() ([]string, error) {
 	for _, c := range append(slices.Clone(o.Components), o.ComponentsExtra...) {
 		c = strings.TrimSpace(c)
 		switch {
-		case slices.Contains(fluxExtraComponents, c):
-			return nil, fmt.Errorf("component %s is not available: Eddy has no source-watcher controller (available: %s)", c, strings.Join(Components, ", "))
 		case !slices.Contains(Components, c):
 			return nil, fmt.Errorf("component %q is not available (available: %s)", c, strings.Join(Components, ", "))
 		case !slices.Contains(out, c):
@@ -386,7 +386,7 @@ func writeOverlay(fsys filesys.FileSystem, o Options, comps []string) error {
 			// It always watches every namespace: the objects Applications
 			// render can be anywhere (it refuses =false).
 			args = []string{"--events-addr=" + eventsAddr, "--watch-all-namespaces=true", logLevel}
-		case "source-controller":
+		case "source-controller", SourceWatcher:
 			args = []string{"--events-addr=" + eventsAddr, watch, logLevel, "", "", "",
 				fmt.Sprintf("--storage-adv-addr=%s.$(RUNTIME_NAMESPACE).svc.%s.", c, o.ClusterDomain)}
 		default:

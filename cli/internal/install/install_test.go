@@ -232,8 +232,7 @@ func TestComponentsSubset(t *testing.T) {
 		extra, components []string
 		want              string
 	}{
-		{components: []string{"source-controler"}, want: `component "source-controler" is not available (available: source-controller, kustomize-controller, helm-controller, notification-controller, image-reflector-controller, image-automation-controller, application-controller)`},
-		{extra: []string{"source-watcher"}, want: "component source-watcher is not available: Eddy has no source-watcher controller"},
+		{components: []string{"source-controler"}, want: `component "source-controler" is not available (available: source-controller, kustomize-controller, helm-controller, notification-controller, image-reflector-controller, image-automation-controller, application-controller, source-watcher)`},
 		{components: []string{}, want: "no components to install"},
 	} {
 		o := DefaultOptions("v1")

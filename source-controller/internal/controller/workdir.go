@@ -11,6 +11,7 @@ import (
 	"time"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/artifact"
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,20 +64,8 @@ func PrepareWorkDir(storagePath string) (dir string, removed []string, err error
 	return dir, removed, err
 }
 
-// hideDotPaths serves h but answers 404 for any path with a segment that
-// starts with '.': the work directory and artifacts being written are not
-// artifacts (Flux's artifact names never start with '.').
-func hideDotPaths(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, seg := range strings.Split(r.URL.Path, "/") {
-			if strings.HasPrefix(seg, ".") {
-				http.NotFound(w, r)
-				return
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
-}
+// hideDotPaths is artifact.HideDotPaths.
+func hideDotPaths(h http.Handler) http.Handler { return artifact.HideDotPaths(h) }
 
 // orphanCollector removes, once source-controller leads, the storage
 // directories of objects that no longer exist (`<kind>/<namespace>/<name>`,

@@ -1,0 +1,87 @@
+package builder
+
+import (
+	"io/fs"
+	"path"
+	"strings"
+)
+
+// match reports whether name matches pattern, both slash-separated:
+// path.Match per segment, and a "**" segment matches any number of
+// segments (none included).
+func match(pattern, name string) bool {
+	return matchSegments(strings.Split(pattern, "/"), strings.Split(name, "/"))
+}
+
+func matchSegments(pat, name []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			if len(pat) == 1 {
+				return true
+			}
+			for i := 0; i <= len(name); i++ {
+				if matchSegments(pat[1:], name[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(name) == 0 {
+			return false
+		}
+		if ok, err := path.Match(pat[0], name[0]); err != nil || !ok {
+			return false
+		}
+		pat, name = pat[1:], name[1:]
+	}
+	return len(name) == 0
+}
+
+// globRecursive returns the paths of fsys (files and directories, in
+// lexical order) that match pattern with "**" spanning directories.
+func globRecursive(fsys fs.FS, pattern string) ([]string, error) {
+	if _, err := path.Match(strings.ReplaceAll(pattern, "**", "*"), ""); err != nil {
+		return nil, err
+	}
+	root := selectionRoot(pattern)
+	var out []string
+	err := fs.WalkDir(fsys, root, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root {
+				return fs.SkipAll // a missing root matches nothing
+			}
+			return err
+		}
+		if match(pattern, p) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// excluded reports whether the source path p matches an exclude pattern,
+// relative to the source root or to base (the operation's selection
+// root); a pattern without "/" also matches the file name at any depth.
+func excluded(p, base string, patterns []string) bool {
+	if len(patterns) == 0 {
+		return false
+	}
+	names := []string{p}
+	if base != "." && base != "" {
+		if rel, ok := strings.CutPrefix(p, base+"/"); ok {
+			names = append(names, rel)
+		}
+	}
+	for _, pat := range patterns {
+		for _, n := range names {
+			if match(pat, n) {
+				return true
+			}
+		}
+		if !strings.Contains(pat, "/") && match(pat, path.Base(p)) {
+			return true
+		}
+	}
+	return false
+}
