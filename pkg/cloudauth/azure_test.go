@@ -89,12 +89,15 @@ func TestACRWithWorkloadIdentityExchangesTheEntraTokenOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Username != ACRUser || c.Password != acr.RefreshToken || time.Until(c.ExpiresAt) < 2*time.Hour {
+		if toks := acr.RefreshTokens(); c.Username != ACRUser || len(toks) != 1 || c.Password != toks[0] || time.Until(c.ExpiresAt) < 2*time.Hour {
 			t.Fatalf("credentials %q/%q until %v, want ACR's refresh token for %s", c.Username, c.Password, c.ExpiresAt, ACRUser)
 		}
 	}
 	if got := entra.Issued(); len(got) != 1 || got[0] != cloudfake.ACRScope {
 		t.Errorf("Entra ID issued tokens for %v, want one for ACR's scope", got)
+	}
+	if ACRUser != cloudfake.ACRUser {
+		t.Errorf("user %s, the fake takes %s", ACRUser, cloudfake.ACRUser)
 	}
 	if got := acr.Exchanges(); len(got) != 1 || got[0] != "myreg.azurecr.io" {
 		t.Errorf("exchanges %v, want one for the registry", got)

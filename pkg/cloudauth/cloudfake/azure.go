@@ -21,6 +21,14 @@ type azureTokens struct {
 	prefix string
 	mu     sync.Mutex
 	scopes []string
+	ttl    time.Duration
+}
+
+// SetTTL sets the lifetime of the tokens issued next (default an hour).
+func (a *azureTokens) SetTTL(ttl time.Duration) {
+	a.mu.Lock()
+	a.ttl = ttl
+	a.mu.Unlock()
 }
 
 // TokenFor is the access token issued for scope.
@@ -51,10 +59,14 @@ func (a *azureTokens) Issued() []string {
 func (a *azureTokens) issue(w http.ResponseWriter, scope string, asStrings bool) {
 	a.mu.Lock()
 	a.scopes = append(a.scopes, scope)
+	secs := int(a.ttl.Seconds())
 	a.mu.Unlock()
-	var ttl any = 3599
+	if secs == 0 {
+		secs = 3599
+	}
+	var ttl any = secs
 	if asStrings {
-		ttl = "3599"
+		ttl = fmt.Sprint(secs)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"token_type": "Bearer", "expires_in": ttl, "access_token": a.TokenFor(scope)})
 }
@@ -175,30 +187,33 @@ func (m *IMDS) serve(w http.ResponseWriter, r *http.Request) {
 
 // ACR is a fake Azure Container Registry front over TLS at Addr, with
 // the certificate of TLSCertificate (valid for `*.azurecr.io` and the
-// national clouds' domains): its token exchange (POST /oauth2/exchange)
+// national clouds' domains). Its token exchange (POST /oauth2/exchange)
 // takes an Entra ID access token that accept knows for ACRScope and
-// answers with RefreshToken, a JWT; other requests go to next (the
-// registry behind).
+// answers with a new refresh token, a JWT valid for its TTL; other requests
+// need basic auth as ACRUser with an unexpired refresh token and then go
+// to next (the registry behind).
 type ACR struct {
-	Addr         string
-	RefreshToken string
-	srv          *httptest.Server
-	accept       func(token string) (scope string, ok bool)
-	next         http.Handler
-	mu           sync.Mutex
-	exchanges    []string
+	Addr   string
+	ttl    time.Duration
+	srv    *httptest.Server
+	accept func(token string) (scope string, ok bool)
+	next   http.Handler
+
+	mu        sync.Mutex
+	exchanges []string
+	refresh   map[string]time.Time
 }
 
 // ACRScope is the Entra ID scope of Azure's public cloud registries.
 const ACRScope = "https://containerregistry.azure.net/.default"
 
-// StartACR exchanges the tokens accept knows for ACRScope for a refresh
-// token valid for ttl; next (may be nil) serves the rest.
+// ACRUser is the user of ACR's refresh tokens.
+const ACRUser = "00000000-0000-0000-0000-000000000000"
+
+// StartACR exchanges the tokens accept knows for ACRScope for refresh
+// tokens valid for ttl and serves next to their bearers.
 func StartACR(accept func(string) (string, bool), next http.Handler, ttl time.Duration) *ACR {
-	claims, _ := json.Marshal(map[string]any{"exp": time.Now().Add(ttl).Unix(), "grant_type": "refresh_token", "jti": randomHex()})
-	enc := base64.RawURLEncoding.EncodeToString
-	a := &ACR{accept: accept, next: next,
-		RefreshToken: enc([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + enc(claims) + "." + enc([]byte("fake-signature"))}
+	a := &ACR{accept: accept, next: next, ttl: ttl, refresh: map[string]time.Time{}}
 	a.srv = httptest.NewUnstartedServer(a)
 	a.srv.TLS = &tls.Config{Certificates: []tls.Certificate{TLSCertificate()}, MinVersion: tls.VersionTLS12}
 	a.srv.StartTLS()
@@ -209,6 +224,13 @@ func StartACR(accept func(string) (string, bool), next http.Handler, ttl time.Du
 // Close stops the server.
 func (a *ACR) Close() { a.srv.Close() }
 
+// SetTTL sets the lifetime of the refresh tokens issued next.
+func (a *ACR) SetTTL(ttl time.Duration) {
+	a.mu.Lock()
+	a.ttl = ttl
+	a.mu.Unlock()
+}
+
 // Exchanges lists the service (registry host) of each successful exchange.
 func (a *ACR) Exchanges() []string {
 	a.mu.Lock()
@@ -216,15 +238,36 @@ func (a *ACR) Exchanges() []string {
 	return append([]string(nil), a.exchanges...)
 }
 
+// RefreshTokens lists the refresh tokens issued.
+func (a *ACR) RefreshTokens() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for t := range a.refresh {
+		out = append(out, t)
+	}
+	return out
+}
+
 func (a *ACR) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/oauth2/exchange" {
-		if a.next == nil {
-			http.NotFound(w, r)
-			return
-		}
-		a.next.ServeHTTP(w, r)
+	if r.URL.Path == "/oauth2/exchange" {
+		a.exchange(w, r)
 		return
 	}
+	user, pass, _ := r.BasicAuth()
+	a.mu.Lock()
+	exp, ok := a.refresh[pass]
+	a.mu.Unlock()
+	if user != ACRUser || !ok || time.Now().After(exp) || a.next == nil {
+		host, _, _ := strings.Cut(r.Host, ":")
+		w.Header().Set("WWW-Authenticate", `Basic realm="https://`+host+`/oauth2/token"`)
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"errors": []map[string]string{{"code": "UNAUTHORIZED", "message": "authentication required"}}})
+		return
+	}
+	a.next.ServeHTTP(w, r)
+}
+
+func (a *ACR) exchange(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
 	f := r.PostForm
 	scope, ok := a.accept(f.Get("access_token"))
@@ -238,8 +281,15 @@ func (a *ACR) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"errors": []map[string]string{{"code": "UNSUPPORTED", "message": "service"}}})
 	default:
 		a.mu.Lock()
-		a.exchanges = append(a.exchanges, host)
+		exp := time.Now().Add(a.ttl)
 		a.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]string{"refresh_token": a.RefreshToken})
+		claims, _ := json.Marshal(map[string]any{"exp": exp.Unix(), "grant_type": "refresh_token", "jti": randomHex()})
+		enc := base64.RawURLEncoding.EncodeToString
+		tok := enc([]byte(`{"alg":"RS256","typ":"JWT"}`)) + "." + enc(claims) + "." + enc([]byte("fake-signature"))
+		a.mu.Lock()
+		a.exchanges = append(a.exchanges, host)
+		a.refresh[tok] = exp
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]string{"refresh_token": tok})
 	}
 }
