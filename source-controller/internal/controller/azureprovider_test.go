@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -18,7 +19,9 @@ import (
 	"github.com/eddyops/eddy/pkg/cloudauth/cloudfake"
 	"github.com/eddyops/eddy/pkg/testenv"
 	"github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // trustCloudFakes makes this process, and the controllers it starts,
@@ -186,8 +189,9 @@ func TestOCIRepositoryProviderAzurePullsWithACRRefreshToken(t *testing.T) {
 	if ex := f.acr.Exchanges(); len(ex) != 1 || ex[0] != "eddy.azurecr.io" {
 		t.Errorf("ACR exchanges %v, want one for eddy.azurecr.io", ex)
 	}
-	if f.viaProxy(f.entraHost()) != 1 || f.viaProxy("eddy.azurecr.io:443") != 1 {
-		t.Errorf("proxied %v, want Entra ID's request and ACR's tunnel", f.seen)
+	// The token exchange and the pull each open a tunnel.
+	if f.viaProxy(f.entraHost()) != 1 || f.viaProxy("eddy.azurecr.io:443") < 2 {
+		t.Errorf("proxied %v, want Entra ID's request and ACR's tunnels", f.seen)
 	}
 
 	other := newOCIRepository(t, ns, "not-acr", "oci://"+f.reg.Host()+"/app", func(o *sourcev1.OCIRepository) {
@@ -195,6 +199,12 @@ func TestOCIRepositoryProviderAzurePullsWithACRRefreshToken(t *testing.T) {
 	})
 	checkFailureMessage(t, waitOCIFailed(t, other, sourcev1.AuthenticationFailedReason),
 		"failed to get credential from azure: invalid Azure registry: '"+f.reg.Host()+"'. must match ")
+	// A service account without pull secrets would mean object-level
+	// workload identity: refused, not answered with the controller's own.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: ns}}
+	if err := env.Client.Create(context.Background(), sa); err != nil {
+		t.Fatal(err)
+	}
 	tenant := newOCIRepository(t, ns, "tenant", "oci://eddy.azurecr.io/app", func(o *sourcev1.OCIRepository) {
 		o.Spec.Provider = sourcev1.OCIProviderAzure
 		o.Spec.ServiceAccountName = "tenant"
