@@ -58,6 +58,12 @@ func RegistryCredentials(ctx context.Context, provider, repository string, hc *h
 		return cache.getOrNew(ctx, cacheKey(provider, os.Getenv("GCE_METADATA_HOST")), func(ctx context.Context) (Credentials, error) {
 			return gcpCredentials(ctx, hc)
 		})
+	case ProviderAzure:
+		if !acrRegex.MatchString(host) {
+			return Credentials{}, fmt.Errorf("invalid Azure registry: '%s'. must match %s", host, acrPattern)
+		}
+		return cache.getOrNew(ctx, cacheKey(append([]string{provider, host}, azureIdentityFromEnv().key()...)...),
+			func(ctx context.Context) (Credentials, error) { return acrCredentials(ctx, host, hc) })
 	default:
 		return Credentials{}, fmt.Errorf("provider '%s' is not supported by Eddy", provider)
 	}

@@ -65,7 +65,8 @@ type GitRepositorySpec struct {
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 
 	// Provider of the credentials: generic (the default), aws, azure or github.
-	// Eddy: github (a GitHub App) is built; aws and azure are refused (Stalled).
+	// Eddy: github (a GitHub App) and azure (the controller's Entra ID token
+	// for Azure DevOps) are built; aws is refused (Stalled).
 	// +kubebuilder:validation:Enum=generic;aws;azure;github
 	// +optional
 	Provider string `json:"provider,omitempty"`

@@ -59,7 +59,7 @@ type OCIRepositorySpec struct {
 	LayerSelector *OCILayerSelector `json:"layerSelector,omitempty"`
 
 	// Provider of the credentials: generic (the default), aws, azure or gcp.
-	// Eddy: aws and gcp are built; azure is refused (Stalled).
+	// Eddy: aws, azure and gcp are built, with the controller's own identity.
 	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
 	// +optional
 	Provider string `json:"provider,omitempty"`

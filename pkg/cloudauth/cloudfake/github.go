@@ -1,7 +1,8 @@
 // Package cloudfake serves local fakes of the token services that
 // package cloudauth calls, for tests: GitHub's App API, ECR, the GCE
-// metadata server, Entra ID and ACR's token exchange. Each records what
-// it was asked and checks what a real service would check first.
+// metadata server, Entra ID, Azure's instance metadata service and ACR's
+// token exchange. Each records what it was asked and checks what a real
+// service would check first.
 package cloudfake
 
 import (

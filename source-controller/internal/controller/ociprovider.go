@@ -13,7 +13,7 @@ import (
 
 // ociProviders are the OCIRepository providers Eddy gets registry
 // credentials from (package cloudauth).
-var ociProviders = map[string]bool{sourcev1.OCIProviderAWS: true, sourcev1.OCIProviderGCP: true}
+var ociProviders = map[string]bool{sourcev1.OCIProviderAWS: true, sourcev1.OCIProviderAzure: true, sourcev1.OCIProviderGCP: true}
 
 // ociProviderAuth puts spec.provider's registry credentials in t when
 // neither spec.secretRef nor the service account's pull secrets gave any,

@@ -45,6 +45,7 @@ var (
 const shardKey = "sharding.fluxcd.io/key"
 
 func TestMain(m *testing.M) {
+	trustCloudFakes()
 	testenv.Main(m, &env, testenv.WithGitServer(&gitSrv), startController)
 }
 
