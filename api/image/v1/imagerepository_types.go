@@ -58,8 +58,9 @@ type ImageRepositorySpec struct {
 	ProxySecretRef *meta.LocalObjectReference `json:"proxySecretRef,omitempty"`
 
 	// ServiceAccountName is a ServiceAccount in the same namespace: its
-	// imagePullSecrets are used with provider generic, its identity with a
-	// cloud provider.
+	// imagePullSecrets are used with provider generic. With a cloud
+	// provider it would select the identity (object-level workload
+	// identity), which Eddy does not implement: Stalled.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
@@ -89,9 +90,10 @@ type ImageRepositorySpec struct {
 	// +optional
 	ExclusionList []string `json:"exclusionList,omitempty"`
 
-	// Provider selects how to authenticate: generic (Secret or
-	// ServiceAccount pull secrets), aws, azure or gcp (the cloud's
-	// workload identity). Default generic.
+	// Provider selects how to authenticate: generic (spec.secretRef and
+	// the ServiceAccount's pull secrets; the default), or aws, azure or
+	// gcp: a registry token from that cloud's token service for the
+	// controller's own identity, in place of the pull secrets, as Flux.
 	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
 	// +kubebuilder:default:=generic
 	// +optional

@@ -76,8 +76,10 @@ type HelmRepositorySpec struct {
 	// +optional
 	Type string `json:"type,omitempty"`
 
-	// Provider of OCI registry credentials: generic (the default), aws,
-	// azure or gcp. Type oci only.
+	// Provider of OCI registry credentials when spec.secretRef is not set:
+	// generic (the default: none), or aws, azure or gcp: a registry token
+	// from that cloud's token service for the controller's own identity.
+	// Used with type oci only, as Flux.
 	// +kubebuilder:validation:Enum=generic;aws;azure;gcp
 	// +kubebuilder:default:=generic
 	// +optional

@@ -217,6 +217,9 @@ func (r *ImagePolicyReconciler) reconcile(ctx context.Context, obj *imagev1.Imag
 	if f != nil {
 		return f
 	}
+	if f := identityFailure(repo, "spec.serviceAccountName in the ImageRepository"); f != nil {
+		return f
+	}
 	tags, _, err := r.Store.Tags(repo.Namespace, repo.Name)
 	if err != nil {
 		return reconciler.Fail(FailureReason, "%s", err)

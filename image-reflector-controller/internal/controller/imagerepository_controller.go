@@ -109,9 +109,8 @@ func (r *ImageRepositoryReconciler) notify(obj *imagev1.ImageRepository, before 
 // reconcile returns the Ready message and the wait until the next scan, or
 // a Failure.
 func (r *ImageRepositoryReconciler) reconcile(ctx context.Context, obj *imagev1.ImageRepository) (string, time.Duration, *reconciler.Failure) {
-	if p := obj.GetProvider(); p != imagev1.GenericProvider {
-		return "", 0, reconciler.Fail(imagev1.AuthenticationFailedReason,
-			"spec.provider %s is not supported: Eddy implements no cloud workload identity; use generic with spec.secretRef or spec.serviceAccountName", p).Stall()
+	if f := identityFailure(obj, "spec.serviceAccountName"); f != nil {
+		return "", 0, f
 	}
 	canonical, err := registry.CanonicalName(obj.Spec.Image, obj.Spec.Insecure)
 	if err != nil {

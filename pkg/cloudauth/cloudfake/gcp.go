@@ -14,9 +14,10 @@ type GCEMetadata struct {
 	Host  string
 	Token string
 
-	srv    *httptest.Server
-	mu     sync.Mutex
-	issued int
+	srv     *httptest.Server
+	mu      sync.Mutex
+	issued  int
+	failing int
 }
 
 // StartGCEMetadata serves token.
@@ -37,7 +38,22 @@ func (m *GCEMetadata) Issued() int {
 	return m.issued
 }
 
+// FailWith makes the token requests answer status (0: serve tokens
+// again), with a body a client must not quote (it looks like a token).
+func (m *GCEMetadata) FailWith(status int) {
+	m.mu.Lock()
+	m.failing = status
+	m.mu.Unlock()
+}
+
 func (m *GCEMetadata) serve(w http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	failing := m.failing
+	m.mu.Unlock()
+	if failing != 0 {
+		http.Error(w, "backend error: ya29.must-not-leak", failing)
+		return
+	}
 	if r.Header.Get("Metadata-Flavor") != "Google" {
 		http.Error(w, "Missing Metadata-Flavor:Google header.", http.StatusForbidden)
 		return

@@ -21,13 +21,17 @@ import (
 // chartRepository returns the chart repository of a HelmRepository: for
 // type oci a Helm registry client on spec.url, otherwise the index of its
 // stored artifact. Credentials come from spec.secretRef (username,
-// password) and TLS settings from spec.certSecretRef (ca.crt, tls.crt,
-// tls.key), as in Flux.
+// password), else for type oci from spec.provider's token service, and
+// TLS settings from spec.certSecretRef (ca.crt, tls.crt, tls.key), as in
+// Flux.
 func (r *HelmChartReconciler) chartRepository(ctx context.Context, hr *sourcev1.HelmRepository) (chart.Repository, *reconciler.Failure) {
 	// The same Secrets, and the same reading of them, as the index fetch.
 	ic, err := newIndexClient(ctx, r.Client, hr)
 	if err != nil {
 		return nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to get authentication options for HelmRepository '%s': %s", hr.Name, err)
+	}
+	if f := helmProviderAuth(ctx, hr, ic); f != nil {
+		return nil, f
 	}
 	user, pass, tlsCfg := ic.username, ic.password, ic.tls
 	if hr.Spec.Type == sourcev1.HelmRepositoryTypeOCI {

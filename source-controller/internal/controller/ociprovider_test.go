@@ -31,15 +31,23 @@ type cloudRegistry struct {
 func newCloudRegistry(t *testing.T, host, user, password string) *cloudRegistry {
 	t.Helper()
 	c := &cloudRegistry{reg: testenv.NewRegistry(t, testenv.WithBasicAuth(user, password))}
-	c.proxy = httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+	c.proxy = newHostProxy(t, host, c.reg.Host())
+	return c
+}
+
+// newHostProxy is a proxy that sends the requests for host to target
+// (host:port) and every other request where it was going.
+func newHostProxy(t *testing.T, host, target string) *httptest.Server {
+	t.Helper()
+	p := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
 		out := *pr.In.URL
 		if out.Hostname() == host {
-			out.Host = c.reg.Host()
+			out.Host = target
 		}
 		pr.Out.URL = &out
 	}})
-	t.Cleanup(c.proxy.Close)
-	return c
+	t.Cleanup(p.Close)
+	return p
 }
 
 // repository creates an OCIRepository of url with provider, through the

@@ -188,6 +188,9 @@ func (r *HelmChartReconciler) chartVerify(ctx context.Context, obj *sourcev1.Hel
 	if err != nil {
 		return nil, fetchFailed(sourcev1.AuthenticationFailedReason, "failed to get authentication options for HelmRepository '%s': %s", hr.Name, err)
 	}
+	if f := helmProviderAuth(ctx, hr, ic); f != nil {
+		return nil, f
+	}
 	var opts []remote.Option
 	if ic.username != "" || ic.password != "" {
 		opts = append(opts, remote.WithAuth(&authn.Basic{Username: ic.username, Password: ic.password}))
