@@ -240,7 +240,11 @@ func (a *azureBucket) do(ctx context.Context, path string, query url.Values) (*h
 	for k, v := range query {
 		q[k] = v
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.account.String()+path+"?"+q.Encode(), nil)
+	u := a.account.String() + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}

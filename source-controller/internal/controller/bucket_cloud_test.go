@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +171,48 @@ func TestBucketAzure(t *testing.T) {
 	f := waitBucket(t, none, "AuthenticationFailed", bucketFailed(sourcev1.FetchFailedCondition, sourcev1.AuthenticationFailedReason))
 	if m := bucketReadyMessage(f); !strings.HasPrefix(m, "invalid 'none' secret data: requires a 'clientId' or 'accountKey' field") {
 		t.Errorf("no known key: Ready message %q", m)
+	}
+}
+
+// TestAzureAccountAndSAS: the account name is the host's first label, or
+// for an IP address the path's first segment (Azurite); sasKey's query is
+// merged with the endpoint's, its values winning; a bad accountKey or an
+// unsupported key set is refused without the Secret's values.
+func TestAzureAccountAndSAS(t *testing.T) {
+	for in, want := range map[string]string{"https://acct.blob.core.windows.net": "acct",
+		"http://127.0.0.1:10000/devstore": "devstore", "https://x.example": ""} {
+		u, _ := url.Parse(in)
+		got, err := azureAccountName(u)
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("%s: account %q (%v), want %q", in, got, err, want)
+		}
+	}
+	secret := func(data map[string]string) *bucketCredentials {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Data: map[string][]byte{}}
+		for k, v := range data {
+			s.Data[k] = []byte(v)
+		}
+		return &bucketCredentials{secret: s}
+	}
+	a, err := newAzureBucket(context.Background(), "https://acct.blob.core.windows.net/?sv=old&x=1",
+		secret(map[string]string{"sasKey": "?sv=new&sig=c2ln"}))
+	if err != nil || a.sas.Encode() != "sig=c2ln&sv=new&x=1" || a.account.String() != "https://acct.blob.core.windows.net" {
+		t.Errorf("SAS merged: %v, account %v (%v)", a.sas, a.account, err)
+	}
+	for data, want := range map[string]string{
+		"not base64!":    "invalid 's' secret data: 'accountKey' is not base64",
+		"clientCertPEM!": "'s' secret: client certificate and managed identity authentication are not supported by Eddy yet: use clientSecret, accountKey or sasKey",
+	} {
+		key := "accountKey"
+		if data == "clientCertPEM!" {
+			key = "clientCertificate"
+		}
+		_, err := newAzureBucket(context.Background(), "https://acct.blob.core.windows.net", secret(map[string]string{key: data, "tenantId": "t", "clientId": "c"}))
+		if err == nil || err.Error() != want || strings.Contains(err.Error(), data) {
+			t.Errorf("%s: error %v, want %q", key, err, want)
+		}
+	}
+	if _, err := gcsKeySource(context.Background(), nil, []byte("private: secret")); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("service account key not JSON: error %v", err)
 	}
 }
