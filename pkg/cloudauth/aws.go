@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 
@@ -83,4 +84,46 @@ func awsHTTPClient(hc *http.Client) *awshttp.BuildableClient {
 			t.TLSClientConfig = src.TLSClientConfig.Clone()
 		}
 	})
+}
+
+// awsSTSEndpointPattern is the STS endpoints Flux accepts in a Bucket's
+// spec.sts.endpoint: AWS's own, so that no object can send the
+// controller's web identity token elsewhere.
+const awsSTSEndpointPattern = `^https://(.+\.)?sts(-fips)?(\.[^.]+)?(\.vpce)?\.amazonaws\.com$`
+
+var awsSTSEndpointRegex = regexp.MustCompile(awsSTSEndpointPattern)
+
+// AWSKeys are temporary AWS credentials.
+type AWSKeys struct {
+	AccessKeyID, SecretAccessKey, SessionToken string
+}
+
+// AWSCredentials returns the credentials of the controller's AWS identity
+// (the SDK's default chain: environment, web identity token file as IRSA
+// sets it, shared files, container and instance metadata) in region, the
+// STS calls at stsEndpoint when set. Flux compatible (its controller-level
+// AWS credentials): the region defaults to AWS_REGION, the endpoint must
+// be one of AWS's, and the messages.
+func AWSCredentials(ctx context.Context, region, stsEndpoint string, hc *http.Client) (AWSKeys, error) {
+	if region == "" {
+		if region = os.Getenv("AWS_REGION"); region == "" {
+			return AWSKeys{}, errors.New("AWS_REGION environment variable is not set in the controller: set it, or set spec.region")
+		}
+	}
+	opts := []func(*config.LoadOptions) error{config.WithRegion(region), config.WithHTTPClient(awsHTTPClient(hc))}
+	if stsEndpoint != "" {
+		if !awsSTSEndpointRegex.MatchString(stsEndpoint) {
+			return AWSKeys{}, fmt.Errorf("invalid STS endpoint: '%s'. must match %s", stsEndpoint, awsSTSEndpointPattern)
+		}
+		opts = append(opts, config.WithBaseEndpoint(stsEndpoint))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return AWSKeys{}, fmt.Errorf("failed to load the AWS configuration: %w", err)
+	}
+	c, err := cfg.Credentials.Retrieve(ctx)
+	if err != nil {
+		return AWSKeys{}, err
+	}
+	return AWSKeys{AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, SessionToken: c.SessionToken}, nil
 }

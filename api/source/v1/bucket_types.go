@@ -58,8 +58,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.secretRef) || !has(self.serviceAccountName)", message="cannot set both .spec.secretRef and .spec.serviceAccountName"
 type BucketSpec struct {
 	// Provider of the object storage: generic (S3-compatible, the
-	// default), aws, gcp or azure. Eddy: gcp and azure are refused
-	// (Stalled) until implemented.
+	// default), aws (S3), gcp (Google Cloud Storage) or azure (Azure Blob
+	// Storage).
 	// +kubebuilder:validation:Enum=generic;aws;gcp;azure
 	// +kubebuilder:default:=generic
 	// +optional
@@ -69,12 +69,18 @@ type BucketSpec struct {
 	// +required
 	BucketName string `json:"bucketName"`
 
-	// Endpoint is the object storage address (host[:port]) of the bucket.
+	// Endpoint is the object storage address of the bucket: host[:port]
+	// for generic and aws; the account URL
+	// (https://<account>.blob.core.windows.net) for azure; for gcp, not
+	// read (storage.googleapis.com, or the controller's
+	// STORAGE_EMULATOR_HOST).
 	// +required
 	Endpoint string `json:"endpoint"`
 
 	// STS is the Security Token Service that issues temporary credentials
-	// (aws and generic providers only).
+	// (aws and generic providers only): for aws, the endpoint (one of
+	// AWS's) where the controller's AWS identity gets its credentials; for
+	// generic, MinIO's LDAP STS.
 	// +optional
 	STS *BucketSTSSpec `json:"sts,omitempty"`
 
@@ -91,7 +97,13 @@ type BucketSpec struct {
 	Prefix string `json:"prefix,omitempty"`
 
 	// SecretRef names a Secret with the credentials: `accesskey` and
-	// `secretkey` for generic and aws.
+	// `secretkey` for generic and aws; `serviceaccount` (a JSON service
+	// account key) for gcp; for azure, `accountKey` (Shared Key), `sasKey`
+	// (a SAS token), or `tenantId`, `clientId` and `clientSecret` (a
+	// service principal; `authorityHost` optional). Without it, gcp uses
+	// the controller's identity (the metadata server), aws the
+	// controller's AWS credentials, azure anonymous access. Eddy: azure's
+	// client certificate and managed identity keys are refused.
 	// +optional
 	SecretRef *meta.LocalObjectReference `json:"secretRef,omitempty"`
 

@@ -73,7 +73,7 @@ func TestBinaryBootstrappedRepository(t *testing.T) {
 // S3-compatible store: the artifact of the objects is produced with the
 // index revision and served by the binary's file server; a changed object
 // gives a new revision, wrong credentials fail with Flux's condition while
-// the artifact stays, and the gcp provider is refused (Stalled).
+// the artifact stays, and workload identity is refused (Stalled).
 func TestBinaryBucket(t *testing.T) {
 	port, err := testenv.FreePort()
 	if err != nil {
@@ -113,6 +113,11 @@ func TestBinaryBucket(t *testing.T) {
 	}
 	download(t, failed.Status.Artifact)
 
-	gcp := newBucket(t, s3, ns, "gcp", "app", func(b *sourcev1.Bucket) { shard(b); b.Spec.Provider = sourcev1.BucketProviderGoogle })
-	waitBucket(t, gcp, "Stalled", bucketFailed(meta.StalledCondition, sourcev1.InvalidProviderConfigReason))
+	identity := newBucket(t, s3, ns, "identity", "app", func(b *sourcev1.Bucket) {
+		shard(b)
+		b.Spec.ServiceAccountName = "reader"
+		b.Spec.SecretRef = nil
+		b.Spec.Provider = "aws"
+	})
+	waitBucket(t, identity, "Stalled", bucketFailed(meta.StalledCondition, meta.FeatureGateDisabledReason))
 }

@@ -37,7 +37,8 @@ const BucketArtifactLink = "latest.tar.gz"
 // downloads the objects and archives them as `<hex>.tar.gz`. Flux
 // compatible: conditions, reasons, messages, events and revision of
 // source-controller's Bucket (v1.10). The generic and aws providers are
-// served (S3 through minio-go); gcp and azure are refused (Stalled).
+// served through minio-go (S3), gcp and azure through Eddy's own small
+// clients of their REST APIs (bucket_gcs.go, bucket_azure.go).
 type BucketReconciler struct {
 	client.Client
 	Storage *artifact.Storage
@@ -111,7 +112,7 @@ func (r *BucketReconciler) reconcile(ctx context.Context, obj *sourcev1.Bucket, 
 	if f != nil {
 		return f
 	}
-	c, err := newMinioBucket(obj, creds)
+	c, err := newBucketClient(ctx, obj, creds)
 	if err != nil {
 		return fetchFailed(sourcev1.AuthenticationFailedReason, "%s", sanitize(err))
 	}
@@ -167,15 +168,14 @@ func (r *BucketReconciler) reconcile(ctx context.Context, obj *sourcev1.Bucket, 
 	return nil
 }
 
-// checkBucketSpec refuses (stalls on) what Eddy does not do: the gcp and
-// azure providers, workload identity (spec.serviceAccountName) and the aws
-// STS provider; and an spec.sts that does not fit spec.provider.
+// checkBucketSpec refuses (stalls on) what Eddy does not do, workload
+// identity (spec.serviceAccountName), and an spec.sts that does not fit
+// spec.provider.
 func checkBucketSpec(obj *sourcev1.Bucket) *reconciler.Failure {
 	switch obj.Spec.Provider {
-	case "", sourcev1.BucketProviderGeneric, sourcev1.BucketProviderAmazon:
+	case "", sourcev1.BucketProviderGeneric, sourcev1.BucketProviderAmazon, sourcev1.BucketProviderGoogle, sourcev1.BucketProviderAzure:
 	default:
-		return fetchFailed(sourcev1.InvalidProviderConfigReason,
-			"provider '%s' is not supported by Eddy yet: use 'generic' (S3-compatible) or 'aws'", obj.Spec.Provider).Stall()
+		return fetchFailed(sourcev1.InvalidProviderConfigReason, "unsupported provider '%s'", obj.Spec.Provider).Stall()
 	}
 	if obj.Spec.ServiceAccountName != "" {
 		return fetchFailed(meta.FeatureGateDisabledReason,
@@ -192,12 +192,20 @@ func checkBucketSpec(obj *sourcev1.Bucket) *reconciler.Failure {
 		if _, err := url.Parse(sts.Endpoint); err != nil {
 			return fetchFailed(sourcev1.URLInvalidReason, "failed to parse STS endpoint '%s'", sts.Endpoint).Stall()
 		}
-		if sts.Provider == sourcev1.STSProviderAmazon {
-			return fetchFailed(sourcev1.InvalidSTSConfigurationReason,
-				"STS provider '%s' is not supported by Eddy yet: use spec.secretRef or the environment's AWS credentials", sts.Provider).Stall()
-		}
 	}
 	return nil
+}
+
+// newBucketClient is the client of obj's provider. Its failures are
+// AuthenticationFailed, as Flux's.
+func newBucketClient(ctx context.Context, obj *sourcev1.Bucket, creds *bucketCredentials) (bucketClient, error) {
+	switch obj.Spec.Provider {
+	case sourcev1.BucketProviderGoogle:
+		return newGCSBucket(ctx, creds)
+	case sourcev1.BucketProviderAzure:
+		return newAzureBucket(ctx, obj.Spec.Endpoint, creds)
+	}
+	return newMinioBucket(ctx, obj, creds)
 }
 
 // credentials reads the Secrets obj names (bucketCredentials). Failures
@@ -256,7 +264,14 @@ func (r *BucketReconciler) credentials(ctx context.Context, obj *sourcev1.Bucket
 	if creds.stsTLS, f = tlsOf(sts.CertSecretRef, "STS TLS config"); f != nil {
 		return nil, f
 	}
-	if err := validateS3Secret(creds.secret); err != nil {
+	validate := validateS3Secret
+	switch obj.Spec.Provider {
+	case sourcev1.BucketProviderGoogle:
+		validate = validateGCPSecret
+	case sourcev1.BucketProviderAzure:
+		validate = validateAzureSecret
+	}
+	if err := validate(creds.secret); err != nil {
 		return nil, fetchFailed(sourcev1.AuthenticationFailedReason, "%s", err)
 	}
 	if sts.Provider == sourcev1.STSProviderLDAP {

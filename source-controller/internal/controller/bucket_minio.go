@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	sourcev1 "github.com/eddyops/eddy/api/source/v1"
+	"github.com/eddyops/eddy/pkg/cloudauth"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/s3utils"
@@ -89,23 +90,36 @@ type minioBucket struct {
 
 // newMinioBucket returns the S3 client of obj: spec.endpoint, spec.region,
 // TLS unless spec.insecure. Credentials: spec.secretRef's static keys;
+// else, for aws with spec.sts (aws), the controller's AWS identity with
+// its STS calls at spec.sts.endpoint (the AWS SDK's chain, as Flux);
 // else, for aws, the environment's AWS credentials (variables, shared
 // files, then the instance or pod role: minio-go's chain, where Flux uses
 // the AWS SDK's); else, for generic with spec.sts (ldap), the STS's
 // temporary ones; else anonymous. Flux compatible (minio.NewClient).
-func newMinioBucket(obj *sourcev1.Bucket, creds *bucketCredentials) (*minioBucket, error) {
+func newMinioBucket(ctx context.Context, obj *sourcev1.Bucket, creds *bucketCredentials) (*minioBucket, error) {
 	opts := &minio.Options{Region: obj.Spec.Region, Secure: !obj.Spec.Insecure}
+	sts := obj.Spec.STS
 	switch {
 	case creds.secret != nil:
 		ak, sk := string(creds.secret.Data["accesskey"]), string(creds.secret.Data["secretkey"])
 		if ak != "" && sk != "" {
 			opts.Creds = credentials.NewStaticV4(ak, sk, "")
 		}
+	case obj.Spec.Provider == sourcev1.BucketProviderAmazon && sts != nil && sts.Provider == sourcev1.STSProviderAmazon:
+		hc, err := cloudauth.HTTPClient(nil, creds.proxy)
+		if err != nil {
+			return nil, err
+		}
+		k, err := cloudauth.AWSCredentials(ctx, obj.Spec.Region, sts.Endpoint, hc)
+		if err != nil {
+			return nil, fmt.Errorf("AWS authentication failed: %w", err)
+		}
+		opts.Creds = credentials.NewStaticV4(k.AccessKeyID, k.SecretAccessKey, k.SessionToken)
 	case obj.Spec.Provider == sourcev1.BucketProviderAmazon:
 		opts.Creds = credentials.NewChainCredentials([]credentials.Provider{&credentials.EnvAWS{},
 			&credentials.FileAWSCredentials{}, &credentials.IAM{}})
-	case obj.Spec.STS != nil && obj.Spec.STS.Provider == sourcev1.STSProviderLDAP:
-		opts.Creds = ldapCredentials(obj.Spec.STS.Endpoint, creds)
+	case sts != nil && sts.Provider == sourcev1.STSProviderLDAP:
+		opts.Creds = ldapCredentials(sts.Endpoint, creds)
 	}
 	if opts.Creds == nil {
 		opts.Creds = credentials.NewStatic("", "", "", credentials.SignatureAnonymous)

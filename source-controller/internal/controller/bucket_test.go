@@ -225,8 +225,8 @@ func TestBucketFailuresKeepTheLastArtifact(t *testing.T) {
 	}
 }
 
-// TestBucketRefusesWhatItCannotServe: the gcp and azure providers and
-// workload identity stall with a message that says so; a Secret without
+// TestBucketRefusesWhatItCannotServe: workload identity stalls with a
+// message that says so; a Secret without
 // Flux's keys and a missing Secret are AuthenticationFailed.
 func TestBucketRefusesWhatItCannotServe(t *testing.T) {
 	s3 := testenv.NewS3(t)
@@ -236,12 +236,6 @@ func TestBucketRefusesWhatItCannotServe(t *testing.T) {
 		name, cond, reason, message string
 		mutate                      func(*sourcev1.Bucket)
 	}{
-		{"gcp", meta.StalledCondition, sourcev1.InvalidProviderConfigReason,
-			"provider 'gcp' is not supported by Eddy yet: use 'generic' (S3-compatible) or 'aws'",
-			func(b *sourcev1.Bucket) { b.Spec.Provider = sourcev1.BucketProviderGoogle }},
-		{"azure", meta.StalledCondition, sourcev1.InvalidProviderConfigReason,
-			"provider 'azure' is not supported by Eddy yet: use 'generic' (S3-compatible) or 'aws'",
-			func(b *sourcev1.Bucket) { b.Spec.Provider = sourcev1.BucketProviderAzure }},
 		{"identity", meta.StalledCondition, meta.FeatureGateDisabledReason,
 			"spec.serviceAccountName (workload identity) is not supported by Eddy yet: use spec.secretRef",
 			func(b *sourcev1.Bucket) {
