@@ -171,12 +171,12 @@ func (o *Options) IgnoredFlags() []string {
 // workload identity (--default-service-account of source- and
 // notification-controller, --default-kubeconfig-service-account, ...) are
 // ignored.
-const NoWorkloadIdentity = "Flux uses it for cloud workload identity, which Eddy does not implement (a spec.provider other than generic is refused)"
+const NoWorkloadIdentity = "Flux uses it for object-level workload identity, which Eddy does not implement (spec.serviceAccountName with a spec.provider is refused)"
 
 // bindFluxOnlyFlags registers the shared Flux runtime flags (fluxcd/pkg
 // runtime and cache, contract §9) that tune something Eddy does not do.
 func (o *Options) bindFluxOnlyFlags(fs *flag.FlagSet) {
-	const noTokens = "Eddy fetches no cloud workload-identity tokens (a spec.provider other than generic is refused), so it keeps no token cache"
+	const noTokens = "Eddy caches each provider's token until it expires (pkg/cloudauth); these flags do not tune that cache"
 	o.IgnoreFlag(fs, IntFlag, "token-cache-max-size", "100", noTokens, nil)
 	o.IgnoreFlag(fs, DurationFlag, "token-cache-max-duration", "1h0m0s", noTokens, nil)
 	o.IgnoreFlag(fs, SelectorFlag, "watch-configs-label-selector", "reconcile.fluxcd.io/watch=Enabled",

@@ -38,7 +38,7 @@ func TestCompatFlags(t *testing.T) {
 		{name: "Flux gate refused", args: []string{"--feature-gates=CacheSecretsAndConfigMaps=true,Lookups=true"},
 			refusedErr: "--feature-gates=Lookups=true: no lookups"},
 		{name: "workload identity gate refused", args: []string{"--feature-gates=ObjectLevelWorkloadIdentity=true"},
-			refusedErr: "--feature-gates=ObjectLevelWorkloadIdentity=true: Eddy does not implement cloud workload identity (a spec.provider other than generic is refused)"},
+			refusedErr: "--feature-gates=ObjectLevelWorkloadIdentity=true: Eddy does not implement object-level workload identity (spec.serviceAccountName with a spec.provider is refused; the controller's own identity serves the providers)"},
 		{name: "unknown gate still refused", args: []string{"--feature-gates=NoSuchGate=true"}, parseErr: true},
 	}
 	for _, c := range cases {
@@ -81,7 +81,7 @@ func TestCompatFlagsHelpSaysAccepted(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	var o Options
 	o.BindFlags(fs, 4)
-	if u := fs.Lookup("token-cache-max-size").Usage; !strings.HasPrefix(u, "accepted for Flux compatibility: Eddy fetches no cloud") {
+	if u := fs.Lookup("token-cache-max-size").Usage; !strings.HasPrefix(u, "accepted for Flux compatibility: Eddy caches each provider") {
 		t.Errorf("usage %q", u)
 	}
 	if d := fs.Lookup("watch-configs-label-selector").DefValue; d != "reconcile.fluxcd.io/watch=Enabled" {

@@ -41,7 +41,7 @@ func (o *Options) FluxGate(name string, def, on, refuse bool, why string) {
 // bindFluxGates adds the Flux gates every controller knows.
 func (o *Options) bindFluxGates() {
 	o.FluxGate("ObjectLevelWorkloadIdentity", false, true, true,
-		"Eddy does not implement cloud workload identity (a spec.provider other than generic is refused)")
+		"Eddy does not implement object-level workload identity (spec.serviceAccountName with a spec.provider is refused; the controller's own identity serves the providers)")
 }
 
 // gateFindings returns, for the Flux gates given with their value on, the

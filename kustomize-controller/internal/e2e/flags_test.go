@@ -134,7 +134,7 @@ func TestBinariesRefuseFluxFlagsTheyCannotHonour(t *testing.T) {
 		{"helm-controller", "--override-manager=kubectl-edit", "helm-controller: --override-manager=kubectl-edit: Eddy's drift detection"},
 		{"helm-controller", "--feature-gates=CorrectDrift=true", "helm-controller: --feature-gates=CorrectDrift=true: deprecated by Flux"},
 		{"kustomize-controller", "--feature-gates=MigrateAPIVersion=true", "kustomize-controller: --feature-gates=MigrateAPIVersion=true: Eddy does not migrate"},
-		{"source-controller", "--feature-gates=ObjectLevelWorkloadIdentity=true", "source-controller: --feature-gates=ObjectLevelWorkloadIdentity=true: Eddy does not implement cloud workload identity"},
+		{"source-controller", "--feature-gates=ObjectLevelWorkloadIdentity=true", "source-controller: --feature-gates=ObjectLevelWorkloadIdentity=true: Eddy does not implement object-level workload identity"},
 	}
 	for _, c := range cases {
 		t.Run(c.controller+"/"+c.flag, func(t *testing.T) {
@@ -259,7 +259,7 @@ func TestIgnoredFluxFlagsAreLoggedAtStartUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := string(b)
-	for _, want := range []string{`"flag":"--token-cache-max-size","value":"5","eddy":"Eddy fetches no cloud workload-identity tokens`,
+	for _, want := range []string{`"flag":"--token-cache-max-size","value":"5","eddy":"Eddy caches each provider`,
 		`"flag":"--no-remote-bases","value":"false","eddy":"Eddy never fetches remote bases`,
 		`"flag":"--feature-gates=GroupChangeLog=true","eddy":"Eddy does not group`} {
 		if !strings.Contains(log, want) {
