@@ -35,7 +35,7 @@ func acrCredentials(ctx context.Context, host string, hc *http.Client) (Credenti
 }
 
 func exchangeACRToken(ctx context.Context, host, accessToken string, hc *http.Client) (string, error) {
-	u := "https://" + host + "/oauth2/exchange"
+	u := (&url.URL{Scheme: "https", Host: host, Path: "/oauth2/exchange"}).String()
 	form := url.Values{"grant_type": {"access_token"}, "service": {host}, "access_token": {accessToken}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
 	if err != nil {

@@ -25,8 +25,10 @@ var ecrRegex = regexp.MustCompile(ecrPattern)
 // ParseECRHost returns the region of an ECR registry host, or Flux's
 // error for another host.
 func ParseECRHost(host string) (string, error) {
+	// Flux's pattern is unanchored: the whole host must match here, so
+	// `<ecr host>.attacker.example` is not taken for ECR.
 	parts := ecrRegex.FindStringSubmatch(host)
-	if len(parts) < 3 {
+	if len(parts) < 3 || parts[0] != host {
 		return "", fmt.Errorf("invalid AWS registry: '%s'. must match %s", host, ecrPattern)
 	}
 	return parts[2], nil

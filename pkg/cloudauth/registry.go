@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -19,17 +20,22 @@ const (
 )
 
 // RegistryHost returns the registry of an artifact repository
-// (`host[:port]/path`, no scheme), as Flux reads it.
+// (`host[:port]/path`, no scheme), as Flux reads it. A host that a URL
+// would read differently (`a.example?.azurecr.io` is host a.example) is
+// refused: the provider checks match the host, and the token goes to it.
 func RegistryHost(repository string) (string, error) {
 	reg := strings.TrimSuffix(repository, "/")
-	if !strings.ContainsRune(reg, '/') {
-		return reg, nil
+	if strings.ContainsRune(reg, '/') {
+		ref, err := name.ParseReference(reg)
+		if err != nil {
+			return "", fmt.Errorf("failed to parse artifact repository '%s': %w", repository, err)
+		}
+		reg = ref.Context().RegistryStr()
 	}
-	ref, err := name.ParseReference(reg)
-	if err != nil {
-		return "", fmt.Errorf("failed to parse artifact repository '%s': %w", repository, err)
+	if u, err := url.Parse("//" + reg); err != nil || u.Host != reg || u.User != nil || u.Path != "" || reg == "" {
+		return "", fmt.Errorf("failed to parse artifact repository '%s': invalid registry host", repository)
 	}
-	return ref.Context().RegistryStr(), nil
+	return reg, nil
 }
 
 // RegistryCredentials returns provider's credentials for the registry of
