@@ -13,28 +13,47 @@ func match(pattern, name string) bool {
 	return matchSegments(strings.Split(pattern, "/"), strings.Split(name, "/"))
 }
 
+// matchSegments matches with "**" backtracking remembered: each ("**"
+// segment, name position) pair is tried once, so a pattern of many "**"
+// costs O(len(pat)·len(name)²) path.Match calls, not exponential time.
 func matchSegments(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			if len(pat) == 1 {
-				return true
-			}
-			for i := 0; i <= len(name); i++ {
-				if matchSegments(pat[1:], name[i:]) {
+	var failed map[[2]int]bool
+	var m func(i, j int) bool
+	m = func(i, j int) bool {
+		for i < len(pat) {
+			if pat[i] == "**" {
+				for i+1 < len(pat) && pat[i+1] == "**" {
+					i++
+				}
+				if i == len(pat)-1 {
 					return true
 				}
+				key := [2]int{i, j}
+				if failed[key] {
+					return false
+				}
+				for n := j; n <= len(name); n++ {
+					if m(i+1, n) {
+						return true
+					}
+				}
+				if failed == nil {
+					failed = map[[2]int]bool{}
+				}
+				failed[key] = true
+				return false
 			}
-			return false
+			if j == len(name) {
+				return false
+			}
+			if ok, err := path.Match(pat[i], name[j]); err != nil || !ok {
+				return false
+			}
+			i, j = i+1, j+1
 		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, err := path.Match(pat[0], name[0]); err != nil || !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
+		return j == len(name)
 	}
-	return len(name) == 0
+	return m(0, 0)
 }
 
 // globRecursive returns the paths of fsys (files and directories, in
