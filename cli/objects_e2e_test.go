@@ -136,7 +136,7 @@ func TestObjectsE2E(t *testing.T) {
 
 	t.Run("bad input", func(t *testing.T) {
 		oneLineError(t, u.fails("suspend", "widget", "x"), `unknown kind "widget"`, "kustomization")
-		oneLineError(t, u.fails("export", "source", "bucket", "x"), `unknown kind "bucket"`, "git")
+		oneLineError(t, u.fails("export", "source", "widget", "x"), `unknown kind "widget"`, "git")
 		oneLineError(t, u.fails("resume", "ks"), "kustomization name is required")
 		oneLineError(t, u.fails("delete", "source", "git"), "source git name is required")
 		oneLineError(t, u.fails("export", "alert"), "name is required")
