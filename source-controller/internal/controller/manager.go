@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -109,7 +108,7 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	}
 	adv := c.StorageAdvAddr
 	if adv == "" {
-		adv = advertisedAddr(c.StorageAddr)
+		adv = artifact.AdvertisedAddr(c.StorageAddr)
 	}
 	storage, err := artifact.NewStorage(c.StoragePath, adv, c.ArtifactRetentionTTL, c.ArtifactRetentionRecords)
 	if err != nil {
@@ -165,25 +164,6 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 		return nil, nil, err
 	}
 	return mgr, storage, nil
-}
-
-// advertisedAddr derives the file server's advertised address from its bind
-// address. Flux compatible: ":9090" ⇒ "localhost:9090", "0.0.0.0:9090" ⇒
-// "$HOSTNAME:9090".
-func advertisedAddr(bind string) string {
-	host, port, err := net.SplitHostPort(bind)
-	if err != nil {
-		return bind
-	}
-	switch host {
-	case "":
-		host = "localhost"
-	case "0.0.0.0", "::":
-		if h, err := os.Hostname(); err == nil {
-			host = h
-		}
-	}
-	return net.JoinHostPort(host, port)
 }
 
 func envOr(key, def string) string {

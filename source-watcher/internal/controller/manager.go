@@ -5,7 +5,6 @@ package controller
 import (
 	"context"
 	"flag"
-	"net"
 	"net/http"
 	"os"
 	"time"
@@ -85,7 +84,7 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 	}
 	adv := c.StorageAdvAddr
 	if adv == "" {
-		adv = advertisedAddr(c.StorageAddr)
+		adv = artifact.AdvertisedAddr(c.StorageAddr)
 	}
 	storage, err := artifact.NewStorage(c.StoragePath, adv, c.ArtifactRetentionTTL, c.ArtifactRetentionRecords)
 	if err != nil {
@@ -123,25 +122,6 @@ func NewManager(c Config) (ctrl.Manager, *artifact.Storage, error) {
 func (c *Config) Manager() (ctrl.Manager, error) {
 	mgr, _, err := NewManager(*c)
 	return mgr, err
-}
-
-// advertisedAddr derives the file server's advertised address from its bind
-// address, as source-controller: ":9090" ⇒ "localhost:9090", "0.0.0.0:9090"
-// ⇒ "$HOSTNAME:9090".
-func advertisedAddr(bind string) string {
-	host, port, err := net.SplitHostPort(bind)
-	if err != nil {
-		return bind
-	}
-	switch host {
-	case "":
-		host = "localhost"
-	case "0.0.0.0", "::":
-		if h, err := os.Hostname(); err == nil {
-			host = h
-		}
-	}
-	return net.JoinHostPort(host, port)
 }
 
 func envOr(key, def string) string {
