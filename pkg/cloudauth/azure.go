@@ -96,6 +96,21 @@ func AzureToken(ctx context.Context, scope string, hc *http.Client) (Credentials
 	})
 }
 
+// AzureClientSecretToken asks Entra ID at authority (`https://host/`) for
+// a token of scope for the service principal clientID of tenantID with its
+// client secret (OAuth 2.0 client credentials). Not cached: the caller
+// keeps the token. Errors as AzureToken's, secret-free.
+func AzureClientSecretToken(ctx context.Context, authority, tenantID, clientID, secret, scope string, hc *http.Client) (Credentials, error) {
+	u := strings.TrimSuffix(authority, "/") + "/" + url.PathEscape(tenantID) + "/oauth2/v2.0/token"
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {clientID}, "client_secret": {secret}, "scope": {scope}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		return Credentials{}, fmt.Errorf("ClientSecretCredential: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return azureTokenAnswer(hc, req, "ClientSecretCredential")
+}
+
 // AzureDevOpsCredentials returns the bearer token of Azure DevOps' scope,
 // for Git over HTTPS, with Flux's message on failure.
 func AzureDevOpsCredentials(ctx context.Context, hc *http.Client) (Credentials, error) {

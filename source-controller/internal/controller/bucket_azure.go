@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eddyops/eddy/pkg/cloudauth"
 	"github.com/eddyops/eddy/pkg/redact"
 	"golang.org/x/oauth2"
 	corev1 "k8s.io/api/core/v1"
@@ -93,7 +93,7 @@ func newAzureBucket(ctx context.Context, endpoint string, creds *bucketCredentia
 		if h := d("authorityHost"); h != "" {
 			authority = strings.TrimSuffix(h, "/") + "/"
 		}
-		src := &azureClientSecretSource{ctx: ctx, hc: a.hc, url: authority + url.PathEscape(d("tenantId")) + "/oauth2/v2.0/token",
+		src := &azureClientSecretSource{ctx: ctx, hc: a.hc, authority: authority, tenantID: d("tenantId"),
 			clientID: d("clientId"), secret: d("clientSecret")}
 		a.hc = &http.Client{Transport: &oauth2.Transport{Source: oauth2.ReuseTokenSource(nil, src), Base: t}}
 	case s.Data["accountKey"] != nil:
@@ -185,34 +185,17 @@ func signSharedKey(r *http.Request, account string, key []byte) {
 // azureClientSecretSource is the token source of a service principal with
 // a client secret (OAuth2 client credentials at Entra ID).
 type azureClientSecretSource struct {
-	ctx                   context.Context
-	hc                    *http.Client
-	url, clientID, secret string
+	ctx                                   context.Context
+	hc                                    *http.Client
+	authority, tenantID, clientID, secret string
 }
 
 func (s *azureClientSecretSource) Token() (*oauth2.Token, error) {
-	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {s.clientID}, "client_secret": {s.secret},
-		"scope": {azureStorageScope}}
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, s.url, strings.NewReader(form.Encode()))
+	c, err := cloudauth.AzureClientSecretToken(s.ctx, s.authority, s.tenantID, s.clientID, s.secret, azureStorageScope, s.hc)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("failed to get a token from Entra ID: %w", err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-		ExpiresIn   int64  `json:"expires_in"`
-		Error       string `json:"error"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&tok); err != nil || resp.StatusCode != http.StatusOK || tok.AccessToken == "" {
-		// The error code only: Entra ID's description may echo the request.
-		return nil, fmt.Errorf("failed to get a token from Entra ID: %s %s", resp.Status, tok.Error)
-	}
-	return &oauth2.Token{AccessToken: tok.AccessToken, TokenType: "Bearer", Expiry: time.Now().Add(time.Duration(tok.ExpiresIn) * time.Second)}, nil
+	return &oauth2.Token{AccessToken: c.Password, TokenType: "Bearer", Expiry: c.ExpiresAt}, nil
 }
 
 // azureError is an error answer of Blob Storage: its status and error code
